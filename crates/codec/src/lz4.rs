@@ -1,0 +1,139 @@
+//! LZ4 *block* format with a `u32` LE uncompressed-size prefix.
+//!
+//! These are the bytes `lz4_flex::block::compress_prepend_size` and Python's
+//! `lz4.block.compress(data, store_size=True)` write. Decoding is bounded: the prefix is an
+//! untrusted length, so it is checked against the largest size LZ4 can expand the given input
+//! to, and against a caller limit, before any buffer grows.
+
+use thiserror::Error;
+
+/// LZ4 cannot expand one input byte to more than 255 output bytes (a literal-free match run).
+const MAX_EXPANSION: u64 = 255;
+
+/// Why an LZ4 payload could not be decoded.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum Lz4Error {
+    /// Fewer than the four prefix bytes.
+    #[error("LZ4 payload of {len} bytes is shorter than its 4-byte size prefix")]
+    MissingPrefix {
+        /// Bytes available.
+        len: usize,
+    },
+    /// The prefix claims more than the block could decode to, or more than the caller allows.
+    #[error("LZ4 size prefix {declared} is impossible for {compressed} compressed bytes (limit {limit})")]
+    ImplausibleSize {
+        /// Size the prefix declares.
+        declared: u64,
+        /// Compressed bytes after the prefix.
+        compressed: usize,
+        /// Largest size the caller accepts.
+        limit: u64,
+    },
+    /// The block itself is malformed, or decodes to another length than the prefix says.
+    #[error("LZ4 block is corrupt: {0}")]
+    Corrupt(String),
+}
+
+/// Compresses `input` into a prefixed LZ4 block appended to `out`.
+pub fn compress_into(input: &[u8], out: &mut Vec<u8>) {
+    let size = u32::try_from(input.len()).expect("LZ4 payloads are limited to u32::MAX bytes");
+    out.extend_from_slice(&size.to_le_bytes());
+    let start = out.len();
+    out.resize(start + lz4_flex::block::get_maximum_output_size(input.len()), 0);
+    let written = lz4_flex::block::compress_into(input, &mut out[start..])
+        .expect("output buffer is sized by get_maximum_output_size");
+    out.truncate(start + written);
+}
+
+/// Returns the uncompressed length a prefixed block declares, after plausibility checks.
+pub fn declared_len(stored: &[u8], limit: u64) -> Result<usize, Lz4Error> {
+    let prefix = stored
+        .get(..4)
+        .ok_or(Lz4Error::MissingPrefix { len: stored.len() })?;
+    let declared = u64::from(u32::from_le_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]));
+    let compressed = stored.len() - 4;
+    let possible = (compressed as u64).saturating_mul(MAX_EXPANSION);
+    if declared > possible || declared > limit {
+        return Err(Lz4Error::ImplausibleSize { declared, compressed, limit });
+    }
+    usize::try_from(declared).map_err(|_| Lz4Error::ImplausibleSize { declared, compressed, limit })
+}
+
+/// Decodes a prefixed block into `out`, replacing its contents and reusing its capacity.
+pub fn decompress_into(stored: &[u8], limit: u64, out: &mut Vec<u8>) -> Result<(), Lz4Error> {
+    let len = declared_len(stored, limit)?;
+    out.clear();
+    out.resize(len, 0);
+    let written = lz4_flex::block::decompress_into(&stored[4..], out)
+        .map_err(|e| Lz4Error::Corrupt(e.to_string()))?;
+    if written != len {
+        return Err(Lz4Error::Corrupt(format!(
+            "block decoded to {written} bytes, its prefix says {len}"
+        )));
+    }
+    Ok(())
+}
+
+/// Decodes a prefixed block into a new vector.
+pub fn decompress(stored: &[u8], limit: u64) -> Result<Vec<u8>, Lz4Error> {
+    let mut out = Vec::new();
+    decompress_into(stored, limit, &mut out)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn matches_lz4_flex_prepend_size_bytes() {
+        let input = b"abcabcabcabcabcabcabcabcabc hello hello hello".repeat(10);
+        let mut ours = Vec::new();
+        compress_into(&input, &mut ours);
+        assert_eq!(ours, lz4_flex::block::compress_prepend_size(&input));
+    }
+
+    #[test]
+    fn refuses_hostile_prefix_without_allocating_it() {
+        let stored = [0xff, 0xff, 0xff, 0xff, 0x00];
+        assert!(matches!(
+            decompress(&stored, u64::MAX),
+            Err(Lz4Error::ImplausibleSize { declared: 0xffff_ffff, .. })
+        ));
+        assert!(matches!(decompress(&[1, 0], 10), Err(Lz4Error::MissingPrefix { len: 2 })));
+    }
+
+    #[test]
+    fn refuses_length_mismatch_and_garbage() {
+        let mut stored = Vec::new();
+        compress_into(b"hello world", &mut stored);
+        stored[0] += 1;
+        assert!(matches!(decompress(&stored, 1 << 20), Err(Lz4Error::Corrupt(_))));
+        let garbage = [8, 0, 0, 0, 0xff, 0xff, 0xff];
+        assert!(decompress(&garbage, 1 << 20).is_err());
+    }
+
+    #[test]
+    fn caller_limit_is_enforced() {
+        let mut stored = Vec::new();
+        compress_into(&[7u8; 1000], &mut stored);
+        assert!(matches!(decompress(&stored, 999), Err(Lz4Error::ImplausibleSize { .. })));
+        assert_eq!(decompress(&stored, 1000).unwrap(), vec![7u8; 1000]);
+    }
+
+    proptest! {
+        #[test]
+        fn round_trips(input in proptest::collection::vec(any::<u8>(), 0..4096), repeat in 1usize..8) {
+            let input: Vec<u8> = input.repeat(repeat);
+            let mut stored = Vec::new();
+            compress_into(&input, &mut stored);
+            prop_assert_eq!(decompress(&stored, u64::MAX).unwrap(), input);
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(stored in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let _ = decompress(&stored, 1 << 16);
+        }
+    }
+}

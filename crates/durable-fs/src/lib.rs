@@ -1,0 +1,45 @@
+//! Crash-safe publication of small files, such as a cache's `manifest.json`.
+//!
+//! What it is for: writing a file so that a reader sees either the old bytes or the new ones,
+//! never a torn mix, and knowing afterwards whether the new bytes are durable. The sequence is
+//! temp file in the target's directory, write, flush, fsync, rename over the target, fsync the
+//! directory. Every step goes through the [`FileSystem`] trait so tests can fail each one.
+//!
+//! What it is not for: streaming large files (writers stream their own and call
+//! [`FileSystem::sync_dir`] here), or locking: callers own their targets exclusively.
+//!
+//! Layering: a bottom-layer crate beside `codec`; it depends on no crate of this workspace.
+#![forbid(unsafe_code)]
+
+mod publish;
+mod std_fs;
+mod temp_name;
+
+pub use publish::{publish, PublishError, PublishStep, Published};
+pub use std_fs::StdFileSystem;
+pub use temp_name::{is_temp_name, unique_temp_name};
+
+use std::io::{self, Write};
+use std::path::Path;
+
+/// A file being written that can be made durable.
+pub trait DurableFile: Write + Send {
+    /// Flushes buffers and fsyncs the file's data and metadata.
+    fn sync_all(&mut self) -> io::Result<()>;
+}
+
+/// The file operations a crash-safe publication needs.
+///
+/// [`StdFileSystem`] is the real one; tests wrap it to inject a failure at any step.
+pub trait FileSystem: Send + Sync {
+    /// Creates a new file; fails if `path` exists.
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn DurableFile>>;
+    /// Atomically replaces `to` with `from`.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Fsyncs a directory, making renames and creations inside it durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Fsyncs an existing file without changing it.
+    fn sync_existing(&self, path: &Path) -> io::Result<()>;
+    /// Removes a file.
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+}
