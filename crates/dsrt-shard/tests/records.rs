@@ -1,0 +1,127 @@
+//! Records written by the shard writer, read back and checked.
+
+use dsrt_index::IndexRow;
+use dsrt_manifest::CompressionAlgo;
+use dsrt_schema::{Column, ColumnType, Schema, Value, ValueRef};
+use dsrt_shard::{
+    check_envelope, encode_envelope, load_payload, parse_envelope, split_record, EnvelopeError, MaxShardBytes,
+    ShardSetWriter,
+};
+use proptest::prelude::*;
+
+fn schema() -> Schema {
+    Schema::new(vec![
+        Column::new("flag", ColumnType::Bool, true),
+        Column::new("label", ColumnType::Int64, false),
+        Column::new("score", ColumnType::Float64, true),
+        Column::new("caption", ColumnType::Utf8, true),
+    ])
+    .unwrap()
+}
+
+fn envelope(values: &[ValueRef<'_>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_envelope(&schema(), values, &mut out);
+    out
+}
+
+#[test]
+fn envelope_is_compact_json_in_schema_order() {
+    let json = envelope(&[ValueRef::Null, ValueRef::Int64(-3), ValueRef::Float64(1.0), ValueRef::Utf8("a\"é")]);
+    assert_eq!(String::from_utf8(json).unwrap(), r#"{"flag":null,"label":-3,"score":1.0,"caption":"a\"é"}"#);
+}
+
+#[test]
+fn check_accepts_any_key_order_and_escapes() {
+    let expected = [ValueRef::Bool(true), ValueRef::Int64(5), ValueRef::Float64(-0.0), ValueRef::Utf8("tab\there")];
+    let json = br#"{ "caption" : "tab\there", "score": -0.0, "label": 5, "fl\u0061g": true }"#;
+    check_envelope(json, &schema(), |c| expected[c]).unwrap();
+}
+
+#[test]
+fn check_names_each_problem() {
+    let expected = [ValueRef::Bool(true), ValueRef::Int64(5), ValueRef::Float64(0.5), ValueRef::Null];
+    let good = r#"{"flag":true,"label":5,"score":0.5,"caption":null}"#;
+    check_envelope(good.as_bytes(), &schema(), |c| expected[c]).unwrap();
+    let cases: [(&str, fn(&EnvelopeError) -> bool); 9] = [
+        (r#"{"flag":true,"label":6,"score":0.5,"caption":null}"#, |e| matches!(e, EnvelopeError::Mismatch { column, .. } if column == "label")),
+        (r#"{"flag":true,"label":5,"score":0.5000001,"caption":null}"#, |e| matches!(e, EnvelopeError::Mismatch { column, .. } if column == "score")),
+        (r#"{"flag":true,"label":5.0,"score":0.5,"caption":null}"#, |e| matches!(e, EnvelopeError::Mismatch { .. })),
+        (r#"{"flag":true,"label":5,"score":0.5}"#, |e| matches!(e, EnvelopeError::MissingColumn(c) if c == "caption")),
+        (r#"{"flag":true,"label":5,"score":0.5,"caption":null,"x":1}"#, |e| matches!(e, EnvelopeError::UnknownKey(k) if k == "x")),
+        (r#"{"flag":true,"label":5,"label":5,"score":0.5,"caption":null}"#, |e| matches!(e, EnvelopeError::RepeatedKey(_))),
+        (r#"{"flag":true,"label":5,"score":0.5,"caption":[1]}"#, |e| matches!(e, EnvelopeError::Malformed(_))),
+        (r#"{"flag":true,"label":5,"score":0.5,"caption":null} x"#, |e| matches!(e, EnvelopeError::Malformed(_))),
+        (r#"[1,2]"#, |e| matches!(e, EnvelopeError::Malformed(_))),
+    ];
+    for (json, is_expected) in cases {
+        let err = check_envelope(json.as_bytes(), &schema(), |c| expected[c]).unwrap_err();
+        assert!(is_expected(&err), "{json}: {err}");
+    }
+}
+
+fn value_strategy(ty: ColumnType, nullable: bool) -> BoxedStrategy<Value> {
+    let base = match ty {
+        ColumnType::Bool => any::<bool>().prop_map(Value::Bool).boxed(),
+        ColumnType::Int64 => prop_oneof![Just(i64::MIN), Just(i64::MAX), any::<i64>()].prop_map(Value::Int64).boxed(),
+        ColumnType::Float64 => prop_oneof![
+            Just(-0.0f64), Just(5e-324), Just(f64::MAX), Just(-f64::MAX),
+            any::<f64>().prop_filter("finite", |v| v.is_finite())
+        ].prop_map(Value::Float64).boxed(),
+        ColumnType::Utf8 => "\\PC{0,12}|[\"\\\\\u{0}-\u{1f}]{0,4}".prop_map(Value::Utf8).boxed(),
+    };
+    if nullable { prop_oneof![1 => Just(Value::Null), 4 => base].boxed() } else { base }
+}
+
+proptest! {
+    #[test]
+    fn envelopes_round_trip_through_check_and_parse(row in schema().columns().iter().map(|c| value_strategy(c.ty, c.nullable)).collect::<Vec<_>>()) {
+        let values: Vec<ValueRef<'_>> = row.iter().map(Value::as_ref).collect();
+        let json = envelope(&values);
+        check_envelope(&json, &schema(), |c| values[c]).unwrap();
+        let parsed = parse_envelope(&json, &schema()).unwrap();
+        for (a, b) in parsed.iter().zip(&row) {
+            prop_assert!(a.as_ref().same_as(&b.as_ref()));
+        }
+    }
+
+    #[test]
+    fn arbitrary_json_never_panics(json in proptest::collection::vec(any::<u8>(), 0..128)) {
+        let expected = [ValueRef::Bool(true), ValueRef::Int64(5), ValueRef::Float64(0.5), ValueRef::Null];
+        let _ = check_envelope(&json, &schema(), |c| expected[c]);
+        let _ = parse_envelope(&json, &schema());
+    }
+
+    #[test]
+    fn shard_writer_round_trips_and_rotates(
+        payloads in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..300), 0..30),
+        max in 1u64..2000,
+        lz4 in any::<bool>(),
+    ) {
+        let algo = if lz4 { CompressionAlgo::Lz4 } else { CompressionAlgo::None };
+        let dir = tempfile::tempdir().unwrap();
+        let mut writer = ShardSetWriter::new(dir.path(), algo, MaxShardBytes::new(max).unwrap());
+        let json = br#"{}"#;
+        let rows: Vec<IndexRow> = payloads.iter().map(|p| writer.append(json, p).unwrap()).collect();
+        let entries = writer.finish().unwrap();
+        let shards: Vec<Vec<u8>> = entries.iter().map(|e| std::fs::read(dir.path().join(&e.name)).unwrap()).collect();
+        for (entry, bytes) in entries.iter().zip(&shards) {
+            prop_assert_eq!(entry.byte_len, bytes.len() as u64);
+            prop_assert_eq!(&entry.sha256, &codec::to_hex(&codec::sha::sha256(bytes)));
+            prop_assert!(!bytes.is_empty());
+        }
+        let mut scratch = Vec::new();
+        for (row, payload) in rows.iter().zip(&payloads) {
+            let shard = &shards[row.shard_id as usize];
+            // A shard only exceeds the target when its first record alone does.
+            let record = &shard[row.offset as usize..(row.offset + row.length) as usize];
+            if shard.len() as u64 > max {
+                prop_assert_eq!(row.offset, 0);
+                prop_assert_eq!(record.len(), shard.len());
+            }
+            let (embedded, stored) = split_record(record).unwrap();
+            prop_assert_eq!(embedded, &json[..]);
+            prop_assert_eq!(load_payload(algo, stored, &mut scratch).unwrap(), &payload[..]);
+        }
+    }
+}
