@@ -54,6 +54,11 @@ impl IndexView {
         Ok(Self { rows: len / ROW_BYTES as u64, backing: Backing::Owned(bytes) })
     }
 
+    /// The raw bytes of the index (for hashing).
+    pub fn as_bytes(&self) -> &[u8] {
+        self.bytes()
+    }
+
     fn bytes(&self) -> &[u8] {
         match &self.backing {
             Backing::Empty => &[],

@@ -69,7 +69,8 @@ struct VersionOnly {
 #[derive(Serialize)]
 struct WrittenManifest<'a> {
     format_version: u64,
-    cache_id: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_id: Option<u64>,
     #[serde(flatten)]
     description: &'a CacheDescription,
 }
@@ -125,11 +126,23 @@ impl ManifestV3 {
     /// the order `format_version`, `cache_id`, then the description's fields, and a final
     /// newline.
     pub fn to_json_bytes(&self) -> Vec<u8> {
-        let written = WrittenManifest { format_version: 3, cache_id: self.cache_id, description: &self.description };
-        let mut bytes = serde_json::to_vec_pretty(&written).expect("a manifest always serializes");
-        bytes.push(b'\n');
-        bytes
+        written_bytes(3, Some(self.cache_id), &self.description)
     }
+}
+
+impl ManifestV2 {
+    /// The bytes of a legacy v2 manifest, laid out like [`ManifestV3::to_json_bytes`] without
+    /// `cache_id`. New caches are v3; this exists for fixtures and interoperability tests.
+    pub fn to_json_bytes(&self) -> Vec<u8> {
+        written_bytes(2, None, &self.description)
+    }
+}
+
+fn written_bytes(format_version: u64, cache_id: Option<u64>, description: &CacheDescription) -> Vec<u8> {
+    let written = WrittenManifest { format_version, cache_id, description };
+    let mut bytes = serde_json::to_vec_pretty(&written).expect("a manifest always serializes");
+    bytes.push(b'\n');
+    bytes
 }
 
 fn validate_description(description: &CacheDescription) -> Result<(), ManifestError> {

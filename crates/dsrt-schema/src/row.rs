@@ -38,14 +38,14 @@ impl Row {
     /// Checks the row against `schema`: exactly the schema's keys, each once, with values of
     /// the column's type, finite floats, and nulls only where allowed.
     ///
-    /// On success, `ordered` receives the values in schema order (its contents are replaced).
-    pub fn check_into<'r>(
+    /// On success, `ordered` has received the values in schema order; on error it may hold
+    /// some of them.
+    pub fn check_into<'r, E: Extend<ValueRef<'r>>>(
         &'r self,
         schema: &Schema,
-        ordered: &mut Vec<ValueRef<'r>>,
+        ordered: &mut E,
     ) -> Result<(), RowError> {
-        ordered.clear();
-        for column in schema.columns() {
+        for (position, column) in schema.columns().iter().enumerate() {
             let mut matches = self.fields.iter().filter(|(n, _)| *n == column.name);
             let (_, value) = matches
                 .next()
@@ -53,11 +53,26 @@ impl Row {
             if matches.next().is_some() {
                 return Err(RowError::new(&column.name, RowProblem::Repeated));
             }
-            check_value(schema, ordered.len(), value.as_ref())?;
-            ordered.push(value.as_ref());
+            check_value(schema, position, value.as_ref())?;
+            ordered.extend(std::iter::once(value.as_ref()));
         }
         if let Some((extra, _)) = self.fields.iter().find(|(n, _)| schema.position(n).is_none()) {
             return Err(RowError::new(extra, RowProblem::NotInSchema));
+        }
+        Ok(())
+    }
+}
+
+impl Schema {
+    /// Checks values given in schema order: one per column, of the column's type, finite
+    /// floats, nulls only where allowed.
+    pub fn check_values(&self, values: &[ValueRef<'_>]) -> Result<(), RowError> {
+        if values.len() != self.len() {
+            let problem = RowProblem::Count { expected: self.len(), found: values.len() };
+            return Err(RowError::new("", problem));
+        }
+        for (position, value) in values.iter().enumerate() {
+            check_value(self, position, *value)?;
         }
         Ok(())
     }
@@ -101,6 +116,13 @@ pub enum RowProblem {
     NullNotAllowed,
     /// NaN or an infinity, which JSON cannot carry.
     NonFinite(f64),
+    /// A positional row with the wrong number of values.
+    Count {
+        /// Columns in the schema.
+        expected: usize,
+        /// Values given.
+        found: usize,
+    },
 }
 
 impl fmt::Display for RowProblem {
@@ -114,18 +136,30 @@ impl fmt::Display for RowProblem {
             }
             Self::NullNotAllowed => f.write_str("is null but the column is not nullable"),
             Self::NonFinite(v) => write!(f, "holds {v}, which is not a finite float"),
+            Self::Count { expected, found } => {
+                write!(f, "row has {found} values, the schema has {expected} columns")
+            }
         }
     }
 }
 
 /// A row that does not fit its schema, naming the column.
 #[derive(Debug, Clone, PartialEq, Error)]
-#[error("column {column:?} {problem}")]
 pub struct RowError {
     /// The offending column or key.
     pub column: String,
     /// What is wrong with it.
     pub problem: RowProblem,
+}
+
+impl fmt::Display for RowError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.column.is_empty() {
+            write!(f, "{}", self.problem)
+        } else {
+            write!(f, "column {:?} {}", self.column, self.problem)
+        }
+    }
 }
 
 impl RowError {
@@ -145,6 +179,16 @@ mod tests {
             Column::new("score", ColumnType::Float64, true),
         ])
         .unwrap()
+    }
+
+    #[test]
+    fn positional_values_are_checked() {
+        let schema = schema();
+        schema.check_values(&[ValueRef::Int64(1), ValueRef::Null]).unwrap();
+        let err = schema.check_values(&[ValueRef::Int64(1)]).unwrap_err();
+        assert!(matches!(err.problem, RowProblem::Count { expected: 2, found: 1 }));
+        let err = schema.check_values(&[ValueRef::Null, ValueRef::Null]).unwrap_err();
+        assert_eq!((err.column.as_str(), err.problem), ("label", RowProblem::NullNotAllowed));
     }
 
     fn problem(row: Row) -> RowError {

@@ -1,0 +1,42 @@
+//! DatasetRT: immutable caches of training samples (payload bytes plus primitive metadata).
+//!
+//! What it is for: the one crate an application depends on to write caches ([`CacheWriter`]),
+//! open and validate them ([`Cache::open`]) and read samples in O(1) ([`Cache::read`]). It
+//! re-exports the public API of the `dsrt-*` crates; nothing here re-implements them.
+//!
+//! What it is not for: Atlas collections (the `atlas-rust` facade).
+//!
+//! Layering: the top of the DatasetRT stack; the `dsrt` CLI builds on it.
+//!
+//! ```
+//! use datasetrt::{Cache, CacheWriter, Column, ColumnType, OpenOptions, Row, Schema, WriterOptions};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let schema = Schema::new(vec![Column::new("label", ColumnType::Int64, false)])?;
+//! let mut writer = CacheWriter::create(dir.path().join("cache"), WriterOptions::new("demo", schema))?;
+//! writer.add(b"first payload", &Row::new().with("label", 7i64))?;
+//! writer.finish()?;
+//!
+//! let cache = Cache::open(dir.path().join("cache"), OpenOptions::validated())?;
+//! let sample = cache.sample(0)?;
+//! assert_eq!(sample.payload, b"first payload");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![forbid(unsafe_code)]
+
+pub use dsrt_manifest::{
+    cache_id_for_source, CacheDescription, CompressionAlgo, Manifest, ManifestError, ManifestV2, ManifestV3,
+    ShardEntry,
+};
+pub use dsrt_metadata::{ColumnView, MetadataError, MetadataTable, RowView};
+pub use dsrt_reader::{Cache, CacheError, CacheFile, OpenOptions, Sample, SampleBuf, SampleRef};
+pub use dsrt_schema::{Column, ColumnType, Row, RowError, RowProblem, Schema, SchemaError, Value, ValueRef};
+pub use dsrt_writer::{CacheSummary, CacheWriter, ManifestVersion, WriteError, WriterOptions, DEFAULT_MAX_SHARD_BYTES};
+
+/// The lower-level pieces, for tools that inspect caches byte by byte.
+pub mod raw {
+    pub use dsrt_index::{IndexError, IndexRow, IndexView, INDEX_FILE_NAME, ROW_BYTES};
+    pub use dsrt_manifest::{MANIFEST_FILE_NAME, MANIFEST_TEMP_PREFIX};
+    pub use dsrt_metadata::METADATA_FILE_NAME;
+    pub use dsrt_shard::{check_envelope, parse_envelope, split_record, EnvelopeError, RecordError, SHARDS_DIR_NAME};
+}

@@ -1,0 +1,159 @@
+use crate::validate::{check_shard_files, verify_checksums};
+use crate::{CacheError, CacheFile};
+use dsrt_index::{IndexView, INDEX_FILE_NAME};
+use dsrt_manifest::{CompressionAlgo, Manifest, MANIFEST_FILE_NAME};
+use dsrt_metadata::{MetadataTable, RowView, METADATA_FILE_NAME};
+use dsrt_schema::Schema;
+use dsrt_shard::SHARDS_DIR_NAME;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// Largest manifest.json a reader accepts; a real one is a few KiB per thousand shards.
+const MAX_MANIFEST_BYTES: u64 = 256 << 20;
+
+/// How a cache is opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Hash index.bin, metadata.arrow and every shard and compare with the manifest before
+    /// serving the first sample. Off by default: without it no SHA-256 is computed.
+    pub validate_cache: bool,
+}
+
+impl OpenOptions {
+    /// Options with full checksum validation.
+    pub fn validated() -> Self {
+        Self { validate_cache: true }
+    }
+}
+
+pub(crate) struct Shard {
+    pub(crate) algo: CompressionAlgo,
+    path: PathBuf,
+    /// Opened on first read, so a cache of many shards holds descriptors only for the shards
+    /// it serves.
+    file: OnceLock<File>,
+}
+
+impl Shard {
+    pub(crate) fn file(&self) -> io::Result<&File> {
+        if let Some(file) = self.file.get() {
+            return Ok(file);
+        }
+        let file = File::open(&self.path)?;
+        Ok(self.file.get_or_init(|| file))
+    }
+}
+
+/// An open, validated cache. Cheap to share between threads (`Send + Sync`); every read is a
+/// positional read, so threads never contend on a file offset.
+pub struct Cache {
+    pub(crate) path: PathBuf,
+    manifest: Manifest,
+    pub(crate) index: IndexView,
+    pub(crate) metadata: MetadataTable,
+    pub(crate) shards: Vec<Shard>,
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cache")
+            .field("path", &self.path)
+            .field("format_version", &self.manifest.format_version())
+            .field("samples", &self.len())
+            .field("shards", &self.shards.len())
+            .finish()
+    }
+}
+
+impl Cache {
+    /// Opens and validates the cache at `path`; see [`OpenOptions`].
+    pub fn open(path: impl AsRef<Path>, options: OpenOptions) -> Result<Self, CacheError> {
+        let path = path.as_ref().to_path_buf();
+        let manifest = read_manifest(&path)?;
+        let description = manifest.description();
+        let shard_lens = check_shard_files(&path, description)?;
+        if options.validate_cache {
+            verify_checksums(&path, description)?;
+        }
+        let index_error = |source| CacheError::Index { path: path.clone(), source };
+        let index = IndexView::open(&path.join(INDEX_FILE_NAME)).map_err(index_error)?;
+        index.validate(description.sample_count, &shard_lens).map_err(index_error)?;
+        let metadata_error = |source| CacheError::Metadata { path: path.clone(), source };
+        let metadata = MetadataTable::open(&path.join(METADATA_FILE_NAME)).map_err(metadata_error)?;
+        if metadata.num_rows() != description.sample_count {
+            let found = metadata.num_rows();
+            return Err(metadata_error(dsrt_metadata::MetadataError::RowCount { expected: description.sample_count, found }));
+        }
+        metadata.check_schema(&description.metadata_schema).map_err(metadata_error)?;
+        let shards_dir = path.join(SHARDS_DIR_NAME);
+        let shards = description
+            .shards
+            .iter()
+            .map(|entry| Shard { algo: entry.compression.algo, path: shards_dir.join(&entry.name), file: OnceLock::new() })
+            .collect();
+        Ok(Self { path, manifest, index, metadata, shards })
+    }
+
+    /// The cache directory as given to [`Cache::open`].
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The parsed manifest.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// The metadata schema.
+    pub fn schema(&self) -> &Schema {
+        &self.manifest.description().metadata_schema
+    }
+
+    /// Number of samples.
+    pub fn len(&self) -> u64 {
+        self.index.len()
+    }
+
+    /// Whether the cache holds no sample.
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// The whole metadata table; reading it opens no shard.
+    pub fn metadata(&self) -> &MetadataTable {
+        &self.metadata
+    }
+
+    /// Sample `sample`'s metadata from metadata.arrow, without opening a shard.
+    pub fn metadata_row(&self, sample: u64) -> Result<RowView<'_>, CacheError> {
+        self.metadata.row(sample).ok_or_else(|| CacheError::Index {
+            path: self.path.clone(),
+            source: dsrt_index::IndexError::SampleOutOfRange { sample, rows: self.len() },
+        })
+    }
+
+    pub(crate) fn io_error(&self, file: CacheFile) -> impl FnOnce(io::Error) -> CacheError + '_ {
+        move |source| CacheError::Io { path: self.path.clone(), file, source }
+    }
+}
+
+fn read_manifest(path: &Path) -> Result<Manifest, CacheError> {
+    let manifest_path = path.join(MANIFEST_FILE_NAME);
+    let io_error = |source| CacheError::Io { path: path.to_path_buf(), file: CacheFile::Manifest, source };
+    let file = match File::open(&manifest_path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(CacheError::Incomplete { path: path.to_path_buf() });
+        }
+        Err(e) => return Err(io_error(e)),
+    };
+    let mut bytes = Vec::new();
+    file.take(MAX_MANIFEST_BYTES + 1).read_to_end(&mut bytes).map_err(io_error)?;
+    if bytes.len() as u64 > MAX_MANIFEST_BYTES {
+        let message = format!("manifest.json exceeds {MAX_MANIFEST_BYTES} bytes");
+        return Err(io_error(io::Error::new(io::ErrorKind::InvalidData, message)));
+    }
+    Manifest::parse(&bytes).map_err(|source| CacheError::Manifest { path: path.to_path_buf(), source })
+}

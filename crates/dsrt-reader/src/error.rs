@@ -1,0 +1,143 @@
+use std::fmt;
+use std::path::PathBuf;
+use thiserror::Error;
+
+/// A file of a cache, named in checksum and I/O errors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CacheFile {
+    /// manifest.json.
+    Manifest,
+    /// index.bin.
+    Index,
+    /// metadata.arrow.
+    Metadata,
+    /// shards/NNNNNN.bin with this shard id.
+    Shard(u64),
+}
+
+impl fmt::Display for CacheFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Manifest => f.write_str("manifest.json"),
+            Self::Index => f.write_str("index.bin"),
+            Self::Metadata => f.write_str("metadata.arrow"),
+            Self::Shard(id) => write!(f, "shards/{}", dsrt_manifest::shard_file_name(usize::try_from(*id).unwrap_or(usize::MAX))),
+        }
+    }
+}
+
+/// Why a cache cannot be opened or a sample cannot be served. Every variant names the cache.
+#[derive(Debug, Error)]
+pub enum CacheError {
+    /// No manifest.json: the cache was never published (or a writer was interrupted).
+    #[error("{path}: incomplete cache: manifest.json is missing")]
+    Incomplete {
+        /// The cache directory.
+        path: PathBuf,
+    },
+    /// manifest.json is not a valid manifest of a supported version.
+    #[error("{path}: manifest.json: {source}")]
+    Manifest {
+        /// The cache directory.
+        path: PathBuf,
+        /// What is wrong.
+        #[source]
+        source: dsrt_manifest::ManifestError,
+    },
+    /// index.bin is unusable or one of its rows is out of bounds.
+    #[error("{path}: {source}")]
+    Index {
+        /// The cache directory.
+        path: PathBuf,
+        /// What is wrong, naming the row.
+        #[source]
+        source: dsrt_index::IndexError,
+    },
+    /// metadata.arrow is unusable or disagrees with the manifest.
+    #[error("{path}: {source}")]
+    Metadata {
+        /// The cache directory.
+        path: PathBuf,
+        /// What is wrong.
+        #[source]
+        source: dsrt_metadata::MetadataError,
+    },
+    /// A shard the manifest lists is absent.
+    #[error("{path}: shard {shard} ({file}) is missing")]
+    MissingShard {
+        /// The cache directory.
+        path: PathBuf,
+        /// Shard id.
+        shard: u64,
+        /// Its file.
+        file: CacheFile,
+    },
+    /// A shard's size differs from the manifest's byte_len.
+    #[error("{path}: {file} is {found} bytes, the manifest says {expected}")]
+    ShardLength {
+        /// The cache directory.
+        path: PathBuf,
+        /// The shard's file.
+        file: CacheFile,
+        /// Manifest byte_len.
+        expected: u64,
+        /// Size on disk.
+        found: u64,
+    },
+    /// A file's SHA-256 differs from the manifest's (only checked with `validate_cache`).
+    #[error("{path}: {file} SHA-256 is {found}, the manifest says {expected}")]
+    Checksum {
+        /// The cache directory.
+        path: PathBuf,
+        /// Which file.
+        file: CacheFile,
+        /// Manifest checksum.
+        expected: String,
+        /// Computed checksum.
+        found: String,
+    },
+    /// A sample's record is malformed, its embedded metadata disagrees with metadata.arrow, or
+    /// its payload does not decode.
+    #[error("{path}: sample {sample} (shard {shard}, offset {offset}): {source}")]
+    Record {
+        /// The cache directory.
+        path: PathBuf,
+        /// Sample id.
+        sample: u64,
+        /// Shard id.
+        shard: u64,
+        /// Record offset in the shard.
+        offset: u64,
+        /// What is wrong.
+        #[source]
+        source: dsrt_shard::RecordError,
+    },
+    /// Reading a file failed.
+    #[error("{path}: {file}: {source}")]
+    Io {
+        /// The cache directory.
+        path: PathBuf,
+        /// Which file.
+        file: CacheFile,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl CacheError {
+    /// The cache directory the error is about.
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            Self::Incomplete { path }
+            | Self::Manifest { path, .. }
+            | Self::Index { path, .. }
+            | Self::Metadata { path, .. }
+            | Self::MissingShard { path, .. }
+            | Self::ShardLength { path, .. }
+            | Self::Checksum { path, .. }
+            | Self::Record { path, .. }
+            | Self::Io { path, .. } => path,
+        }
+    }
+}

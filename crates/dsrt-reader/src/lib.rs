@@ -1,0 +1,22 @@
+//! Reads DatasetRT caches.
+//!
+//! What it is for: [`Cache::open`] validates a cache directory before any sample is served
+//! (manifest, row counts, index bounds, shard presence and lengths, the Arrow schema, and with
+//! [`OpenOptions::validate_cache`] every SHA-256), then serves sample `i` in O(1): one mapped
+//! index row, one positional read of the record, the embedded metadata checked against
+//! metadata.arrow, the payload decoded. Metadata is available without opening any shard.
+//!
+//! What it is not for: joining caches into datasets, sampling or iteration (the `datasetrt`
+//! facade), and writing (`dsrt-writer`).
+//!
+//! Layering: above every DatasetRT file crate; re-exported by the `datasetrt` facade.
+#![forbid(unsafe_code)]
+
+mod cache;
+mod error;
+mod sample;
+mod validate;
+
+pub use cache::{Cache, OpenOptions};
+pub use error::{CacheError, CacheFile};
+pub use sample::{Sample, SampleBuf, SampleRef};

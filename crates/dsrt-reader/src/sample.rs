@@ -1,0 +1,92 @@
+use crate::{Cache, CacheError, CacheFile};
+use dsrt_index::IndexRow;
+use dsrt_metadata::RowView;
+use dsrt_schema::{Value, ValueRef};
+use dsrt_shard::{check_envelope, load_payload, split_record, RecordError};
+use std::os::unix::fs::FileExt;
+
+/// Reusable buffers for [`Cache::read`]: reading many samples through one `SampleBuf`
+/// allocates only when a record is larger than any before it.
+#[derive(Debug, Default)]
+pub struct SampleBuf {
+    record: Vec<u8>,
+    decoded: Vec<u8>,
+}
+
+impl SampleBuf {
+    /// Empty buffers.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// A sample borrowed from a [`SampleBuf`] and its cache.
+#[derive(Debug, Clone, Copy)]
+pub struct SampleRef<'a> {
+    /// Sample id within its cache.
+    pub sample: u64,
+    /// The payload bytes, decompressed.
+    pub payload: &'a [u8],
+    /// The metadata row (from metadata.arrow, checked equal to the embedded copy).
+    pub metadata: RowView<'a>,
+}
+
+impl SampleRef<'_> {
+    /// Copies the sample out of its buffers.
+    pub fn to_owned(&self) -> Sample {
+        Sample {
+            sample: self.sample,
+            payload: self.payload.to_vec(),
+            metadata: self.metadata.values().map(|v: ValueRef<'_>| v.to_owned()).collect(),
+        }
+    }
+}
+
+/// An owned sample.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// Sample id within its cache.
+    pub sample: u64,
+    /// The payload bytes, decompressed.
+    pub payload: Vec<u8>,
+    /// Metadata values in schema order.
+    pub metadata: Vec<Value>,
+}
+
+impl Cache {
+    /// Reads sample `sample` into `buf`: one index lookup, one positional read, the embedded
+    /// metadata checked against metadata.arrow, the payload decoded. Allocation-free once `buf`
+    /// has grown to the largest record.
+    pub fn read<'a>(&'a self, sample: u64, buf: &'a mut SampleBuf) -> Result<SampleRef<'a>, CacheError> {
+        let row = self.index.row(sample).map_err(|source| CacheError::Index { path: self.path.clone(), source })?;
+        let record_error = |source| self.record_error(sample, &row, source);
+        let len = usize::try_from(row.length).map_err(|_| record_error(RecordError::Short { record_len: row.length }))?;
+        let shard = usize::try_from(row.shard_id).ok().and_then(|id| self.shards.get(id));
+        let shard = shard.ok_or_else(|| {
+            let source = dsrt_index::IndexError::UnknownShard { sample, shard_id: row.shard_id, shard_count: self.shards.len() };
+            CacheError::Index { path: self.path.clone(), source }
+        })?;
+        if buf.record.len() < len {
+            buf.record.resize(len, 0);
+        }
+        let record = &mut buf.record[..len];
+        let file = shard.file().map_err(self.io_error(CacheFile::Shard(row.shard_id)))?;
+        file.read_exact_at(record, row.offset).map_err(self.io_error(CacheFile::Shard(row.shard_id)))?;
+        let metadata = self.metadata_row(sample)?;
+        let (json, stored) = split_record(record).map_err(record_error)?;
+        check_envelope(json, self.schema(), |c| metadata.get(c).unwrap_or(ValueRef::Null))
+            .map_err(|e| record_error(RecordError::Envelope(e)))?;
+        let payload = load_payload(shard.algo, stored, &mut buf.decoded).map_err(record_error)?;
+        Ok(SampleRef { sample, payload, metadata })
+    }
+
+    /// Reads sample `sample` into a new owned [`Sample`].
+    pub fn sample(&self, sample: u64) -> Result<Sample, CacheError> {
+        let mut buf = SampleBuf::new();
+        Ok(self.read(sample, &mut buf)?.to_owned())
+    }
+
+    fn record_error(&self, sample: u64, row: &IndexRow, source: RecordError) -> CacheError {
+        CacheError::Record { path: self.path.clone(), sample, shard: row.shard_id, offset: row.offset, source }
+    }
+}

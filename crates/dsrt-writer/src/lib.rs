@@ -1,0 +1,20 @@
+//! Writes DatasetRT caches.
+//!
+//! What it is for: [`CacheWriter`] takes samples one at a time (payload bytes plus one
+//! metadata row), streams records into rotating shards, rows into index.bin and metadata into
+//! metadata.arrow, hashing every file in the same pass, and publishes `manifest.json` last,
+//! crash-safely. Until that rename, the directory is an incomplete cache no reader opens.
+//!
+//! What it is not for: reading caches (`dsrt-reader`) or joining them into datasets.
+//!
+//! Layering: above every DatasetRT file crate (`dsrt-schema`, `dsrt-manifest`, `dsrt-index`,
+//! `dsrt-metadata`, `dsrt-shard`) and `durable-fs`; re-exported by the `datasetrt` facade.
+#![forbid(unsafe_code)]
+
+mod error;
+mod options;
+mod writer;
+
+pub use error::WriteError;
+pub use options::{ManifestVersion, WriterOptions, DEFAULT_MAX_SHARD_BYTES};
+pub use writer::{CacheSummary, CacheWriter};

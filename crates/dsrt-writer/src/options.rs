@@ -1,0 +1,61 @@
+use dsrt_manifest::CompressionAlgo;
+use dsrt_schema::Schema;
+
+/// Shard rotation target when none is given: 256 MiB.
+pub const DEFAULT_MAX_SHARD_BYTES: u64 = 256 << 20;
+
+/// Which manifest a writer publishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ManifestVersion {
+    /// Legacy v2 (no stored cache id), for fixtures and interoperability with old readers.
+    V2,
+    /// v3 with `cache_id` derived from the source name. The default.
+    #[default]
+    V3,
+}
+
+/// How a cache is written.
+#[derive(Debug, Clone)]
+pub struct WriterOptions {
+    /// The source name; a v3 cache id is derived from its exact UTF-8 bytes.
+    pub source: String,
+    /// The metadata columns every sample carries.
+    pub schema: Schema,
+    /// Payload compression, applied to every shard.
+    pub compression: CompressionAlgo,
+    /// Shard rotation target in bytes; must be greater than zero.
+    pub max_shard_bytes: u64,
+    /// The manifest version to publish.
+    pub manifest_version: ManifestVersion,
+}
+
+impl WriterOptions {
+    /// Options with no compression, 256 MiB shards and a v3 manifest.
+    pub fn new(source: impl Into<String>, schema: Schema) -> Self {
+        Self {
+            source: source.into(),
+            schema,
+            compression: CompressionAlgo::None,
+            max_shard_bytes: DEFAULT_MAX_SHARD_BYTES,
+            manifest_version: ManifestVersion::V3,
+        }
+    }
+
+    /// Sets the payload compression.
+    pub fn compression(mut self, algo: CompressionAlgo) -> Self {
+        self.compression = algo;
+        self
+    }
+
+    /// Sets the shard rotation target.
+    pub fn max_shard_bytes(mut self, bytes: u64) -> Self {
+        self.max_shard_bytes = bytes;
+        self
+    }
+
+    /// Sets the manifest version.
+    pub fn manifest_version(mut self, version: ManifestVersion) -> Self {
+        self.manifest_version = version;
+        self
+    }
+}

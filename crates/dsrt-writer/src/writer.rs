@@ -1,0 +1,224 @@
+use crate::{ManifestVersion, WriteError, WriterOptions};
+use dsrt_index::{IndexWriter, INDEX_FILE_NAME};
+use dsrt_manifest::{
+    cache_id_for_source, CacheDescription, CompressionAlgo, ManifestV2, ManifestV3, ShardEntry,
+    MANIFEST_FILE_NAME, MANIFEST_TEMP_PREFIX,
+};
+use dsrt_metadata::{MetadataWriter, METADATA_FILE_NAME};
+use dsrt_schema::{Row, ValueRef};
+use dsrt_shard::{encode_envelope, MaxShardBytes, ShardSetWriter, SHARDS_DIR_NAME};
+use durable_fs::{publish, Published, StdFileSystem};
+use smallvec::SmallVec;
+use std::fs::{self, File};
+use std::io::{self, BufWriter};
+use std::path::{Path, PathBuf};
+
+/// Values of one row in schema order; inline up to 16 columns so a sample costs no allocation.
+type OrderedValues<'r> = SmallVec<[ValueRef<'r>; 16]>;
+
+/// What a finished cache holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CacheSummary {
+    /// The cache directory.
+    pub path: PathBuf,
+    /// The v3 cache id, or `None` for a v2 cache.
+    pub cache_id: Option<u64>,
+    /// Samples written.
+    pub samples: u64,
+    /// Payload bytes handed to the writer.
+    pub payload_bytes: u64,
+    /// The shards, as the manifest lists them.
+    pub shards: Vec<ShardEntry>,
+}
+
+impl CacheSummary {
+    /// Bytes of all shard files on disk.
+    pub fn shard_bytes(&self) -> u64 {
+        self.shards.iter().map(|s| s.byte_len).sum()
+    }
+
+    /// Uncompressed shard bytes over stored shard bytes (1.0 for an empty cache).
+    #[allow(clippy::cast_precision_loss)]
+    pub fn ratio(&self) -> f64 {
+        let stored = self.shard_bytes();
+        if stored == 0 {
+            return 1.0;
+        }
+        self.shards.iter().map(|s| s.uncompressed_byte_len).sum::<u64>() as f64 / stored as f64
+    }
+}
+
+/// Packs samples into a new cache directory and publishes it with [`CacheWriter::finish`].
+///
+/// Dropping the writer without `finish` leaves an unpublished directory (no manifest.json),
+/// which every reader refuses as incomplete.
+pub struct CacheWriter {
+    path: PathBuf,
+    options: WriterOptions,
+    shards: ShardSetWriter,
+    index: IndexWriter<BufWriter<File>>,
+    metadata: MetadataWriter<BufWriter<File>>,
+    envelope: Vec<u8>,
+    samples: u64,
+    payload_bytes: u64,
+    poisoned: bool,
+}
+
+impl std::fmt::Debug for CacheWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CacheWriter").field("path", &self.path).field("samples", &self.samples).finish_non_exhaustive()
+    }
+}
+
+impl CacheWriter {
+    /// Creates the cache directory (or takes an empty existing one) and opens its files.
+    pub fn create(path: impl AsRef<Path>, options: WriterOptions) -> Result<Self, WriteError> {
+        let path = path.as_ref().to_path_buf();
+        let max_shard_bytes = MaxShardBytes::new(options.max_shard_bytes).ok_or_else(|| WriteError::InvalidOption {
+            path: path.clone(),
+            option: "max_shard_bytes",
+            reason: "must be greater than 0".into(),
+        })?;
+        prepare_empty_dir(&path)?;
+        let shards_dir = path.join(SHARDS_DIR_NAME);
+        fs::create_dir(&shards_dir).map_err(io_error(&shards_dir, "create shards directory"))?;
+        let index = IndexWriter::new(create_file(&path.join(INDEX_FILE_NAME))?);
+        let metadata_file = create_file(&path.join(METADATA_FILE_NAME))?;
+        let metadata = MetadataWriter::new(metadata_file, &options.schema)
+            .map_err(|source| WriteError::Metadata { path: path.clone(), source })?;
+        Ok(Self {
+            shards: ShardSetWriter::new(&shards_dir, options.compression, max_shard_bytes),
+            path,
+            options,
+            index,
+            metadata,
+            envelope: Vec::new(),
+            samples: 0,
+            payload_bytes: 0,
+            poisoned: false,
+        })
+    }
+
+    /// The cache directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Samples added so far.
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+
+    /// Adds a sample whose metadata is a named row; returns its sample id.
+    ///
+    /// A row that does not fit the schema is refused before anything is written, and the
+    /// writer stays usable.
+    pub fn add(&mut self, payload: &[u8], row: &Row) -> Result<u64, WriteError> {
+        let mut values = OrderedValues::new();
+        row.check_into(&self.options.schema, &mut values).map_err(|source| self.row_error(source))?;
+        self.append(payload, &values)
+    }
+
+    /// Adds a sample whose metadata values are given in schema order; returns its sample id.
+    pub fn add_values(&mut self, payload: &[u8], values: &[ValueRef<'_>]) -> Result<u64, WriteError> {
+        self.options.schema.check_values(values).map_err(|source| self.row_error(source))?;
+        self.append(payload, values)
+    }
+
+    fn row_error(&self, source: dsrt_schema::RowError) -> WriteError {
+        WriteError::Row { path: self.path.clone(), sample: self.samples, source }
+    }
+
+    fn append(&mut self, payload: &[u8], values: &[ValueRef<'_>]) -> Result<u64, WriteError> {
+        if self.poisoned {
+            return Err(WriteError::Poisoned { path: self.path.clone() });
+        }
+        let sample = self.samples;
+        if self.options.compression == CompressionAlgo::Lz4 && u32::try_from(payload.len()).is_err() {
+            return Err(WriteError::PayloadTooLarge { path: self.path.clone(), sample, len: payload.len() });
+        }
+        self.envelope.clear();
+        encode_envelope(&self.options.schema, values, &mut self.envelope);
+        // Any failure below may leave a partial record behind: the writer is done for.
+        self.poisoned = true;
+        let location = self.shards.append(&self.envelope, payload).map_err(io_error(&self.path, "write shard"))?;
+        self.index.push(location).map_err(io_error(&self.path, "write index.bin"))?;
+        self.metadata
+            .push(values)
+            .map_err(|source| WriteError::Metadata { path: self.path.clone(), source })?;
+        self.poisoned = false;
+        self.samples += 1;
+        self.payload_bytes += payload.len() as u64;
+        Ok(sample)
+    }
+
+    /// Makes every file durable, then publishes manifest.json (temp file, fsync, rename,
+    /// directory fsync). Only after this returns `Ok` is the cache complete.
+    pub fn finish(self) -> Result<CacheSummary, WriteError> {
+        if self.poisoned {
+            return Err(WriteError::Poisoned { path: self.path });
+        }
+        let path = self.path;
+        let shards = self.shards.finish().map_err(io_error(&path, "finish shards"))?;
+        let (index_file, index_digest, _) = self.index.finish().map_err(io_error(&path, "finish index.bin"))?;
+        sync_file(index_file, &path.join(INDEX_FILE_NAME))?;
+        let (metadata_file, metadata_digest, _) =
+            self.metadata.finish().map_err(|source| WriteError::Metadata { path: path.clone(), source })?;
+        sync_file(metadata_file, &path.join(METADATA_FILE_NAME))?;
+        File::open(&path).and_then(|dir| dir.sync_all()).map_err(io_error(&path, "fsync cache directory"))?;
+
+        let description = CacheDescription {
+            source: self.options.source.clone(),
+            sample_count: self.samples,
+            metadata_schema: self.options.schema.clone(),
+            index_sha256: codec::to_hex(&index_digest),
+            metadata_sha256: codec::to_hex(&metadata_digest),
+            shards: shards.clone(),
+        };
+        let (cache_id, manifest) = match self.options.manifest_version {
+            ManifestVersion::V3 => {
+                let cache_id = cache_id_for_source(&self.options.source);
+                (Some(cache_id), ManifestV3 { cache_id, description }.to_json_bytes())
+            }
+            ManifestVersion::V2 => (None, ManifestV2 { description }.to_json_bytes()),
+        };
+        match publish(&StdFileSystem, &path.join(MANIFEST_FILE_NAME), MANIFEST_TEMP_PREFIX, &manifest)? {
+            Published::Durable => {}
+            Published::DurabilityUnknown(source) => return Err(WriteError::DurabilityUnknown { path, source }),
+        }
+        Ok(CacheSummary { path, cache_id, samples: self.samples, payload_bytes: self.payload_bytes, shards })
+    }
+}
+
+fn io_error<'p>(path: &'p Path, action: &'static str) -> impl FnOnce(io::Error) -> WriteError + 'p {
+    move |source| WriteError::Io { path: path.to_path_buf(), action, source }
+}
+
+fn prepare_empty_dir(path: &Path) -> Result<(), WriteError> {
+    match fs::read_dir(path) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                return Err(WriteError::TargetNotEmpty { path: path.to_path_buf() });
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            fs::create_dir_all(path).map_err(io_error(path, "create cache directory"))
+        }
+        Err(e) => Err(io_error(path, "read target directory")(e)),
+    }
+}
+
+fn create_file(path: &Path) -> Result<BufWriter<File>, WriteError> {
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(io_error(path, "create file"))?;
+    Ok(BufWriter::with_capacity(1 << 16, file))
+}
+
+fn sync_file(buffered: BufWriter<File>, path: &Path) -> Result<(), WriteError> {
+    let file = buffered.into_inner().map_err(|e| io_error(path, "flush")(e.into_error()))?;
+    file.sync_all().map_err(io_error(path, "fsync"))
+}
