@@ -112,6 +112,12 @@ impl Manifest {
         }
     }
 
+    /// The cache id this manifest resolves to at `position` in a dataset's list of paths: the
+    /// position for v2, the stored id for v3.
+    pub fn resolved_cache_id(&self, position: usize) -> u64 {
+        self.stored_cache_id().unwrap_or(position as u64)
+    }
+
     /// The stored cache id (v3 only).
     pub fn stored_cache_id(&self) -> Option<u64> {
         match self {

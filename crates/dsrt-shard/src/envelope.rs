@@ -35,26 +35,52 @@ pub enum EnvelopeError {
 /// Appends the envelope JSON of one row (values in schema order) to `out`: a compact object
 /// with keys in schema order, floats in shortest round-trip form.
 pub fn encode_envelope(schema: &Schema, values: &[ValueRef<'_>], out: &mut Vec<u8>) {
+    encode_envelope_with(schema, &|i| values[i], out);
+}
+
+fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    serde_json::to_writer(out, value).expect("writing JSON to a Vec does not fail");
+}
+
+/// [`check_envelope`] with a fast path: the expected row is encoded the way this crate's writer
+/// encodes it, into `scratch`, and compared byte for byte. Equal bytes mean equal values (the
+/// encoding is injective); any other spelling (another writer's whitespace, key order, number
+/// form) falls back to the full parse. `scratch` keeps its capacity between calls.
+pub fn check_envelope_fast<'v>(
+    json: &[u8],
+    schema: &Schema,
+    expected: impl Fn(usize) -> ValueRef<'v>,
+    scratch: &mut Vec<u8>,
+) -> Result<(), EnvelopeError> {
+    scratch.clear();
+    encode_envelope_with(schema, &expected, scratch);
+    if scratch.as_slice() == json {
+        return Ok(());
+    }
+    check_envelope(json, schema, expected)
+}
+
+fn encode_envelope_with<'v>(schema: &Schema, value: &impl Fn(usize) -> ValueRef<'v>, out: &mut Vec<u8>) {
     out.push(b'{');
-    for (i, (column, value)) in schema.columns().iter().zip(values).enumerate() {
+    for (i, column) in schema.columns().iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
         write_json(out, &column.name);
         out.push(b':');
-        match value {
-            ValueRef::Null => out.extend_from_slice(b"null"),
-            ValueRef::Bool(v) => out.extend_from_slice(if *v { b"true" } else { b"false" }),
-            ValueRef::Int64(v) => write_json(out, v),
-            ValueRef::Float64(v) => write_json(out, v),
-            ValueRef::Utf8(v) => write_json(out, v),
-        }
+        write_value(out, value(i));
     }
     out.push(b'}');
 }
 
-fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
-    serde_json::to_writer(out, value).expect("writing JSON to a Vec does not fail");
+fn write_value(out: &mut Vec<u8>, value: ValueRef<'_>) {
+    match value {
+        ValueRef::Null => out.extend_from_slice(b"null"),
+        ValueRef::Bool(v) => out.extend_from_slice(if v { b"true" } else { b"false" }),
+        ValueRef::Int64(v) => write_json(out, &v),
+        ValueRef::Float64(v) => write_json(out, &v),
+        ValueRef::Utf8(v) => write_json(out, v),
+    }
 }
 
 /// Checks an embedded envelope against the row metadata.arrow holds, `expected(column)` giving

@@ -33,7 +33,7 @@ pub struct ShardSetWriter {
     max_shard_bytes: u64,
     current: Option<OpenShard>,
     finished: Vec<ShardEntry>,
-    record: Vec<u8>,
+    compressed: Vec<u8>,
 }
 
 impl ShardSetWriter {
@@ -45,55 +45,65 @@ impl ShardSetWriter {
             max_shard_bytes: max_shard_bytes.get(),
             current: None,
             finished: Vec::new(),
-            record: Vec::new(),
+            compressed: Vec::new(),
         }
     }
 
     /// Appends one record and returns where it went.
     pub fn append(&mut self, envelope_json: &[u8], payload: &[u8]) -> io::Result<IndexRow> {
-        self.record.clear();
-        self.record.extend_from_slice(&(envelope_json.len() as u64).to_le_bytes());
-        self.record.extend_from_slice(envelope_json);
-        store_payload(self.algo, payload, &mut self.record);
-        let record_len = self.record.len() as u64;
+        // Only a compressed payload needs a staging copy; a plain one goes straight to the
+        // shard's buffer.
+        let stored: &[u8] = match self.algo {
+            CompressionAlgo::None => payload,
+            CompressionAlgo::Lz4 => {
+                self.compressed.clear();
+                store_payload(self.algo, payload, &mut self.compressed);
+                &self.compressed
+            }
+        };
+        let header = (envelope_json.len() as u64).to_le_bytes();
+        let record_len = (header.len() + envelope_json.len() + stored.len()) as u64;
         let uncompressed_len = (RECORD_HEADER_LEN + envelope_json.len() + payload.len()) as u64;
-        let must_rotate = self
-            .current
-            .as_ref()
-            .is_some_and(|s| s.out.bytes_written() > 0 && s.out.bytes_written() + record_len > self.max_shard_bytes);
+        let must_rotate = self.current.as_ref().is_some_and(|s| {
+            s.out.bytes_written() > 0 && s.out.bytes_written() + record_len > self.max_shard_bytes
+        });
         if must_rotate {
-            self.close_current()?;
+            close_shard(self.current.take(), self.algo, &mut self.finished)?;
         }
         if self.current.is_none() {
-            self.current = Some(self.open_next()?);
+            self.current = Some(open_shard(&self.dir, self.finished.len())?);
         }
         let shard = self.current.as_mut().expect("a shard was opened above");
         let offset = shard.out.bytes_written();
-        shard.out.write_all(&self.record)?;
+        shard.out.write_all(&header)?;
+        shard.out.write_all(envelope_json)?;
+        shard.out.write_all(stored)?;
         shard.uncompressed_len += uncompressed_len;
         Ok(IndexRow { shard_id: shard.id as u64, offset, length: record_len })
     }
 
-    fn open_next(&self) -> io::Result<OpenShard> {
-        let id = self.finished.len();
-        let path = self.dir.join(shard_file_name(id));
-        let file = OpenOptions::new().write(true).create_new(true).open(path)?;
-        Ok(OpenShard { id, out: HashingWriter::new(BufWriter::with_capacity(WRITE_BUFFER, file)), uncompressed_len: 0 })
-    }
-
-    fn close_current(&mut self) -> io::Result<()> {
-        let Some(shard) = self.current.take() else { return Ok(()) };
-        let (buffered, digest, byte_len) = shard.out.finish();
-        let file = buffered.into_inner().map_err(io::IntoInnerError::into_error)?;
-        file.sync_all()?;
-        self.finished.push(ShardEntry::new(shard.id, self.algo, shard.uncompressed_len, byte_len, codec::to_hex(&digest)));
-        Ok(())
-    }
-
     /// Closes the last shard, fsyncs the shards directory and returns one entry per shard.
     pub fn finish(mut self) -> io::Result<Vec<ShardEntry>> {
-        self.close_current()?;
+        close_shard(self.current.take(), self.algo, &mut self.finished)?;
         File::open(&self.dir)?.sync_all()?;
         Ok(self.finished)
     }
+}
+
+fn open_shard(dir: &Path, id: usize) -> io::Result<OpenShard> {
+    let path = dir.join(shard_file_name(id));
+    let file = OpenOptions::new().write(true).create_new(true).open(path)?;
+    Ok(OpenShard { id, out: HashingWriter::new(BufWriter::with_capacity(WRITE_BUFFER, file)), uncompressed_len: 0 })
+}
+
+/// Flushes and fsyncs a finished shard and records its manifest entry.
+fn close_shard(shard: Option<OpenShard>, algo: CompressionAlgo, finished: &mut Vec<ShardEntry>) -> io::Result<()> {
+    let Some(shard) = shard else { return Ok(()) };
+    let (buffered, digest, byte_len) = shard.out.finish();
+    let file = buffered.into_inner().map_err(io::IntoInnerError::into_error)?;
+    // fdatasync: the file is new, so its size is the only metadata a reader needs, and
+    // fdatasync persists it.
+    file.sync_data()?;
+    finished.push(ShardEntry::new(shard.id, algo, shard.uncompressed_len, byte_len, codec::to_hex(&digest)));
+    Ok(())
 }

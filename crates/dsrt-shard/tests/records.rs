@@ -125,3 +125,18 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn fast_check_agrees_with_the_full_check() {
+    let expected = [ValueRef::Bool(true), ValueRef::Int64(5), ValueRef::Float64(-0.0), ValueRef::Utf8("q\"")];
+    let mut scratch = Vec::new();
+    let canonical = envelope(&expected);
+    dsrt_shard::check_envelope_fast(&canonical, &schema(), |c| expected[c], &mut scratch).unwrap();
+    // Another writer's spelling takes the slow path and still matches.
+    let foreign = br#"{"caption":"q\"", "score":-0.0, "label":5, "flag":true}"#;
+    dsrt_shard::check_envelope_fast(foreign, &schema(), |c| expected[c], &mut scratch).unwrap();
+    // A different value fails both ways, with the same error.
+    let other = [ValueRef::Bool(true), ValueRef::Int64(5), ValueRef::Float64(0.0), ValueRef::Utf8("q\"")];
+    let fast = dsrt_shard::check_envelope_fast(&canonical, &schema(), |c| other[c], &mut scratch).unwrap_err();
+    assert_eq!(fast, check_envelope(&canonical, &schema(), |c| other[c]).unwrap_err());
+}

@@ -11,11 +11,13 @@
 //! Layering: a bottom-layer crate beside `codec`; it depends on no crate of this workspace.
 #![forbid(unsafe_code)]
 
+mod cancel;
 mod publish;
 mod std_fs;
 mod temp_name;
 
-pub use publish::{publish, PublishError, PublishStep, Published};
+pub use cancel::CancelToken;
+pub use publish::{publish, publish_cancellable, PublishError, PublishStep, Published};
 pub use std_fs::StdFileSystem;
 pub use temp_name::{is_temp_name, unique_temp_name};
 

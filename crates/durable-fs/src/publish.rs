@@ -1,4 +1,4 @@
-use crate::{unique_temp_name, FileSystem};
+use crate::{unique_temp_name, CancelToken, FileSystem};
 use std::fmt;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -17,6 +17,8 @@ pub enum PublishStep {
     Rename,
     /// Fsyncing the directory after the rename.
     SyncDir,
+    /// The operation was cancelled before the rename.
+    Cancelled,
 }
 
 impl fmt::Display for PublishStep {
@@ -27,6 +29,7 @@ impl fmt::Display for PublishStep {
             Self::SyncFile => "fsync temporary file",
             Self::Rename => "rename over target",
             Self::SyncDir => "fsync directory",
+            Self::Cancelled => "cancelled before rename",
         })
     }
 }
@@ -64,6 +67,19 @@ pub fn publish(
     temp_prefix: &str,
     bytes: &[u8],
 ) -> Result<Published, PublishError> {
+    publish_cancellable(fs, target, temp_prefix, bytes, &CancelToken::new())
+}
+
+/// [`publish`], checking `cancel` before the rename: a cancelled publication removes its
+/// temporary file and fails with [`PublishStep::Cancelled`], leaving the target untouched.
+/// Once the rename has happened the publication completes.
+pub fn publish_cancellable(
+    fs: &dyn FileSystem,
+    target: &Path,
+    temp_prefix: &str,
+    bytes: &[u8],
+    cancel: &CancelToken,
+) -> Result<Published, PublishError> {
     let dir = parent_dir(target);
     let temp = dir.join(unique_temp_name(temp_prefix));
     let fail = |step, source| PublishError { target: target.to_path_buf(), step, source };
@@ -73,9 +89,12 @@ pub fn publish(
         .map_err(|e| (PublishStep::Write, e))
         .and_then(|()| file.sync_all().map_err(|e| (PublishStep::SyncFile, e)));
     drop(file);
-    let renamed = written.and_then(|()| {
-        fs.rename(&temp, target).map_err(|e| (PublishStep::Rename, e))
-    });
+    let renamed = written
+        .and_then(|()| match cancel.is_cancelled() {
+            true => Err((PublishStep::Cancelled, io::Error::new(io::ErrorKind::Interrupted, "cancelled"))),
+            false => Ok(()),
+        })
+        .and_then(|()| fs.rename(&temp, target).map_err(|e| (PublishStep::Rename, e)));
     if let Err((step, source)) = renamed {
         // The temporary file is ours alone; a failed cleanup leaves a name readers ignore.
         let _ = fs.remove_file(&temp);

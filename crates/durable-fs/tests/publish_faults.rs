@@ -118,3 +118,16 @@ fn a_directory_fsync_failure_reports_unknown_durability_after_the_rename() {
     assert!(matches!(outcome, Published::DurabilityUnknown(_)));
     assert_eq!(std::fs::read(&target).unwrap(), b"new");
 }
+
+#[test]
+fn a_cancelled_publication_keeps_the_target_and_removes_its_temp_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("manifest.json");
+    std::fs::write(&target, b"old").unwrap();
+    let cancel = durable_fs::CancelToken::new();
+    cancel.clone().cancel();
+    let err = durable_fs::publish_cancellable(&StdFileSystem, &target, ".manifest.json.tmp-", b"new", &cancel).unwrap_err();
+    assert_eq!(err.step, PublishStep::Cancelled);
+    assert_eq!(std::fs::read(&target).unwrap(), b"old");
+    assert_eq!(dir_entries(dir.path()), vec!["manifest.json"]);
+}

@@ -1,0 +1,85 @@
+//! Shared fixtures for the criterion benchmarks in `benches/`.
+//!
+//! What it is for: building the caches and input sets that benchmark groups and their
+//! baselines share, deterministically (a fixed-seed generator, no `rand`), so every run
+//! measures the same bytes.
+//!
+//! What it is not for: measuring anything itself, or being depended on by library crates.
+//!
+//! Layering: a leaf of the workspace; it depends on the facades only.
+#![forbid(unsafe_code)]
+
+use datasetrt::{CacheWriter, Column, ColumnType, Schema, ValueRef, WriterOptions};
+use std::path::Path;
+
+/// A small deterministic generator (SplitMix64).
+#[derive(Debug, Clone)]
+pub struct SplitMix(u64);
+
+impl SplitMix {
+    /// A generator from `seed`.
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A value in `low..high`.
+    pub fn range(&mut self, low: u64, high: u64) -> u64 {
+        low + self.next_u64() % (high - low)
+    }
+}
+
+/// The schema benchmark caches use: a label, a weight and a short caption.
+pub fn bench_schema() -> Schema {
+    Schema::new(vec![
+        Column::new("label", ColumnType::Int64, false),
+        Column::new("weight", ColumnType::Float64, false),
+        Column::new("caption", ColumnType::Utf8, true),
+    ])
+    .expect("static schema is valid")
+}
+
+/// `count` payloads of 256 B to 4 KiB of mixed bytes.
+pub fn payloads(count: usize, seed: u64) -> Vec<Vec<u8>> {
+    let mut rng = SplitMix::new(seed);
+    (0..count)
+        .map(|_| {
+            let len = rng.range(256, 4097) as usize;
+            (0..len).map(|_| (rng.next_u64() % 64) as u8).collect()
+        })
+        .collect()
+}
+
+/// Writes `payloads` as a cache at `path` with the benchmark schema.
+pub fn write_cache(path: &Path, payloads: &[Vec<u8>], options: WriterOptions) -> datasetrt::CacheSummary {
+    let mut writer = CacheWriter::create(path, options).expect("bench cache directory is new");
+    let captions = ["a cat", "a dog on a mat", "ünïcode caption", "x"];
+    for (i, payload) in payloads.iter().enumerate() {
+        let values = [
+            ValueRef::Int64(i as i64),
+            ValueRef::Float64(1.0 / (i as f64 + 1.0)),
+            ValueRef::Utf8(captions[i % captions.len()]),
+        ];
+        writer.add_values(payload, &values).expect("bench rows fit the schema");
+    }
+    writer.finish().expect("bench cache finishes")
+}
+
+/// A random permutation of `0..count`.
+pub fn shuffled(count: u64, seed: u64) -> Vec<u64> {
+    let mut order: Vec<u64> = (0..count).collect();
+    let mut rng = SplitMix::new(seed);
+    for i in (1..order.len()).rev() {
+        let j = rng.range(0, i as u64 + 1) as usize;
+        order.swap(i, j);
+    }
+    order
+}
