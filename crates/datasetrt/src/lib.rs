@@ -1,8 +1,11 @@
 //! DatasetRT: immutable caches of training samples (payload bytes plus primitive metadata).
 //!
 //! What it is for: the one crate an application depends on to write caches ([`CacheWriter`]),
-//! open and validate them ([`Cache::open`]) and read samples in O(1) ([`Cache::read`]). It
-//! re-exports the public API of the `dsrt-*` crates; nothing here re-implements them.
+//! open and validate them ([`Cache::open`]), read samples in O(1) ([`Cache::read`]), join
+//! caches into a [`Dataset`] addressed by `(cache_id, sample_id)`, select and save sample
+//! tables, migrate manifests ([`Dataset::update_manifests`]) and iterate epochs
+//! reproducibly on every rank ([`Loader`]). It re-exports the public API of the `dsrt-*`
+//! crates; nothing here re-implements them.
 //!
 //! What it is not for: Atlas collections (the `atlas-rust` facade).
 //!
@@ -24,11 +27,15 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub use dsrt_dataset::{Dataset, DatasetCache, DatasetError, LoadedSample, Loader, LoaderConfig, SampleKey, SampleTable, SelectRow};
 pub use dsrt_manifest::{
     cache_id_for_source, CacheDescription, CompressionAlgo, Manifest, ManifestError, ManifestV2, ManifestV3,
     ShardEntry,
 };
 pub use dsrt_metadata::{ColumnView, MetadataError, MetadataTable, RowView};
+pub use dsrt_migrate::{ManifestUpdateEntry, ManifestUpdateError, ManifestUpdateReport, UpdateCause, UpdateOutcome};
+pub use dsrt_plan::{CacheShape, EpochPlan, IterState, Partition, PlanConfig, PlanError, PlannedSample, RemainderPolicy, Sampling, Shuffle};
+pub use durable_fs::CancelToken;
 pub use dsrt_reader::{Cache, CacheError, CacheFile, OpenOptions, Sample, SampleBuf, SampleRef};
 pub use dsrt_schema::{Column, ColumnType, Row, RowError, RowProblem, Schema, SchemaError, Value, ValueRef};
 pub use dsrt_writer::{CacheSummary, CacheWriter, ManifestVersion, WriteError, WriterOptions, DEFAULT_MAX_SHARD_BYTES};
@@ -36,7 +43,8 @@ pub use dsrt_writer::{CacheSummary, CacheWriter, ManifestVersion, WriteError, Wr
 /// The lower-level pieces, for tools that inspect caches byte by byte.
 pub mod raw {
     pub use dsrt_index::{IndexError, IndexRow, IndexView, INDEX_FILE_NAME, ROW_BYTES};
-    pub use dsrt_manifest::{MANIFEST_FILE_NAME, MANIFEST_TEMP_PREFIX};
+    pub use dsrt_dataset::{Dataset, DatasetCache, DatasetError, LoadedSample, Loader, LoaderConfig, SampleKey, SampleTable, SelectRow};
+pub use dsrt_manifest::{MANIFEST_FILE_NAME, MANIFEST_TEMP_PREFIX};
     pub use dsrt_metadata::METADATA_FILE_NAME;
     pub use dsrt_shard::{check_envelope, parse_envelope, split_record, EnvelopeError, RecordError, SHARDS_DIR_NAME};
 }

@@ -121,6 +121,11 @@ impl Cache {
         self.index.is_empty()
     }
 
+    /// The mapped index.bin (validated at open).
+    pub fn index(&self) -> &IndexView {
+        &self.index
+    }
+
     /// The whole metadata table; reading it opens no shard.
     pub fn metadata(&self) -> &MetadataTable {
         &self.metadata

@@ -1,0 +1,147 @@
+use crate::{DatasetError, SampleKey, SampleTable};
+use dsrt_metadata::RowView;
+use dsrt_migrate::{ManifestUpdateError, ManifestUpdateReport};
+use dsrt_reader::{Cache, OpenOptions, Sample, SampleBuf, SampleRef};
+use dsrt_schema::ValueRef;
+use durable_fs::{CancelToken, FileSystem, StdFileSystem};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// One cache of a dataset with its resolved id.
+#[derive(Debug)]
+pub struct DatasetCache {
+    /// The resolved cache id.
+    pub cache_id: u64,
+    /// The path as given to [`Dataset::open`].
+    pub path: PathBuf,
+    /// The open cache.
+    pub cache: Cache,
+}
+
+/// An ordered list of open caches. `Send + Sync`: share it between loader threads.
+#[derive(Debug)]
+pub struct Dataset {
+    caches: Vec<DatasetCache>,
+    by_id: HashMap<u64, usize>,
+}
+
+/// One metadata row seen by a [`Dataset::select`] predicate.
+#[derive(Debug, Clone, Copy)]
+pub struct SelectRow<'a> {
+    /// The row's address.
+    pub key: SampleKey,
+    cache: &'a Cache,
+    row: RowView<'a>,
+}
+
+impl<'a> SelectRow<'a> {
+    /// The value of column `name`, or `None` if this cache has no such column.
+    pub fn get(&self, name: &str) -> Option<ValueRef<'a>> {
+        self.row.get(self.cache.schema().position(name)?)
+    }
+
+    /// The value of column `index` in this cache's schema order.
+    pub fn get_index(&self, index: usize) -> Option<ValueRef<'a>> {
+        self.row.get(index)
+    }
+}
+
+impl Dataset {
+    /// Opens every cache of `paths`, in order, and resolves their ids.
+    pub fn open<P: AsRef<Path>>(paths: &[P], options: OpenOptions) -> Result<Self, DatasetError> {
+        let mut caches = Vec::with_capacity(paths.len());
+        let mut by_id = HashMap::with_capacity(paths.len());
+        let mut by_dir: HashMap<PathBuf, usize> = HashMap::with_capacity(paths.len());
+        for (position, path) in paths.iter().enumerate() {
+            let path = path.as_ref().to_path_buf();
+            let resolved = std::fs::canonicalize(&path).map_err(|source| DatasetError::Path { path: path.clone(), source })?;
+            if let Some(&earlier) = by_dir.get(&resolved) {
+                let first: &DatasetCache = &caches[earlier];
+                return Err(DatasetError::DuplicatePath { first: first.path.clone(), second: path });
+            }
+            let cache = Cache::open(&path, options)?;
+            let cache_id = cache.manifest().resolved_cache_id(position);
+            if let Some(&earlier) = by_id.get(&cache_id) {
+                let first: &DatasetCache = &caches[earlier];
+                return Err(DatasetError::DuplicateCacheId { cache_id, first: first.path.clone(), second: path });
+            }
+            by_dir.insert(resolved, position);
+            by_id.insert(cache_id, position);
+            caches.push(DatasetCache { cache_id, path, cache });
+        }
+        Ok(Self { caches, by_id })
+    }
+
+    /// The caches in list order.
+    pub fn caches(&self) -> &[DatasetCache] {
+        &self.caches
+    }
+
+    /// The cache with id `cache_id`.
+    pub fn cache(&self, cache_id: u64) -> Result<&Cache, DatasetError> {
+        self.by_id
+            .get(&cache_id)
+            .map(|&i| &self.caches[i].cache)
+            .ok_or(DatasetError::UnknownCache { cache_id })
+    }
+
+    /// Position in the list of the cache with id `cache_id`.
+    pub fn position(&self, cache_id: u64) -> Option<usize> {
+        self.by_id.get(&cache_id).copied()
+    }
+
+    /// Total samples over all caches.
+    pub fn len(&self) -> u64 {
+        self.caches.iter().map(|c| c.cache.len()).sum()
+    }
+
+    /// Whether the dataset holds no sample.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Reads the sample at `key` into `buf`.
+    pub fn read<'a>(&'a self, key: SampleKey, buf: &'a mut SampleBuf) -> Result<SampleRef<'a>, DatasetError> {
+        Ok(self.cache(key.cache_id)?.read(key.sample_id, buf)?)
+    }
+
+    /// Reads the sample `(cache_id, sample_id)` into a new [`Sample`].
+    pub fn sample(&self, cache_id: u64, sample_id: u64) -> Result<Sample, DatasetError> {
+        Ok(self.cache(cache_id)?.sample(sample_id)?)
+    }
+
+    /// Every sample whose metadata satisfies `predicate`, in list then row order. Reads
+    /// metadata.arrow only; no shard is opened.
+    pub fn select(&self, mut predicate: impl FnMut(&SelectRow<'_>) -> bool) -> SampleTable {
+        let mut keys = Vec::new();
+        for entry in &self.caches {
+            let metadata = entry.cache.metadata();
+            for sample_id in 0..entry.cache.len() {
+                let Some(row) = metadata.row(sample_id) else { break };
+                let key = SampleKey { cache_id: entry.cache_id, sample_id };
+                if predicate(&SelectRow { key, cache: &entry.cache, row }) {
+                    keys.push(key);
+                }
+            }
+        }
+        SampleTable::new(keys)
+    }
+
+    /// Migrates this dataset's manifests (in its original list order) to `version`; see
+    /// `dsrt_migrate::update_manifests`. The open dataset is not changed: ids stay the same,
+    /// so every `(cache_id, sample_id)` made before still names the same sample.
+    pub fn update_manifests(&self, version: u64, cancel: &CancelToken) -> Result<ManifestUpdateReport, ManifestUpdateError> {
+        self.update_manifests_with(version, &StdFileSystem, cancel)
+    }
+
+    /// [`Dataset::update_manifests`] through a given file system (fault injection in tests).
+    pub fn update_manifests_with(
+        &self,
+        version: u64,
+        fs: &dyn FileSystem,
+        cancel: &CancelToken,
+    ) -> Result<ManifestUpdateReport, ManifestUpdateError> {
+        let paths: Vec<PathBuf> = self.caches.iter().map(|c| c.path.clone()).collect();
+        dsrt_migrate::update_manifests(&paths, version, fs, cancel)
+    }
+}

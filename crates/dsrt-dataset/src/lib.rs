@@ -1,0 +1,28 @@
+//! DatasetRT datasets: an ordered list of caches, each sample addressed as
+//! `(cache_id, sample_id)`.
+//!
+//! What it is for: [`Dataset::open`] resolves every cache's identity (v2: its position in the
+//! list; v3: its stored `cache_id`) and refuses two caches with one id or one directory listed
+//! twice; [`Dataset::sample`] serves any sample by key; [`Dataset::select`] evaluates a
+//! predicate on metadata.arrow alone (no shard is opened) into a [`SampleTable`], which saves
+//! to and loads from an Arrow IPC file; [`Dataset::update_manifests`] migrates the list's v2
+//! manifests to v3 in place without changing any id, so saved tables stay valid.
+//!
+//! [`Loader`] iterates one rank's share of an epoch planned by `dsrt-plan`, in the plan's
+//! order whatever the number of prefetching workers, and saves a resumable state.
+//!
+//! What it is not for: the planning itself (`dsrt-plan`, which does no I/O) or the bytes of
+//! any file (the `dsrt-*` file crates below).
+//!
+//! Layering: above `dsrt-reader`, `dsrt-plan` and `dsrt-migrate`; re-exported by the `datasetrt` facade.
+#![forbid(unsafe_code)]
+
+mod dataset;
+mod error;
+mod loader;
+mod table;
+
+pub use dataset::{Dataset, DatasetCache, SelectRow};
+pub use error::DatasetError;
+pub use loader::{LoadedSample, Loader, LoaderConfig};
+pub use table::{SampleKey, SampleTable};

@@ -1,0 +1,203 @@
+//! Turns an epoch plan into samples on one rank, optionally with prefetching worker threads.
+
+use crate::{Dataset, DatasetError, SampleKey};
+use dsrt_plan::{CacheShape, EpochPlan, IterState, Partition, PlanConfig, RemainderPolicy};
+use dsrt_reader::{Sample, SampleBuf};
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// How a rank iterates one epoch.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LoaderConfig {
+    /// Seed, weights, sampling and shuffle: what decides the global order.
+    pub plan: PlanConfig,
+    /// The epoch.
+    pub epoch: u64,
+    /// This rank.
+    pub rank: u64,
+    /// Number of ranks (0 is taken as 1).
+    pub world_size: u64,
+    /// Padding or dropping the last incomplete round.
+    pub policy: RemainderPolicy,
+    /// Worker threads reading ahead; 0 reads on the calling thread.
+    pub workers: usize,
+    /// Samples each worker may read ahead of the consumer (at least 1).
+    pub prefetch: usize,
+    /// Resume from a saved state instead of the start of the epoch.
+    pub resume: Option<IterState>,
+}
+
+/// One sample of an epoch, as a rank receives it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedSample {
+    /// This rank's step (0-based) within the epoch.
+    pub step: u64,
+    /// Position in the epoch's global order.
+    pub global_position: u64,
+    /// Whether this step repeats an earlier sample to pad the last round.
+    pub padding: bool,
+    /// The sample's address.
+    pub key: SampleKey,
+    /// Payload and metadata.
+    pub sample: Sample,
+}
+
+impl Dataset {
+    /// Each cache's shape for planning: its length and its runs of samples sharing a shard,
+    /// from one pass over the mapped index.
+    pub fn shapes(&self) -> Vec<CacheShape> {
+        self.caches()
+            .iter()
+            .map(|c| {
+                let index = c.cache.index();
+                CacheShape::from_shard_ids((0..index.len()).map(|i| index.row(i).map_or(u64::MAX, |r| r.shard_id)))
+            })
+            .collect()
+    }
+
+    /// The global order of `epoch`.
+    pub fn plan(&self, config: &PlanConfig, epoch: u64) -> Result<EpochPlan, DatasetError> {
+        Ok(EpochPlan::build(&self.shapes(), config, epoch)?)
+    }
+}
+
+/// Everything a step needs to find its sample.
+struct Steps {
+    dataset: Arc<Dataset>,
+    plan: Arc<EpochPlan>,
+    partition: Partition,
+}
+
+impl Steps {
+    fn load(&self, step: u64, buf: &mut SampleBuf) -> Result<LoadedSample, DatasetError> {
+        let global_position = self.partition.global_position(step);
+        let planned = self.plan.get(global_position).ok_or(DatasetError::Plan(dsrt_plan::PlanError::State(format!(
+            "position {global_position} is outside the plan"
+        ))))?;
+        let entry = &self.dataset.caches()[planned.cache];
+        let key = SampleKey { cache_id: entry.cache_id, sample_id: planned.sample };
+        let sample = entry.cache.read(planned.sample, buf)?.to_owned();
+        Ok(LoadedSample { step, global_position, padding: self.partition.is_padding(step), key, sample })
+    }
+}
+
+/// Iterates one rank's share of one epoch in the plan's order, whatever the number of workers.
+pub struct Loader {
+    steps: Arc<Steps>,
+    config: LoaderConfig,
+    next_step: u64,
+    len: u64,
+    inline_buf: SampleBuf,
+    workers: Vec<(Receiver<Result<LoadedSample, DatasetError>>, JoinHandle<()>)>,
+}
+
+impl std::fmt::Debug for Loader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Loader").field("next_step", &self.next_step).field("len", &self.len).finish_non_exhaustive()
+    }
+}
+
+impl Loader {
+    /// Plans the epoch and, with `workers > 0`, starts the worker threads.
+    pub fn new(dataset: Arc<Dataset>, config: LoaderConfig) -> Result<Self, DatasetError> {
+        let plan = Arc::new(dataset.plan(&config.plan, config.epoch)?);
+        let start = match &config.resume {
+            Some(state) => {
+                state.check(config.plan.seed, config.epoch, plan.len())?;
+                state.position
+            }
+            None => 0,
+        };
+        let partition = Partition::new(config.rank, config.world_size.max(1), config.policy, start, plan.len())?;
+        let steps = Arc::new(Steps { dataset, plan, partition });
+        let len = partition.len();
+        let workers = (0..config.workers).map(|w| spawn_worker(&steps, w as u64, config.workers as u64, len, config.prefetch)).collect();
+        Ok(Self { steps, config, next_step: 0, len, inline_buf: SampleBuf::new(), workers })
+    }
+
+    /// Samples this rank yields in the epoch: the same on every rank.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether this rank yields nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Samples the whole epoch holds (before partitioning).
+    pub fn epoch_len(&self) -> u64 {
+        self.steps.plan.len()
+    }
+
+    /// The state after the samples yielded so far: resume from it, with any world size or
+    /// number of workers, and every rank continues at the next sample. Ranks in lockstep
+    /// produce identical states.
+    pub fn state(&self) -> IterState {
+        IterState {
+            seed: self.config.plan.seed,
+            epoch: self.config.epoch,
+            position: self.steps.partition.consumed_after(self.next_step),
+            epoch_len: self.steps.plan.len(),
+        }
+    }
+}
+
+fn spawn_worker(
+    steps: &Arc<Steps>,
+    first: u64,
+    stride: u64,
+    len: u64,
+    prefetch: usize,
+) -> (Receiver<Result<LoadedSample, DatasetError>>, JoinHandle<()>) {
+    let (sender, receiver) = sync_channel(prefetch.max(1));
+    let steps = Arc::clone(steps);
+    let handle = std::thread::spawn(move || {
+        let mut buf = SampleBuf::new();
+        let mut step = first;
+        while step < len {
+            // A closed channel means the loader was dropped: stop quietly.
+            if sender.send(steps.load(step, &mut buf)).is_err() {
+                return;
+            }
+            step += stride;
+        }
+    });
+    (receiver, handle)
+}
+
+impl Iterator for Loader {
+    type Item = Result<LoadedSample, DatasetError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.next_step >= self.len {
+            return None;
+        }
+        let step = self.next_step;
+        let item = if self.workers.is_empty() {
+            self.steps.load(step, &mut self.inline_buf)
+        } else {
+            // Worker `step % n` produces exactly the steps congruent to it, in order, so
+            // receiving round-robin restores the plan's order without a reorder buffer.
+            let (receiver, _) = &self.workers[(step % self.workers.len() as u64) as usize];
+            receiver.recv().unwrap_or_else(|_| Err(DatasetError::WorkerStopped))
+        };
+        self.next_step += 1;
+        Some(item)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = usize::try_from(self.len - self.next_step).unwrap_or(usize::MAX);
+        (left, Some(left))
+    }
+}
+
+impl Drop for Loader {
+    fn drop(&mut self) {
+        for (receiver, handle) in self.workers.drain(..) {
+            drop(receiver);
+            let _ = handle.join();
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! Loading epochs from real caches: order independent of workers, resume at any step with any
+//! workers, equal rank lengths covering the epoch.
+
+use dsrt_dataset::{Dataset, LoadedSample, Loader, LoaderConfig};
+use dsrt_plan::{IterState, PlanConfig, RemainderPolicy, Shuffle};
+use dsrt_reader::OpenOptions;
+use dsrt_schema::{Column, ColumnType, Row, Schema};
+use dsrt_writer::{CacheWriter, WriterOptions};
+use std::path::Path;
+use std::sync::Arc;
+
+fn dataset(root: &Path) -> Arc<Dataset> {
+    let schema = Schema::new(vec![Column::new("n", ColumnType::Int64, false)]).unwrap();
+    let mut paths = Vec::new();
+    for (name, count) in [("a", 57i64), ("b", 23), ("c", 40)] {
+        let path = root.join(name);
+        let mut writer = CacheWriter::create(&path, WriterOptions::new(name, schema.clone()).max_shard_bytes(300)).unwrap();
+        for i in 0..count {
+            writer.add(format!("{name}{i}").as_bytes(), &Row::new().with("n", i)).unwrap();
+        }
+        writer.finish().unwrap();
+        paths.push(path);
+    }
+    Arc::new(Dataset::open(&paths, OpenOptions::default()).unwrap())
+}
+
+fn config(workers: usize) -> LoaderConfig {
+    LoaderConfig {
+        plan: PlanConfig { seed: 42, weights: Some(vec![1.0, 2.0, 1.0]), samples_per_epoch: Some(150), shuffle: Shuffle::Local { window_shards: 2 }, ..PlanConfig::default() },
+        epoch: 1,
+        world_size: 1,
+        workers,
+        prefetch: 4,
+        ..LoaderConfig::default()
+    }
+}
+
+fn payloads(loader: Loader) -> Vec<Vec<u8>> {
+    loader.map(|s| s.unwrap().sample.payload).collect()
+}
+
+#[test]
+fn the_order_does_not_depend_on_the_number_of_workers() {
+    let root = tempfile::tempdir().unwrap();
+    let dataset = dataset(root.path());
+    let reference = payloads(Loader::new(Arc::clone(&dataset), config(0)).unwrap());
+    assert_eq!(reference.len(), 150);
+    for workers in [1, 2, 3, 7] {
+        assert_eq!(payloads(Loader::new(Arc::clone(&dataset), config(workers)).unwrap()), reference, "{workers} workers");
+    }
+}
+
+#[test]
+fn resume_continues_exactly_at_the_next_sample_with_any_workers() {
+    let root = tempfile::tempdir().unwrap();
+    let dataset = dataset(root.path());
+    let reference = payloads(Loader::new(Arc::clone(&dataset), config(2)).unwrap());
+    for (stop, workers_after) in [(0, 0), (1, 3), (17, 1), (74, 4), (149, 2), (150, 1)] {
+        let mut loader = Loader::new(Arc::clone(&dataset), config(2)).unwrap();
+        for _ in 0..stop {
+            loader.next().unwrap().unwrap();
+        }
+        let saved = serde_json::to_string(&loader.state()).unwrap();
+        drop(loader);
+        let state: IterState = serde_json::from_str(&saved).unwrap();
+        let resumed = Loader::new(Arc::clone(&dataset), LoaderConfig { resume: Some(state), ..config(workers_after) }).unwrap();
+        assert_eq!(payloads(resumed), reference[stop..].to_vec(), "stop at {stop}");
+    }
+}
+
+#[test]
+fn a_state_from_another_plan_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let dataset = dataset(root.path());
+    let state = IterState { seed: 7, epoch: 1, position: 3, epoch_len: 150 };
+    let err = Loader::new(dataset, LoaderConfig { resume: Some(state), ..config(0) }).unwrap_err();
+    assert!(err.to_string().contains("seed 7"), "{err}");
+}
+
+fn rank_samples(dataset: &Arc<Dataset>, world_size: u64, policy: RemainderPolicy) -> Vec<Vec<LoadedSample>> {
+    (0..world_size)
+        .map(|rank| {
+            let config = LoaderConfig { rank, world_size, policy, ..config(1) };
+            let loader = Loader::new(Arc::clone(dataset), config).unwrap();
+            let expected = loader.len();
+            let samples: Vec<LoadedSample> = loader.map(Result::unwrap).collect();
+            assert_eq!(samples.len() as u64, expected);
+            samples
+        })
+        .collect()
+}
+
+#[test]
+fn ranks_get_equal_disjoint_shares_that_cover_the_epoch() {
+    let root = tempfile::tempdir().unwrap();
+    let dataset = dataset(root.path());
+    for world_size in [1, 2, 4, 7, 149, 151, 400] {
+        for policy in [RemainderPolicy::Pad, RemainderPolicy::Drop] {
+            let ranks = rank_samples(&dataset, world_size, policy);
+            let count = ranks[0].len();
+            assert!(ranks.iter().all(|r| r.len() == count), "{world_size} {policy:?}");
+            let mut positions: Vec<u64> = ranks.iter().flatten().filter(|s| !s.padding).map(|s| s.global_position).collect();
+            positions.sort_unstable();
+            let distinct = positions.len();
+            positions.dedup();
+            assert_eq!(positions.len(), distinct, "no repeat outside padding");
+            match policy {
+                RemainderPolicy::Pad => assert_eq!(positions, (0..150).collect::<Vec<_>>()),
+                RemainderPolicy::Drop => assert_eq!(positions.len() as u64, 150 - 150 % world_size),
+            }
+        }
+    }
+}

@@ -1,0 +1,81 @@
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// How a cache's share of an epoch is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sampling {
+    /// Each sample at most once per pass over the cache; a share larger than the cache takes
+    /// several full passes.
+    #[default]
+    WithoutReplacement,
+    /// Every draw uniform over the cache, independently.
+    WithReplacement,
+}
+
+/// How samples are ordered within an epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Shuffle {
+    /// Physical order, caches one after another. Ignores the seed.
+    Sequential,
+    /// Shard runs are shuffled, grouped into windows of `window_shards`, and samples are
+    /// shuffled within each window, so an epoch reads each shard in a few contiguous spans
+    /// (block shuffling, as MosaicML Streaming does).
+    Local {
+        /// Shard runs per window (at least 1).
+        window_shards: usize,
+    },
+    /// A uniform permutation of each cache.
+    Full,
+}
+
+impl Default for Shuffle {
+    fn default() -> Self {
+        Self::Local { window_shards: 4 }
+    }
+}
+
+/// What decides an epoch's order: the same config, epoch and caches give the same order.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct PlanConfig {
+    /// The seed.
+    pub seed: u64,
+    /// Sampling proportion per cache, in dataset order; `None`: every cache contributes each
+    /// of its samples once.
+    pub weights: Option<Vec<f64>>,
+    /// Epoch length when weights are given; `None`: the total number of samples.
+    pub samples_per_epoch: Option<u64>,
+    /// With or without replacement.
+    pub sampling: Sampling,
+    /// Order within the epoch.
+    pub shuffle: Shuffle,
+}
+
+/// Why a plan cannot be built.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum PlanError {
+    /// Weights must be finite and non-negative, one per cache, not all zero.
+    #[error("invalid weights: {0}")]
+    Weights(String),
+    /// A cache with samples to draw has none.
+    #[error("cache {cache} has weight but no samples")]
+    EmptyCache {
+        /// Position of the cache.
+        cache: usize,
+    },
+    /// The packed representation holds at most 65,536 caches and 2^48 samples per cache.
+    #[error("too large to plan: {0}")]
+    TooLarge(String),
+    /// `world_size` must be at least 1 and `rank < world_size`.
+    #[error("invalid partition: rank {rank} of world size {world_size}")]
+    Partition {
+        /// The rank.
+        rank: u64,
+        /// The world size.
+        world_size: u64,
+    },
+    /// A saved state does not belong to this plan.
+    #[error("iterator state does not match this plan: {0}")]
+    State(String),
+}

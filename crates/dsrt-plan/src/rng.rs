@@ -1,0 +1,79 @@
+//! A small, fast, seedable generator (xoshiro256**, seeded through SplitMix64), so the plan
+//! depends on this crate's code alone and never on another crate's version.
+
+/// Mixes `values` into one 64-bit seed (SplitMix64 finalizer over each value).
+pub(crate) fn mix(values: &[u64]) -> u64 {
+    let mut state = 0x243f_6a88_85a3_08d3u64;
+    for &value in values {
+        state = splitmix(state ^ value);
+    }
+    state
+}
+
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+pub(crate) struct Rng([u64; 4]);
+
+impl Rng {
+    pub(crate) fn new(seed: u64) -> Self {
+        let mut z = seed;
+        let mut next = || {
+            z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            splitmix(z)
+        };
+        Self([next(), next(), next(), next()])
+    }
+
+    pub(crate) fn next_u64(&mut self) -> u64 {
+        let s = &mut self.0;
+        let result = s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
+        let t = s[1] << 17;
+        s[2] ^= s[0];
+        s[3] ^= s[1];
+        s[1] ^= s[2];
+        s[0] ^= s[3];
+        s[2] ^= t;
+        s[3] = s[3].rotate_left(45);
+        result
+    }
+
+    /// Uniform in `0..bound` (Lemire's multiply-shift with rejection; `bound > 0`).
+    pub(crate) fn below(&mut self, bound: u64) -> u64 {
+        loop {
+            let product = u128::from(self.next_u64()) * u128::from(bound);
+            let low = product as u64;
+            if low >= bound.wrapping_neg() % bound {
+                return (product >> 64) as u64;
+            }
+        }
+    }
+
+    pub(crate) fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = self.below(i as u64 + 1) as usize;
+            items.swap(i, j);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn below_is_in_range_and_covers_it() {
+        let mut rng = Rng::new(1);
+        let mut seen = [false; 7];
+        for _ in 0..1000 {
+            let v = rng.below(7);
+            seen[v as usize] = true;
+        }
+        assert!(seen.iter().all(|s| *s));
+        assert_ne!(mix(&[1, 2]), mix(&[2, 1]));
+    }
+}
