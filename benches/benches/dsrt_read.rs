@@ -3,6 +3,7 @@
 //! Target (issue 2): `cache.read` reaches at least 50% of the baseline's throughput with a warm
 //! page cache, uncompressed payloads of 256 B to 4 KiB.
 #![allow(missing_docs)] // criterion_group! generates undocumented items
+#![allow(clippy::cast_possible_truncation)] // record lengths of a small bench cache
 
 use benchmarks::{bench_schema, payloads, shuffled, write_cache};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -18,7 +19,11 @@ fn random_read(c: &mut Criterion) {
     let path = dir.path().join("cache");
     let data = payloads(SAMPLES, 7);
     let total: u64 = data.iter().map(|p| p.len() as u64).sum();
-    write_cache(&path, &data, WriterOptions::new("bench", bench_schema()).max_shard_bytes(16 << 20));
+    write_cache(
+        &path,
+        &data,
+        WriterOptions::new("bench", bench_schema()).max_shard_bytes(16 << 20),
+    );
     let cache = Cache::open(&path, OpenOptions::default()).expect("bench cache opens");
     let order = shuffled(SAMPLES as u64, 11);
 
@@ -40,7 +45,9 @@ fn random_read(c: &mut Criterion) {
         b.iter(|| {
             for row in &ranges {
                 let slice = &mut buf[..row.length as usize];
-                shards[row.shard_id as usize].read_exact_at(slice, row.offset).expect("pread");
+                shards[row.shard_id as usize]
+                    .read_exact_at(slice, row.offset)
+                    .expect("pread");
             }
         });
     });

@@ -2,6 +2,7 @@
 //!
 //! Target (issue 2): the writer reaches at least 60% of the baseline's throughput.
 #![allow(missing_docs)] // criterion_group! generates undocumented items
+#![allow(clippy::cast_possible_truncation)] // record lengths of a small bench cache
 
 use benchmarks::{bench_schema, payloads, write_cache};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
@@ -34,12 +35,17 @@ fn write(c: &mut Criterion) {
             BatchSize::PerIteration,
         );
     });
-    for (name, algo) in [("cache_writer_none", CompressionAlgo::None), ("cache_writer_lz4", CompressionAlgo::Lz4)] {
+    for (name, algo) in [
+        ("cache_writer_none", CompressionAlgo::None),
+        ("cache_writer_lz4", CompressionAlgo::Lz4),
+    ] {
         group.bench_function(name, |b| {
             b.iter_batched(
                 || tempfile::tempdir().expect("temp dir"),
                 |dir| {
-                    let options = WriterOptions::new("bench", bench_schema()).compression(algo).max_shard_bytes(16 << 20);
+                    let options = WriterOptions::new("bench", bench_schema())
+                        .compression(algo)
+                        .max_shard_bytes(16 << 20);
                     write_cache(&dir.path().join("cache"), &data, options);
                     dir
                 },

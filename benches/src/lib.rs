@@ -8,6 +8,9 @@
 //!
 //! Layering: a leaf of the workspace; it depends on the facades only.
 #![forbid(unsafe_code)]
+// Fixture sizes are small known values; `as` conversions here cannot truncate.
+#![allow(clippy::cast_possible_truncation)]
+pub mod atlas;
 
 use datasetrt::{CacheWriter, Column, ColumnType, Schema, ValueRef, WriterOptions};
 use std::path::Path;
@@ -59,7 +62,11 @@ pub fn payloads(count: usize, seed: u64) -> Vec<Vec<u8>> {
 }
 
 /// Writes `payloads` as a cache at `path` with the benchmark schema.
-pub fn write_cache(path: &Path, payloads: &[Vec<u8>], options: WriterOptions) -> datasetrt::CacheSummary {
+pub fn write_cache(
+    path: &Path,
+    payloads: &[Vec<u8>],
+    options: WriterOptions,
+) -> datasetrt::CacheSummary {
     let mut writer = CacheWriter::create(path, options).expect("bench cache directory is new");
     let captions = ["a cat", "a dog on a mat", "ünïcode caption", "x"];
     for (i, payload) in payloads.iter().enumerate() {
@@ -68,7 +75,9 @@ pub fn write_cache(path: &Path, payloads: &[Vec<u8>], options: WriterOptions) ->
             ValueRef::Float64(1.0 / (i as f64 + 1.0)),
             ValueRef::Utf8(captions[i % captions.len()]),
         ];
-        writer.add_values(payload, &values).expect("bench rows fit the schema");
+        writer
+            .add_values(payload, &values)
+            .expect("bench rows fit the schema");
     }
     writer.finish().expect("bench cache finishes")
 }

@@ -12,7 +12,9 @@ pub(crate) fn run(benches: &[String]) -> Result<(), String> {
         command.args(["--bench", bench]);
     }
     command.args(["--", "--noplot"]);
-    let status = command.status().map_err(|e| format!("running cargo bench: {e}"))?;
+    let status = command
+        .status()
+        .map_err(|e| format!("running cargo bench: {e}"))?;
     if !status.success() {
         return Err(format!("cargo bench failed: {status}"));
     }
@@ -34,26 +36,39 @@ pub(crate) fn report() -> Result<(), String> {
             }
         }
         functions.sort_by(|a, b| a.0.cmp(&b.0));
-        let baseline = functions.iter().find(|(name, _)| name.starts_with("baseline")).map(|(_, m)| *m);
+        let baseline = functions
+            .iter()
+            .find(|(name, _)| name.starts_with("baseline"))
+            .map(|(_, m)| *m);
         for (name, median) in &functions {
             let ratio = baseline.map_or("-".to_owned(), |b| format!("{:.2}", b / median));
-            println!("| {} | {} | {} | {} |", file_name(&group), name, human_ns(*median), ratio);
+            println!(
+                "| {} | {} | {} | {} |",
+                file_name(&group),
+                name,
+                human_ns(*median),
+                ratio
+            );
         }
     }
     Ok(())
 }
 
 fn criterion_dir() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| workspace_root().join("target"), PathBuf::from);
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| workspace_root().join("target"), PathBuf::from);
     target.join("criterion")
 }
 
 fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
 fn list_dirs(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e} (run `cargo xtask bench` first)", dir.display()))?;
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e} (run `cargo xtask bench` first)", dir.display()))?;
     Ok(entries
         .filter_map(Result::ok)
         .map(|e| e.path())
@@ -62,7 +77,9 @@ fn list_dirs(dir: &Path) -> Result<Vec<PathBuf>, String> {
 }
 
 fn file_name(path: &Path) -> String {
-    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 fn median_ns(function: &Path) -> Option<f64> {

@@ -23,6 +23,7 @@ pub fn to_usize(value: u64) -> Option<usize> {
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // test values are small
 mod tests {
     use super::*;
 

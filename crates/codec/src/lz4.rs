@@ -39,7 +39,10 @@ pub fn compress_into(input: &[u8], out: &mut Vec<u8>) {
     let size = u32::try_from(input.len()).expect("LZ4 payloads are limited to u32::MAX bytes");
     out.extend_from_slice(&size.to_le_bytes());
     let start = out.len();
-    out.resize(start + lz4_flex::block::get_maximum_output_size(input.len()), 0);
+    out.resize(
+        start + lz4_flex::block::get_maximum_output_size(input.len()),
+        0,
+    );
     let written = lz4_flex::block::compress_into(input, &mut out[start..])
         .expect("output buffer is sized by get_maximum_output_size");
     out.truncate(start + written);
@@ -50,13 +53,23 @@ pub fn declared_len(stored: &[u8], limit: u64) -> Result<usize, Lz4Error> {
     let prefix = stored
         .get(..4)
         .ok_or(Lz4Error::MissingPrefix { len: stored.len() })?;
-    let declared = u64::from(u32::from_le_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]));
+    let declared = u64::from(u32::from_le_bytes([
+        prefix[0], prefix[1], prefix[2], prefix[3],
+    ]));
     let compressed = stored.len() - 4;
     let possible = (compressed as u64).saturating_mul(MAX_EXPANSION);
     if declared > possible || declared > limit {
-        return Err(Lz4Error::ImplausibleSize { declared, compressed, limit });
+        return Err(Lz4Error::ImplausibleSize {
+            declared,
+            compressed,
+            limit,
+        });
     }
-    usize::try_from(declared).map_err(|_| Lz4Error::ImplausibleSize { declared, compressed, limit })
+    usize::try_from(declared).map_err(|_| Lz4Error::ImplausibleSize {
+        declared,
+        compressed,
+        limit,
+    })
 }
 
 /// Decodes a prefixed block into `out`, replacing its contents and reusing its capacity.
@@ -82,6 +95,7 @@ pub fn decompress(stored: &[u8], limit: u64) -> Result<Vec<u8>, Lz4Error> {
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // test values are small
 mod tests {
     use super::*;
     use proptest::prelude::*;
@@ -99,9 +113,15 @@ mod tests {
         let stored = [0xff, 0xff, 0xff, 0xff, 0x00];
         assert!(matches!(
             decompress(&stored, u64::MAX),
-            Err(Lz4Error::ImplausibleSize { declared: 0xffff_ffff, .. })
+            Err(Lz4Error::ImplausibleSize {
+                declared: 0xffff_ffff,
+                ..
+            })
         ));
-        assert!(matches!(decompress(&[1, 0], 10), Err(Lz4Error::MissingPrefix { len: 2 })));
+        assert!(matches!(
+            decompress(&[1, 0], 10),
+            Err(Lz4Error::MissingPrefix { len: 2 })
+        ));
     }
 
     #[test]
@@ -109,7 +129,10 @@ mod tests {
         let mut stored = Vec::new();
         compress_into(b"hello world", &mut stored);
         stored[0] += 1;
-        assert!(matches!(decompress(&stored, 1 << 20), Err(Lz4Error::Corrupt(_))));
+        assert!(matches!(
+            decompress(&stored, 1 << 20),
+            Err(Lz4Error::Corrupt(_))
+        ));
         let garbage = [8, 0, 0, 0, 0xff, 0xff, 0xff];
         assert!(decompress(&garbage, 1 << 20).is_err());
     }
@@ -118,7 +141,10 @@ mod tests {
     fn caller_limit_is_enforced() {
         let mut stored = Vec::new();
         compress_into(&[7u8; 1000], &mut stored);
-        assert!(matches!(decompress(&stored, 999), Err(Lz4Error::ImplausibleSize { .. })));
+        assert!(matches!(
+            decompress(&stored, 999),
+            Err(Lz4Error::ImplausibleSize { .. })
+        ));
         assert_eq!(decompress(&stored, 1000).unwrap(), vec![7u8; 1000]);
     }
 

@@ -53,7 +53,11 @@ pub struct HashingWriter<W> {
 impl<W: Write> HashingWriter<W> {
     /// Starts hashing writes to `inner`.
     pub fn new(inner: W) -> Self {
-        Self { inner, hasher: Sha256::new(), written: 0 }
+        Self {
+            inner,
+            hasher: Sha256::new(),
+            written: 0,
+        }
     }
 
     /// Bytes accepted so far.
@@ -91,6 +95,7 @@ impl<W: Write> Write for HashingWriter<W> {
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // test values are small
 mod tests {
     use super::*;
     use proptest::prelude::*;

@@ -40,6 +40,7 @@ pub fn decompress(frame: &[u8], limit: u64) -> Result<Vec<u8>, ZstdError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // test values are small
 mod tests {
     use super::*;
     use proptest::prelude::*;
@@ -47,9 +48,15 @@ mod tests {
     #[test]
     fn limit_is_enforced_and_garbage_refused() {
         let frame = compress(&[0u8; 10_000], 3);
-        assert!(matches!(decompress(&frame, 9_999), Err(ZstdError::TooLarge { .. })));
+        assert!(matches!(
+            decompress(&frame, 9_999),
+            Err(ZstdError::TooLarge { .. })
+        ));
         assert_eq!(decompress(&frame, 10_000).unwrap().len(), 10_000);
-        assert!(matches!(decompress(b"not a frame", 100), Err(ZstdError::Corrupt(_))));
+        assert!(matches!(
+            decompress(b"not a frame", 100),
+            Err(ZstdError::Corrupt(_))
+        ));
     }
 
     proptest! {

@@ -27,24 +27,42 @@
 //! ```
 #![forbid(unsafe_code)]
 
-pub use dsrt_dataset::{Dataset, DatasetCache, DatasetError, LoadedSample, Loader, LoaderConfig, SampleKey, SampleTable, SelectRow};
+pub use dsrt_dataset::{
+    Dataset, DatasetCache, DatasetError, LoadedSample, Loader, LoaderConfig, SampleKey,
+    SampleTable, SelectRow,
+};
 pub use dsrt_manifest::{
-    cache_id_for_source, CacheDescription, CompressionAlgo, Manifest, ManifestError, ManifestV2, ManifestV3,
-    ShardEntry,
+    cache_id_for_source, CacheDescription, CompressionAlgo, Manifest, ManifestError, ManifestV2,
+    ManifestV3, ShardEntry,
 };
 pub use dsrt_metadata::{ColumnView, MetadataError, MetadataTable, RowView};
-pub use dsrt_migrate::{ManifestUpdateEntry, ManifestUpdateError, ManifestUpdateReport, UpdateCause, UpdateOutcome};
-pub use dsrt_plan::{CacheShape, EpochPlan, IterState, Partition, PlanConfig, PlanError, PlannedSample, RemainderPolicy, Sampling, Shuffle};
-pub use durable_fs::CancelToken;
+pub use dsrt_migrate::{
+    update_manifests, ManifestUpdateEntry, ManifestUpdateError, ManifestUpdateReport, UpdateCause,
+    UpdateOutcome,
+};
+pub use dsrt_plan::{
+    CacheShape, EpochPlan, IterState, Partition, PlanConfig, PlanError, PlannedSample,
+    RemainderPolicy, Sampling, Shuffle,
+};
 pub use dsrt_reader::{Cache, CacheError, CacheFile, OpenOptions, Sample, SampleBuf, SampleRef};
-pub use dsrt_schema::{Column, ColumnType, Row, RowError, RowProblem, Schema, SchemaError, Value, ValueRef};
-pub use dsrt_writer::{CacheSummary, CacheWriter, ManifestVersion, WriteError, WriterOptions, DEFAULT_MAX_SHARD_BYTES};
+pub use dsrt_schema::{
+    Column, ColumnType, Row, RowError, RowProblem, Schema, SchemaError, Value, ValueRef,
+};
+pub use dsrt_writer::{
+    CacheSummary, CacheWriter, ManifestVersion, WriteError, WriterOptions, DEFAULT_MAX_SHARD_BYTES,
+};
+pub use durable_fs::{CancelToken, FileSystem, StdFileSystem};
 
 /// The lower-level pieces, for tools that inspect caches byte by byte.
 pub mod raw {
+    pub use dsrt_dataset::{
+        Dataset, DatasetCache, DatasetError, LoadedSample, Loader, LoaderConfig, SampleKey,
+        SampleTable, SelectRow,
+    };
     pub use dsrt_index::{IndexError, IndexRow, IndexView, INDEX_FILE_NAME, ROW_BYTES};
-    pub use dsrt_dataset::{Dataset, DatasetCache, DatasetError, LoadedSample, Loader, LoaderConfig, SampleKey, SampleTable, SelectRow};
-pub use dsrt_manifest::{MANIFEST_FILE_NAME, MANIFEST_TEMP_PREFIX};
+    pub use dsrt_manifest::{MANIFEST_FILE_NAME, MANIFEST_TEMP_PREFIX};
     pub use dsrt_metadata::METADATA_FILE_NAME;
-    pub use dsrt_shard::{check_envelope, parse_envelope, split_record, EnvelopeError, RecordError, SHARDS_DIR_NAME};
+    pub use dsrt_shard::{
+        check_envelope, parse_envelope, split_record, EnvelopeError, RecordError, SHARDS_DIR_NAME,
+    };
 }

@@ -54,20 +54,34 @@ impl Dataset {
         let mut by_dir: HashMap<PathBuf, usize> = HashMap::with_capacity(paths.len());
         for (position, path) in paths.iter().enumerate() {
             let path = path.as_ref().to_path_buf();
-            let resolved = std::fs::canonicalize(&path).map_err(|source| DatasetError::Path { path: path.clone(), source })?;
+            let resolved = std::fs::canonicalize(&path).map_err(|source| DatasetError::Path {
+                path: path.clone(),
+                source,
+            })?;
             if let Some(&earlier) = by_dir.get(&resolved) {
                 let first: &DatasetCache = &caches[earlier];
-                return Err(DatasetError::DuplicatePath { first: first.path.clone(), second: path });
+                return Err(DatasetError::DuplicatePath {
+                    first: first.path.clone(),
+                    second: path,
+                });
             }
             let cache = Cache::open(&path, options)?;
             let cache_id = cache.manifest().resolved_cache_id(position);
             if let Some(&earlier) = by_id.get(&cache_id) {
                 let first: &DatasetCache = &caches[earlier];
-                return Err(DatasetError::DuplicateCacheId { cache_id, first: first.path.clone(), second: path });
+                return Err(DatasetError::DuplicateCacheId {
+                    cache_id,
+                    first: first.path.clone(),
+                    second: path,
+                });
             }
             by_dir.insert(resolved, position);
             by_id.insert(cache_id, position);
-            caches.push(DatasetCache { cache_id, path, cache });
+            caches.push(DatasetCache {
+                cache_id,
+                path,
+                cache,
+            });
         }
         Ok(Self { caches, by_id })
     }
@@ -101,7 +115,11 @@ impl Dataset {
     }
 
     /// Reads the sample at `key` into `buf`.
-    pub fn read<'a>(&'a self, key: SampleKey, buf: &'a mut SampleBuf) -> Result<SampleRef<'a>, DatasetError> {
+    pub fn read<'a>(
+        &'a self,
+        key: SampleKey,
+        buf: &'a mut SampleBuf,
+    ) -> Result<SampleRef<'a>, DatasetError> {
         Ok(self.cache(key.cache_id)?.read(key.sample_id, buf)?)
     }
 
@@ -117,9 +135,18 @@ impl Dataset {
         for entry in &self.caches {
             let metadata = entry.cache.metadata();
             for sample_id in 0..entry.cache.len() {
-                let Some(row) = metadata.row(sample_id) else { break };
-                let key = SampleKey { cache_id: entry.cache_id, sample_id };
-                if predicate(&SelectRow { key, cache: &entry.cache, row }) {
+                let Some(row) = metadata.row(sample_id) else {
+                    break;
+                };
+                let key = SampleKey {
+                    cache_id: entry.cache_id,
+                    sample_id,
+                };
+                if predicate(&SelectRow {
+                    key,
+                    cache: &entry.cache,
+                    row,
+                }) {
                     keys.push(key);
                 }
             }
@@ -130,7 +157,11 @@ impl Dataset {
     /// Migrates this dataset's manifests (in its original list order) to `version`; see
     /// `dsrt_migrate::update_manifests`. The open dataset is not changed: ids stay the same,
     /// so every `(cache_id, sample_id)` made before still names the same sample.
-    pub fn update_manifests(&self, version: u64, cancel: &CancelToken) -> Result<ManifestUpdateReport, ManifestUpdateError> {
+    pub fn update_manifests(
+        &self,
+        version: u64,
+        cancel: &CancelToken,
+    ) -> Result<ManifestUpdateReport, ManifestUpdateError> {
         self.update_manifests_with(version, &StdFileSystem, cancel)
     }
 

@@ -51,7 +51,9 @@ impl Dataset {
             .iter()
             .map(|c| {
                 let index = c.cache.index();
-                CacheShape::from_shard_ids((0..index.len()).map(|i| index.row(i).map_or(u64::MAX, |r| r.shard_id)))
+                CacheShape::from_shard_ids(
+                    (0..index.len()).map(|i| index.row(i).map_or(u64::MAX, |r| r.shard_id)),
+                )
             })
             .collect()
     }
@@ -72,15 +74,27 @@ struct Steps {
 impl Steps {
     fn load(&self, step: u64, buf: &mut SampleBuf) -> Result<LoadedSample, DatasetError> {
         let global_position = self.partition.global_position(step);
-        let planned = self.plan.get(global_position).ok_or(DatasetError::Plan(dsrt_plan::PlanError::State(format!(
-            "position {global_position} is outside the plan"
-        ))))?;
+        let planned = self.plan.get(global_position).ok_or(DatasetError::Plan(
+            dsrt_plan::PlanError::State(format!("position {global_position} is outside the plan")),
+        ))?;
         let entry = &self.dataset.caches()[planned.cache];
-        let key = SampleKey { cache_id: entry.cache_id, sample_id: planned.sample };
+        let key = SampleKey {
+            cache_id: entry.cache_id,
+            sample_id: planned.sample,
+        };
         let sample = entry.cache.read(planned.sample, buf)?.to_owned();
-        Ok(LoadedSample { step, global_position, padding: self.partition.is_padding(step), key, sample })
+        Ok(LoadedSample {
+            step,
+            global_position,
+            padding: self.partition.is_padding(step),
+            key,
+            sample,
+        })
     }
 }
+
+/// A prefetch worker: the channel it fills, in its steps' order, and its thread.
+type Worker = (Receiver<Result<LoadedSample, DatasetError>>, JoinHandle<()>);
 
 /// Iterates one rank's share of one epoch in the plan's order, whatever the number of workers.
 pub struct Loader {
@@ -89,12 +103,15 @@ pub struct Loader {
     next_step: u64,
     len: u64,
     inline_buf: SampleBuf,
-    workers: Vec<(Receiver<Result<LoadedSample, DatasetError>>, JoinHandle<()>)>,
+    workers: Vec<Worker>,
 }
 
 impl std::fmt::Debug for Loader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Loader").field("next_step", &self.next_step).field("len", &self.len).finish_non_exhaustive()
+        f.debug_struct("Loader")
+            .field("next_step", &self.next_step)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
     }
 }
 
@@ -109,11 +126,38 @@ impl Loader {
             }
             None => 0,
         };
-        let partition = Partition::new(config.rank, config.world_size.max(1), config.policy, start, plan.len())?;
-        let steps = Arc::new(Steps { dataset, plan, partition });
+        let partition = Partition::new(
+            config.rank,
+            config.world_size.max(1),
+            config.policy,
+            start,
+            plan.len(),
+        )?;
+        let steps = Arc::new(Steps {
+            dataset,
+            plan,
+            partition,
+        });
         let len = partition.len();
-        let workers = (0..config.workers).map(|w| spawn_worker(&steps, w as u64, config.workers as u64, len, config.prefetch)).collect();
-        Ok(Self { steps, config, next_step: 0, len, inline_buf: SampleBuf::new(), workers })
+        let workers = (0..config.workers)
+            .map(|w| {
+                spawn_worker(
+                    &steps,
+                    w as u64,
+                    config.workers as u64,
+                    len,
+                    config.prefetch,
+                )
+            })
+            .collect();
+        Ok(Self {
+            steps,
+            config,
+            next_step: 0,
+            len,
+            inline_buf: SampleBuf::new(),
+            workers,
+        })
     }
 
     /// Samples this rank yields in the epoch: the same on every rank.
@@ -144,13 +188,7 @@ impl Loader {
     }
 }
 
-fn spawn_worker(
-    steps: &Arc<Steps>,
-    first: u64,
-    stride: u64,
-    len: u64,
-    prefetch: usize,
-) -> (Receiver<Result<LoadedSample, DatasetError>>, JoinHandle<()>) {
+fn spawn_worker(steps: &Arc<Steps>, first: u64, stride: u64, len: u64, prefetch: usize) -> Worker {
     let (sender, receiver) = sync_channel(prefetch.max(1));
     let steps = Arc::clone(steps);
     let handle = std::thread::spawn(move || {
@@ -180,8 +218,9 @@ impl Iterator for Loader {
         } else {
             // Worker `step % n` produces exactly the steps congruent to it, in order, so
             // receiving round-robin restores the plan's order without a reorder buffer.
-            let (receiver, _) = &self.workers[(step % self.workers.len() as u64) as usize];
-            receiver.recv().unwrap_or_else(|_| Err(DatasetError::WorkerStopped))
+            let (receiver, _) =
+                &self.workers[usize::try_from(step % self.workers.len() as u64).unwrap_or(0)];
+            receiver.recv().unwrap_or(Err(DatasetError::WorkerStopped))
         };
         self.next_step += 1;
         Some(item)

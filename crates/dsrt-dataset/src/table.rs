@@ -56,7 +56,10 @@ impl SampleTable {
 
     /// Saves the table crash-safely (temporary file, fsync, rename, directory fsync).
     pub fn save(&self, path: &Path) -> Result<(), DatasetError> {
-        let bytes = self.to_ipc_bytes().map_err(|reason| DatasetError::Table { path: path.to_path_buf(), reason })?;
+        let bytes = self.to_ipc_bytes().map_err(|reason| DatasetError::Table {
+            path: path.to_path_buf(),
+            reason,
+        })?;
         publish(&StdFileSystem, path, TABLE_TEMP_PREFIX, &bytes)?;
         Ok(())
     }
@@ -65,8 +68,11 @@ impl SampleTable {
         let cache_ids = UInt64Array::from_iter_values(self.keys.iter().map(|k| k.cache_id));
         let sample_ids = UInt64Array::from_iter_values(self.keys.iter().map(|k| k.sample_id));
         let schema = arrow_schema();
-        let batch = RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(cache_ids), Arc::new(sample_ids)])
-            .map_err(|e| e.to_string())?;
+        let batch = RecordBatch::try_new(
+            Arc::clone(&schema),
+            vec![Arc::new(cache_ids), Arc::new(sample_ids)],
+        )
+        .map_err(|e| e.to_string())?;
         let mut bytes = Vec::new();
         let mut writer = FileWriter::try_new(&mut bytes, &schema).map_err(|e| e.to_string())?;
         writer.write(&batch).map_err(|e| e.to_string())?;
@@ -78,9 +84,13 @@ impl SampleTable {
     /// Loads a table saved by [`SampleTable::save`] (or any Arrow IPC file with those two
     /// columns).
     pub fn load(path: &Path) -> Result<Self, DatasetError> {
-        let fail = |reason: String| DatasetError::Table { path: path.to_path_buf(), reason };
+        let fail = |reason: String| DatasetError::Table {
+            path: path.to_path_buf(),
+            reason,
+        };
         let file = std::fs::File::open(path).map_err(|e| fail(e.to_string()))?;
-        let reader = FileReader::try_new(std::io::BufReader::new(file), None).map_err(|e| fail(e.to_string()))?;
+        let reader = FileReader::try_new(std::io::BufReader::new(file), None)
+            .map_err(|e| fail(e.to_string()))?;
         let schema = reader.schema();
         let column = |name: &str| {
             schema
@@ -93,12 +103,25 @@ impl SampleTable {
         let mut keys = Vec::new();
         for batch in reader {
             let batch = batch.map_err(|e| fail(e.to_string()))?;
-            let as_u64 = |i: usize| batch.column(i).as_any().downcast_ref::<UInt64Array>().cloned();
-            let (caches, samples) = as_u64(cache_col).zip(as_u64(sample_col)).ok_or_else(|| fail("columns are not UInt64".into()))?;
+            let as_u64 = |i: usize| {
+                batch
+                    .column(i)
+                    .as_any()
+                    .downcast_ref::<UInt64Array>()
+                    .cloned()
+            };
+            let (caches, samples) = as_u64(cache_col)
+                .zip(as_u64(sample_col))
+                .ok_or_else(|| fail("columns are not UInt64".into()))?;
             if caches.null_count() > 0 || samples.null_count() > 0 {
                 return Err(fail("null keys".into()));
             }
-            keys.extend(caches.values().iter().zip(samples.values()).map(|(&cache_id, &sample_id)| SampleKey { cache_id, sample_id }));
+            keys.extend(caches.values().iter().zip(samples.values()).map(
+                |(&cache_id, &sample_id)| SampleKey {
+                    cache_id,
+                    sample_id,
+                },
+            ));
         }
         Ok(Self { keys })
     }

@@ -1,5 +1,6 @@
 //! Loading epochs from real caches: order independent of workers, resume at any step with any
 //! workers, equal rank lengths covering the epoch.
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
 
 use dsrt_dataset::{Dataset, LoadedSample, Loader, LoaderConfig};
 use dsrt_plan::{IterState, PlanConfig, RemainderPolicy, Shuffle};
@@ -14,9 +15,15 @@ fn dataset(root: &Path) -> Arc<Dataset> {
     let mut paths = Vec::new();
     for (name, count) in [("a", 57i64), ("b", 23), ("c", 40)] {
         let path = root.join(name);
-        let mut writer = CacheWriter::create(&path, WriterOptions::new(name, schema.clone()).max_shard_bytes(300)).unwrap();
+        let mut writer = CacheWriter::create(
+            &path,
+            WriterOptions::new(name, schema.clone()).max_shard_bytes(300),
+        )
+        .unwrap();
         for i in 0..count {
-            writer.add(format!("{name}{i}").as_bytes(), &Row::new().with("n", i)).unwrap();
+            writer
+                .add(format!("{name}{i}").as_bytes(), &Row::new().with("n", i))
+                .unwrap();
         }
         writer.finish().unwrap();
         paths.push(path);
@@ -26,7 +33,13 @@ fn dataset(root: &Path) -> Arc<Dataset> {
 
 fn config(workers: usize) -> LoaderConfig {
     LoaderConfig {
-        plan: PlanConfig { seed: 42, weights: Some(vec![1.0, 2.0, 1.0]), samples_per_epoch: Some(150), shuffle: Shuffle::Local { window_shards: 2 }, ..PlanConfig::default() },
+        plan: PlanConfig {
+            seed: 42,
+            weights: Some(vec![1.0, 2.0, 1.0]),
+            samples_per_epoch: Some(150),
+            shuffle: Shuffle::Local { window_shards: 2 },
+            ..PlanConfig::default()
+        },
         epoch: 1,
         world_size: 1,
         workers,
@@ -46,7 +59,11 @@ fn the_order_does_not_depend_on_the_number_of_workers() {
     let reference = payloads(Loader::new(Arc::clone(&dataset), config(0)).unwrap());
     assert_eq!(reference.len(), 150);
     for workers in [1, 2, 3, 7] {
-        assert_eq!(payloads(Loader::new(Arc::clone(&dataset), config(workers)).unwrap()), reference, "{workers} workers");
+        assert_eq!(
+            payloads(Loader::new(Arc::clone(&dataset), config(workers)).unwrap()),
+            reference,
+            "{workers} workers"
+        );
     }
 }
 
@@ -63,8 +80,19 @@ fn resume_continues_exactly_at_the_next_sample_with_any_workers() {
         let saved = serde_json::to_string(&loader.state()).unwrap();
         drop(loader);
         let state: IterState = serde_json::from_str(&saved).unwrap();
-        let resumed = Loader::new(Arc::clone(&dataset), LoaderConfig { resume: Some(state), ..config(workers_after) }).unwrap();
-        assert_eq!(payloads(resumed), reference[stop..].to_vec(), "stop at {stop}");
+        let resumed = Loader::new(
+            Arc::clone(&dataset),
+            LoaderConfig {
+                resume: Some(state),
+                ..config(workers_after)
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            payloads(resumed),
+            reference[stop..].to_vec(),
+            "stop at {stop}"
+        );
     }
 }
 
@@ -72,15 +100,36 @@ fn resume_continues_exactly_at_the_next_sample_with_any_workers() {
 fn a_state_from_another_plan_is_refused() {
     let root = tempfile::tempdir().unwrap();
     let dataset = dataset(root.path());
-    let state = IterState { seed: 7, epoch: 1, position: 3, epoch_len: 150 };
-    let err = Loader::new(dataset, LoaderConfig { resume: Some(state), ..config(0) }).unwrap_err();
+    let state = IterState {
+        seed: 7,
+        epoch: 1,
+        position: 3,
+        epoch_len: 150,
+    };
+    let err = Loader::new(
+        dataset,
+        LoaderConfig {
+            resume: Some(state),
+            ..config(0)
+        },
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("seed 7"), "{err}");
 }
 
-fn rank_samples(dataset: &Arc<Dataset>, world_size: u64, policy: RemainderPolicy) -> Vec<Vec<LoadedSample>> {
+fn rank_samples(
+    dataset: &Arc<Dataset>,
+    world_size: u64,
+    policy: RemainderPolicy,
+) -> Vec<Vec<LoadedSample>> {
     (0..world_size)
         .map(|rank| {
-            let config = LoaderConfig { rank, world_size, policy, ..config(1) };
+            let config = LoaderConfig {
+                rank,
+                world_size,
+                policy,
+                ..config(1)
+            };
             let loader = Loader::new(Arc::clone(dataset), config).unwrap();
             let expected = loader.len();
             let samples: Vec<LoadedSample> = loader.map(Result::unwrap).collect();
@@ -98,8 +147,16 @@ fn ranks_get_equal_disjoint_shares_that_cover_the_epoch() {
         for policy in [RemainderPolicy::Pad, RemainderPolicy::Drop] {
             let ranks = rank_samples(&dataset, world_size, policy);
             let count = ranks[0].len();
-            assert!(ranks.iter().all(|r| r.len() == count), "{world_size} {policy:?}");
-            let mut positions: Vec<u64> = ranks.iter().flatten().filter(|s| !s.padding).map(|s| s.global_position).collect();
+            assert!(
+                ranks.iter().all(|r| r.len() == count),
+                "{world_size} {policy:?}"
+            );
+            let mut positions: Vec<u64> = ranks
+                .iter()
+                .flatten()
+                .filter(|s| !s.padding)
+                .map(|s| s.global_position)
+                .collect();
             positions.sort_unstable();
             let distinct = positions.len();
             positions.dedup();

@@ -17,7 +17,7 @@ mod view;
 mod writer;
 
 pub use error::IndexError;
-pub use row::{IndexRow, ROW_BYTES, MIN_RECORD_LEN};
+pub use row::{IndexRow, MIN_RECORD_LEN, ROW_BYTES};
 pub use view::IndexView;
 pub use writer::IndexWriter;
 

@@ -32,7 +32,11 @@ impl IndexRow {
             b.copy_from_slice(&bytes[i * 8..i * 8 + 8]);
             u64::from_le_bytes(b)
         };
-        Self { shard_id: field(0), offset: field(1), length: field(2) }
+        Self {
+            shard_id: field(0),
+            offset: field(1),
+            length: field(2),
+        }
     }
 
     /// End of the record, or `None` when `offset + length` overflows.
@@ -42,6 +46,7 @@ impl IndexRow {
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // test values are small
 mod tests {
     use super::*;
     use proptest::prelude::*;
@@ -56,12 +61,24 @@ mod tests {
 
     #[test]
     fn layout_is_three_little_endian_u64() {
-        let row = IndexRow { shard_id: 1, offset: 0x0203, length: 0x8000_0000_0000_0000 };
+        let row = IndexRow {
+            shard_id: 1,
+            offset: 0x0203,
+            length: 0x8000_0000_0000_0000,
+        };
         let bytes = row.encode();
         assert_eq!(&bytes[..8], &[1, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(&bytes[8..16], &[3, 2, 0, 0, 0, 0, 0, 0]);
         assert_eq!(&bytes[16..], &[0, 0, 0, 0, 0, 0, 0, 0x80]);
         assert_eq!(row.end(), Some(0x8000_0000_0000_0203));
-        assert_eq!(IndexRow { shard_id: 0, offset: u64::MAX, length: 1 }.end(), None);
+        assert_eq!(
+            IndexRow {
+                shard_id: 0,
+                offset: u64::MAX,
+                length: 1
+            }
+            .end(),
+            None
+        );
     }
 }

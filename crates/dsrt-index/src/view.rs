@@ -21,7 +21,9 @@ pub struct IndexView {
 
 impl std::fmt::Debug for IndexView {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IndexView").field("rows", &self.rows).finish_non_exhaustive()
+        f.debug_struct("IndexView")
+            .field("rows", &self.rows)
+            .finish_non_exhaustive()
     }
 }
 
@@ -34,7 +36,10 @@ impl IndexView {
             return Err(IndexError::Size { len });
         }
         if len == 0 {
-            return Ok(Self { backing: Backing::Empty, rows: 0 });
+            return Ok(Self {
+                backing: Backing::Empty,
+                rows: 0,
+            });
         }
         // SAFETY: the format makes published cache files immutable while readers are alive
         // (source text, "Index"); the map is read-only, and every access below is bounds-checked
@@ -42,7 +47,10 @@ impl IndexView {
         // contract would fault on access, which is why the contract is documented for users.
         #[allow(unsafe_code)]
         let map = unsafe { Mmap::map(&file)? };
-        Ok(Self { backing: Backing::Mapped(map), rows: len / ROW_BYTES as u64 })
+        Ok(Self {
+            backing: Backing::Mapped(map),
+            rows: len / ROW_BYTES as u64,
+        })
     }
 
     /// A view over bytes in memory (for tests, fuzzing and tools).
@@ -51,7 +59,10 @@ impl IndexView {
         if len % ROW_BYTES as u64 != 0 {
             return Err(IndexError::Size { len });
         }
-        Ok(Self { rows: len / ROW_BYTES as u64, backing: Backing::Owned(bytes) })
+        Ok(Self {
+            rows: len / ROW_BYTES as u64,
+            backing: Backing::Owned(bytes),
+        })
     }
 
     /// The raw bytes of the index (for hashing).
@@ -80,12 +91,18 @@ impl IndexView {
     /// Row `sample`, decoded in O(1); an error past the end.
     #[inline]
     pub fn row(&self, sample: u64) -> Result<IndexRow, IndexError> {
-        let out_of_range = || IndexError::SampleOutOfRange { sample, rows: self.rows };
+        let out_of_range = || IndexError::SampleOutOfRange {
+            sample,
+            rows: self.rows,
+        };
         if sample >= self.rows {
             return Err(out_of_range());
         }
         let start = usize::try_from(sample).map_err(|_| out_of_range())? * ROW_BYTES;
-        let bytes = self.bytes().get(start..start + ROW_BYTES).ok_or_else(out_of_range)?;
+        let bytes = self
+            .bytes()
+            .get(start..start + ROW_BYTES)
+            .ok_or_else(out_of_range)?;
         let bytes: &[u8; ROW_BYTES] = bytes.try_into().map_err(|_| out_of_range())?;
         Ok(IndexRow::decode(bytes))
     }
@@ -94,10 +111,15 @@ impl IndexView {
     /// one pass that keeps nothing.
     pub fn validate(&self, expected_rows: u64, shard_lens: &[u64]) -> Result<(), IndexError> {
         if self.rows != expected_rows {
-            return Err(IndexError::RowCount { expected: expected_rows, found: self.rows });
+            return Err(IndexError::RowCount {
+                expected: expected_rows,
+                found: self.rows,
+            });
         }
         for (sample, chunk) in (0u64..).zip(self.bytes().chunks_exact(ROW_BYTES)) {
-            let bytes: &[u8; ROW_BYTES] = chunk.try_into().map_err(|_| IndexError::Size { len: self.rows })?;
+            let bytes: &[u8; ROW_BYTES] = chunk
+                .try_into()
+                .map_err(|_| IndexError::Size { len: self.rows })?;
             check_row(sample, &IndexRow::decode(bytes), shard_lens)?;
         }
         Ok(())
@@ -110,9 +132,16 @@ pub(crate) fn check_row(sample: u64, row: &IndexRow, shard_lens: &[u64]) -> Resu
         .ok()
         .and_then(|id| shard_lens.get(id))
         .copied()
-        .ok_or(IndexError::UnknownShard { sample, shard_id: row.shard_id, shard_count: shard_lens.len() })?;
+        .ok_or(IndexError::UnknownShard {
+            sample,
+            shard_id: row.shard_id,
+            shard_count: shard_lens.len(),
+        })?;
     if row.length < MIN_RECORD_LEN {
-        return Err(IndexError::RecordTooShort { sample, length: row.length });
+        return Err(IndexError::RecordTooShort {
+            sample,
+            length: row.length,
+        });
     }
     match row.end() {
         Some(end) if end <= shard_len => Ok(()),

@@ -12,7 +12,10 @@ pub struct IndexWriter<W: Write> {
 impl<W: Write> IndexWriter<W> {
     /// Starts an index on `out`.
     pub fn new(out: W) -> Self {
-        Self { out: HashingWriter::new(out), rows: 0 }
+        Self {
+            out: HashingWriter::new(out),
+            rows: 0,
+        }
     }
 
     /// Appends one row.

@@ -10,6 +10,7 @@ pub fn cache_id_for_source(source: &str) -> u64 {
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // test values are small
 mod tests {
     use super::*;
 
@@ -24,6 +25,9 @@ mod tests {
         assert!(id < 1 << 63);
         assert_eq!(id, cache_id_for_source("imagenet-train"));
         assert_ne!(id, cache_id_for_source("imagenet-train "));
-        assert_ne!(cache_id_for_source("Cafe\u{301}"), cache_id_for_source("Café"));
+        assert_ne!(
+            cache_id_for_source("Cafe\u{301}"),
+            cache_id_for_source("Café")
+        );
     }
 }

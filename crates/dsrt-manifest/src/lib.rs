@@ -19,6 +19,8 @@ mod upgrade;
 
 pub use cache_id::cache_id_for_source;
 pub use error::ManifestError;
-pub use manifest::{CacheDescription, Manifest, ManifestV2, ManifestV3, MANIFEST_FILE_NAME, MANIFEST_TEMP_PREFIX};
-pub use upgrade::upgrade_v2_to_v3;
+pub use manifest::{
+    CacheDescription, Manifest, ManifestV2, ManifestV3, MANIFEST_FILE_NAME, MANIFEST_TEMP_PREFIX,
+};
 pub use shard_entry::{shard_file_name, CompressionAlgo, ShardCompression, ShardEntry};
+pub use upgrade::upgrade_v2_to_v3;

@@ -89,9 +89,14 @@ impl Manifest {
         let raw: RawManifest = serde_json::from_slice(bytes)?;
         validate_description(&raw.description)?;
         match (raw.format_version, raw.cache_id) {
-            (2, None) => Ok(Self::V2(ManifestV2 { description: raw.description })),
+            (2, None) => Ok(Self::V2(ManifestV2 {
+                description: raw.description,
+            })),
             (2, Some(_)) => Err(ManifestError::CacheIdInV2),
-            (_, Some(cache_id)) => Ok(Self::V3(ManifestV3 { cache_id, description: raw.description })),
+            (_, Some(cache_id)) => Ok(Self::V3(ManifestV3 {
+                cache_id,
+                description: raw.description,
+            })),
             (_, None) => Err(ManifestError::MissingCacheId),
         }
     }
@@ -144,8 +149,16 @@ impl ManifestV2 {
     }
 }
 
-fn written_bytes(format_version: u64, cache_id: Option<u64>, description: &CacheDescription) -> Vec<u8> {
-    let written = WrittenManifest { format_version, cache_id, description };
+fn written_bytes(
+    format_version: u64,
+    cache_id: Option<u64>,
+    description: &CacheDescription,
+) -> Vec<u8> {
+    let written = WrittenManifest {
+        format_version,
+        cache_id,
+        description,
+    };
     let mut bytes = serde_json::to_vec_pretty(&written).expect("a manifest always serializes");
     bytes.push(b'\n');
     bytes
@@ -157,7 +170,11 @@ fn validate_description(description: &CacheDescription) -> Result<(), ManifestEr
     for (position, shard) in description.shards.iter().enumerate() {
         let expected = shard_file_name(position);
         if shard.name != expected {
-            return Err(ManifestError::ShardName { position, found: shard.name.clone(), expected });
+            return Err(ManifestError::ShardName {
+                position,
+                found: shard.name.clone(),
+                expected,
+            });
         }
         check_hex(&format!("shards[{position}].sha256"), &shard.sha256)?;
         let none = shard.compression.algo == CompressionAlgo::None;
@@ -175,10 +192,16 @@ fn validate_description(description: &CacheDescription) -> Result<(), ManifestEr
 }
 
 fn check_hex(field: &str, value: &str) -> Result<(), ManifestError> {
-    let ok = value.len() == 64 && value.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    let ok = value.len() == 64
+        && value
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
     if ok {
         Ok(())
     } else {
-        Err(ManifestError::Checksum { field: field.to_owned(), value: value.to_owned() })
+        Err(ManifestError::Checksum {
+            field: field.to_owned(),
+            value: value.to_owned(),
+        })
     }
 }

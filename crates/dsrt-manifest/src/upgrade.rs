@@ -14,14 +14,15 @@ pub fn upgrade_v2_to_v3(bytes: &[u8], cache_id: u64) -> Result<Vec<u8>, Manifest
         Manifest::V2(_) => {}
         Manifest::V3(_) => return Err(malformed("the manifest is already format_version 3")),
     }
-    let members = top_level_members(bytes).ok_or_else(|| malformed("cannot locate top-level members"))?;
+    let members =
+        top_level_members(bytes).ok_or_else(|| malformed("cannot locate top-level members"))?;
     let version = members
         .iter()
         .find(|m| key_is(bytes, m, "format_version"))
         .ok_or_else(|| malformed("format_version not found"))?;
-    let separator = members
-        .get(1)
-        .map_or(&b" "[..], |second| whitespace_before(bytes, second.key_start));
+    let separator = members.get(1).map_or(&b" "[..], |second| {
+        whitespace_before(bytes, second.key_start)
+    });
     let mut out = Vec::with_capacity(bytes.len() + 32);
     out.extend_from_slice(&bytes[..version.value_start]);
     out.push(b'3');
@@ -57,7 +58,10 @@ fn key_is(bytes: &[u8], member: &Member, name: &str) -> bool {
 }
 
 fn whitespace_before(bytes: &[u8], end: usize) -> &[u8] {
-    let start = bytes[..end].iter().rposition(|b| !b.is_ascii_whitespace()).map_or(0, |p| p + 1);
+    let start = bytes[..end]
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(0, |p| p + 1);
     &bytes[start..end]
 }
 
@@ -80,7 +84,12 @@ fn top_level_members(bytes: &[u8]) -> Option<Vec<Member>> {
         scan.skip_ws();
         let value_start = scan.at;
         scan.skip_value()?;
-        members.push(Member { key_start, key_end, value_start, value_end: scan.at });
+        members.push(Member {
+            key_start,
+            key_end,
+            value_start,
+            value_end: scan.at,
+        });
         scan.skip_ws();
         match scan.next()? {
             b',' => continue,
@@ -154,7 +163,10 @@ impl Scanner<'_> {
                 }
             }
             _ => {
-                while self.peek().is_some_and(|b| !matches!(b, b',' | b'}' | b']') && !b.is_ascii_whitespace()) {
+                while self
+                    .peek()
+                    .is_some_and(|b| !matches!(b, b',' | b'}' | b']') && !b.is_ascii_whitespace())
+                {
                     self.at += 1;
                 }
                 Some(())
@@ -164,6 +176,7 @@ impl Scanner<'_> {
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // test values are small
 mod tests {
     use super::*;
 
@@ -187,17 +200,28 @@ mod tests {
 }
 "#);
         let out = String::from_utf8(upgrade_v2_to_v3(pretty.as_bytes(), 7).unwrap()).unwrap();
-        let expected = pretty.replace("\"format_version\": 2,", "\"format_version\": 3,\n  \"cache_id\": 7,");
+        let expected = pretty.replace(
+            "\"format_version\": 2,",
+            "\"format_version\": 3,\n  \"cache_id\": 7,",
+        );
         assert_eq!(out, expected);
-        let compact = v2(r#"{"format_version":2,"source":"s","sample_count":0,"metadata_schema":[],"index_sha256":"HEX","metadata_sha256":"HEX","shards":[]}"#);
-        let out = String::from_utf8(upgrade_v2_to_v3(compact.as_bytes(), u64::MAX).unwrap()).unwrap();
-        assert!(out.starts_with(r#"{"format_version":3,"cache_id": 18446744073709551615,"source""#), "{out}");
+        let compact = v2(
+            r#"{"format_version":2,"source":"s","sample_count":0,"metadata_schema":[],"index_sha256":"HEX","metadata_sha256":"HEX","shards":[]}"#,
+        );
+        let out =
+            String::from_utf8(upgrade_v2_to_v3(compact.as_bytes(), u64::MAX).unwrap()).unwrap();
+        assert!(
+            out.starts_with(r#"{"format_version":3,"cache_id": 18446744073709551615,"source""#),
+            "{out}"
+        );
     }
 
     #[test]
     fn refuses_v3_and_garbage() {
         assert!(upgrade_v2_to_v3(b"{}", 1).is_err());
-        let v3 = v2(r#"{"format_version":3,"cache_id":1,"source":"s","sample_count":0,"metadata_schema":[],"index_sha256":"HEX","metadata_sha256":"HEX","shards":[]}"#);
+        let v3 = v2(
+            r#"{"format_version":3,"cache_id":1,"source":"s","sample_count":0,"metadata_schema":[],"index_sha256":"HEX","metadata_sha256":"HEX","shards":[]}"#,
+        );
         assert!(upgrade_v2_to_v3(v3.as_bytes(), 1).is_err());
     }
 }

@@ -1,7 +1,9 @@
 //! Manifest parsing against hand-written JSON, as another implementation would write it.
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
 
 use dsrt_manifest::{
-    cache_id_for_source, CacheDescription, CompressionAlgo, Manifest, ManifestError, ManifestV3, ShardEntry,
+    cache_id_for_source, CacheDescription, CompressionAlgo, Manifest, ManifestError, ManifestV3,
+    ShardEntry,
 };
 use dsrt_schema::{Column, ColumnType, Schema};
 use proptest::prelude::*;
@@ -38,19 +40,39 @@ fn v2_with_cache_id_is_malformed() {
 #[test]
 fn v3_requires_cache_id_and_accepts_u64_max() {
     let v3 = v2_json("").replace(r#""format_version": 2"#, r#""format_version": 3"#);
-    assert!(matches!(Manifest::parse(v3.as_bytes()), Err(ManifestError::MissingCacheId)));
-    let with_id = v3.replace(r#""source""#, r#""cache_id": 18446744073709551615, "source""#);
-    assert_eq!(Manifest::parse(with_id.as_bytes()).unwrap().stored_cache_id(), Some(u64::MAX));
+    assert!(matches!(
+        Manifest::parse(v3.as_bytes()),
+        Err(ManifestError::MissingCacheId)
+    ));
+    let with_id = v3.replace(
+        r#""source""#,
+        r#""cache_id": 18446744073709551615, "source""#,
+    );
+    assert_eq!(
+        Manifest::parse(with_id.as_bytes())
+            .unwrap()
+            .stored_cache_id(),
+        Some(u64::MAX)
+    );
     let negative = v3.replace(r#""source""#, r#""cache_id": -1, "source""#);
-    assert!(matches!(Manifest::parse(negative.as_bytes()), Err(ManifestError::Malformed(_))));
+    assert!(matches!(
+        Manifest::parse(negative.as_bytes()),
+        Err(ManifestError::Malformed(_))
+    ));
 }
 
 #[test]
 fn unsupported_versions_are_named() {
     for version in ["1", "4", "\"3\"", "3.0", "null"] {
-        let json = v2_json("").replace(r#""format_version": 2"#, &format!(r#""format_version": {version}"#));
+        let json = v2_json("").replace(
+            r#""format_version": 2"#,
+            &format!(r#""format_version": {version}"#),
+        );
         let err = Manifest::parse(json.as_bytes()).unwrap_err();
-        assert!(matches!(err, ManifestError::UnsupportedVersion(_)), "{version}: {err}");
+        assert!(
+            matches!(err, ManifestError::UnsupportedVersion(_)),
+            "{version}: {err}"
+        );
     }
 }
 
@@ -60,15 +82,24 @@ fn refuses_malformed_fields() {
         ("000000.bin", "../../etc/passwd"),
         (r#""index_sha256": "e3b0"#, r#""index_sha256": "E3B0"#),
         (r#""sample_count": 1"#, r#""sample_count": 1.5"#),
-        (r#""sample_count": 1"#, r#""sample_count": 1, "sample_count": 2"#),
+        (
+            r#""sample_count": 1"#,
+            r#""sample_count": 1, "sample_count": 2"#,
+        ),
         (r#""type": "int64""#, r#""type": "int32""#),
-        (r#""uncompressed_byte_len": 20"#, r#""uncompressed_byte_len": 21"#),
+        (
+            r#""uncompressed_byte_len": 20"#,
+            r#""uncompressed_byte_len": 21"#,
+        ),
         (r#""source": "s","#, ""),
     ];
     for (from, to) in cases {
         let json = v2_json("").replacen(from, to, 1);
         assert_ne!(json, v2_json(""), "{from}");
-        assert!(Manifest::parse(json.as_bytes()).is_err(), "{to} was accepted");
+        assert!(
+            Manifest::parse(json.as_bytes()).is_err(),
+            "{to} was accepted"
+        );
     }
     assert!(Manifest::parse(b"").is_err());
     assert!(Manifest::parse(b"[]").is_err());
@@ -93,12 +124,24 @@ fn description(source: String, sample_count: u64, shard_lens: Vec<(u64, u64)>) -
 
 #[test]
 fn written_v3_has_the_pinned_key_order() {
-    let manifest = ManifestV3 { cache_id: cache_id_for_source("s"), description: description("s".into(), 3, vec![(10, 5)]) };
+    let manifest = ManifestV3 {
+        cache_id: cache_id_for_source("s"),
+        description: description("s".into(), 3, vec![(10, 5)]),
+    };
     let text = String::from_utf8(manifest.to_json_bytes()).unwrap();
-    let order: Vec<usize> = ["format_version", "cache_id", "source", "sample_count", "metadata_schema", "index_sha256", "metadata_sha256", "shards"]
-        .iter()
-        .map(|k| text.find(&format!("\"{k}\"")).unwrap())
-        .collect();
+    let order: Vec<usize> = [
+        "format_version",
+        "cache_id",
+        "source",
+        "sample_count",
+        "metadata_schema",
+        "index_sha256",
+        "metadata_sha256",
+        "shards",
+    ]
+    .iter()
+    .map(|k| text.find(&format!("\"{k}\"")).unwrap())
+    .collect();
     assert!(order.windows(2).all(|w| w[0] < w[1]), "{text}");
     assert!(text.contains(r#""ratio": 2.0"#), "{text}");
     assert!(text.ends_with("}\n"));

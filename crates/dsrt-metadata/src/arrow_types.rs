@@ -38,7 +38,13 @@ pub(crate) fn from_arrow_schema(schema: &ArrowSchema) -> Result<Schema, Metadata
     let columns = schema
         .fields()
         .iter()
-        .map(|f| Ok(Column::new(f.name().clone(), from_arrow_type(f)?, f.is_nullable())))
+        .map(|f| {
+            Ok(Column::new(
+                f.name().clone(),
+                from_arrow_type(f)?,
+                f.is_nullable(),
+            ))
+        })
         .collect::<Result<Vec<_>, MetadataError>>()?;
     Schema::new(columns).map_err(|e| MetadataError::Arrow(e.to_string()))
 }

@@ -128,7 +128,10 @@ impl MetadataTable {
         }
         let batch = self.batch_starts.partition_point(|&start| start <= row) - 1;
         let local = usize::try_from(row - self.batch_starts[batch]).ok()?;
-        Some(RowView { columns: &self.columns[batch], row: local })
+        Some(RowView {
+            columns: &self.columns[batch],
+            row: local,
+        })
     }
 
     /// The value at (`row`, `column`), or `None` when either is out of range.
@@ -139,7 +142,10 @@ impl MetadataTable {
 
     /// A view of column `column` across every row.
     pub fn column(&self, column: usize) -> Option<ColumnView<'_>> {
-        (column < self.schema.len()).then_some(ColumnView { table: self, column })
+        (column < self.schema.len()).then_some(ColumnView {
+            table: self,
+            column,
+        })
     }
 }
 
@@ -209,13 +215,16 @@ fn decode(buffer: &Buffer) -> Result<MetadataTable, MetadataError> {
         return Err(bad("missing the leading ARROW1 magic"));
     }
     let trailer_start = bytes.len() - TRAILER_LEN;
-    let trailer: [u8; TRAILER_LEN] = bytes[trailer_start..].try_into().map_err(|_| bad("short trailer"))?;
+    let trailer: [u8; TRAILER_LEN] = bytes[trailer_start..]
+        .try_into()
+        .map_err(|_| bad("short trailer"))?;
     let footer_len = read_footer_length(trailer)?;
     let footer_start = trailer_start
         .checked_sub(footer_len)
         .filter(|start| *start >= MAGIC.len())
         .ok_or_else(|| bad("footer length points before the start of the file"))?;
-    let footer = root_as_footer(&bytes[footer_start..trailer_start]).map_err(|e| bad(&e.to_string()))?;
+    let footer =
+        root_as_footer(&bytes[footer_start..trailer_start]).map_err(|e| bad(&e.to_string()))?;
     let arrow_schema = footer.schema().ok_or_else(|| bad("footer has no schema"))?;
     let arrow_schema = Arc::new(arrow_ipc::convert::try_fb_to_schema(arrow_schema)?);
     let schema = from_arrow_schema(&arrow_schema)?;
@@ -223,10 +232,18 @@ fn decode(buffer: &Buffer) -> Result<MetadataTable, MetadataError> {
         return Err(bad("dictionary batches are not part of the format"));
     }
     let decoder = FileDecoder::new(arrow_schema, footer.version());
-    let mut table = MetadataTable { schema, batches: Vec::new(), columns: Vec::new(), batch_starts: Vec::new(), rows: 0 };
+    let mut table = MetadataTable {
+        schema,
+        batches: Vec::new(),
+        columns: Vec::new(),
+        batch_starts: Vec::new(),
+        rows: 0,
+    };
     for block in footer.recordBatches().into_iter().flatten() {
         let data = block_bytes(buffer, block, footer_start)?;
-        let batch = decoder.read_record_batch(block, &data)?.ok_or_else(|| bad("empty record batch block"))?;
+        let batch = decoder
+            .read_record_batch(block, &data)?
+            .ok_or_else(|| bad("empty record batch block"))?;
         table.push_batch(batch);
     }
     Ok(table)
@@ -237,11 +254,14 @@ fn block_bytes(buffer: &Buffer, block: &Block, data_end: usize) -> Result<Buffer
     let offset = usize::try_from(block.offset()).ok();
     let meta = usize::try_from(block.metaDataLength()).ok();
     let body = usize::try_from(block.bodyLength()).ok();
-    let range = offset.zip(meta).zip(body).and_then(|((offset, meta), body)| {
-        let len = meta.checked_add(body)?;
-        let end = offset.checked_add(len)?;
-        (end <= data_end).then_some((offset, len))
-    });
+    let range = offset
+        .zip(meta)
+        .zip(body)
+        .and_then(|((offset, meta), body)| {
+            let len = meta.checked_add(body)?;
+            let end = offset.checked_add(len)?;
+            (end <= data_end).then_some((offset, len))
+        });
     let (offset, len) = range.ok_or_else(|| {
         MetadataError::Arrow(format!(
             "record batch block at offset {} (metadata {} + body {} bytes) lies outside the file",

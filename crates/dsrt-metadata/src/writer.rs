@@ -81,12 +81,20 @@ impl<W: Write> MetadataWriter<W> {
     }
 
     /// Starts a file whose record batches hold `batch_rows` rows (at least 1).
-    pub fn with_batch_rows(out: W, schema: &Schema, batch_rows: usize) -> Result<Self, MetadataError> {
+    pub fn with_batch_rows(
+        out: W,
+        schema: &Schema,
+        batch_rows: usize,
+    ) -> Result<Self, MetadataError> {
         let writer = FileWriter::try_new(HashingWriter::new(out), &to_arrow_schema(schema))?;
         Ok(Self {
             schema: schema.clone(),
             writer,
-            builders: schema.columns().iter().map(|c| ColumnBuilder::new(c.ty)).collect(),
+            builders: schema
+                .columns()
+                .iter()
+                .map(|c| ColumnBuilder::new(c.ty))
+                .collect(),
             pending: 0,
             batch_rows: batch_rows.max(1),
             rows: 0,
@@ -103,7 +111,11 @@ impl<W: Write> MetadataWriter<W> {
             )));
         }
         // Check the whole row first, so a refused row leaves every builder as it was.
-        let refused = self.builders.iter().zip(values).position(|(b, v)| !b.accepts(*v));
+        let refused = self
+            .builders
+            .iter()
+            .zip(values)
+            .position(|(b, v)| !b.accepts(*v));
         if let Some(position) = refused {
             let column = &self.schema.columns()[position];
             return Err(MetadataError::ValueType {
@@ -132,7 +144,11 @@ impl<W: Write> MetadataWriter<W> {
         if self.pending == 0 {
             return Ok(());
         }
-        let columns: Vec<ArrayRef> = self.builders.iter_mut().map(ColumnBuilder::finish).collect();
+        let columns: Vec<ArrayRef> = self
+            .builders
+            .iter_mut()
+            .map(ColumnBuilder::finish)
+            .collect();
         let batch = if columns.is_empty() {
             let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(self.pending));
             RecordBatch::try_new_with_options(self.writer.schema().clone(), columns, &options)?

@@ -1,4 +1,5 @@
 //! metadata.arrow written by this crate, read back by it and by arrow-ipc's own reader.
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
 
 use dsrt_metadata::{MetadataError, MetadataTable, MetadataWriter};
 use dsrt_schema::{Column, ColumnType, Schema, Value, ValueRef};
@@ -17,19 +18,32 @@ fn schema() -> Schema {
 fn value_strategy(ty: ColumnType, nullable: bool) -> BoxedStrategy<Value> {
     let base = match ty {
         ColumnType::Bool => any::<bool>().prop_map(Value::Bool).boxed(),
-        ColumnType::Int64 => prop_oneof![Just(i64::MIN), Just(i64::MAX), any::<i64>()].prop_map(Value::Int64).boxed(),
+        ColumnType::Int64 => prop_oneof![Just(i64::MIN), Just(i64::MAX), any::<i64>()]
+            .prop_map(Value::Int64)
+            .boxed(),
         ColumnType::Float64 => prop_oneof![
-            Just(-0.0f64), Just(f64::MIN_POSITIVE / 2.0), Just(f64::MAX), any::<f64>().prop_filter("finite", |v| v.is_finite())
+            Just(-0.0f64),
+            Just(f64::MIN_POSITIVE / 2.0),
+            Just(f64::MAX),
+            any::<f64>().prop_filter("finite", |v| v.is_finite())
         ]
         .prop_map(Value::Float64)
         .boxed(),
         ColumnType::Utf8 => "\\PC{0,12}".prop_map(Value::Utf8).boxed(),
     };
-    if nullable { prop_oneof![1 => Just(Value::Null), 4 => base].boxed() } else { base }
+    if nullable {
+        prop_oneof![1 => Just(Value::Null), 4 => base].boxed()
+    } else {
+        base
+    }
 }
 
 fn rows_strategy() -> impl Strategy<Value = Vec<Vec<Value>>> {
-    let columns: Vec<_> = schema().columns().iter().map(|c| value_strategy(c.ty, c.nullable)).collect();
+    let columns: Vec<_> = schema()
+        .columns()
+        .iter()
+        .map(|c| value_strategy(c.ty, c.nullable))
+        .collect();
     proptest::collection::vec(columns, 0..40)
 }
 
@@ -83,12 +97,23 @@ proptest! {
 
 #[test]
 fn plain_arrow_ipc_reads_the_file() {
-    let rows = vec![vec![Value::Null, Value::Int64(-1), Value::Float64(2.5), Value::from("é")]; 5];
+    let rows = vec![
+        vec![
+            Value::Null,
+            Value::Int64(-1),
+            Value::Float64(2.5),
+            Value::from("é")
+        ];
+        5
+    ];
     let bytes = write(&rows, 2);
     assert_eq!(&bytes[..6], b"ARROW1");
     let reader = arrow_ipc::reader::FileReader::try_new(std::io::Cursor::new(bytes), None).unwrap();
     assert_eq!(reader.schema().fields().len(), 4);
-    assert_eq!(reader.schema().field(1).data_type(), &arrow_schema::DataType::Int64);
+    assert_eq!(
+        reader.schema().field(1).data_type(),
+        &arrow_schema::DataType::Int64
+    );
     assert!(!reader.schema().field(1).is_nullable());
     let total: usize = reader.map(|b| b.unwrap().num_rows()).sum();
     assert_eq!(total, 5);
@@ -99,7 +124,14 @@ fn maps_a_file_on_disk() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("metadata.arrow");
     let rows: Vec<Vec<Value>> = (0..1000)
-        .map(|i| vec![Value::Bool(i % 2 == 0), Value::Int64(i), Value::Null, Value::from(format!("s{i}"))])
+        .map(|i| {
+            vec![
+                Value::Bool(i % 2 == 0),
+                Value::Int64(i),
+                Value::Null,
+                Value::from(format!("s{i}")),
+            ]
+        })
         .collect();
     std::fs::write(&path, write(&rows, 64)).unwrap();
     let table = MetadataTable::open(&path).unwrap();
@@ -114,35 +146,68 @@ fn schema_mismatch_names_the_column() {
     let table = MetadataTable::from_bytes(write(&[], 4)).unwrap();
     let mut columns = schema().columns().to_vec();
     columns[2].nullable = false;
-    let err = table.check_schema(&Schema::new(columns.clone()).unwrap()).unwrap_err();
-    assert!(matches!(err, MetadataError::SchemaMismatch { position: 2, .. }), "{err}");
+    let err = table
+        .check_schema(&Schema::new(columns.clone()).unwrap())
+        .unwrap_err();
+    assert!(
+        matches!(err, MetadataError::SchemaMismatch { position: 2, .. }),
+        "{err}"
+    );
     let mut columns = schema().columns().to_vec();
     columns.pop();
-    let err = table.check_schema(&Schema::new(columns).unwrap()).unwrap_err();
-    assert!(err.to_string().contains("extra column \"caption\""), "{err}");
+    let err = table
+        .check_schema(&Schema::new(columns).unwrap())
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("extra column \"caption\""),
+        "{err}"
+    );
 }
 
 #[test]
 fn writer_refuses_a_value_of_the_wrong_type_without_corrupting_the_batch() {
     let mut writer = MetadataWriter::new(Vec::new(), &schema()).unwrap();
-    let bad = [ValueRef::Bool(true), ValueRef::Utf8("x"), ValueRef::Null, ValueRef::Null];
-    assert!(matches!(writer.push(&bad), Err(MetadataError::ValueType { .. })));
-    writer.push(&[ValueRef::Null, ValueRef::Int64(1), ValueRef::Null, ValueRef::Null]).unwrap();
+    let bad = [
+        ValueRef::Bool(true),
+        ValueRef::Utf8("x"),
+        ValueRef::Null,
+        ValueRef::Null,
+    ];
+    assert!(matches!(
+        writer.push(&bad),
+        Err(MetadataError::ValueType { .. })
+    ));
+    writer
+        .push(&[
+            ValueRef::Null,
+            ValueRef::Int64(1),
+            ValueRef::Null,
+            ValueRef::Null,
+        ])
+        .unwrap();
     let (bytes, _, rows) = writer.finish().unwrap();
     assert_eq!(rows, 1);
-    assert_eq!(MetadataTable::from_bytes(bytes).unwrap().value(0, 1), Some(ValueRef::Int64(1)));
+    assert_eq!(
+        MetadataTable::from_bytes(bytes).unwrap().value(0, 1),
+        Some(ValueRef::Int64(1))
+    );
 }
 
 #[test]
 fn foreign_column_types_are_refused() {
     use arrow_array::{Int32Array, RecordBatch};
     use std::sync::Arc;
-    let batch = RecordBatch::try_from_iter([("n", Arc::new(Int32Array::from(vec![1])) as _)]).unwrap();
+    let batch =
+        RecordBatch::try_from_iter([("n", Arc::new(Int32Array::from(vec![1])) as _)]).unwrap();
     let mut bytes = Vec::new();
-    let mut writer = arrow_ipc::writer::FileWriter::try_new(&mut bytes, batch.schema().as_ref()).unwrap();
+    let mut writer =
+        arrow_ipc::writer::FileWriter::try_new(&mut bytes, batch.schema().as_ref()).unwrap();
     writer.write(&batch).unwrap();
     writer.finish().unwrap();
     drop(writer);
     let err = MetadataTable::from_bytes(bytes).unwrap_err();
-    assert!(matches!(err, MetadataError::UnsupportedType { .. }), "{err}");
+    assert!(
+        matches!(err, MetadataError::UnsupportedType { .. }),
+        "{err}"
+    );
 }

@@ -81,8 +81,9 @@ pub struct ManifestUpdateError {
     pub done: Vec<ManifestUpdateEntry>,
     /// The cache being processed when it failed (`None` for failures of the whole request).
     pub failed: Option<PathBuf>,
-    /// The cause.
-    pub cause: UpdateCause,
+    /// The cause (boxed: the error travels up through callers that are often `Result`s of
+    /// small values).
+    pub cause: Box<UpdateCause>,
 }
 
 impl fmt::Display for ManifestUpdateError {

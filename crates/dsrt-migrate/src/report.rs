@@ -38,6 +38,8 @@ pub struct ManifestUpdateReport {
 impl ManifestUpdateReport {
     /// Entries whose durability is unconfirmed.
     pub fn durability_unknown(&self) -> impl Iterator<Item = &ManifestUpdateEntry> {
-        self.entries.iter().filter(|e| matches!(e.outcome, UpdateOutcome::DurabilityUnknown { .. }))
+        self.entries
+            .iter()
+            .filter(|e| matches!(e.outcome, UpdateOutcome::DurabilityUnknown { .. }))
     }
 }

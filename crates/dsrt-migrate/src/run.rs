@@ -1,5 +1,7 @@
 use crate::plan::{check_all, Target};
-use crate::{ManifestUpdateEntry, ManifestUpdateError, ManifestUpdateReport, UpdateCause, UpdateOutcome};
+use crate::{
+    ManifestUpdateEntry, ManifestUpdateError, ManifestUpdateReport, UpdateCause, UpdateOutcome,
+};
 use dsrt_manifest::{upgrade_v2_to_v3, Manifest, MANIFEST_TEMP_PREFIX};
 use durable_fs::{publish_cancellable, CancelToken, FileSystem, PublishStep, Published};
 use std::path::{Path, PathBuf};
@@ -16,14 +18,22 @@ pub fn update_manifests(
     fs: &dyn FileSystem,
     cancel: &CancelToken,
 ) -> Result<ManifestUpdateReport, ManifestUpdateError> {
-    let refuse = |failed, cause| ManifestUpdateError { done: Vec::new(), failed, cause };
+    let refuse = |failed, cause| ManifestUpdateError {
+        done: Vec::new(),
+        failed,
+        cause: Box::new(cause),
+    };
     if version != 3 {
         return Err(refuse(None, UpdateCause::UnsupportedTarget(version)));
     }
     let targets = check_all(fs, caches).map_err(|(failed, cause)| refuse(failed, cause))?;
     let mut report = ManifestUpdateReport::default();
     for target in targets {
-        let failed = |done: Vec<ManifestUpdateEntry>, cause| ManifestUpdateError { done, failed: Some(target.cache.clone()), cause };
+        let failed = |done: Vec<ManifestUpdateEntry>, cause| ManifestUpdateError {
+            done,
+            failed: Some(target.cache.clone()),
+            cause: Box::new(cause),
+        };
         if cancel.is_cancelled() {
             return Err(failed(report.entries, UpdateCause::Interrupted));
         }
@@ -40,19 +50,36 @@ pub fn update_manifests(
     Ok(report)
 }
 
-fn apply(fs: &dyn FileSystem, target: &Target, cancel: &CancelToken) -> Result<UpdateOutcome, UpdateCause> {
+fn apply(
+    fs: &dyn FileSystem,
+    target: &Target,
+    cancel: &CancelToken,
+) -> Result<UpdateOutcome, UpdateCause> {
     match target.parsed {
         Manifest::V2(_) => {
-            let upgraded = upgrade_v2_to_v3(&target.bytes, target.cache_id)
-                .map_err(|source| UpdateCause::Manifest { manifest: target.manifest.clone(), source })?;
-            match publish_cancellable(fs, &target.manifest, MANIFEST_TEMP_PREFIX, &upgraded, cancel) {
+            let upgraded = upgrade_v2_to_v3(&target.bytes, target.cache_id).map_err(|source| {
+                UpdateCause::Manifest {
+                    manifest: target.manifest.clone(),
+                    source,
+                }
+            })?;
+            match publish_cancellable(
+                fs,
+                &target.manifest,
+                MANIFEST_TEMP_PREFIX,
+                &upgraded,
+                cancel,
+            ) {
                 Ok(published) => Ok(outcome(UpdateOutcome::Updated, published)),
                 Err(e) if e.step == PublishStep::Cancelled => Err(UpdateCause::Interrupted),
                 Err(e) => Err(UpdateCause::Publish(e)),
             }
         }
         Manifest::V3(_) => {
-            let sync_error = |source| UpdateCause::Sync { manifest: target.manifest.clone(), source };
+            let sync_error = |source| UpdateCause::Sync {
+                manifest: target.manifest.clone(),
+                source,
+            };
             fs.sync_existing(&target.manifest).map_err(sync_error)?;
             let dir = target.manifest.parent().unwrap_or(Path::new("."));
             let published = match fs.sync_dir(dir) {
@@ -67,6 +94,8 @@ fn apply(fs: &dyn FileSystem, target: &Target, cancel: &CancelToken) -> Result<U
 fn outcome(done: UpdateOutcome, published: Published) -> UpdateOutcome {
     match published {
         Published::Durable => done,
-        Published::DurabilityUnknown(e) => UpdateOutcome::DurabilityUnknown { error: e.to_string() },
+        Published::DurabilityUnknown(e) => UpdateOutcome::DurabilityUnknown {
+            error: e.to_string(),
+        },
     }
 }

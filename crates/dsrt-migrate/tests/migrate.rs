@@ -1,5 +1,6 @@
 //! update_manifests on real manifests: checks before replacement, byte-preserving rewrites,
 //! symlinks, reports, faults at every step, retries and cancellation.
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
 
 use dsrt_manifest::Manifest;
 use dsrt_migrate::{update_manifests, UpdateCause, UpdateOutcome};
@@ -18,7 +19,10 @@ fn v2_text(source: &str) -> String {
 }
 
 fn v3_text(source: &str, id: u64) -> String {
-    v2_text(source).replace("\"format_version\" : 2,", &format!("\"format_version\" : 3, \"cache_id\": {id},"))
+    v2_text(source).replace(
+        "\"format_version\" : 2,",
+        &format!("\"format_version\" : 3, \"cache_id\": {id},"),
+    )
 }
 
 fn make_caches(root: &Path, texts: &[String]) -> Vec<PathBuf> {
@@ -46,13 +50,31 @@ fn parsed(dir: &Path) -> Manifest {
 fn v2_becomes_v3_with_its_position_and_nothing_else_changes() {
     let root = tempfile::tempdir().unwrap();
     let caches = make_caches(root.path(), &[v2_text("a"), v3_text("b", 99), v2_text("c")]);
-    let before: Vec<serde_json::Value> = caches.iter().map(|c| serde_json::from_str(&read(c)).unwrap()).collect();
+    let before: Vec<serde_json::Value> = caches
+        .iter()
+        .map(|c| serde_json::from_str(&read(c)).unwrap())
+        .collect();
     let report = update_manifests(&caches, 3, &StdFileSystem, &CancelToken::new()).unwrap();
-    let outcomes: Vec<_> = report.entries.iter().map(|e| (e.cache_id, e.outcome.clone())).collect();
-    assert_eq!(outcomes, vec![(0, UpdateOutcome::Updated), (99, UpdateOutcome::Unchanged), (2, UpdateOutcome::Updated)]);
+    let outcomes: Vec<_> = report
+        .entries
+        .iter()
+        .map(|e| (e.cache_id, e.outcome.clone()))
+        .collect();
+    assert_eq!(
+        outcomes,
+        vec![
+            (0, UpdateOutcome::Updated),
+            (99, UpdateOutcome::Unchanged),
+            (2, UpdateOutcome::Updated)
+        ]
+    );
     assert_eq!(parsed(&caches[0]).stored_cache_id(), Some(0));
     assert_eq!(parsed(&caches[2]).stored_cache_id(), Some(2));
-    assert_eq!(read(&caches[1]), v3_text("b", 99), "v3 manifests are left byte for byte");
+    assert_eq!(
+        read(&caches[1]),
+        v3_text("b", 99),
+        "v3 manifests are left byte for byte"
+    );
     // Every other key, value and the key order survive; the text differs only where it must.
     for (cache, mut old) in caches.iter().zip(before) {
         let new: serde_json::Value = serde_json::from_str(&read(cache)).unwrap();
@@ -64,9 +86,18 @@ fn v2_becomes_v3_with_its_position_and_nothing_else_changes() {
         assert_eq!(new_without_id, old);
     }
     let text = read(&caches[0]);
-    assert!(text.contains("\"note\": 1.50e0"), "number spellings kept: {text}");
-    assert!(text.contains("\"format_version\" : 3,\n    \"cache_id\": 0,\n    \"producer\""), "{text}");
-    let leftovers: Vec<_> = std::fs::read_dir(&caches[0]).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(
+        text.contains("\"note\": 1.50e0"),
+        "number spellings kept: {text}"
+    );
+    assert!(
+        text.contains("\"format_version\" : 3,\n    \"cache_id\": 0,\n    \"producer\""),
+        "{text}"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(&caches[0])
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(leftovers.len(), 1, "no temporary file left: {leftovers:?}");
 }
 
@@ -81,10 +112,25 @@ fn symlinked_manifests_are_written_beside_their_target_and_stay_links() {
     std::os::unix::fs::symlink(real.join("m.json"), cache.join("manifest.json")).unwrap();
     let linked_dir = root.path().join("linked-cache");
     std::os::unix::fs::symlink(&cache, &linked_dir).unwrap();
-    let report = update_manifests(&[linked_dir.clone()], 3, &StdFileSystem, &CancelToken::new()).unwrap();
-    assert_eq!(report.entries[0].manifest, std::fs::canonicalize(real.join("m.json")).unwrap());
-    assert!(std::fs::symlink_metadata(cache.join("manifest.json")).unwrap().file_type().is_symlink());
-    assert!(std::fs::symlink_metadata(&linked_dir).unwrap().file_type().is_symlink());
+    let report = update_manifests(
+        std::slice::from_ref(&linked_dir),
+        3,
+        &StdFileSystem,
+        &CancelToken::new(),
+    )
+    .unwrap();
+    assert_eq!(
+        report.entries[0].manifest,
+        std::fs::canonicalize(real.join("m.json")).unwrap()
+    );
+    assert!(std::fs::symlink_metadata(cache.join("manifest.json"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(std::fs::symlink_metadata(&linked_dir)
+        .unwrap()
+        .file_type()
+        .is_symlink());
     assert_eq!(parsed(&cache).stored_cache_id(), Some(0));
 }
 
@@ -94,26 +140,35 @@ fn every_target_is_checked_before_any_is_replaced() {
     // Position 1 migrates to id 1, which the v3 cache at position 2 already holds.
     let caches = make_caches(root.path(), &[v2_text("a"), v2_text("b"), v3_text("c", 1)]);
     let err = update_manifests(&caches, 3, &StdFileSystem, &CancelToken::new()).unwrap_err();
-    assert!(matches!(err.cause, UpdateCause::DuplicateId { id: 1, .. }), "{err}");
+    assert!(
+        matches!(*err.cause, UpdateCause::DuplicateId { id: 1, .. }),
+        "{err}"
+    );
     assert!(err.done.is_empty());
     assert_eq!(read(&caches[0]), v2_text("a"), "nothing replaced");
 
     let caches = make_caches(root.path(), &[v2_text("a"), "{ not json".into()]);
     let err = update_manifests(&caches, 3, &StdFileSystem, &CancelToken::new()).unwrap_err();
-    assert!(matches!(err.cause, UpdateCause::Manifest { .. }), "{err}");
+    assert!(matches!(*err.cause, UpdateCause::Manifest { .. }), "{err}");
     assert_eq!(err.failed.as_deref(), Some(caches[1].as_path()));
     assert_eq!(read(&caches[0]), v2_text("a"));
 
     let caches = make_caches(root.path(), &[v2_text("a"), v2_text("b")]);
     let twice = vec![caches[0].clone(), caches[1].clone(), caches[0].clone()];
     let err = update_manifests(&twice, 3, &StdFileSystem, &CancelToken::new()).unwrap_err();
-    assert!(matches!(err.cause, UpdateCause::DuplicateCache { .. }), "{err}");
+    assert!(
+        matches!(*err.cause, UpdateCause::DuplicateCache { .. }),
+        "{err}"
+    );
 
     let err = update_manifests(&caches, 4, &StdFileSystem, &CancelToken::new()).unwrap_err();
-    assert!(matches!(err.cause, UpdateCause::UnsupportedTarget(4)));
-    let unsupported = make_caches(&root.path().join("u"), &[v2_text("a").replace(": 2,", ": 7,")]);
+    assert!(matches!(*err.cause, UpdateCause::UnsupportedTarget(4)));
+    let unsupported = make_caches(
+        &root.path().join("u"),
+        &[v2_text("a").replace(": 2,", ": 7,")],
+    );
     let err = update_manifests(&unsupported, 3, &StdFileSystem, &CancelToken::new()).unwrap_err();
-    assert!(matches!(err.cause, UpdateCause::Manifest { .. }), "{err}");
+    assert!(matches!(*err.cause, UpdateCause::Manifest { .. }), "{err}");
 }
 
 /// Which file-system call to fail, counted across the whole run.
@@ -134,7 +189,10 @@ struct Faulty {
 
 impl Faulty {
     fn new(fail: Option<(Op, usize)>) -> Self {
-        Self { fail, seen: Mutex::new(Vec::new()) }
+        Self {
+            fail,
+            seen: Mutex::new(Vec::new()),
+        }
     }
 
     fn hit(&self, op: Op) -> io::Result<()> {
@@ -142,7 +200,9 @@ impl Faulty {
         seen.push(op);
         let nth = seen.iter().filter(|o| **o == op).count() - 1;
         match self.fail {
-            Some((fail_op, fail_nth)) if fail_op == op && fail_nth == nth => Err(io::Error::other(format!("injected {op:?} #{nth}"))),
+            Some((fail_op, fail_nth)) if fail_op == op && fail_nth == nth => {
+                Err(io::Error::other(format!("injected {op:?} #{nth}")))
+            }
             _ => Ok(()),
         }
     }
@@ -175,7 +235,10 @@ struct Shared(Arc<Faulty>);
 impl FileSystem for Shared {
     fn create_new(&self, path: &Path) -> io::Result<Box<dyn DurableFile>> {
         self.0.hit(Op::Create)?;
-        Ok(Box::new(FaultyFile { inner: StdFileSystem.create_new(path)?, fs: Arc::clone(&self.0) }))
+        Ok(Box::new(FaultyFile {
+            inner: StdFileSystem.create_new(path)?,
+            fs: Arc::clone(&self.0),
+        }))
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         self.0.hit(Op::Rename)?;
@@ -195,7 +258,16 @@ impl FileSystem for Shared {
 }
 
 fn temp_files(dir: &Path) -> usize {
-    std::fs::read_dir(dir).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with(".manifest.json.tmp-")).count()
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with(".manifest.json.tmp-")
+        })
+        .count()
 }
 
 #[test]
@@ -204,10 +276,23 @@ fn a_fault_at_every_step_leaves_old_or_new_manifests_and_a_retry_completes() {
     // Count each operation of a clean run, then fail each occurrence in turn.
     let clean = Arc::new(Faulty::new(None));
     let root = tempfile::tempdir().unwrap();
-    update_manifests(&make_caches(root.path(), &texts), 3, &Shared(Arc::clone(&clean)), &CancelToken::new()).unwrap();
+    update_manifests(
+        &make_caches(root.path(), &texts),
+        3,
+        &Shared(Arc::clone(&clean)),
+        &CancelToken::new(),
+    )
+    .unwrap();
     let ops = clean.seen.lock().unwrap().clone();
     let mut cases = 0;
-    for op in [Op::Create, Op::Write, Op::Sync, Op::Rename, Op::SyncDir, Op::SyncExisting] {
+    for op in [
+        Op::Create,
+        Op::Write,
+        Op::Sync,
+        Op::Rename,
+        Op::SyncDir,
+        Op::SyncExisting,
+    ] {
         for nth in 0..ops.iter().filter(|o| **o == op).count() {
             cases += 1;
             let root = tempfile::tempdir().unwrap();
@@ -217,7 +302,10 @@ fn a_fault_at_every_step_leaves_old_or_new_manifests_and_a_retry_completes() {
             for (cache, text) in caches.iter().zip(&texts) {
                 let now = read(cache);
                 let migrated = Manifest::parse(now.as_bytes()).unwrap();
-                assert!(now == *text || migrated.format_version() == 3, "{op:?}#{nth}: torn manifest {now}");
+                assert!(
+                    now == *text || migrated.format_version() == 3,
+                    "{op:?}#{nth}: torn manifest {now}"
+                );
                 assert_eq!(temp_files(cache), 0, "{op:?}#{nth}: temporary file left");
             }
             match &result {
@@ -232,7 +320,10 @@ fn a_fault_at_every_step_leaves_old_or_new_manifests_and_a_retry_completes() {
             let report = update_manifests(&caches, 3, &StdFileSystem, &CancelToken::new()).unwrap();
             let ids: Vec<u64> = report.entries.iter().map(|e| e.cache_id).collect();
             assert_eq!(ids, vec![0, 77, 2], "{op:?}#{nth}");
-            assert!(report.entries.iter().all(|e| e.outcome != UpdateOutcome::Updated || e.cache_id != 77));
+            assert!(report
+                .entries
+                .iter()
+                .all(|e| e.outcome != UpdateOutcome::Updated || e.cache_id != 77));
         }
     }
     assert!(cases >= 10, "only {cases} fault cases");
@@ -245,7 +336,7 @@ fn cancellation_before_a_rename_removes_the_temporary_file() {
     let cancel = CancelToken::new();
     cancel.cancel();
     let err = update_manifests(&caches, 3, &StdFileSystem, &cancel).unwrap_err();
-    assert!(matches!(err.cause, UpdateCause::Interrupted));
+    assert!(matches!(*err.cause, UpdateCause::Interrupted));
     assert!(err.done.is_empty());
     for cache in &caches {
         assert_eq!(temp_files(cache), 0);
@@ -260,6 +351,9 @@ fn stale_temporary_files_from_a_hard_kill_are_left_alone() {
     let stale = caches[0].join(".manifest.json.tmp-4242-1-0");
     std::fs::write(&stale, b"{\"format_version\": 3, torn").unwrap();
     update_manifests(&caches, 3, &StdFileSystem, &CancelToken::new()).unwrap();
-    assert_eq!(std::fs::read(&stale).unwrap(), b"{\"format_version\": 3, torn");
+    assert_eq!(
+        std::fs::read(&stale).unwrap(),
+        b"{\"format_version\": 3, torn"
+    );
     assert_eq!(parsed(&caches[0]).stored_cache_id(), Some(0));
 }

@@ -15,6 +15,11 @@
 //! Layering: a leaf below `dsrt-dataset`; it depends on no other crate of the workspace.
 #![forbid(unsafe_code)]
 
+#[cfg(not(target_pointer_width = "64"))]
+compile_error!(
+    "dsrt-plan packs sample ids into 64-bit words indexed by usize: 64-bit targets only"
+);
+
 mod config;
 mod order;
 mod partition;

@@ -1,3 +1,7 @@
+// Plans live in memory: every count below is already bounded by a `Vec`'s length, so
+// converting it to `usize` cannot truncate on the 64-bit targets this crate builds for.
+#![allow(clippy::cast_possible_truncation)]
+
 use crate::rng::{mix, Rng};
 use crate::{PlanConfig, PlanError, Sampling, Shuffle};
 use std::ops::Range;
@@ -53,12 +57,21 @@ pub struct EpochPlan {
 
 impl EpochPlan {
     /// Builds epoch `epoch`'s order over caches of the given shapes.
-    pub fn build(shapes: &[CacheShape], config: &PlanConfig, epoch: u64) -> Result<Self, PlanError> {
+    pub fn build(
+        shapes: &[CacheShape],
+        config: &PlanConfig,
+        epoch: u64,
+    ) -> Result<Self, PlanError> {
         if shapes.len() > MAX_CACHES {
-            return Err(PlanError::TooLarge(format!("{} caches (at most {MAX_CACHES})", shapes.len())));
+            return Err(PlanError::TooLarge(format!(
+                "{} caches (at most {MAX_CACHES})",
+                shapes.len()
+            )));
         }
         if let Some(cache) = shapes.iter().position(|s| s.len > SAMPLE_MASK) {
-            return Err(PlanError::TooLarge(format!("cache {cache} has more than 2^48 samples")));
+            return Err(PlanError::TooLarge(format!(
+                "cache {cache} has more than 2^48 samples"
+            )));
         }
         let shares = shares(shapes, config)?;
         let streams: Vec<Vec<u64>> = shapes
@@ -96,7 +109,10 @@ impl EpochPlan {
     #[inline]
     pub fn get(&self, position: u64) -> Option<PlannedSample> {
         let packed = *self.order.get(usize::try_from(position).ok()?)?;
-        Some(PlannedSample { cache: (packed >> SAMPLE_BITS) as usize, sample: packed & SAMPLE_MASK })
+        Some(PlannedSample {
+            cache: (packed >> SAMPLE_BITS) as usize,
+            sample: packed & SAMPLE_MASK,
+        })
     }
 
     /// Bytes the plan holds per planned sample.
@@ -109,33 +125,60 @@ fn shares(shapes: &[CacheShape], config: &PlanConfig) -> Result<Vec<u64>, PlanEr
         return Ok(shapes.iter().map(|s| s.len).collect());
     };
     if weights.len() != shapes.len() {
-        return Err(PlanError::Weights(format!("{} weights for {} caches", weights.len(), shapes.len())));
+        return Err(PlanError::Weights(format!(
+            "{} weights for {} caches",
+            weights.len(),
+            shapes.len()
+        )));
     }
     if let Some(bad) = weights.iter().find(|w| !w.is_finite() || **w < 0.0) {
-        return Err(PlanError::Weights(format!("{bad} is not a finite non-negative weight")));
+        return Err(PlanError::Weights(format!(
+            "{bad} is not a finite non-negative weight"
+        )));
     }
     let total_weight: f64 = weights.iter().sum();
     if total_weight <= 0.0 {
         return Err(PlanError::Weights("all weights are zero".into()));
     }
-    let epoch_len = config.samples_per_epoch.unwrap_or_else(|| shapes.iter().map(|s| s.len).sum());
+    let epoch_len = config
+        .samples_per_epoch
+        .unwrap_or_else(|| shapes.iter().map(|s| s.len).sum());
     let shares = largest_remainder(weights, total_weight, epoch_len);
-    if let Some(cache) = shapes.iter().zip(&shares).position(|(s, &share)| share > 0 && s.len == 0) {
+    if let Some(cache) = shapes
+        .iter()
+        .zip(&shares)
+        .position(|(s, &share)| share > 0 && s.len == 0)
+    {
         return Err(PlanError::EmptyCache { cache });
     }
     Ok(shares)
 }
 
 /// Splits `total` in proportion to `weights` so the parts sum to exactly `total`.
-#[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+#[allow(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss
+)]
 fn largest_remainder(weights: &[f64], total_weight: f64, total: u64) -> Vec<u64> {
-    let exact: Vec<f64> = weights.iter().map(|w| w / total_weight * total as f64).collect();
+    let exact: Vec<f64> = weights
+        .iter()
+        .map(|w| w / total_weight * total as f64)
+        .collect();
     let mut shares: Vec<u64> = exact.iter().map(|e| e.floor() as u64).collect();
     let assigned: u64 = shares.iter().sum();
     let mut by_remainder: Vec<usize> = (0..weights.len()).filter(|&i| weights[i] > 0.0).collect();
     // Ties go to the earlier cache, so the split is deterministic.
-    by_remainder.sort_by(|&a, &b| (exact[b] - exact[b].floor()).total_cmp(&(exact[a] - exact[a].floor())).then(a.cmp(&b)));
-    for &i in by_remainder.iter().cycle().take(total.saturating_sub(assigned) as usize) {
+    by_remainder.sort_by(|&a, &b| {
+        (exact[b] - exact[b].floor())
+            .total_cmp(&(exact[a] - exact[a].floor()))
+            .then(a.cmp(&b))
+    });
+    for &i in by_remainder
+        .iter()
+        .cycle()
+        .take(total.saturating_sub(assigned) as usize)
+    {
         shares[i] += 1;
     }
     shares
@@ -187,7 +230,12 @@ fn permutation(shape: &CacheShape, shuffle: Shuffle, rng: &mut Rng) -> Vec<u64> 
 }
 
 /// `share` independent uniform draws, grouped by window for locality when shuffling locally.
-fn draws_with_replacement(shape: &CacheShape, share: u64, shuffle: Shuffle, rng: &mut Rng) -> Vec<u64> {
+fn draws_with_replacement(
+    shape: &CacheShape,
+    share: u64,
+    shuffle: Shuffle,
+    rng: &mut Rng,
+) -> Vec<u64> {
     let mut draws: Vec<u64> = (0..share).map(|_| rng.below(shape.len)).collect();
     match shuffle {
         Shuffle::Sequential => draws.sort_unstable(),
@@ -200,7 +248,10 @@ fn draws_with_replacement(shape: &CacheShape, share: u64, shuffle: Shuffle, rng:
                 let run = runs.partition_point(|r| r.end <= sample);
                 rank_of_run[run] / window_shards.max(1) as u64
             };
-            let mut keyed: Vec<(u64, u64, u64)> = draws.iter().map(|&d| (window_of(d), rng.next_u64(), d)).collect();
+            let mut keyed: Vec<(u64, u64, u64)> = draws
+                .iter()
+                .map(|&d| (window_of(d), rng.next_u64(), d))
+                .collect();
             keyed.sort_unstable();
             draws = keyed.into_iter().map(|(_, _, d)| d).collect();
         }
@@ -211,12 +262,18 @@ fn draws_with_replacement(shape: &CacheShape, share: u64, shuffle: Shuffle, rng:
 /// The shape's runs if they tile `0..len`, else one run per sample block of the whole cache.
 fn normalized_runs(shape: &CacheShape) -> Vec<Range<u64>> {
     let tiles = shape.runs.first().is_some_and(|r| r.start == 0)
-        && shape.runs.windows(2).all(|w| w[0].end == w[1].start && w[0].start < w[0].end)
-        && shape.runs.last().is_some_and(|r| r.end == shape.len && r.start < r.end);
+        && shape
+            .runs
+            .windows(2)
+            .all(|w| w[0].end == w[1].start && w[0].start < w[0].end)
+        && shape
+            .runs
+            .last()
+            .is_some_and(|r| r.end == shape.len && r.start < r.end);
     if tiles {
         shape.runs.clone()
     } else {
-        vec![0..shape.len]
+        std::iter::once(0..shape.len).collect()
     }
 }
 

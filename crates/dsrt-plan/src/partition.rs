@@ -29,11 +29,23 @@ pub struct Partition {
 
 impl Partition {
     /// Rank `rank` of `world_size`, over global positions `start..epoch_len`.
-    pub fn new(rank: u64, world_size: u64, policy: RemainderPolicy, start: u64, epoch_len: u64) -> Result<Self, PlanError> {
+    pub fn new(
+        rank: u64,
+        world_size: u64,
+        policy: RemainderPolicy,
+        start: u64,
+        epoch_len: u64,
+    ) -> Result<Self, PlanError> {
         if world_size == 0 || rank >= world_size {
             return Err(PlanError::Partition { rank, world_size });
         }
-        Ok(Self { rank, world_size, policy, start: start.min(epoch_len), epoch_len })
+        Ok(Self {
+            rank,
+            world_size,
+            policy,
+            start: start.min(epoch_len),
+            epoch_len,
+        })
     }
 
     /// Samples every rank yields: the same for all ranks.

@@ -46,8 +46,10 @@ impl Rng {
     pub(crate) fn below(&mut self, bound: u64) -> u64 {
         loop {
             let product = u128::from(self.next_u64()) * u128::from(bound);
+            #[allow(clippy::cast_possible_truncation)] // the low word, on purpose
             let low = product as u64;
             if low >= bound.wrapping_neg() % bound {
+                #[allow(clippy::cast_possible_truncation)] // the high word is below `bound`
                 return (product >> 64) as u64;
             }
         }
@@ -55,6 +57,8 @@ impl Rng {
 
     pub(crate) fn shuffle<T>(&mut self, items: &mut [T]) {
         for i in (1..items.len()).rev() {
+            // `below(i + 1)` is at most `i`, a valid index.
+            #[allow(clippy::cast_possible_truncation)]
             let j = self.below(i as u64 + 1) as usize;
             items.swap(i, j);
         }
@@ -62,6 +66,7 @@ impl Rng {
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // test values are small
 mod tests {
     use super::*;
 

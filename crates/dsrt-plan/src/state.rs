@@ -18,7 +18,12 @@ pub struct IterState {
 impl IterState {
     /// The start of epoch `epoch`.
     pub fn start(seed: u64, epoch: u64, epoch_len: u64) -> Self {
-        Self { seed, epoch, position: 0, epoch_len }
+        Self {
+            seed,
+            epoch,
+            position: 0,
+            epoch_len,
+        }
     }
 
     /// Checks that this state belongs to a plan with `seed`, `epoch` and `epoch_len`.
@@ -30,7 +35,10 @@ impl IterState {
             )));
         }
         if self.position > epoch_len {
-            return Err(PlanError::State(format!("position {} is past the epoch's {epoch_len} samples", self.position)));
+            return Err(PlanError::State(format!(
+                "position {} is past the epoch's {epoch_len} samples",
+                self.position
+            )));
         }
         Ok(())
     }

@@ -1,7 +1,11 @@
 //! Epoch plans and partitions: determinism, coverage, weights, locality, equal rank lengths and
 //! elastic resume.
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
 
-use dsrt_plan::{CacheShape, EpochPlan, IterState, Partition, PlanConfig, PlanError, PlannedSample, RemainderPolicy, Sampling, Shuffle};
+use dsrt_plan::{
+    CacheShape, EpochPlan, IterState, Partition, PlanConfig, PlanError, PlannedSample,
+    RemainderPolicy, Sampling, Shuffle,
+};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 
@@ -24,12 +28,24 @@ fn shapes_from_shard_ids_are_runs() {
 #[test]
 fn without_weights_every_sample_appears_exactly_once() {
     let shapes = [shape(100, 10), shape(37, 5), shape(0, 1)];
-    for shuffle in [Shuffle::Sequential, Shuffle::Full, Shuffle::Local { window_shards: 2 }] {
-        let config = PlanConfig { seed: 9, shuffle, ..PlanConfig::default() };
+    for shuffle in [
+        Shuffle::Sequential,
+        Shuffle::Full,
+        Shuffle::Local { window_shards: 2 },
+    ] {
+        let config = PlanConfig {
+            seed: 9,
+            shuffle,
+            ..PlanConfig::default()
+        };
         let plan = EpochPlan::build(&shapes, &config, 0).unwrap();
-        let mut seen: Vec<(usize, u64)> = order(&plan).iter().map(|s| (s.cache, s.sample)).collect();
+        let mut seen: Vec<(usize, u64)> =
+            order(&plan).iter().map(|s| (s.cache, s.sample)).collect();
         seen.sort_unstable();
-        let expected: Vec<(usize, u64)> = (0..100).map(|i| (0, i)).chain((0..37).map(|i| (1, i))).collect();
+        let expected: Vec<(usize, u64)> = (0..100)
+            .map(|i| (0, i))
+            .chain((0..37).map(|i| (1, i)))
+            .collect();
         assert_eq!(seen, expected, "{shuffle:?}");
     }
 }
@@ -37,18 +53,32 @@ fn without_weights_every_sample_appears_exactly_once() {
 #[test]
 fn the_order_is_a_function_of_seed_and_epoch() {
     let shapes = [shape(200, 16), shape(50, 8)];
-    let config = PlanConfig { seed: 1, ..PlanConfig::default() };
+    let config = PlanConfig {
+        seed: 1,
+        ..PlanConfig::default()
+    };
     let a = EpochPlan::build(&shapes, &config, 3).unwrap();
     assert_eq!(a, EpochPlan::build(&shapes, &config, 3).unwrap());
-    assert_ne!(order(&a), order(&EpochPlan::build(&shapes, &config, 4).unwrap()));
+    assert_ne!(
+        order(&a),
+        order(&EpochPlan::build(&shapes, &config, 4).unwrap())
+    );
     let other_seed = PlanConfig { seed: 2, ..config };
-    assert_ne!(order(&a), order(&EpochPlan::build(&shapes, &other_seed, 3).unwrap()));
+    assert_ne!(
+        order(&a),
+        order(&EpochPlan::build(&shapes, &other_seed, 3).unwrap())
+    );
 }
 
 #[test]
 fn weights_set_each_caches_share() {
     let shapes = [shape(1000, 50), shape(10, 5), shape(500, 50)];
-    let config = PlanConfig { seed: 5, weights: Some(vec![1.0, 1.0, 2.0]), samples_per_epoch: Some(1000), ..PlanConfig::default() };
+    let config = PlanConfig {
+        seed: 5,
+        weights: Some(vec![1.0, 1.0, 2.0]),
+        samples_per_epoch: Some(1000),
+        ..PlanConfig::default()
+    };
     let plan = EpochPlan::build(&shapes, &config, 0).unwrap();
     let mut counts = [0u64; 3];
     let mut per_cache: HashMap<(usize, u64), u64> = HashMap::new();
@@ -60,7 +90,11 @@ fn weights_set_each_caches_share() {
     // Without replacement, the 10-sample cache is passed over 25 times, each sample 25 times.
     assert!((0..10).all(|i| per_cache[&(1, i)] == 25));
     // Zero weight: absent.
-    let config = PlanConfig { weights: Some(vec![0.0, 1.0, 0.0]), samples_per_epoch: Some(7), ..config };
+    let config = PlanConfig {
+        weights: Some(vec![0.0, 1.0, 0.0]),
+        samples_per_epoch: Some(7),
+        ..config
+    };
     let plan = EpochPlan::build(&shapes, &config, 0).unwrap();
     assert!(order(&plan).iter().all(|s| s.cache == 1));
     assert_eq!(plan.len(), 7);
@@ -69,24 +103,51 @@ fn weights_set_each_caches_share() {
 #[test]
 fn with_replacement_draws_uniformly() {
     let shapes = [shape(10, 2)];
-    let config = PlanConfig { seed: 3, weights: Some(vec![1.0]), samples_per_epoch: Some(20_000), sampling: Sampling::WithReplacement, ..PlanConfig::default() };
+    let config = PlanConfig {
+        seed: 3,
+        weights: Some(vec![1.0]),
+        samples_per_epoch: Some(20_000),
+        sampling: Sampling::WithReplacement,
+        ..PlanConfig::default()
+    };
     let plan = EpochPlan::build(&shapes, &config, 0).unwrap();
     let mut counts = [0u64; 10];
     for s in order(&plan) {
         counts[s.sample as usize] += 1;
     }
-    assert!(counts.iter().all(|&c| (1700..2300).contains(&c)), "{counts:?}");
+    assert!(
+        counts.iter().all(|&c| (1700..2300).contains(&c)),
+        "{counts:?}"
+    );
 }
 
 #[test]
 fn bad_weights_and_empty_caches_are_refused() {
     let shapes = [shape(10, 2), shape(0, 1)];
-    let with = |weights: Vec<f64>| PlanConfig { weights: Some(weights), ..PlanConfig::default() };
-    assert!(matches!(EpochPlan::build(&shapes, &with(vec![1.0]), 0), Err(PlanError::Weights(_))));
-    assert!(matches!(EpochPlan::build(&shapes, &with(vec![1.0, f64::NAN]), 0), Err(PlanError::Weights(_))));
-    assert!(matches!(EpochPlan::build(&shapes, &with(vec![-1.0, 1.0]), 0), Err(PlanError::Weights(_))));
-    assert!(matches!(EpochPlan::build(&shapes, &with(vec![0.0, 0.0]), 0), Err(PlanError::Weights(_))));
-    assert!(matches!(EpochPlan::build(&shapes, &with(vec![1.0, 1.0]), 0), Err(PlanError::EmptyCache { cache: 1 })));
+    let with = |weights: Vec<f64>| PlanConfig {
+        weights: Some(weights),
+        ..PlanConfig::default()
+    };
+    assert!(matches!(
+        EpochPlan::build(&shapes, &with(vec![1.0]), 0),
+        Err(PlanError::Weights(_))
+    ));
+    assert!(matches!(
+        EpochPlan::build(&shapes, &with(vec![1.0, f64::NAN]), 0),
+        Err(PlanError::Weights(_))
+    ));
+    assert!(matches!(
+        EpochPlan::build(&shapes, &with(vec![-1.0, 1.0]), 0),
+        Err(PlanError::Weights(_))
+    ));
+    assert!(matches!(
+        EpochPlan::build(&shapes, &with(vec![0.0, 0.0]), 0),
+        Err(PlanError::Weights(_))
+    ));
+    assert!(matches!(
+        EpochPlan::build(&shapes, &with(vec![1.0, 1.0]), 0),
+        Err(PlanError::EmptyCache { cache: 1 })
+    ));
 }
 
 /// Number of maximal runs of consecutive plan positions (within one cache's stream) that read
@@ -94,15 +155,26 @@ fn bad_weights_and_empty_caches_are_refused() {
 fn spans_per_shard(plan: &EpochPlan, per_shard: u64) -> f64 {
     let stream: Vec<u64> = order(plan).iter().map(|s| s.sample / per_shard).collect();
     let spans = 1 + stream.windows(2).filter(|w| w[0] != w[1]).count();
-    let shards = stream.iter().collect::<std::collections::BTreeSet<_>>().len();
+    let shards = stream
+        .iter()
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
     spans as f64 / shards as f64
 }
 
 #[test]
 fn local_shuffle_reads_each_shard_in_few_spans() {
     let shapes = [shape(4096, 64)];
-    let local = PlanConfig { seed: 1, shuffle: Shuffle::Local { window_shards: 4 }, ..PlanConfig::default() };
-    let full = PlanConfig { seed: 1, shuffle: Shuffle::Full, ..PlanConfig::default() };
+    let local = PlanConfig {
+        seed: 1,
+        shuffle: Shuffle::Local { window_shards: 4 },
+        ..PlanConfig::default()
+    };
+    let full = PlanConfig {
+        seed: 1,
+        shuffle: Shuffle::Full,
+        ..PlanConfig::default()
+    };
     let local_spans = spans_per_shard(&EpochPlan::build(&shapes, &local, 0).unwrap(), 64);
     let full_spans = spans_per_shard(&EpochPlan::build(&shapes, &full, 0).unwrap(), 64);
     // A window of 4 shards is read before the next starts: every shard's samples fall within
@@ -110,10 +182,15 @@ fn local_shuffle_reads_each_shard_in_few_spans() {
     let plan = EpochPlan::build(&shapes, &local, 0).unwrap();
     let mut first_last: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
     for (p, s) in order(&plan).iter().enumerate() {
-        let e = first_last.entry(s.sample / 64).or_insert((p as u64, p as u64));
+        let e = first_last
+            .entry(s.sample / 64)
+            .or_insert((p as u64, p as u64));
         e.1 = p as u64;
     }
-    assert!(first_last.values().all(|(a, b)| b - a < 4 * 64), "a shard spread beyond its window");
+    assert!(
+        first_last.values().all(|(a, b)| b - a < 4 * 64),
+        "a shard spread beyond its window"
+    );
     assert!(local_spans < full_spans, "{local_spans} vs {full_spans}");
 }
 
@@ -123,7 +200,13 @@ fn partitions_refuse_bad_ranks() {
     assert!(Partition::new(0, 0, RemainderPolicy::Pad, 0, 10).is_err());
 }
 
-fn rank_positions(len: u64, world: u64, rank: u64, policy: RemainderPolicy, start: u64) -> Vec<u64> {
+fn rank_positions(
+    len: u64,
+    world: u64,
+    rank: u64,
+    policy: RemainderPolicy,
+    start: u64,
+) -> Vec<u64> {
     let p = Partition::new(rank, world, policy, start, len).unwrap();
     (0..p.len()).map(|s| p.global_position(s)).collect()
 }

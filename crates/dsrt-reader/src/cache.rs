@@ -24,7 +24,9 @@ pub struct OpenOptions {
 impl OpenOptions {
     /// Options with full checksum validation.
     pub fn validated() -> Self {
-        Self { validate_cache: true }
+        Self {
+            validate_cache: true,
+        }
     }
 }
 
@@ -77,23 +79,47 @@ impl Cache {
         if options.validate_cache {
             verify_checksums(&path, description)?;
         }
-        let index_error = |source| CacheError::Index { path: path.clone(), source };
+        let index_error = |source| CacheError::Index {
+            path: path.clone(),
+            source,
+        };
         let index = IndexView::open(&path.join(INDEX_FILE_NAME)).map_err(index_error)?;
-        index.validate(description.sample_count, &shard_lens).map_err(index_error)?;
-        let metadata_error = |source| CacheError::Metadata { path: path.clone(), source };
-        let metadata = MetadataTable::open(&path.join(METADATA_FILE_NAME)).map_err(metadata_error)?;
+        index
+            .validate(description.sample_count, &shard_lens)
+            .map_err(index_error)?;
+        let metadata_error = |source| CacheError::Metadata {
+            path: path.clone(),
+            source,
+        };
+        let metadata =
+            MetadataTable::open(&path.join(METADATA_FILE_NAME)).map_err(metadata_error)?;
         if metadata.num_rows() != description.sample_count {
             let found = metadata.num_rows();
-            return Err(metadata_error(dsrt_metadata::MetadataError::RowCount { expected: description.sample_count, found }));
+            return Err(metadata_error(dsrt_metadata::MetadataError::RowCount {
+                expected: description.sample_count,
+                found,
+            }));
         }
-        metadata.check_schema(&description.metadata_schema).map_err(metadata_error)?;
+        metadata
+            .check_schema(&description.metadata_schema)
+            .map_err(metadata_error)?;
         let shards_dir = path.join(SHARDS_DIR_NAME);
         let shards = description
             .shards
             .iter()
-            .map(|entry| Shard { algo: entry.compression.algo, path: shards_dir.join(&entry.name), file: OnceLock::new() })
+            .map(|entry| Shard {
+                algo: entry.compression.algo,
+                path: shards_dir.join(&entry.name),
+                file: OnceLock::new(),
+            })
             .collect();
-        Ok(Self { path, manifest, index, metadata, shards })
+        Ok(Self {
+            path,
+            manifest,
+            index,
+            metadata,
+            shards,
+        })
     }
 
     /// The cache directory as given to [`Cache::open`].
@@ -135,30 +161,51 @@ impl Cache {
     pub fn metadata_row(&self, sample: u64) -> Result<RowView<'_>, CacheError> {
         self.metadata.row(sample).ok_or_else(|| CacheError::Index {
             path: self.path.clone(),
-            source: dsrt_index::IndexError::SampleOutOfRange { sample, rows: self.len() },
+            source: dsrt_index::IndexError::SampleOutOfRange {
+                sample,
+                rows: self.len(),
+            },
         })
     }
 
     pub(crate) fn io_error(&self, file: CacheFile) -> impl FnOnce(io::Error) -> CacheError + '_ {
-        move |source| CacheError::Io { path: self.path.clone(), file, source }
+        move |source| CacheError::Io {
+            path: self.path.clone(),
+            file,
+            source,
+        }
     }
 }
 
 fn read_manifest(path: &Path) -> Result<Manifest, CacheError> {
     let manifest_path = path.join(MANIFEST_FILE_NAME);
-    let io_error = |source| CacheError::Io { path: path.to_path_buf(), file: CacheFile::Manifest, source };
+    let io_error = |source| CacheError::Io {
+        path: path.to_path_buf(),
+        file: CacheFile::Manifest,
+        source,
+    };
     let file = match File::open(&manifest_path) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(CacheError::Incomplete { path: path.to_path_buf() });
+            return Err(CacheError::Incomplete {
+                path: path.to_path_buf(),
+            });
         }
         Err(e) => return Err(io_error(e)),
     };
     let mut bytes = Vec::new();
-    file.take(MAX_MANIFEST_BYTES + 1).read_to_end(&mut bytes).map_err(io_error)?;
+    file.take(MAX_MANIFEST_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io_error)?;
     if bytes.len() as u64 > MAX_MANIFEST_BYTES {
         let message = format!("manifest.json exceeds {MAX_MANIFEST_BYTES} bytes");
-        return Err(io_error(io::Error::new(io::ErrorKind::InvalidData, message)));
+        return Err(io_error(io::Error::new(
+            io::ErrorKind::InvalidData,
+            message,
+        )));
     }
-    Manifest::parse(&bytes).map_err(|source| CacheError::Manifest { path: path.to_path_buf(), source })
+    Manifest::parse(&bytes).map_err(|source| CacheError::Manifest {
+        path: path.to_path_buf(),
+        source,
+    })
 }

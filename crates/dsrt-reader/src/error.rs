@@ -21,7 +21,11 @@ impl fmt::Display for CacheFile {
             Self::Manifest => f.write_str("manifest.json"),
             Self::Index => f.write_str("index.bin"),
             Self::Metadata => f.write_str("metadata.arrow"),
-            Self::Shard(id) => write!(f, "shards/{}", dsrt_manifest::shard_file_name(usize::try_from(*id).unwrap_or(usize::MAX))),
+            Self::Shard(id) => write!(
+                f,
+                "shards/{}",
+                dsrt_manifest::shard_file_name(usize::try_from(*id).unwrap_or(usize::MAX))
+            ),
         }
     }
 }

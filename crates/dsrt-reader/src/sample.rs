@@ -38,7 +38,11 @@ impl SampleRef<'_> {
         Sample {
             sample: self.sample,
             payload: self.payload.to_vec(),
-            metadata: self.metadata.values().map(|v: ValueRef<'_>| v.to_owned()).collect(),
+            metadata: self
+                .metadata
+                .values()
+                .map(|v: ValueRef<'_>| v.to_owned())
+                .collect(),
         }
     }
 }
@@ -58,27 +62,59 @@ impl Cache {
     /// Reads sample `sample` into `buf`: one index lookup, one positional read, the embedded
     /// metadata checked against metadata.arrow, the payload decoded. Allocation-free once `buf`
     /// has grown to the largest record.
-    pub fn read<'a>(&'a self, sample: u64, buf: &'a mut SampleBuf) -> Result<SampleRef<'a>, CacheError> {
-        let row = self.index.row(sample).map_err(|source| CacheError::Index { path: self.path.clone(), source })?;
+    pub fn read<'a>(
+        &'a self,
+        sample: u64,
+        buf: &'a mut SampleBuf,
+    ) -> Result<SampleRef<'a>, CacheError> {
+        let row = self.index.row(sample).map_err(|source| CacheError::Index {
+            path: self.path.clone(),
+            source,
+        })?;
         let record_error = |source| self.record_error(sample, &row, source);
-        let len = usize::try_from(row.length).map_err(|_| record_error(RecordError::Short { record_len: row.length }))?;
-        let shard = usize::try_from(row.shard_id).ok().and_then(|id| self.shards.get(id));
+        let len = usize::try_from(row.length).map_err(|_| {
+            record_error(RecordError::Short {
+                record_len: row.length,
+            })
+        })?;
+        let shard = usize::try_from(row.shard_id)
+            .ok()
+            .and_then(|id| self.shards.get(id));
         let shard = shard.ok_or_else(|| {
-            let source = dsrt_index::IndexError::UnknownShard { sample, shard_id: row.shard_id, shard_count: self.shards.len() };
-            CacheError::Index { path: self.path.clone(), source }
+            let source = dsrt_index::IndexError::UnknownShard {
+                sample,
+                shard_id: row.shard_id,
+                shard_count: self.shards.len(),
+            };
+            CacheError::Index {
+                path: self.path.clone(),
+                source,
+            }
         })?;
         if buf.record.len() < len {
             buf.record.resize(len, 0);
         }
         let record = &mut buf.record[..len];
-        let file = shard.file().map_err(self.io_error(CacheFile::Shard(row.shard_id)))?;
-        file.read_exact_at(record, row.offset).map_err(self.io_error(CacheFile::Shard(row.shard_id)))?;
+        let file = shard
+            .file()
+            .map_err(self.io_error(CacheFile::Shard(row.shard_id)))?;
+        file.read_exact_at(record, row.offset)
+            .map_err(self.io_error(CacheFile::Shard(row.shard_id)))?;
         let metadata = self.metadata_row(sample)?;
         let (json, stored) = split_record(record).map_err(record_error)?;
-        check_envelope_fast(json, self.schema(), |c| metadata.get(c).unwrap_or(ValueRef::Null), &mut buf.envelope)
-            .map_err(|e| record_error(RecordError::Envelope(e)))?;
+        check_envelope_fast(
+            json,
+            self.schema(),
+            |c| metadata.get(c).unwrap_or(ValueRef::Null),
+            &mut buf.envelope,
+        )
+        .map_err(|e| record_error(RecordError::Envelope(e)))?;
         let payload = load_payload(shard.algo, stored, &mut buf.decoded).map_err(record_error)?;
-        Ok(SampleRef { sample, payload, metadata })
+        Ok(SampleRef {
+            sample,
+            payload,
+            metadata,
+        })
     }
 
     /// Reads sample `sample` into a new owned [`Sample`].
@@ -88,6 +124,12 @@ impl Cache {
     }
 
     fn record_error(&self, sample: u64, row: &IndexRow, source: RecordError) -> CacheError {
-        CacheError::Record { path: self.path.clone(), sample, shard: row.shard_id, offset: row.offset, source }
+        CacheError::Record {
+            path: self.path.clone(),
+            sample,
+            shard: row.shard_id,
+            offset: row.offset,
+            source,
+        }
     }
 }

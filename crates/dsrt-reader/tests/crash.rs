@@ -5,6 +5,7 @@
 //! The child is this same test binary, re-run with `DSRT_CRASH_CHILD` set: it writes a cache,
 //! reports each step on stdout and waits for a go-ahead line on stdin, so the parent's SIGKILL
 //! lands exactly at the chosen step, however loaded the machine is.
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
 
 mod common;
 
@@ -22,12 +23,18 @@ const SAMPLES: u64 = 400;
 /// Runs only as the child: writes a cache, announcing progress.
 #[test]
 fn crash_child_writer() {
-    let Ok(target) = std::env::var(CHILD_ENV) else { return };
-    let options = WriterOptions::new("crash", common::schema()).compression(CompressionAlgo::Lz4).max_shard_bytes(4096);
+    let Ok(target) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let options = WriterOptions::new("crash", common::schema())
+        .compression(CompressionAlgo::Lz4)
+        .max_shard_bytes(4096);
     let mut writer = CacheWriter::create(&target, options).unwrap();
     step("created");
     for i in 0..SAMPLES {
-        writer.add(&common::payload(i), &common::row(i as i64)).unwrap();
+        writer
+            .add(&common::payload(i), &common::row(i as i64))
+            .unwrap();
         step(&format!("sample {i}"));
     }
     step("finishing");
@@ -70,7 +77,12 @@ fn run_and_kill_at(kill_line: &str) -> (tempfile::TempDir, PathBuf, bool) {
     let target = root.path().join("cache");
     let before = snapshot(root.path(), &target);
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "crash_child_writer", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "crash_child_writer",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, &target)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -92,7 +104,11 @@ fn run_and_kill_at(kill_line: &str) -> (tempfile::TempDir, PathBuf, bool) {
     }
     let status = child.wait().unwrap();
     assert!(reached, "child never printed {kill_line:?} ({status})");
-    assert_eq!(snapshot(root.path(), &target), before, "files outside the target changed");
+    assert_eq!(
+        snapshot(root.path(), &target),
+        before,
+        "files outside the target changed"
+    );
     (root, target, status.success())
 }
 
@@ -101,7 +117,15 @@ fn sigkill_at_any_point_never_publishes_a_broken_cache() {
     if std::env::var(CHILD_ENV).is_ok() {
         return;
     }
-    let points = ["created", "sample 0", "sample 57", "sample 200", "sample 399", "finishing", "finished"];
+    let points = [
+        "created",
+        "sample 0",
+        "sample 57",
+        "sample 200",
+        "sample 399",
+        "finishing",
+        "finished",
+    ];
     for point in points {
         let (_root, target, _) = run_and_kill_at(point);
         match Cache::open(&target, OpenOptions::validated()) {
@@ -114,10 +138,17 @@ fn sigkill_at_any_point_never_publishes_a_broken_cache() {
                 }
             }
             Ok(_) => panic!("killed at {point:?} but a cache was published"),
-            Err(other) if point == "finished" => panic!("finish returned but the cache is broken: {other}"),
+            Err(other) if point == "finished" => {
+                panic!("finish returned but the cache is broken: {other}")
+            }
             Err(other) => panic!("killed at {point:?}: expected an incomplete cache, got {other}"),
         }
-        let leftovers: Vec<_> = std::fs::read_dir(target.parent().unwrap()).unwrap().collect();
-        assert!(leftovers.len() <= 2, "only the neighbour and the target directory exist");
+        let leftovers: Vec<_> = std::fs::read_dir(target.parent().unwrap())
+            .unwrap()
+            .collect();
+        assert!(
+            leftovers.len() <= 2,
+            "only the neighbour and the target directory exist"
+        );
     }
 }

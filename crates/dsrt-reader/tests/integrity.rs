@@ -1,5 +1,6 @@
 //! Requirement 2: each integrity check of the source text, broken on purpose, gives its typed
 //! error naming the cache and the sample, shard or column.
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
 
 mod common;
 
@@ -24,7 +25,10 @@ fn fresh(algo: CompressionAlgo) -> (tempfile::TempDir, PathBuf) {
 fn open_err(path: &Path, validate_cache: bool) -> CacheError {
     let err = Cache::open(path, OpenOptions { validate_cache }).unwrap_err();
     assert_eq!(err.path(), path);
-    assert!(err.to_string().contains(&path.display().to_string()), "{err}");
+    assert!(
+        err.to_string().contains(&path.display().to_string()),
+        "{err}"
+    );
     err
 }
 
@@ -43,7 +47,11 @@ fn index_rows(path: &Path) -> Vec<IndexRow> {
 }
 
 fn write_index_rows(path: &Path, rows: &[IndexRow]) {
-    std::fs::write(path.join("index.bin"), rows.iter().flat_map(|r| r.encode()).collect::<Vec<_>>()).unwrap();
+    std::fs::write(
+        path.join("index.bin"),
+        rows.iter().flat_map(|r| r.encode()).collect::<Vec<_>>(),
+    )
+    .unwrap();
 }
 
 /// Overwrites bytes of the shard holding `sample`, at `delta` bytes into its record.
@@ -61,7 +69,10 @@ fn missing_manifest_is_an_incomplete_cache() {
     let (_dir, path) = fresh(CompressionAlgo::None);
     std::fs::remove_file(path.join("manifest.json")).unwrap();
     std::fs::write(path.join(".manifest.json.tmp-1-2-3"), b"{}").unwrap();
-    assert!(matches!(open_err(&path, false), CacheError::Incomplete { .. }));
+    assert!(matches!(
+        open_err(&path, false),
+        CacheError::Incomplete { .. }
+    ));
 }
 
 #[test]
@@ -69,7 +80,16 @@ fn unsupported_version() {
     let (_dir, path) = fresh(CompressionAlgo::None);
     edit_manifest(&path, |m| m["format_version"] = json!(4));
     let err = open_err(&path, false);
-    assert!(matches!(err, CacheError::Manifest { source: ManifestError::UnsupportedVersion(_), .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            CacheError::Manifest {
+                source: ManifestError::UnsupportedVersion(_),
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -77,7 +97,16 @@ fn v2_with_a_cache_id() {
     let (_dir, path) = fresh(CompressionAlgo::None);
     edit_manifest(&path, |m| m["format_version"] = json!(2));
     let err = open_err(&path, false);
-    assert!(matches!(err, CacheError::Manifest { source: ManifestError::CacheIdInV2, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            CacheError::Manifest {
+                source: ManifestError::CacheIdInV2,
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -85,7 +114,19 @@ fn sample_count_against_index_rows() {
     let (_dir, path) = fresh(CompressionAlgo::None);
     edit_manifest(&path, |m| m["sample_count"] = json!(COUNT + 1));
     let err = open_err(&path, false);
-    assert!(matches!(err, CacheError::Index { source: IndexError::RowCount { expected: 13, found: 12 }, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            CacheError::Index {
+                source: IndexError::RowCount {
+                    expected: 13,
+                    found: 12
+                },
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -94,7 +135,19 @@ fn index_rows_against_sample_count() {
     let rows = index_rows(&path);
     write_index_rows(&path, &rows[..rows.len() - 1]);
     let err = open_err(&path, false);
-    assert!(matches!(err, CacheError::Index { source: IndexError::RowCount { expected: 12, found: 11 }, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            CacheError::Index {
+                source: IndexError::RowCount {
+                    expected: 12,
+                    found: 11
+                },
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -103,7 +156,19 @@ fn metadata_rows_against_sample_count() {
     let (other, _) = write_cache(dir.path(), "fewer", COUNT - 2, CompressionAlgo::None);
     std::fs::copy(other.join("metadata.arrow"), path.join("metadata.arrow")).unwrap();
     let err = open_err(&path, false);
-    assert!(matches!(err, CacheError::Metadata { source: MetadataError::RowCount { expected: 12, found: 10 }, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            CacheError::Metadata {
+                source: MetadataError::RowCount {
+                    expected: 12,
+                    found: 10
+                },
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -113,16 +178,50 @@ fn index_size_not_a_multiple_of_24() {
     bytes.push(0);
     std::fs::write(path.join("index.bin"), bytes).unwrap();
     let err = open_err(&path, false);
-    assert!(matches!(err, CacheError::Index { source: IndexError::Size { .. }, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            CacheError::Index {
+                source: IndexError::Size { .. },
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
 fn index_row_out_of_bounds_unknown_shard_and_hostile_lengths() {
-    let cases: [(fn(&mut IndexRow), fn(&IndexError) -> bool); 4] = [
-        (|r| r.shard_id = 99, |e| matches!(e, IndexError::UnknownShard { sample: 5, shard_id: 99, .. })),
-        (|r| r.offset += 100_000, |e| matches!(e, IndexError::OutOfBounds { sample: 5, .. })),
-        (|r| r.length = 1 << 63, |e| matches!(e, IndexError::OutOfBounds { sample: 5, .. })),
-        (|r| { r.offset = u64::MAX - 3; r.length = 8 }, |e| matches!(e, IndexError::OutOfBounds { sample: 5, .. })),
+    type Case = (fn(&mut IndexRow), fn(&IndexError) -> bool);
+    let cases: [Case; 4] = [
+        (
+            |r| r.shard_id = 99,
+            |e| {
+                matches!(
+                    e,
+                    IndexError::UnknownShard {
+                        sample: 5,
+                        shard_id: 99,
+                        ..
+                    }
+                )
+            },
+        ),
+        (
+            |r| r.offset += 100_000,
+            |e| matches!(e, IndexError::OutOfBounds { sample: 5, .. }),
+        ),
+        (
+            |r| r.length = 1 << 63,
+            |e| matches!(e, IndexError::OutOfBounds { sample: 5, .. }),
+        ),
+        (
+            |r| {
+                r.offset = u64::MAX - 3;
+                r.length = 8
+            },
+            |e| matches!(e, IndexError::OutOfBounds { sample: 5, .. }),
+        ),
     ];
     for (corrupt, expected) in cases {
         let (_dir, path) = fresh(CompressionAlgo::None);
@@ -142,7 +241,10 @@ fn missing_shard() {
     let (_dir, path) = fresh(CompressionAlgo::None);
     std::fs::remove_file(path.join("shards/000001.bin")).unwrap();
     let err = open_err(&path, false);
-    assert!(matches!(err, CacheError::MissingShard { shard: 1, .. }), "{err}");
+    assert!(
+        matches!(err, CacheError::MissingShard { shard: 1, .. }),
+        "{err}"
+    );
     assert!(err.to_string().contains("shards/000001.bin"), "{err}");
 }
 
@@ -154,7 +256,16 @@ fn shard_length_mismatch() {
     bytes.push(0);
     std::fs::write(&shard, bytes).unwrap();
     let err = open_err(&path, false);
-    assert!(matches!(err, CacheError::ShardLength { file: CacheFile::Shard(0), .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            CacheError::ShardLength {
+                file: CacheFile::Shard(0),
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -167,12 +278,18 @@ fn shard_checksum_mismatch_is_caught_only_with_validate_cache() {
     bytes[last] ^= 0xff;
     std::fs::write(&shard, bytes).unwrap();
     let err = open_err(&path, true);
-    assert!(matches!(&err, CacheError::Checksum { file: CacheFile::Shard(id), .. } if *id == row.shard_id), "{err}");
+    assert!(
+        matches!(&err, CacheError::Checksum { file: CacheFile::Shard(id), .. } if *id == row.shard_id),
+        "{err}"
+    );
     // Without validate_cache the cache opens and the flipped payload byte comes back as is:
     // the documented cost of skipping the hash.
     let cache = Cache::open(&path, OpenOptions::default()).unwrap();
     let sample = cache.sample(4).unwrap();
-    assert_eq!(sample.payload.last().copied(), common::payload(4).last().map(|b| b ^ 0xff));
+    assert_eq!(
+        sample.payload.last().copied(),
+        common::payload(4).last().map(|b| b ^ 0xff)
+    );
 }
 
 #[test]
@@ -182,7 +299,16 @@ fn index_checksum_mismatch() {
     rows.swap(0, 1);
     write_index_rows(&path, &rows);
     let err = open_err(&path, true);
-    assert!(matches!(err, CacheError::Checksum { file: CacheFile::Index, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            CacheError::Checksum {
+                file: CacheFile::Index,
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -190,7 +316,16 @@ fn metadata_checksum_mismatch() {
     let (_dir, path) = fresh(CompressionAlgo::None);
     edit_manifest(&path, |m| m["metadata_sha256"] = json!("0".repeat(64)));
     let err = open_err(&path, true);
-    assert!(matches!(err, CacheError::Checksum { file: CacheFile::Metadata, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            CacheError::Checksum {
+                file: CacheFile::Metadata,
+                ..
+            }
+        ),
+        "{err}"
+    );
     Cache::open(&path, OpenOptions::default()).expect("no hashing without validate_cache");
 }
 
@@ -199,7 +334,16 @@ fn manifest_schema_against_arrow_schema() {
     let (_dir, path) = fresh(CompressionAlgo::None);
     edit_manifest(&path, |m| m["metadata_schema"][2]["type"] = json!("int64"));
     let err = open_err(&path, false);
-    assert!(matches!(err, CacheError::Metadata { source: MetadataError::SchemaMismatch { position: 2, .. }, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            CacheError::Metadata {
+                source: MetadataError::SchemaMismatch { position: 2, .. },
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert!(err.to_string().contains("caption"), "{err}");
 }
 
@@ -210,7 +354,12 @@ fn embedded_metadata_mismatch_at_sample_read() {
     patch_record(&path, 7, 8 + r#"{"label":"#.len() as u64, b"8");
     let cache = Cache::open(&path, OpenOptions::default()).unwrap();
     let err = cache.sample(7).unwrap_err();
-    let CacheError::Record { sample: 7, source: RecordError::Envelope(EnvelopeError::Mismatch { column, .. }), .. } = &err else {
+    let CacheError::Record {
+        sample: 7,
+        source: RecordError::Envelope(EnvelopeError::Mismatch { column, .. }),
+        ..
+    } = &err
+    else {
         panic!("{err}")
     };
     assert_eq!(column, "label");
@@ -229,7 +378,17 @@ fn bad_lz4_payload() {
     patch_record(&path, 3, 8 + json_len, &[0xff, 0xff, 0xff, 0xff]);
     let cache = Cache::open(&path, OpenOptions::default()).unwrap();
     let err = cache.sample(3).unwrap_err();
-    assert!(matches!(err, CacheError::Record { sample: 3, source: RecordError::Lz4(_), .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            CacheError::Record {
+                sample: 3,
+                source: RecordError::Lz4(_),
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -239,19 +398,41 @@ fn json_length_past_the_record_end_and_hostile() {
         patch_record(&path, 2, 0, &hostile.to_le_bytes());
         let cache = Cache::open(&path, OpenOptions::default()).unwrap();
         let err = cache.sample(2).unwrap_err();
-        assert!(matches!(err, CacheError::Record { sample: 2, source: RecordError::JsonLength { .. }, .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                CacheError::Record {
+                    sample: 2,
+                    source: RecordError::JsonLength { .. },
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 }
 
 #[test]
 fn corrupt_manifest_json_and_foreign_files() {
     let (_dir, path) = fresh(CompressionAlgo::None);
-    for bytes in [&b""[..], b"{", b"\x89PNG\r\n\x1a\n", b"[1,2,3]", b"{\"format_version\": 3}"] {
+    for bytes in [
+        &b""[..],
+        b"{",
+        b"\x89PNG\r\n\x1a\n",
+        b"[1,2,3]",
+        b"{\"format_version\": 3}",
+    ] {
         std::fs::write(path.join("manifest.json"), bytes).unwrap();
         let err = open_err(&path, false);
         assert!(matches!(err, CacheError::Manifest { .. }), "{err}");
     }
     let (_dir, path) = fresh(CompressionAlgo::None);
     std::fs::write(path.join("metadata.arrow"), b"PAR1 not arrow").unwrap();
-    assert!(matches!(open_err(&path, false), CacheError::Metadata { source: MetadataError::Arrow(_), .. }));
+    assert!(matches!(
+        open_err(&path, false),
+        CacheError::Metadata {
+            source: MetadataError::Arrow(_),
+            ..
+        }
+    ));
 }

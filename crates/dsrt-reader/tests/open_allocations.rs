@@ -1,5 +1,6 @@
 //! Requirement 7: opening a 1,000,000-sample cache allocates nothing per sample: the index
 //! stays mapped and metadata.arrow is decoded in place.
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
 
 use dsrt_reader::{Cache, OpenOptions, SampleBuf};
 use dsrt_schema::{Column, ColumnType, Schema, ValueRef};
@@ -43,19 +44,31 @@ fn write(path: &Path, samples: u64) {
         Column::new("weight", ColumnType::Float64, true),
     ])
     .unwrap();
-    let mut writer = CacheWriter::create(path, WriterOptions::new("alloc", schema).max_shard_bytes(8 << 20)).unwrap();
+    let mut writer = CacheWriter::create(
+        path,
+        WriterOptions::new("alloc", schema).max_shard_bytes(8 << 20),
+    )
+    .unwrap();
     for i in 0..samples {
         let values = [ValueRef::Int64(i as i64), ValueRef::Float64(0.25)];
-        writer.add_values(&i.to_le_bytes()[..(i % 8) as usize], &values).unwrap();
+        writer
+            .add_values(&i.to_le_bytes()[..(i % 8) as usize], &values)
+            .unwrap();
     }
     writer.finish().unwrap();
 }
 
 /// (allocations, bytes) made while opening the cache at `path`.
 fn open_cost(path: &Path) -> (u64, u64, Cache) {
-    let (a0, b0) = (ALLOCATIONS.load(Ordering::Relaxed), BYTES.load(Ordering::Relaxed));
+    let (a0, b0) = (
+        ALLOCATIONS.load(Ordering::Relaxed),
+        BYTES.load(Ordering::Relaxed),
+    );
     let cache = Cache::open(path, OpenOptions::default()).unwrap();
-    let (a1, b1) = (ALLOCATIONS.load(Ordering::Relaxed), BYTES.load(Ordering::Relaxed));
+    let (a1, b1) = (
+        ALLOCATIONS.load(Ordering::Relaxed),
+        BYTES.load(Ordering::Relaxed),
+    );
     (a1 - a0, b1 - b0, cache)
 }
 
@@ -70,8 +83,14 @@ fn opening_a_million_samples_allocates_nothing_per_sample() {
     eprintln!("open 1k: {small_allocs} allocations, {small_bytes} bytes; open 1M: {large_allocs} allocations, {large_bytes} bytes");
     // A thousand times the samples may cost a few more record batches and shards, never a
     // per-sample structure: 1M samples would need at least 1M allocations or 8 MB for one.
-    assert!(large_allocs < small_allocs + 2_000, "{large_allocs} vs {small_allocs}");
-    assert!(large_bytes < 2 << 20, "{large_bytes} bytes allocated opening 1M samples");
+    assert!(
+        large_allocs < small_allocs + 2_000,
+        "{large_allocs} vs {small_allocs}"
+    );
+    assert!(
+        large_bytes < 2 << 20,
+        "{large_bytes} bytes allocated opening 1M samples"
+    );
 
     // Serving samples through one SampleBuf allocates nothing once it has grown.
     let mut buf = SampleBuf::new();
@@ -81,5 +100,9 @@ fn opening_a_million_samples_allocates_nothing_per_sample() {
         let sample = cache.read(i, &mut buf).unwrap();
         assert_eq!(sample.metadata.get(0), Some(ValueRef::Int64(i as i64)));
     }
-    assert_eq!(ALLOCATIONS.load(Ordering::Relaxed) - before, 0, "reads allocated");
+    assert_eq!(
+        ALLOCATIONS.load(Ordering::Relaxed) - before,
+        0,
+        "reads allocated"
+    );
 }

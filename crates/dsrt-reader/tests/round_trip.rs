@@ -1,4 +1,5 @@
 //! Requirement 1: every sample written reads back byte-identical with equal metadata.
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
 
 mod common;
 
@@ -20,7 +21,13 @@ fn schema() -> Schema {
 
 fn float() -> impl Strategy<Value = f64> {
     prop_oneof![
-        Just(-0.0), Just(0.0), Just(5e-324), Just(-2.2250738585072014e-308 / 3.0), Just(f64::MAX), Just(-f64::MAX), Just(1e300),
+        Just(-0.0),
+        Just(0.0),
+        Just(5e-324),
+        Just(-2.2250738585072014e-308 / 3.0),
+        Just(f64::MAX),
+        Just(-f64::MAX),
+        Just(1e300),
         any::<f64>().prop_filter("finite", |v| v.is_finite()),
     ]
 }
@@ -34,9 +41,14 @@ fn sample() -> impl Strategy<Value = (Vec<u8>, Vec<Value>)> {
     ];
     let values = (
         prop_oneof![Just(Value::Null), any::<bool>().prop_map(Value::Bool)],
-        prop_oneof![Just(i64::MIN), Just(i64::MAX), Just(0i64), any::<i64>()].prop_map(Value::Int64),
+        prop_oneof![Just(i64::MIN), Just(i64::MAX), Just(0i64), any::<i64>()]
+            .prop_map(Value::Int64),
         prop_oneof![Just(Value::Null), float().prop_map(Value::Float64)],
-        prop_oneof![Just(Value::Null), "\\PC{0,16}".prop_map(Value::Utf8), "[\"\\\\\u{0}-\u{1f}\u{10ffff}]{0,4}".prop_map(Value::Utf8)],
+        prop_oneof![
+            Just(Value::Null),
+            "\\PC{0,16}".prop_map(Value::Utf8),
+            "[\"\\\\\u{0}-\u{1f}\u{10ffff}]{0,4}".prop_map(Value::Utf8)
+        ],
     )
         .prop_map(|(b, i, f, s)| vec![b, i, f, s]);
     (payload, values)
@@ -84,10 +96,16 @@ proptest! {
 #[test]
 fn a_new_cache_is_v3_with_the_source_hash_id() {
     let dir = tempfile::tempdir().unwrap();
-    let (path, summary) = common::write_cache(dir.path(), "imagenet-train", 10, CompressionAlgo::Lz4);
+    let (path, summary) =
+        common::write_cache(dir.path(), "imagenet-train", 10, CompressionAlgo::Lz4);
     let cache = Cache::open(&path, OpenOptions::validated()).unwrap();
-    let Manifest::V3(manifest) = cache.manifest() else { panic!("not v3") };
-    assert_eq!(manifest.cache_id, dsrt_manifest::cache_id_for_source("imagenet-train"));
+    let Manifest::V3(manifest) = cache.manifest() else {
+        panic!("not v3")
+    };
+    assert_eq!(
+        manifest.cache_id,
+        dsrt_manifest::cache_id_for_source("imagenet-train")
+    );
     assert_eq!(summary.cache_id, Some(manifest.cache_id));
     assert!(summary.shards.len() > 1, "1500-byte shards rotate");
     for i in 0..10 {

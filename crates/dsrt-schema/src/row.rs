@@ -56,7 +56,11 @@ impl Row {
             check_value(schema, position, value.as_ref())?;
             ordered.extend(std::iter::once(value.as_ref()));
         }
-        if let Some((extra, _)) = self.fields.iter().find(|(n, _)| schema.position(n).is_none()) {
+        if let Some((extra, _)) = self
+            .fields
+            .iter()
+            .find(|(n, _)| schema.position(n).is_none())
+        {
             return Err(RowError::new(extra, RowProblem::NotInSchema));
         }
         Ok(())
@@ -68,7 +72,10 @@ impl Schema {
     /// floats, nulls only where allowed.
     pub fn check_values(&self, values: &[ValueRef<'_>]) -> Result<(), RowError> {
         if values.len() != self.len() {
-            let problem = RowProblem::Count { expected: self.len(), found: values.len() };
+            let problem = RowProblem::Count {
+                expected: self.len(),
+                found: values.len(),
+            };
             return Err(RowError::new("", problem));
         }
         for (position, value) in values.iter().enumerate() {
@@ -79,14 +86,22 @@ impl Schema {
 }
 
 /// Checks one value against column `position` of `schema`.
-pub(crate) fn check_value(schema: &Schema, position: usize, value: ValueRef<'_>) -> Result<(), RowError> {
+pub(crate) fn check_value(
+    schema: &Schema,
+    position: usize,
+    value: ValueRef<'_>,
+) -> Result<(), RowError> {
     let column = &schema.columns()[position];
     match value.column_type() {
         None if column.nullable => Ok(()),
         None => Err(RowError::new(&column.name, RowProblem::NullNotAllowed)),
-        Some(ty) if ty != column.ty => {
-            Err(RowError::new(&column.name, RowProblem::WrongType { expected: column.ty, found: ty }))
-        }
+        Some(ty) if ty != column.ty => Err(RowError::new(
+            &column.name,
+            RowProblem::WrongType {
+                expected: column.ty,
+                found: ty,
+            },
+        )),
         Some(_) => match value {
             ValueRef::Float64(v) if !v.is_finite() => {
                 Err(RowError::new(&column.name, RowProblem::NonFinite(v)))
@@ -137,7 +152,10 @@ impl fmt::Display for RowProblem {
             Self::NullNotAllowed => f.write_str("is null but the column is not nullable"),
             Self::NonFinite(v) => write!(f, "holds {v}, which is not a finite float"),
             Self::Count { expected, found } => {
-                write!(f, "row has {found} values, the schema has {expected} columns")
+                write!(
+                    f,
+                    "row has {found} values, the schema has {expected} columns"
+                )
             }
         }
     }
@@ -164,11 +182,15 @@ impl fmt::Display for RowError {
 
 impl RowError {
     fn new(column: &str, problem: RowProblem) -> Self {
-        Self { column: column.to_owned(), problem }
+        Self {
+            column: column.to_owned(),
+            problem,
+        }
     }
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // test values are small
 mod tests {
     use super::*;
     use crate::{Column, ColumnType};
@@ -184,11 +206,24 @@ mod tests {
     #[test]
     fn positional_values_are_checked() {
         let schema = schema();
-        schema.check_values(&[ValueRef::Int64(1), ValueRef::Null]).unwrap();
+        schema
+            .check_values(&[ValueRef::Int64(1), ValueRef::Null])
+            .unwrap();
         let err = schema.check_values(&[ValueRef::Int64(1)]).unwrap_err();
-        assert!(matches!(err.problem, RowProblem::Count { expected: 2, found: 1 }));
-        let err = schema.check_values(&[ValueRef::Null, ValueRef::Null]).unwrap_err();
-        assert_eq!((err.column.as_str(), err.problem), ("label", RowProblem::NullNotAllowed));
+        assert!(matches!(
+            err.problem,
+            RowProblem::Count {
+                expected: 2,
+                found: 1
+            }
+        ));
+        let err = schema
+            .check_values(&[ValueRef::Null, ValueRef::Null])
+            .unwrap_err();
+        assert_eq!(
+            (err.column.as_str(), err.problem),
+            ("label", RowProblem::NullNotAllowed)
+        );
     }
 
     fn problem(row: Row) -> RowError {
@@ -205,9 +240,20 @@ mod tests {
 
     #[test]
     fn names_every_kind_of_problem() {
-        assert_eq!(problem(Row::new().with("score", 0.5)).problem, RowProblem::Missing);
-        let extra = problem(Row::new().with("label", 1i64).with("score", 0.5).with("x", true));
-        assert_eq!((extra.column.as_str(), extra.problem), ("x", RowProblem::NotInSchema));
+        assert_eq!(
+            problem(Row::new().with("score", 0.5)).problem,
+            RowProblem::Missing
+        );
+        let extra = problem(
+            Row::new()
+                .with("label", 1i64)
+                .with("score", 0.5)
+                .with("x", true),
+        );
+        assert_eq!(
+            (extra.column.as_str(), extra.problem),
+            ("x", RowProblem::NotInSchema)
+        );
         let wrong = problem(Row::new().with("label", 1.0).with("score", 0.5));
         assert!(matches!(wrong.problem, RowProblem::WrongType { .. }));
         let null = problem(Row::new().with("label", Value::Null).with("score", 0.5));
@@ -216,8 +262,17 @@ mod tests {
         assert!(matches!(nan.problem, RowProblem::NonFinite(_)));
         let inf = problem(Row::new().with("label", 1i64).with("score", f64::INFINITY));
         assert_eq!(inf.column, "score");
-        let rep = problem(Row::new().with("label", 1i64).with("label", 2i64).with("score", 0.5));
+        let rep = problem(
+            Row::new()
+                .with("label", 1i64)
+                .with("label", 2i64)
+                .with("score", 0.5),
+        );
         assert_eq!(rep.problem, RowProblem::Repeated);
-        assert!(Row::new().with("label", 1i64).with("score", Value::Null).check_into(&schema(), &mut Vec::new()).is_ok());
+        assert!(Row::new()
+            .with("label", 1i64)
+            .with("score", Value::Null)
+            .check_into(&schema(), &mut Vec::new())
+            .is_ok());
     }
 }

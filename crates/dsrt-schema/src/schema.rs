@@ -51,7 +51,11 @@ pub struct Column {
 impl Column {
     /// A column.
     pub fn new(name: impl Into<String>, ty: ColumnType, nullable: bool) -> Self {
-        Self { name: name.into(), ty, nullable }
+        Self {
+            name: name.into(),
+            ty,
+            nullable,
+        }
     }
 }
 
@@ -90,7 +94,9 @@ impl Schema {
                 return Err(SchemaError::EmptyName { position });
             }
             if !seen.insert(column.name.as_str()) {
-                return Err(SchemaError::DuplicateName { name: column.name.clone() });
+                return Err(SchemaError::DuplicateName {
+                    name: column.name.clone(),
+                });
             }
         }
         Ok(Self { columns })
@@ -125,6 +131,7 @@ impl<'de> Deserialize<'de> for Schema {
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // test values are small
 mod tests {
     use super::*;
 
@@ -136,7 +143,10 @@ mod tests {
             Column::new("a", ColumnType::Bool, false),
             Column::new("a", ColumnType::Int64, true),
         ];
-        assert!(matches!(Schema::new(dup), Err(SchemaError::DuplicateName { .. })));
+        assert!(matches!(
+            Schema::new(dup),
+            Err(SchemaError::DuplicateName { .. })
+        ));
     }
 
     #[test]
@@ -155,6 +165,9 @@ mod tests {
         let bad = r#"[{"name":"a","type":"int32","nullable":false}]"#;
         assert!(serde_json::from_str::<Schema>(bad).is_err());
         let dup = r#"[{"name":"a","type":"bool","nullable":false},{"name":"a","type":"bool","nullable":false}]"#;
-        assert!(serde_json::from_str::<Schema>(dup).unwrap_err().to_string().contains("more than once"));
+        assert!(serde_json::from_str::<Schema>(dup)
+            .unwrap_err()
+            .to_string()
+            .contains("more than once"));
     }
 }

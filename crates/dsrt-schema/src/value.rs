@@ -123,6 +123,7 @@ impl<T: Into<Value>> From<Option<T>> for Value {
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // test values are small
 mod tests {
     use super::*;
 

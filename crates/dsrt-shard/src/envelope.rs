@@ -60,7 +60,11 @@ pub fn check_envelope_fast<'v>(
     check_envelope(json, schema, expected)
 }
 
-fn encode_envelope_with<'v>(schema: &Schema, value: &impl Fn(usize) -> ValueRef<'v>, out: &mut Vec<u8>) {
+fn encode_envelope_with<'v>(
+    schema: &Schema,
+    value: &impl Fn(usize) -> ValueRef<'v>,
+    out: &mut Vec<u8>,
+) {
     out.push(b'{');
     for (i, column) in schema.columns().iter().enumerate() {
         if i > 0 {
@@ -92,7 +96,12 @@ pub fn check_envelope<'v>(
 ) -> Result<(), EnvelopeError> {
     let mut problem = None;
     let mut seen = SeenColumns::new(schema.len());
-    let visitor = CheckVisitor { schema, expected: &expected, seen: &mut seen, problem: &mut problem };
+    let visitor = CheckVisitor {
+        schema,
+        expected: &expected,
+        seen: &mut seen,
+        problem: &mut problem,
+    };
     let mut de = serde_json::Deserializer::from_slice(json);
     let outcome = de::Deserializer::deserialize_map(&mut de, visitor).and_then(|()| de.end());
     if let Some(problem) = problem {
@@ -100,7 +109,9 @@ pub fn check_envelope<'v>(
     }
     outcome.map_err(|e| EnvelopeError::Malformed(e.to_string()))?;
     match seen.first_missing() {
-        Some(column) => Err(EnvelopeError::MissingColumn(schema.columns()[column].name.clone())),
+        Some(column) => Err(EnvelopeError::MissingColumn(
+            schema.columns()[column].name.clone(),
+        )),
         None => Ok(()),
     }
 }
@@ -116,8 +127,15 @@ pub fn parse_envelope(json: &[u8], schema: &Schema) -> Result<Vec<Value>, Envelo
         .columns()
         .iter()
         .map(|column| {
-            let json = map.get(&column.name).ok_or_else(|| EnvelopeError::MissingColumn(column.name.clone()))?;
-            json_to_value(json, column.ty).ok_or_else(|| EnvelopeError::Malformed(format!("column {:?} holds {json}, not {}", column.name, column.ty)))
+            let json = map
+                .get(&column.name)
+                .ok_or_else(|| EnvelopeError::MissingColumn(column.name.clone()))?;
+            json_to_value(json, column.ty).ok_or_else(|| {
+                EnvelopeError::Malformed(format!(
+                    "column {:?} holds {json}, not {}",
+                    column.name, column.ty
+                ))
+            })
         })
         .collect()
 }
@@ -143,8 +161,16 @@ struct SeenColumns {
 
 impl SeenColumns {
     fn new(count: usize) -> Self {
-        let large = if count > 128 { vec![false; count] } else { Vec::new() };
-        Self { small: 0, large, count }
+        let large = if count > 128 {
+            vec![false; count]
+        } else {
+            Vec::new()
+        };
+        Self {
+            small: 0,
+            large,
+            count,
+        }
     }
 
     /// Marks `column`; `false` if it was already marked.
@@ -183,7 +209,9 @@ impl<'s, 'e, 'v, 'de, F: Fn(usize) -> ValueRef<'v>> Visitor<'de> for CheckVisito
     }
 
     fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key_seed(KeySeed { schema: self.schema })? {
+        while let Some(key) = map.next_key_seed(KeySeed {
+            schema: self.schema,
+        })? {
             let column = match key {
                 Key::Column(column) => column,
                 Key::Unknown(name) => return Err(self.stop(EnvelopeError::UnknownKey(name))),
@@ -193,10 +221,17 @@ impl<'s, 'e, 'v, 'de, F: Fn(usize) -> ValueRef<'v>> Visitor<'de> for CheckVisito
                 return Err(self.stop(EnvelopeError::RepeatedKey(name)));
             }
             let wanted = (self.expected)(column);
-            let seed = CompareSeed { wanted, ty: self.schema.columns()[column].ty };
+            let seed = CompareSeed {
+                wanted,
+                ty: self.schema.columns()[column].ty,
+            };
             if let Err(embedded) = map.next_value_seed(seed)? {
                 let column = self.schema.columns()[column].name.clone();
-                let mismatch = EnvelopeError::Mismatch { column, embedded, expected: wanted.to_string() };
+                let mismatch = EnvelopeError::Mismatch {
+                    column,
+                    embedded,
+                    expected: wanted.to_string(),
+                };
                 return Err(self.stop(mismatch));
             }
         }
@@ -306,7 +341,10 @@ impl CompareSeed<'_> {
 
 impl<'de> DeserializeSeed<'de> for CompareSeed<'_> {
     type Value = Result<(), String>;
-    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+    fn deserialize<D: de::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Self::Value, D::Error> {
         deserializer.deserialize_any(self)
     }
 }

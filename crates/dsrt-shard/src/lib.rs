@@ -20,8 +20,10 @@ mod payload;
 mod record;
 mod writer;
 
-pub use envelope::{check_envelope, check_envelope_fast, encode_envelope, parse_envelope, EnvelopeError};
+pub use envelope::{
+    check_envelope, check_envelope_fast, encode_envelope, parse_envelope, EnvelopeError,
+};
 pub use error::RecordError;
 pub use payload::{load_payload, store_payload};
 pub use record::{split_record, RECORD_HEADER_LEN};
-pub use writer::{ShardSetWriter, MaxShardBytes, SHARDS_DIR_NAME};
+pub use writer::{MaxShardBytes, ShardSetWriter, SHARDS_DIR_NAME};

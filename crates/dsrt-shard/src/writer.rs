@@ -79,7 +79,11 @@ impl ShardSetWriter {
         shard.out.write_all(envelope_json)?;
         shard.out.write_all(stored)?;
         shard.uncompressed_len += uncompressed_len;
-        Ok(IndexRow { shard_id: shard.id as u64, offset, length: record_len })
+        Ok(IndexRow {
+            shard_id: shard.id as u64,
+            offset,
+            length: record_len,
+        })
     }
 
     /// Closes the last shard, fsyncs the shards directory and returns one entry per shard.
@@ -93,17 +97,33 @@ impl ShardSetWriter {
 fn open_shard(dir: &Path, id: usize) -> io::Result<OpenShard> {
     let path = dir.join(shard_file_name(id));
     let file = OpenOptions::new().write(true).create_new(true).open(path)?;
-    Ok(OpenShard { id, out: HashingWriter::new(BufWriter::with_capacity(WRITE_BUFFER, file)), uncompressed_len: 0 })
+    Ok(OpenShard {
+        id,
+        out: HashingWriter::new(BufWriter::with_capacity(WRITE_BUFFER, file)),
+        uncompressed_len: 0,
+    })
 }
 
 /// Flushes and fsyncs a finished shard and records its manifest entry.
-fn close_shard(shard: Option<OpenShard>, algo: CompressionAlgo, finished: &mut Vec<ShardEntry>) -> io::Result<()> {
+fn close_shard(
+    shard: Option<OpenShard>,
+    algo: CompressionAlgo,
+    finished: &mut Vec<ShardEntry>,
+) -> io::Result<()> {
     let Some(shard) = shard else { return Ok(()) };
     let (buffered, digest, byte_len) = shard.out.finish();
-    let file = buffered.into_inner().map_err(io::IntoInnerError::into_error)?;
+    let file = buffered
+        .into_inner()
+        .map_err(io::IntoInnerError::into_error)?;
     // fdatasync: the file is new, so its size is the only metadata a reader needs, and
     // fdatasync persists it.
     file.sync_data()?;
-    finished.push(ShardEntry::new(shard.id, algo, shard.uncompressed_len, byte_len, codec::to_hex(&digest)));
+    finished.push(ShardEntry::new(
+        shard.id,
+        algo,
+        shard.uncompressed_len,
+        byte_len,
+        codec::to_hex(&digest),
+    ));
     Ok(())
 }

@@ -1,11 +1,12 @@
 //! Records written by the shard writer, read back and checked.
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
 
 use dsrt_index::IndexRow;
 use dsrt_manifest::CompressionAlgo;
 use dsrt_schema::{Column, ColumnType, Schema, Value, ValueRef};
 use dsrt_shard::{
-    check_envelope, encode_envelope, load_payload, parse_envelope, split_record, EnvelopeError, MaxShardBytes,
-    ShardSetWriter,
+    check_envelope, encode_envelope, load_payload, parse_envelope, split_record, EnvelopeError,
+    MaxShardBytes, ShardSetWriter,
 };
 use proptest::prelude::*;
 
@@ -27,31 +28,74 @@ fn envelope(values: &[ValueRef<'_>]) -> Vec<u8> {
 
 #[test]
 fn envelope_is_compact_json_in_schema_order() {
-    let json = envelope(&[ValueRef::Null, ValueRef::Int64(-3), ValueRef::Float64(1.0), ValueRef::Utf8("a\"é")]);
-    assert_eq!(String::from_utf8(json).unwrap(), r#"{"flag":null,"label":-3,"score":1.0,"caption":"a\"é"}"#);
+    let json = envelope(&[
+        ValueRef::Null,
+        ValueRef::Int64(-3),
+        ValueRef::Float64(1.0),
+        ValueRef::Utf8("a\"é"),
+    ]);
+    assert_eq!(
+        String::from_utf8(json).unwrap(),
+        r#"{"flag":null,"label":-3,"score":1.0,"caption":"a\"é"}"#
+    );
 }
 
 #[test]
 fn check_accepts_any_key_order_and_escapes() {
-    let expected = [ValueRef::Bool(true), ValueRef::Int64(5), ValueRef::Float64(-0.0), ValueRef::Utf8("tab\there")];
+    let expected = [
+        ValueRef::Bool(true),
+        ValueRef::Int64(5),
+        ValueRef::Float64(-0.0),
+        ValueRef::Utf8("tab\there"),
+    ];
     let json = br#"{ "caption" : "tab\there", "score": -0.0, "label": 5, "fl\u0061g": true }"#;
     check_envelope(json, &schema(), |c| expected[c]).unwrap();
 }
 
 #[test]
 fn check_names_each_problem() {
-    let expected = [ValueRef::Bool(true), ValueRef::Int64(5), ValueRef::Float64(0.5), ValueRef::Null];
+    let expected = [
+        ValueRef::Bool(true),
+        ValueRef::Int64(5),
+        ValueRef::Float64(0.5),
+        ValueRef::Null,
+    ];
     let good = r#"{"flag":true,"label":5,"score":0.5,"caption":null}"#;
     check_envelope(good.as_bytes(), &schema(), |c| expected[c]).unwrap();
-    let cases: [(&str, fn(&EnvelopeError) -> bool); 9] = [
-        (r#"{"flag":true,"label":6,"score":0.5,"caption":null}"#, |e| matches!(e, EnvelopeError::Mismatch { column, .. } if column == "label")),
-        (r#"{"flag":true,"label":5,"score":0.5000001,"caption":null}"#, |e| matches!(e, EnvelopeError::Mismatch { column, .. } if column == "score")),
-        (r#"{"flag":true,"label":5.0,"score":0.5,"caption":null}"#, |e| matches!(e, EnvelopeError::Mismatch { .. })),
-        (r#"{"flag":true,"label":5,"score":0.5}"#, |e| matches!(e, EnvelopeError::MissingColumn(c) if c == "caption")),
-        (r#"{"flag":true,"label":5,"score":0.5,"caption":null,"x":1}"#, |e| matches!(e, EnvelopeError::UnknownKey(k) if k == "x")),
-        (r#"{"flag":true,"label":5,"label":5,"score":0.5,"caption":null}"#, |e| matches!(e, EnvelopeError::RepeatedKey(_))),
-        (r#"{"flag":true,"label":5,"score":0.5,"caption":[1]}"#, |e| matches!(e, EnvelopeError::Malformed(_))),
-        (r#"{"flag":true,"label":5,"score":0.5,"caption":null} x"#, |e| matches!(e, EnvelopeError::Malformed(_))),
+    type Case = (&'static str, fn(&EnvelopeError) -> bool);
+    let cases: [Case; 9] = [
+        (
+            r#"{"flag":true,"label":6,"score":0.5,"caption":null}"#,
+            |e| matches!(e, EnvelopeError::Mismatch { column, .. } if column == "label"),
+        ),
+        (
+            r#"{"flag":true,"label":5,"score":0.5000001,"caption":null}"#,
+            |e| matches!(e, EnvelopeError::Mismatch { column, .. } if column == "score"),
+        ),
+        (
+            r#"{"flag":true,"label":5.0,"score":0.5,"caption":null}"#,
+            |e| matches!(e, EnvelopeError::Mismatch { .. }),
+        ),
+        (
+            r#"{"flag":true,"label":5,"score":0.5}"#,
+            |e| matches!(e, EnvelopeError::MissingColumn(c) if c == "caption"),
+        ),
+        (
+            r#"{"flag":true,"label":5,"score":0.5,"caption":null,"x":1}"#,
+            |e| matches!(e, EnvelopeError::UnknownKey(k) if k == "x"),
+        ),
+        (
+            r#"{"flag":true,"label":5,"label":5,"score":0.5,"caption":null}"#,
+            |e| matches!(e, EnvelopeError::RepeatedKey(_)),
+        ),
+        (
+            r#"{"flag":true,"label":5,"score":0.5,"caption":[1]}"#,
+            |e| matches!(e, EnvelopeError::Malformed(_)),
+        ),
+        (
+            r#"{"flag":true,"label":5,"score":0.5,"caption":null} x"#,
+            |e| matches!(e, EnvelopeError::Malformed(_)),
+        ),
         (r#"[1,2]"#, |e| matches!(e, EnvelopeError::Malformed(_))),
     ];
     for (json, is_expected) in cases {
@@ -63,14 +107,27 @@ fn check_names_each_problem() {
 fn value_strategy(ty: ColumnType, nullable: bool) -> BoxedStrategy<Value> {
     let base = match ty {
         ColumnType::Bool => any::<bool>().prop_map(Value::Bool).boxed(),
-        ColumnType::Int64 => prop_oneof![Just(i64::MIN), Just(i64::MAX), any::<i64>()].prop_map(Value::Int64).boxed(),
+        ColumnType::Int64 => prop_oneof![Just(i64::MIN), Just(i64::MAX), any::<i64>()]
+            .prop_map(Value::Int64)
+            .boxed(),
         ColumnType::Float64 => prop_oneof![
-            Just(-0.0f64), Just(5e-324), Just(f64::MAX), Just(-f64::MAX),
+            Just(-0.0f64),
+            Just(5e-324),
+            Just(f64::MAX),
+            Just(-f64::MAX),
             any::<f64>().prop_filter("finite", |v| v.is_finite())
-        ].prop_map(Value::Float64).boxed(),
-        ColumnType::Utf8 => "\\PC{0,12}|[\"\\\\\u{0}-\u{1f}]{0,4}".prop_map(Value::Utf8).boxed(),
+        ]
+        .prop_map(Value::Float64)
+        .boxed(),
+        ColumnType::Utf8 => "\\PC{0,12}|[\"\\\\\u{0}-\u{1f}]{0,4}"
+            .prop_map(Value::Utf8)
+            .boxed(),
     };
-    if nullable { prop_oneof![1 => Just(Value::Null), 4 => base].boxed() } else { base }
+    if nullable {
+        prop_oneof![1 => Just(Value::Null), 4 => base].boxed()
+    } else {
+        base
+    }
 }
 
 proptest! {
@@ -128,7 +185,12 @@ proptest! {
 
 #[test]
 fn fast_check_agrees_with_the_full_check() {
-    let expected = [ValueRef::Bool(true), ValueRef::Int64(5), ValueRef::Float64(-0.0), ValueRef::Utf8("q\"")];
+    let expected = [
+        ValueRef::Bool(true),
+        ValueRef::Int64(5),
+        ValueRef::Float64(-0.0),
+        ValueRef::Utf8("q\""),
+    ];
     let mut scratch = Vec::new();
     let canonical = envelope(&expected);
     dsrt_shard::check_envelope_fast(&canonical, &schema(), |c| expected[c], &mut scratch).unwrap();
@@ -136,7 +198,16 @@ fn fast_check_agrees_with_the_full_check() {
     let foreign = br#"{"caption":"q\"", "score":-0.0, "label":5, "flag":true}"#;
     dsrt_shard::check_envelope_fast(foreign, &schema(), |c| expected[c], &mut scratch).unwrap();
     // A different value fails both ways, with the same error.
-    let other = [ValueRef::Bool(true), ValueRef::Int64(5), ValueRef::Float64(0.0), ValueRef::Utf8("q\"")];
-    let fast = dsrt_shard::check_envelope_fast(&canonical, &schema(), |c| other[c], &mut scratch).unwrap_err();
-    assert_eq!(fast, check_envelope(&canonical, &schema(), |c| other[c]).unwrap_err());
+    let other = [
+        ValueRef::Bool(true),
+        ValueRef::Int64(5),
+        ValueRef::Float64(0.0),
+        ValueRef::Utf8("q\""),
+    ];
+    let fast = dsrt_shard::check_envelope_fast(&canonical, &schema(), |c| other[c], &mut scratch)
+        .unwrap_err();
+    assert_eq!(
+        fast,
+        check_envelope(&canonical, &schema(), |c| other[c]).unwrap_err()
+    );
 }

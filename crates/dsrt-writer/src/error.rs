@@ -6,7 +6,9 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum WriteError {
     /// The target directory already holds something.
-    #[error("{path}: target directory is not empty; a cache is written into an empty or new directory")]
+    #[error(
+        "{path}: target directory is not empty; a cache is written into an empty or new directory"
+    )]
     TargetNotEmpty {
         /// The cache directory.
         path: PathBuf,

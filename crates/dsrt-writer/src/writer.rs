@@ -44,7 +44,11 @@ impl CacheSummary {
         if stored == 0 {
             return 1.0;
         }
-        self.shards.iter().map(|s| s.uncompressed_byte_len).sum::<u64>() as f64 / stored as f64
+        self.shards
+            .iter()
+            .map(|s| s.uncompressed_byte_len)
+            .sum::<u64>() as f64
+            / stored as f64
     }
 }
 
@@ -66,7 +70,10 @@ pub struct CacheWriter {
 
 impl std::fmt::Debug for CacheWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CacheWriter").field("path", &self.path).field("samples", &self.samples).finish_non_exhaustive()
+        f.debug_struct("CacheWriter")
+            .field("path", &self.path)
+            .field("samples", &self.samples)
+            .finish_non_exhaustive()
     }
 }
 
@@ -74,18 +81,24 @@ impl CacheWriter {
     /// Creates the cache directory (or takes an empty existing one) and opens its files.
     pub fn create(path: impl AsRef<Path>, options: WriterOptions) -> Result<Self, WriteError> {
         let path = path.as_ref().to_path_buf();
-        let max_shard_bytes = MaxShardBytes::new(options.max_shard_bytes).ok_or_else(|| WriteError::InvalidOption {
-            path: path.clone(),
-            option: "max_shard_bytes",
-            reason: "must be greater than 0".into(),
+        let max_shard_bytes = MaxShardBytes::new(options.max_shard_bytes).ok_or_else(|| {
+            WriteError::InvalidOption {
+                path: path.clone(),
+                option: "max_shard_bytes",
+                reason: "must be greater than 0".into(),
+            }
         })?;
         prepare_empty_dir(&path)?;
         let shards_dir = path.join(SHARDS_DIR_NAME);
         fs::create_dir(&shards_dir).map_err(io_error(&shards_dir, "create shards directory"))?;
         let index = IndexWriter::new(create_file(&path.join(INDEX_FILE_NAME))?);
         let metadata_file = create_file(&path.join(METADATA_FILE_NAME))?;
-        let metadata = MetadataWriter::new(metadata_file, &options.schema)
-            .map_err(|source| WriteError::Metadata { path: path.clone(), source })?;
+        let metadata = MetadataWriter::new(metadata_file, &options.schema).map_err(|source| {
+            WriteError::Metadata {
+                path: path.clone(),
+                source,
+            }
+        })?;
         Ok(Self {
             shards: ShardSetWriter::new(&shards_dir, options.compression, max_shard_bytes),
             path,
@@ -115,37 +128,64 @@ impl CacheWriter {
     /// writer stays usable.
     pub fn add(&mut self, payload: &[u8], row: &Row) -> Result<u64, WriteError> {
         let mut values = OrderedValues::new();
-        row.check_into(&self.options.schema, &mut values).map_err(|source| self.row_error(source))?;
+        row.check_into(&self.options.schema, &mut values)
+            .map_err(|source| self.row_error(source))?;
         self.append(payload, &values)
     }
 
     /// Adds a sample whose metadata values are given in schema order; returns its sample id.
-    pub fn add_values(&mut self, payload: &[u8], values: &[ValueRef<'_>]) -> Result<u64, WriteError> {
-        self.options.schema.check_values(values).map_err(|source| self.row_error(source))?;
+    pub fn add_values(
+        &mut self,
+        payload: &[u8],
+        values: &[ValueRef<'_>],
+    ) -> Result<u64, WriteError> {
+        self.options
+            .schema
+            .check_values(values)
+            .map_err(|source| self.row_error(source))?;
         self.append(payload, values)
     }
 
     fn row_error(&self, source: dsrt_schema::RowError) -> WriteError {
-        WriteError::Row { path: self.path.clone(), sample: self.samples, source }
+        WriteError::Row {
+            path: self.path.clone(),
+            sample: self.samples,
+            source,
+        }
     }
 
     fn append(&mut self, payload: &[u8], values: &[ValueRef<'_>]) -> Result<u64, WriteError> {
         if self.poisoned {
-            return Err(WriteError::Poisoned { path: self.path.clone() });
+            return Err(WriteError::Poisoned {
+                path: self.path.clone(),
+            });
         }
         let sample = self.samples;
-        if self.options.compression == CompressionAlgo::Lz4 && u32::try_from(payload.len()).is_err() {
-            return Err(WriteError::PayloadTooLarge { path: self.path.clone(), sample, len: payload.len() });
+        if self.options.compression == CompressionAlgo::Lz4 && u32::try_from(payload.len()).is_err()
+        {
+            return Err(WriteError::PayloadTooLarge {
+                path: self.path.clone(),
+                sample,
+                len: payload.len(),
+            });
         }
         self.envelope.clear();
         encode_envelope(&self.options.schema, values, &mut self.envelope);
         // Any failure below may leave a partial record behind: the writer is done for.
         self.poisoned = true;
-        let location = self.shards.append(&self.envelope, payload).map_err(io_error(&self.path, "write shard"))?;
-        self.index.push(location).map_err(io_error(&self.path, "write index.bin"))?;
+        let location = self
+            .shards
+            .append(&self.envelope, payload)
+            .map_err(io_error(&self.path, "write shard"))?;
+        self.index
+            .push(location)
+            .map_err(io_error(&self.path, "write index.bin"))?;
         self.metadata
             .push(values)
-            .map_err(|source| WriteError::Metadata { path: self.path.clone(), source })?;
+            .map_err(|source| WriteError::Metadata {
+                path: self.path.clone(),
+                source,
+            })?;
         self.poisoned = false;
         self.samples += 1;
         self.payload_bytes += payload.len() as u64;
@@ -159,13 +199,26 @@ impl CacheWriter {
             return Err(WriteError::Poisoned { path: self.path });
         }
         let path = self.path;
-        let shards = self.shards.finish().map_err(io_error(&path, "finish shards"))?;
-        let (index_file, index_digest, _) = self.index.finish().map_err(io_error(&path, "finish index.bin"))?;
+        let shards = self
+            .shards
+            .finish()
+            .map_err(io_error(&path, "finish shards"))?;
+        let (index_file, index_digest, _) = self
+            .index
+            .finish()
+            .map_err(io_error(&path, "finish index.bin"))?;
         sync_file(index_file, &path.join(INDEX_FILE_NAME))?;
         let (metadata_file, metadata_digest, _) =
-            self.metadata.finish().map_err(|source| WriteError::Metadata { path: path.clone(), source })?;
+            self.metadata
+                .finish()
+                .map_err(|source| WriteError::Metadata {
+                    path: path.clone(),
+                    source,
+                })?;
         sync_file(metadata_file, &path.join(METADATA_FILE_NAME))?;
-        File::open(&path).and_then(|dir| dir.sync_all()).map_err(io_error(&path, "fsync cache directory"))?;
+        File::open(&path)
+            .and_then(|dir| dir.sync_all())
+            .map_err(io_error(&path, "fsync cache directory"))?;
 
         let description = CacheDescription {
             source: self.options.source.clone(),
@@ -178,27 +231,53 @@ impl CacheWriter {
         let (cache_id, manifest) = match self.options.manifest_version {
             ManifestVersion::V3 => {
                 let cache_id = cache_id_for_source(&self.options.source);
-                (Some(cache_id), ManifestV3 { cache_id, description }.to_json_bytes())
+                (
+                    Some(cache_id),
+                    ManifestV3 {
+                        cache_id,
+                        description,
+                    }
+                    .to_json_bytes(),
+                )
             }
             ManifestVersion::V2 => (None, ManifestV2 { description }.to_json_bytes()),
         };
-        match publish(&StdFileSystem, &path.join(MANIFEST_FILE_NAME), MANIFEST_TEMP_PREFIX, &manifest)? {
+        match publish(
+            &StdFileSystem,
+            &path.join(MANIFEST_FILE_NAME),
+            MANIFEST_TEMP_PREFIX,
+            &manifest,
+        )? {
             Published::Durable => {}
-            Published::DurabilityUnknown(source) => return Err(WriteError::DurabilityUnknown { path, source }),
+            Published::DurabilityUnknown(source) => {
+                return Err(WriteError::DurabilityUnknown { path, source })
+            }
         }
-        Ok(CacheSummary { path, cache_id, samples: self.samples, payload_bytes: self.payload_bytes, shards })
+        Ok(CacheSummary {
+            path,
+            cache_id,
+            samples: self.samples,
+            payload_bytes: self.payload_bytes,
+            shards,
+        })
     }
 }
 
 fn io_error<'p>(path: &'p Path, action: &'static str) -> impl FnOnce(io::Error) -> WriteError + 'p {
-    move |source| WriteError::Io { path: path.to_path_buf(), action, source }
+    move |source| WriteError::Io {
+        path: path.to_path_buf(),
+        action,
+        source,
+    }
 }
 
 fn prepare_empty_dir(path: &Path) -> Result<(), WriteError> {
     match fs::read_dir(path) {
         Ok(mut entries) => {
             if entries.next().is_some() {
-                return Err(WriteError::TargetNotEmpty { path: path.to_path_buf() });
+                return Err(WriteError::TargetNotEmpty {
+                    path: path.to_path_buf(),
+                });
             }
             Ok(())
         }
@@ -219,6 +298,8 @@ fn create_file(path: &Path) -> Result<BufWriter<File>, WriteError> {
 }
 
 fn sync_file(buffered: BufWriter<File>, path: &Path) -> Result<(), WriteError> {
-    let file = buffered.into_inner().map_err(|e| io_error(path, "flush")(e.into_error()))?;
+    let file = buffered
+        .into_inner()
+        .map_err(|e| io_error(path, "flush")(e.into_error()))?;
     file.sync_all().map_err(io_error(path, "fsync"))
 }

@@ -1,5 +1,6 @@
 //! Requirement 3: the writer refuses bad input with an error naming the sample and column, and
 //! never leaves a manifest.json behind.
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
 
 use dsrt_schema::{Column, ColumnType, Row, RowProblem, Schema, Value};
 use dsrt_writer::{CacheWriter, WriteError, WriterOptions};
@@ -18,7 +19,11 @@ fn good(i: i64) -> Row {
 }
 
 fn assert_unpublished(path: &Path) {
-    assert!(!path.join("manifest.json").exists(), "{} was published", path.display());
+    assert!(
+        !path.join("manifest.json").exists(),
+        "{} was published",
+        path.display()
+    );
 }
 
 #[test]
@@ -27,7 +32,10 @@ fn refuses_a_non_empty_target_directory() {
     std::fs::write(dir.path().join("precious.txt"), b"keep me").unwrap();
     let err = CacheWriter::create(dir.path(), WriterOptions::new("s", schema())).unwrap_err();
     assert!(matches!(err, WriteError::TargetNotEmpty { .. }), "{err}");
-    assert_eq!(std::fs::read(dir.path().join("precious.txt")).unwrap(), b"keep me");
+    assert_eq!(
+        std::fs::read(dir.path().join("precious.txt")).unwrap(),
+        b"keep me"
+    );
     assert_unpublished(dir.path());
 }
 
@@ -35,20 +43,53 @@ fn refuses_a_non_empty_target_directory() {
 fn refuses_zero_max_shard_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("c");
-    let err = CacheWriter::create(&path, WriterOptions::new("s", schema()).max_shard_bytes(0)).unwrap_err();
-    assert!(matches!(err, WriteError::InvalidOption { option: "max_shard_bytes", .. }), "{err}");
+    let err = CacheWriter::create(&path, WriterOptions::new("s", schema()).max_shard_bytes(0))
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            WriteError::InvalidOption {
+                option: "max_shard_bytes",
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert!(!path.exists(), "nothing is created for refused options");
 }
 
 #[test]
 fn refuses_bad_rows_naming_sample_and_column_and_stays_usable() {
-    let cases: Vec<(Row, &str, fn(&RowProblem) -> bool)> = vec![
-        (Row::new().with("label", 1i64), "score", |p| matches!(p, RowProblem::Missing)),
-        (good(1).with("extra", true), "extra", |p| matches!(p, RowProblem::NotInSchema)),
-        (Row::new().with("label", "one").with("score", 0.5), "label", |p| matches!(p, RowProblem::WrongType { .. })),
-        (Row::new().with("label", 1i64).with("score", f64::NAN), "score", |p| matches!(p, RowProblem::NonFinite(_))),
-        (Row::new().with("label", 1i64).with("score", f64::NEG_INFINITY), "score", |p| matches!(p, RowProblem::NonFinite(_))),
-        (Row::new().with("label", Value::Null).with("score", 0.5), "label", |p| matches!(p, RowProblem::NullNotAllowed)),
+    type Case = (Row, &'static str, fn(&RowProblem) -> bool);
+    let cases: Vec<Case> = vec![
+        (Row::new().with("label", 1i64), "score", |p| {
+            matches!(p, RowProblem::Missing)
+        }),
+        (good(1).with("extra", true), "extra", |p| {
+            matches!(p, RowProblem::NotInSchema)
+        }),
+        (
+            Row::new().with("label", "one").with("score", 0.5),
+            "label",
+            |p| matches!(p, RowProblem::WrongType { .. }),
+        ),
+        (
+            Row::new().with("label", 1i64).with("score", f64::NAN),
+            "score",
+            |p| matches!(p, RowProblem::NonFinite(_)),
+        ),
+        (
+            Row::new()
+                .with("label", 1i64)
+                .with("score", f64::NEG_INFINITY),
+            "score",
+            |p| matches!(p, RowProblem::NonFinite(_)),
+        ),
+        (
+            Row::new().with("label", Value::Null).with("score", 0.5),
+            "label",
+            |p| matches!(p, RowProblem::NullNotAllowed),
+        ),
     ];
     for (row, column, is_expected) in cases {
         let dir = tempfile::tempdir().unwrap();
@@ -57,7 +98,9 @@ fn refuses_bad_rows_naming_sample_and_column_and_stays_usable() {
         writer.add(b"ok", &good(0)).unwrap();
         writer.add(b"ok", &good(1)).unwrap();
         let err = writer.add(b"bad", &row).unwrap_err();
-        let WriteError::Row { sample, source, .. } = &err else { panic!("{err}") };
+        let WriteError::Row { sample, source, .. } = &err else {
+            panic!("{err}")
+        };
         assert_eq!(*sample, 2);
         assert_eq!(source.column, column);
         assert!(is_expected(&source.problem), "{err}");
@@ -76,7 +119,13 @@ fn positional_values_are_checked_too() {
     let path = dir.path().join("c");
     let mut writer = CacheWriter::create(&path, WriterOptions::new("s", schema())).unwrap();
     let err = writer
-        .add_values(b"x", &[dsrt_schema::ValueRef::Int64(1), dsrt_schema::ValueRef::Float64(f64::INFINITY)])
+        .add_values(
+            b"x",
+            &[
+                dsrt_schema::ValueRef::Int64(1),
+                dsrt_schema::ValueRef::Float64(f64::INFINITY),
+            ],
+        )
         .unwrap_err();
     assert!(err.to_string().contains("\"score\""), "{err}");
     drop(writer);

@@ -82,8 +82,14 @@ pub fn publish_cancellable(
 ) -> Result<Published, PublishError> {
     let dir = parent_dir(target);
     let temp = dir.join(unique_temp_name(temp_prefix));
-    let fail = |step, source| PublishError { target: target.to_path_buf(), step, source };
-    let mut file = fs.create_new(&temp).map_err(|e| fail(PublishStep::Create, e))?;
+    let fail = |step, source| PublishError {
+        target: target.to_path_buf(),
+        step,
+        source,
+    };
+    let mut file = fs
+        .create_new(&temp)
+        .map_err(|e| fail(PublishStep::Create, e))?;
     let written = file
         .write_all(bytes)
         .map_err(|e| (PublishStep::Write, e))
@@ -91,10 +97,16 @@ pub fn publish_cancellable(
     drop(file);
     let renamed = written
         .and_then(|()| match cancel.is_cancelled() {
-            true => Err((PublishStep::Cancelled, io::Error::new(io::ErrorKind::Interrupted, "cancelled"))),
+            true => Err((
+                PublishStep::Cancelled,
+                io::Error::new(io::ErrorKind::Interrupted, "cancelled"),
+            )),
             false => Ok(()),
         })
-        .and_then(|()| fs.rename(&temp, target).map_err(|e| (PublishStep::Rename, e)));
+        .and_then(|()| {
+            fs.rename(&temp, target)
+                .map_err(|e| (PublishStep::Rename, e))
+        });
     if let Err((step, source)) = renamed {
         // The temporary file is ours alone; a failed cleanup leaves a name readers ignore.
         let _ = fs.remove_file(&temp);

@@ -20,6 +20,7 @@ pub fn is_temp_name(name: &str, prefix: &str) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // test values are small
 mod tests {
     use super::*;
 

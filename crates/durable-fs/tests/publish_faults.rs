@@ -1,4 +1,5 @@
 //! Every step of a publication fails once, through a fault-injecting file system.
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
 
 use durable_fs::{publish, DurableFile, FileSystem, PublishStep, Published, StdFileSystem};
 use std::io::{self, Write};
@@ -96,11 +97,19 @@ fn success_replaces_the_target_and_leaves_no_temp_file() {
 
 #[test]
 fn a_failure_before_the_rename_keeps_the_old_bytes_and_removes_the_temp_file() {
-    for step in [PublishStep::Create, PublishStep::Write, PublishStep::SyncFile, PublishStep::Rename] {
+    for step in [
+        PublishStep::Create,
+        PublishStep::Write,
+        PublishStep::SyncFile,
+        PublishStep::Rename,
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("manifest.json");
         std::fs::write(&target, b"old").unwrap();
-        let fs = FailAt { step: Some(step), ..FailAt::default() };
+        let fs = FailAt {
+            step: Some(step),
+            ..FailAt::default()
+        };
         let err = publish(&fs, &target, ".manifest.json.tmp-", b"new").unwrap_err();
         assert_eq!(err.step, step);
         assert!(err.to_string().contains("manifest.json"), "{err}");
@@ -113,7 +122,10 @@ fn a_failure_before_the_rename_keeps_the_old_bytes_and_removes_the_temp_file() {
 fn a_directory_fsync_failure_reports_unknown_durability_after_the_rename() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("manifest.json");
-    let fs = FailAt { step: Some(PublishStep::SyncDir), ..FailAt::default() };
+    let fs = FailAt {
+        step: Some(PublishStep::SyncDir),
+        ..FailAt::default()
+    };
     let outcome = publish(&fs, &target, ".manifest.json.tmp-", b"new").unwrap();
     assert!(matches!(outcome, Published::DurabilityUnknown(_)));
     assert_eq!(std::fs::read(&target).unwrap(), b"new");
@@ -126,7 +138,14 @@ fn a_cancelled_publication_keeps_the_target_and_removes_its_temp_file() {
     std::fs::write(&target, b"old").unwrap();
     let cancel = durable_fs::CancelToken::new();
     cancel.clone().cancel();
-    let err = durable_fs::publish_cancellable(&StdFileSystem, &target, ".manifest.json.tmp-", b"new", &cancel).unwrap_err();
+    let err = durable_fs::publish_cancellable(
+        &StdFileSystem,
+        &target,
+        ".manifest.json.tmp-",
+        b"new",
+        &cancel,
+    )
+    .unwrap_err();
     assert_eq!(err.step, PublishStep::Cancelled);
     assert_eq!(std::fs::read(&target).unwrap(), b"old");
     assert_eq!(dir_entries(dir.path()), vec!["manifest.json"]);

@@ -1,4 +1,5 @@
 //! Shared helpers: write small caches through the public writer API.
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
 #![allow(dead_code, unreachable_pub)]
 
 use dsrt_manifest::CompressionAlgo;
@@ -19,7 +20,14 @@ pub fn schema() -> Schema {
 pub fn row(i: i64) -> Row {
     Row::new()
         .with("label", i)
-        .with("score", if i % 3 == 0 { Value::Null } else { Value::Float64(i as f64 / 7.0) })
+        .with(
+            "score",
+            if i % 3 == 0 {
+                Value::Null
+            } else {
+                Value::Float64(i as f64 / 7.0)
+            },
+        )
         .with("caption", format!("sample {i} ünïcode"))
         .with("flag", i % 2 == 0)
 }
@@ -29,9 +37,16 @@ pub fn payload(i: u64) -> Vec<u8> {
 }
 
 /// Writes `count` samples with 3 samples per shard or so; returns the directory and summary.
-pub fn write_cache(root: &Path, name: &str, count: u64, algo: CompressionAlgo) -> (PathBuf, CacheSummary) {
+pub fn write_cache(
+    root: &Path,
+    name: &str,
+    count: u64,
+    algo: CompressionAlgo,
+) -> (PathBuf, CacheSummary) {
     let path = root.join(name);
-    let options = WriterOptions::new(name, schema()).compression(algo).max_shard_bytes(1500);
+    let options = WriterOptions::new(name, schema())
+        .compression(algo)
+        .max_shard_bytes(1500);
     let mut writer = CacheWriter::create(&path, options).unwrap();
     for i in 0..count {
         writer.add(&payload(i), &row(i as i64)).unwrap();
@@ -45,5 +60,9 @@ pub fn manifest_json(path: &Path) -> serde_json::Value {
 }
 
 pub fn write_manifest_json(path: &Path, value: &serde_json::Value) {
-    std::fs::write(path.join("manifest.json"), serde_json::to_vec_pretty(value).unwrap()).unwrap();
+    std::fs::write(
+        path.join("manifest.json"),
+        serde_json::to_vec_pretty(value).unwrap(),
+    )
+    .unwrap();
 }

@@ -1,0 +1,213 @@
+//! The checks a decoded footer passes before anything uses it.
+//!
+//! One pass here replaces a bounds check at every use site, and turns a damaged or foreign
+//! footer into one [`FooterError::CorruptCollection`] naming the field, never a panic later.
+//! A repeated dataset name is refused earlier, by the decode itself (see
+//! [`crate::wire::dataset_pairs`]), because the map cannot hold one.
+
+use crate::consts::{DATASETS_SEGMENT, FORMAT_VERSION, HEADER_SIZE};
+use crate::error::FooterError;
+use crate::footer::{CollectionFooter, IndexPairs, InternedSchema};
+
+/// For each string pool index, the variable (segment) of that name, if any.
+///
+/// Built while validating, so a reader maps a schema's array name to its segment with one index.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VariableIndex {
+    by_string: Vec<Option<u32>>,
+}
+
+impl VariableIndex {
+    /// The variable whose name is string pool entry `name`.
+    pub fn variable_of(&self, name: u32) -> Option<u32> {
+        self.by_string
+            .get(usize::try_from(name).ok()?)
+            .copied()
+            .flatten()
+    }
+}
+
+/// Checks every rule of the pinned page's "Footer validation" and returns the variable index.
+///
+/// `segments_end` is the footer's first byte: segments must tile `[8, segments_end)`.
+pub fn validate(
+    footer: &CollectionFooter,
+    segments_end: u64,
+) -> Result<VariableIndex, FooterError> {
+    if footer.version != FORMAT_VERSION {
+        return Err(FooterError::corrupt(
+            "version",
+            format!(
+                "footer says {}, trailer says {FORMAT_VERSION}",
+                footer.version
+            ),
+        ));
+    }
+    let variables = validate_variables(footer, segments_end)?;
+    for (i, schema) in footer.schema_pool.iter().enumerate() {
+        validate_schema(footer, &variables, i, schema)?;
+    }
+    validate_datasets(footer)?;
+    Ok(variables)
+}
+
+fn validate_variables(
+    footer: &CollectionFooter,
+    segments_end: u64,
+) -> Result<VariableIndex, FooterError> {
+    let mut by_string = vec![None; footer.string_pool.len()];
+    let mut expected_offset = HEADER_SIZE;
+    for (i, variable) in footer.variables.iter().enumerate() {
+        let field = |name: &str| format!("variables[{i}].{name}");
+        let slot = usize::try_from(variable.name)
+            .ok()
+            .and_then(|n| by_string.get_mut(n))
+            .ok_or_else(|| {
+                out_of_pool(
+                    field("name"),
+                    variable.name,
+                    "string",
+                    footer.string_pool.len(),
+                )
+            })?;
+        if slot.replace(index_u32(i)).is_some() {
+            return Err(FooterError::corrupt(
+                field("name"),
+                "two segments carry this name",
+            ));
+        }
+        if variable.seg_len == 0 {
+            return Err(FooterError::corrupt(field("seg_len"), "segment is empty"));
+        }
+        if variable.seg_offset != expected_offset {
+            return Err(FooterError::corrupt(
+                field("seg_offset"),
+                format!(
+                    "is {}, segments are back to back so it must be {expected_offset}",
+                    variable.seg_offset
+                ),
+            ));
+        }
+        expected_offset = variable
+            .seg_end()
+            .filter(|&end| end <= segments_end)
+            .ok_or_else(|| {
+                FooterError::corrupt(
+                    field("seg_len"),
+                    format!("segment runs past the footer at {segments_end}"),
+                )
+            })?;
+    }
+    if expected_offset != segments_end {
+        return Err(FooterError::corrupt(
+            "variables",
+            format!("segments end at {expected_offset}, the footer starts at {segments_end}"),
+        ));
+    }
+    Ok(VariableIndex { by_string })
+}
+
+fn validate_schema(
+    footer: &CollectionFooter,
+    variables: &VariableIndex,
+    i: usize,
+    schema: &InternedSchema,
+) -> Result<(), FooterError> {
+    let at = format!("schema_pool[{i}]");
+    check_pairs(footer, &schema.arrays, &format!("{at}.arrays"))?;
+    for (j, (name, _)) in schema.arrays.iter().enumerate() {
+        if variables.variable_of(*name).is_none() {
+            return Err(FooterError::corrupt(
+                format!("{at}.arrays[{j}].name"),
+                "names no segment",
+            ));
+        }
+        if schema.arrays[..j]
+            .iter()
+            .any(|(earlier, _)| earlier == name)
+        {
+            return Err(FooterError::corrupt(
+                format!("{at}.arrays[{j}].name"),
+                "repeats an earlier array",
+            ));
+        }
+    }
+    check_pairs(footer, &schema.attrs, &format!("{at}.attrs"))?;
+    if !schema.attrs.is_empty() && !has_datasets_segment(footer, variables) {
+        return Err(FooterError::corrupt(
+            format!("{at}.attrs"),
+            format!("dataset attributes declared but no {DATASETS_SEGMENT} segment exists"),
+        ));
+    }
+    for (j, (position, keys)) in schema.array_attrs.iter().enumerate() {
+        if usize::try_from(*position).map_or(true, |p| p >= schema.arrays.len()) {
+            return Err(FooterError::corrupt(
+                format!("{at}.array_attrs[{j}].position"),
+                format!(
+                    "{position} is past the schema's {} arrays",
+                    schema.arrays.len()
+                ),
+            ));
+        }
+        check_pairs(footer, keys, &format!("{at}.array_attrs[{j}].keys"))?;
+    }
+    Ok(())
+}
+
+/// Every pair is `(string index, dtype index)`; both must resolve.
+fn check_pairs(footer: &CollectionFooter, pairs: &IndexPairs, at: &str) -> Result<(), FooterError> {
+    for (k, (string, dtype)) in pairs.iter().enumerate() {
+        if footer.string(*string).is_none() {
+            return Err(out_of_pool(
+                format!("{at}[{k}].name"),
+                *string,
+                "string",
+                footer.string_pool.len(),
+            ));
+        }
+        if footer.dtype(*dtype).is_none() {
+            return Err(out_of_pool(
+                format!("{at}[{k}].dtype"),
+                *dtype,
+                "dtype",
+                footer.dtype_pool.len(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn validate_datasets(footer: &CollectionFooter) -> Result<(), FooterError> {
+    let schemas = footer.schema_pool.len();
+    for (ordinal, (name, schema)) in footer.datasets.iter().enumerate() {
+        if usize::try_from(*schema).map_or(true, |s| s >= schemas) {
+            return Err(out_of_pool(
+                format!("datasets[{ordinal}] ('{name}').schema"),
+                *schema,
+                "schema",
+                schemas,
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn has_datasets_segment(footer: &CollectionFooter, variables: &VariableIndex) -> bool {
+    footer
+        .string_pool
+        .iter()
+        .position(|s| s == DATASETS_SEGMENT)
+        .is_some_and(|i| variables.variable_of(index_u32(i)).is_some())
+}
+
+fn out_of_pool(field: String, index: u32, pool: &str, len: usize) -> FooterError {
+    FooterError::corrupt(
+        field,
+        format!("index {index} is past the {pool} pool of {len} entries"),
+    )
+}
+
+/// Positions in decoded vectors; a u32 index always fits, since the indices being checked are u32.
+fn index_u32(i: usize) -> u32 {
+    u32::try_from(i).unwrap_or(u32::MAX)
+}

@@ -1,0 +1,309 @@
+//! The open collection.
+
+use crate::delete::{ConditionalPutCommitter, MaskCommitter};
+use crate::error::AtlasError;
+use crate::open::{read_container, read_mask};
+use crate::view::DatasetView;
+use array_format::{
+    ArrayFile, BlockCache, ReadConfig, DEFAULT_CACHE_CAPACITY, DEFAULT_IO_CACHE_CAPACITY,
+};
+use atlas_footer::validate::VariableIndex;
+use atlas_footer::{
+    CollectionFooter, VariableEntry, CONTAINER_OBJECT, DATASETS_SEGMENT, MASK_OBJECT,
+};
+use atlas_mask::DeletedSet;
+use atlas_store::SegmentView;
+use object_store::local::LocalFileSystem;
+use object_store::path::Path;
+use object_store::ObjectStore;
+use std::any::Any;
+use std::path::PathBuf;
+use std::sync::{Arc, PoisonError, RwLock};
+use tokio::sync::OnceCell;
+
+/// Bytes of a segment's tail fetched with its trailer, so a small segment opens in one request.
+const SEGMENT_TAIL_WINDOW: u64 = 64 * 1024;
+
+/// What [`Atlas::open`] accepts as a store: `Arc<dyn ObjectStore>`, or `Arc<S>` of any concrete
+/// store `S`.
+///
+/// The concrete form is how `open` recognises object_store's `LocalFileSystem` and picks the
+/// directory-`flock` delete path for it. An `Arc<dyn ObjectStore>` cannot be recognised:
+/// `ObjectStore` has no `Any` supertrait and no method that names a local root, so nothing can
+/// downcast it or learn where its files live (its `Display` text is not a contract, and a
+/// wrapper may print the same). Such a store keeps conditional PUT, which on `LocalFileSystem`
+/// falls back to last-writer-wins with a warning; open it as `Arc<LocalFileSystem>` or with
+/// [`Atlas::open_local`] instead.
+pub trait IntoAtlasStore {
+    /// The store as a trait object, and, when it is a `LocalFileSystem` on Unix, the directory
+    /// that holds the collection at `prefix`.
+    fn into_atlas_store(self, prefix: &Path) -> (Arc<dyn ObjectStore>, Option<PathBuf>);
+}
+
+impl IntoAtlasStore for Arc<dyn ObjectStore> {
+    fn into_atlas_store(self, _prefix: &Path) -> (Arc<dyn ObjectStore>, Option<PathBuf>) {
+        (self, None)
+    }
+}
+
+impl<S: ObjectStore> IntoAtlasStore for Arc<S> {
+    fn into_atlas_store(self, prefix: &Path) -> (Arc<dyn ObjectStore>, Option<PathBuf>) {
+        let local = if cfg!(unix) {
+            (&self as &dyn Any)
+                .downcast_ref::<Arc<LocalFileSystem>>()
+                .and_then(|fs| fs.path_to_filesystem(prefix).ok())
+        } else {
+            None
+        };
+        (self, local)
+    }
+}
+
+/// An open Atlas collection. Share it across tasks behind an `Arc`: every method takes `&self`.
+pub struct Atlas {
+    pub(crate) store: Arc<dyn ObjectStore>,
+    pub(crate) container: Path,
+    pub(crate) mask_path: Path,
+    pub(crate) footer: CollectionFooter,
+    variables: VariableIndex,
+    /// Replaced whole after a delete; readers take a snapshot.
+    deleted: RwLock<Arc<DeletedSet>>,
+    /// One cell per variable: a segment is opened at most once, by whichever task asks first.
+    segments: Vec<OnceCell<ArrayFile>>,
+    cache: Arc<BlockCache>,
+    pub(crate) committer: Arc<dyn MaskCommitter>,
+    datasets_segment: Option<u32>,
+}
+
+impl std::fmt::Debug for Atlas {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Atlas")
+            .field("container", &self.container)
+            .field("datasets", &self.footer.datasets.len())
+            .field("segments", &self.footer.variables.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Atlas {
+    /// Opens the collection at `prefix` in `store`: at most three requests, whatever its size.
+    ///
+    /// `store` is an `Arc<dyn ObjectStore>` or an `Arc` of a concrete store (see
+    /// [`IntoAtlasStore`]). Deletes go through a [`ConditionalPutCommitter`], except on an
+    /// `Arc<LocalFileSystem>` (concrete type, Unix), where they go through a
+    /// [`LocalFlockCommitter`](crate::LocalFlockCommitter) on the collection directory; see
+    /// [`Atlas::with_committer`].
+    pub async fn open(store: impl IntoAtlasStore, prefix: &Path) -> Result<Self, AtlasError> {
+        let (store, local_dir) = store.into_atlas_store(prefix);
+        let atlas = Self::open_dyn(store, prefix).await?;
+        Ok(match local_dir {
+            Some(dir) => atlas.with_committer(Arc::new(crate::local::LocalFlockCommitter::new(dir))),
+            None => atlas,
+        })
+    }
+
+    async fn open_dyn(store: Arc<dyn ObjectStore>, prefix: &Path) -> Result<Self, AtlasError> {
+        let container = prefix.clone().join(CONTAINER_OBJECT);
+        let mask_path = prefix.clone().join(MASK_OBJECT);
+        let opened = read_container(store.as_ref(), &container).await?;
+        let deleted = read_mask(store.as_ref(), &mask_path, opened.footer.datasets.len()).await?;
+        let committer = Arc::new(ConditionalPutCommitter::new(
+            Arc::clone(&store),
+            mask_path.clone(),
+        ));
+        let datasets_segment = opened
+            .footer
+            .string_pool
+            .iter()
+            .position(|s| s == DATASETS_SEGMENT)
+            .and_then(|i| opened.variables.variable_of(u32::try_from(i).ok()?));
+        let segments = (0..opened.footer.variables.len())
+            .map(|_| OnceCell::new())
+            .collect();
+        Ok(Self {
+            store,
+            container,
+            mask_path,
+            footer: opened.footer,
+            variables: opened.variables,
+            deleted: RwLock::new(Arc::new(deleted)),
+            segments,
+            cache: Arc::new(BlockCache::new(
+                DEFAULT_CACHE_CAPACITY as u64,
+                DEFAULT_IO_CACHE_CAPACITY as u64,
+            )),
+            committer,
+            datasets_segment,
+        })
+    }
+
+    /// Opens a collection in a local directory. Deletes hold an advisory `flock` on the
+    /// directory across read-merge-write, so concurrent deleters on one host lose nothing.
+    pub async fn open_local(dir: impl AsRef<std::path::Path>) -> Result<Self, AtlasError> {
+        let dir = dir.as_ref();
+        let io = |source| AtlasError::Io {
+            path: dir.display().to_string(),
+            source,
+        };
+        let canonical = std::fs::canonicalize(dir).map_err(io)?;
+        let store = object_store::local::LocalFileSystem::new_with_prefix(&canonical)?;
+        let atlas = Self::open_dyn(Arc::new(store), &Path::default()).await?;
+        Ok(atlas.with_committer(Arc::new(crate::local::LocalFlockCommitter::new(canonical))))
+    }
+
+    /// Uses `committer` for [`Atlas::delete`] instead of the default.
+    pub fn with_committer(mut self, committer: Arc<dyn MaskCommitter>) -> Self {
+        self.committer = committer;
+        self
+    }
+
+    /// The committer [`Atlas::delete`] goes through.
+    pub fn committer(&self) -> &Arc<dyn MaskCommitter> {
+        &self.committer
+    }
+
+    /// The validated footer.
+    pub fn footer(&self) -> &CollectionFooter {
+        &self.footer
+    }
+
+    /// The container's path.
+    pub fn container_path(&self) -> &Path {
+        &self.container
+    }
+
+    /// The live (not deleted) dataset ordinals' count.
+    pub fn dataset_count(&self) -> usize {
+        self.footer.datasets.len() - self.deleted().len()
+    }
+
+    /// A snapshot of the deleted ordinals.
+    pub fn deleted(&self) -> Arc<DeletedSet> {
+        Arc::clone(&self.deleted.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    pub(crate) fn replace_deleted(&self, set: DeletedSet) {
+        *self.deleted.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(set);
+    }
+
+    /// The live dataset called `name`: one hash lookup.
+    pub fn dataset(&self, name: &str) -> Option<DatasetView<'_>> {
+        let (ordinal, _, _) = self.footer.datasets.get_full(name)?;
+        self.dataset_at(u32::try_from(ordinal).ok()?)
+    }
+
+    /// The live dataset at `ordinal`.
+    pub fn dataset_at(&self, ordinal: u32) -> Option<DatasetView<'_>> {
+        if self.deleted().contains(ordinal) {
+            return None;
+        }
+        let (name, schema) = self
+            .footer
+            .datasets
+            .get_index(usize::try_from(ordinal).ok()?)?;
+        DatasetView::new(self, ordinal, name, *schema)
+    }
+
+    /// Every live dataset, in ordinal order.
+    pub fn datasets(&self) -> impl Iterator<Item = DatasetView<'_>> + '_ {
+        let deleted = self.deleted();
+        self.footer
+            .datasets
+            .iter()
+            .zip(0u32..)
+            .filter_map(move |((name, schema), ordinal)| {
+                if deleted.contains(ordinal) {
+                    None
+                } else {
+                    DatasetView::new(self, ordinal, name, *schema)
+                }
+            })
+    }
+
+    /// Every variable (segment) with its name, in container order.
+    pub fn variables(&self) -> impl Iterator<Item = (&str, &VariableEntry)> + '_ {
+        self.footer
+            .variables
+            .iter()
+            .map(|v| (self.footer.string(v.name).unwrap_or(""), v))
+    }
+
+    /// The ordinal of a live or deleted dataset, by name.
+    pub(crate) fn ordinal_of(&self, name: &str) -> Option<u32> {
+        u32::try_from(self.footer.datasets.get_index_of(name)?).ok()
+    }
+
+    /// The variable whose name is string pool entry `name`.
+    pub(crate) fn variable_of_string(&self, name: u32) -> Option<u32> {
+        self.variables.variable_of(name)
+    }
+
+    /// The variable called `name`.
+    pub(crate) fn variable_named(&self, name: &str) -> Option<u32> {
+        let index = self.footer.string_pool.iter().position(|s| s == name)?;
+        self.variables.variable_of(u32::try_from(index).ok()?)
+    }
+
+    pub(crate) fn datasets_segment(&self) -> Option<u32> {
+        self.datasets_segment
+    }
+
+    pub(crate) fn variable_name(&self, variable: u32) -> &str {
+        self.footer
+            .variables
+            .get(variable as usize)
+            .and_then(|v| self.footer.string(v.name))
+            .unwrap_or("")
+    }
+
+    /// A store failure stays a store failure; anything else array-format refuses in a segment
+    /// means the segment's bytes are damaged.
+    pub(crate) fn segment_error(&self, variable: u32, error: array_format::Error) -> AtlasError {
+        let name = self.variable_name(variable).to_owned();
+        match error {
+            array_format::Error::Storage(_) | array_format::Error::Io(_) => AtlasError::Segment {
+                variable: name,
+                source: error,
+            },
+            other => AtlasError::corrupt(
+                self.container.as_ref(),
+                format!("segment '{name}'"),
+                other.to_string(),
+            ),
+        }
+    }
+
+    /// The segment of `variable`, opened on first use and shared from then on.
+    pub(crate) async fn segment(&self, variable: u32) -> Result<&ArrayFile, AtlasError> {
+        let index = variable as usize;
+        let (cell, entry) = match (self.segments.get(index), self.footer.variables.get(index)) {
+            (Some(cell), Some(entry)) => (cell, *entry),
+            _ => {
+                return Err(AtlasError::corrupt(
+                    self.container.as_ref(),
+                    "variables",
+                    format!("no variable {variable}"),
+                ))
+            }
+        };
+        cell.get_or_try_init(|| async move {
+            let location = Path::from(format!("segment/{variable}"));
+            let view = SegmentView::new(
+                Arc::clone(&self.store),
+                self.container.clone(),
+                entry.seg_offset,
+                entry.seg_len,
+                SEGMENT_TAIL_WINDOW,
+                location.clone(),
+            );
+            let config = ReadConfig {
+                cache: Some(Arc::clone(&self.cache)),
+                ..ReadConfig::default()
+            };
+            ArrayFile::open(Arc::new(view), location, config)
+                .await
+                .map_err(|e| self.segment_error(variable, e))
+        })
+        .await
+    }
+}

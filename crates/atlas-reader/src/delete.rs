@@ -1,0 +1,208 @@
+//! Deletes: read the mask, merge ordinals in, commit only if the mask is still the one read.
+//!
+//! The loop is generic; how a commit is made conditional is the [`MaskCommitter`]'s business:
+//! - [`ConditionalPutCommitter`]: `PutMode::Create` when the mask is absent, `PutMode::Update`
+//!   with the e-tag read otherwise, for backends that offer it (S3, GCS, Azure, `InMemory`).
+//!   Where the backend refuses conditional PUT it falls back to an unconditional PUT:
+//!   last-writer-wins, with a `tracing` warning, so a racing delete can be lost there.
+//! - [`crate::LocalFlockCommitter`]: local disk, an advisory `flock` on the collection directory.
+//!
+//! The mask's bytes stay version 1 either way.
+
+use crate::atlas::Atlas;
+use crate::error::AtlasError;
+use crate::open::decode_mask;
+use atlas_mask::DeletedSet;
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+/// Attempts before a delete gives up on conflicts.
+const MAX_ATTEMPTS: u32 = 200;
+
+/// Turns the mask as read (`None`: absent) into the mask to commit.
+pub type MergeFn<'m> = dyn Fn(Option<&[u8]>) -> Result<Vec<u8>, AtlasError> + Send + Sync + 'm;
+
+/// How one attempt ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitOutcome {
+    /// The merged mask is committed.
+    Committed,
+    /// The mask changed after it was read; nothing was written. Try again.
+    Conflict,
+}
+
+/// One read-merge-commit attempt against wherever the mask lives.
+pub trait MaskCommitter: Send + Sync + std::fmt::Debug {
+    /// Reads the mask, calls `merge` on it, and writes the result only if the mask is still the
+    /// one read.
+    fn attempt<'a>(
+        &'a self,
+        merge: &'a MergeFn<'a>,
+    ) -> BoxFuture<'a, Result<CommitOutcome, AtlasError>>;
+}
+
+/// What [`Atlas::delete`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeleteReport {
+    /// Ordinals this call hid that were live before.
+    pub newly_deleted: usize,
+    /// Ordinals hidden in total now.
+    pub total_deleted: usize,
+    /// Attempts the commit took (more than 1 means another deleter raced this one).
+    pub attempts: u32,
+}
+
+/// Commits with conditional PUT; see the [module docs](self).
+#[derive(Debug)]
+pub struct ConditionalPutCommitter {
+    store: Arc<dyn ObjectStore>,
+    path: Path,
+    warned: AtomicBool,
+}
+
+impl ConditionalPutCommitter {
+    /// Commits the mask at `path` in `store`.
+    pub fn new(store: Arc<dyn ObjectStore>, path: Path) -> Self {
+        Self {
+            store,
+            path,
+            warned: AtomicBool::new(false),
+        }
+    }
+
+    async fn try_once(&self, merge: &MergeFn<'_>) -> Result<CommitOutcome, AtlasError> {
+        let (current, version) = match self.store.get(&self.path).await {
+            Ok(result) => {
+                let version = UpdateVersion {
+                    e_tag: result.meta.e_tag.clone(),
+                    version: result.meta.version.clone(),
+                };
+                (Some(result.bytes().await?), Some(version))
+            }
+            Err(object_store::Error::NotFound { .. }) => (None, None),
+            Err(e) => return Err(e.into()),
+        };
+        let merged = PutPayload::from(Bytes::from(merge(current.as_deref())?));
+        let mode = match version {
+            None => PutMode::Create,
+            Some(v) if v.e_tag.is_some() || v.version.is_some() => PutMode::Update(v),
+            Some(_) => {
+                return self
+                    .last_writer_wins(merged, "the backend returned no e-tag")
+                    .await
+            }
+        };
+        let options = PutOptions {
+            mode,
+            ..Default::default()
+        };
+        match self
+            .store
+            .put_opts(&self.path, merged.clone(), options)
+            .await
+        {
+            Ok(_) => Ok(CommitOutcome::Committed),
+            Err(
+                object_store::Error::AlreadyExists { .. }
+                | object_store::Error::Precondition { .. },
+            ) => Ok(CommitOutcome::Conflict),
+            Err(
+                object_store::Error::NotImplemented { .. }
+                | object_store::Error::NotSupported { .. },
+            ) => {
+                self.last_writer_wins(merged, "the backend has no conditional PUT")
+                    .await
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn last_writer_wins(
+        &self,
+        merged: PutPayload,
+        why: &str,
+    ) -> Result<CommitOutcome, AtlasError> {
+        if !self.warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                mask = %self.path,
+                "{why}: deletes are last-writer-wins here, and a racing delete can be lost; serialize deletes"
+            );
+        }
+        self.store.put(&self.path, merged).await?;
+        Ok(CommitOutcome::Committed)
+    }
+}
+
+impl MaskCommitter for ConditionalPutCommitter {
+    fn attempt<'a>(
+        &'a self,
+        merge: &'a MergeFn<'a>,
+    ) -> BoxFuture<'a, Result<CommitOutcome, AtlasError>> {
+        Box::pin(self.try_once(merge))
+    }
+}
+
+impl Atlas {
+    /// Hides the datasets called `names`. Unknown names are refused before anything is written.
+    ///
+    /// Reads the mask, adds the ordinals, and writes the whole mask back in one PUT, retrying on
+    /// conflict; see the [`MaskCommitter`] in use for what a race costs.
+    pub async fn delete<S: AsRef<str>>(&self, names: &[S]) -> Result<DeleteReport, AtlasError> {
+        let mut ordinals = Vec::with_capacity(names.len());
+        for name in names {
+            let name = name.as_ref();
+            ordinals.push(
+                self.ordinal_of(name)
+                    .ok_or_else(|| AtlasError::DatasetNotFound(name.to_owned()))?,
+            );
+        }
+        let dataset_count = self.footer.datasets.len();
+        let before = self.deleted().len();
+        let committed: Mutex<Option<DeletedSet>> = Mutex::new(None);
+        let mask_path = self.mask_path.clone();
+        let merge = |current: Option<&[u8]>| -> Result<Vec<u8>, AtlasError> {
+            let mut set = match current {
+                Some(bytes) => decode_mask(&mask_path, bytes, dataset_count)?,
+                None => DeletedSet::new(dataset_count),
+            };
+            set.merge(ordinals.iter().copied());
+            let bytes = atlas_mask::encode(&set);
+            *committed.lock().unwrap_or_else(PoisonError::into_inner) = Some(set);
+            Ok(bytes)
+        };
+        for attempt in 1..=MAX_ATTEMPTS {
+            match self.committer.attempt(&merge).await? {
+                CommitOutcome::Committed => {
+                    let set = committed
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .take()
+                        .unwrap_or_default();
+                    let total_deleted = set.len();
+                    self.replace_deleted(set);
+                    let newly_deleted = total_deleted.saturating_sub(before);
+                    return Ok(DeleteReport {
+                        newly_deleted,
+                        total_deleted,
+                        attempts: attempt,
+                    });
+                }
+                CommitOutcome::Conflict => tokio::time::sleep(backoff(attempt)).await,
+            }
+        }
+        Err(AtlasError::DeleteConflict {
+            attempts: MAX_ATTEMPTS,
+        })
+    }
+}
+
+/// A short, growing pause, spread by a per-attempt offset so racing deleters drift apart.
+fn backoff(attempt: u32) -> Duration {
+    let jitter = u64::from(std::process::id() ^ attempt.wrapping_mul(2_654_435_761)) % 5;
+    Duration::from_millis(u64::from(attempt.min(20)) + jitter)
+}

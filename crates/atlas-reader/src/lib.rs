@@ -1,0 +1,35 @@
+//! Reads Atlas collections.
+//!
+//! What it is for: [`Atlas::open`] reads a collection within the pinned request budget (one
+//! suffix-range GET of the container's last 64 KiB, a second range only when the footer does not
+//! fit, one GET of `deleted.mask`), validates the footer, and answers lookups by name in one
+//! hash, iteration in ordinal order, schemas that borrow the footer, array reads, statistics and
+//! attributes, all with deleted datasets hidden. Segments are read in place through a byte-range
+//! view of `data.atlas`, each opened at most once per [`Atlas`] and sharing one block cache.
+//! [`Atlas::delete`] hides datasets through a [`MaskCommitter`]: a read-merge-commit loop that
+//! loses nothing where the backend can commit conditionally (or, on local disk, under a
+//! directory `flock`), and is last-writer-wins, with a warning, elsewhere.
+//!
+//! What it is not for: writing containers (`atlas-writer`); the byte layouts themselves
+//! (`atlas-footer`, `atlas-mask`).
+//!
+//! Layering: above `atlas-footer`, `atlas-mask`, `atlas-model` and `atlas-store`; below the
+//! `atlas` facade and the CLI.
+#![forbid(unsafe_code)]
+
+mod atlas;
+mod attrs;
+mod delete;
+mod error;
+mod local;
+mod open;
+mod stats;
+mod view;
+
+pub use atlas::{Atlas, IntoAtlasStore};
+pub use atlas_model::Attr;
+pub use delete::{CommitOutcome, ConditionalPutCommitter, DeleteReport, MaskCommitter, MergeFn};
+pub use error::AtlasError;
+pub use local::{CommitStep, LocalFlockCommitter, StepHook};
+pub use stats::{CollectionStats, DatasetStats};
+pub use view::{ArrayLayout, ArrayMeta, ArraySchema, DatasetSchema, DatasetView, SchemaView};

@@ -1,0 +1,83 @@
+//! Opening: the tail probe, the footer, the mask. At most three requests.
+
+use crate::error::AtlasError;
+use atlas_footer::trailer::{check_header, locate_footer, parse_trailer, slice_of_probe};
+use atlas_footer::validate::VariableIndex;
+use atlas_footer::wire::decode_and_validate;
+use atlas_footer::{CollectionFooter, TAIL_PROBE};
+use atlas_mask::DeletedSet;
+use bytes::Bytes;
+use object_store::path::Path;
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
+
+/// What an open learns about the container.
+pub(crate) struct OpenedContainer {
+    pub(crate) footer: CollectionFooter,
+    pub(crate) variables: VariableIndex,
+}
+
+/// Reads and validates the footer: one suffix GET, and a second range only if the footer is
+/// larger than the probe.
+pub(crate) async fn read_container(
+    store: &dyn ObjectStore,
+    container: &Path,
+) -> Result<OpenedContainer, AtlasError> {
+    let at = container.as_ref();
+    let options = GetOptions {
+        range: Some(GetRange::Suffix(TAIL_PROBE)),
+        ..Default::default()
+    };
+    let probe = match store.get_opts(container, options).await {
+        Ok(result) => result,
+        Err(object_store::Error::NotFound { .. }) => {
+            return Err(AtlasError::NotAnAtlasCollection {
+                path: at.to_owned(),
+                reason: "no such object".into(),
+            })
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let size = probe.meta.size;
+    let probe = probe.bytes().await?;
+    let trailer = parse_trailer(&probe).map_err(|e| AtlasError::from_footer(at, e))?;
+    // The leading copy is checked only when the probe already holds it: a round trip to prove
+    // again what the trailer proved would be waste.
+    if probe.len() as u64 == size {
+        check_header(&probe).map_err(|e| AtlasError::from_footer(at, e))?;
+    }
+    let location = locate_footer(size, trailer).map_err(|e| AtlasError::from_footer(at, e))?;
+    let frame: Bytes = match slice_of_probe(&probe, size, &location.footer) {
+        Some(slice) => probe.slice_ref(slice),
+        None => store.get_range(container, location.footer.clone()).await?,
+    };
+    let (footer, variables) = decode_and_validate(&frame, location.segments_end)
+        .map_err(|e| AtlasError::from_footer(at, e))?;
+    Ok(OpenedContainer { footer, variables })
+}
+
+/// Reads `deleted.mask`: absent means nothing is deleted.
+pub(crate) async fn read_mask(
+    store: &dyn ObjectStore,
+    mask: &Path,
+    dataset_count: usize,
+) -> Result<DeletedSet, AtlasError> {
+    match store.get(mask).await {
+        Ok(result) => {
+            let bytes = result.bytes().await?;
+            decode_mask(mask, &bytes, dataset_count)
+        }
+        Err(object_store::Error::NotFound { .. }) => Ok(DeletedSet::new(dataset_count)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub(crate) fn decode_mask(
+    mask: &Path,
+    bytes: &[u8],
+    dataset_count: usize,
+) -> Result<DeletedSet, AtlasError> {
+    atlas_mask::decode(bytes, dataset_count).map_err(|source| AtlasError::Mask {
+        path: mask.to_string(),
+        source,
+    })
+}

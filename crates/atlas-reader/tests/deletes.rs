@@ -1,0 +1,208 @@
+//! Deletes: the mask hides datasets everywhere, and concurrent deleters lose nothing.
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code: small known values.
+
+mod common;
+
+use atlas_reader::{Atlas, AtlasError, LocalFlockCommitter};
+use common::*;
+use object_store::local::LocalFileSystem;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use std::sync::Arc;
+
+#[tokio::test]
+async fn deleted_datasets_are_hidden_from_lookups_iteration_stats_and_attributes() {
+    let store = write([
+        every_dtype("jan", 1),
+        every_dtype("feb", 2),
+        every_dtype("mar", 3),
+    ])
+    .await;
+    let atlas = Atlas::open(Arc::clone(&store), &prefix()).await.unwrap();
+    let report = atlas.delete(&["feb"]).await.unwrap();
+    assert_eq!((report.newly_deleted, report.total_deleted), (1, 1));
+    for atlas in [atlas, Atlas::open(store, &prefix()).await.unwrap()] {
+        assert!(atlas.dataset("feb").is_none());
+        assert_eq!(
+            atlas.dataset("mar").unwrap().ordinal(),
+            2,
+            "ordinals never move"
+        );
+        assert_eq!(
+            atlas.datasets().map(|d| d.name()).collect::<Vec<_>>(),
+            ["jan", "mar"]
+        );
+        assert_eq!(atlas.dataset_count(), 2);
+        let stats = atlas.array_stats("i64").await.unwrap();
+        assert_eq!(stats.datasets, 2);
+        assert_eq!(stats.min, Some(array_format::StatValue::Int(1)));
+        let rows = atlas.array_stats_by_dataset("i64").await.unwrap();
+        assert!(rows.iter().all(|r| r.dataset != "feb"));
+        let seeds = atlas.attributes_by_dataset("seed").await.unwrap();
+        assert_eq!(
+            seeds.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+            ["jan", "mar"]
+        );
+    }
+}
+
+#[tokio::test]
+async fn unknown_names_are_refused_before_writing() {
+    let store = write(stations(3)).await;
+    let atlas = Atlas::open(Arc::clone(&store), &prefix()).await.unwrap();
+    assert!(matches!(
+        atlas.delete(&["station_000000_2024", "nope"]).await,
+        Err(AtlasError::DatasetNotFound(_))
+    ));
+    assert!(
+        store.head(&prefix().join("deleted.mask")).await.is_err(),
+        "no mask written"
+    );
+}
+
+#[tokio::test]
+async fn a_foreign_mask_is_reported_and_never_overwritten() {
+    let store = write(stations(3)).await;
+    store
+        .put(
+            &prefix().join("deleted.mask"),
+            PutPayload::from_static(b"not a mask"),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(
+        Atlas::open(Arc::clone(&store), &prefix()).await,
+        Err(AtlasError::Mask { .. })
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eight_concurrent_deleters_in_memory_lose_no_ordinal() {
+    let store = write(stations(64)).await;
+    let mut tasks = Vec::new();
+    for deleter in 0..8 {
+        let store = Arc::clone(&store);
+        tasks.push(tokio::spawn(async move {
+            let atlas = Atlas::open(store, &prefix()).await.unwrap();
+            for i in 0..8 {
+                atlas
+                    .delete(&[format!("station_{:06}_2024", deleter * 8 + i)])
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let atlas = Atlas::open(store, &prefix()).await.unwrap();
+    assert_eq!(
+        atlas.deleted().len(),
+        64,
+        "every deleter's ordinals survive"
+    );
+    assert_eq!(atlas.datasets().count(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eight_concurrent_deleters_on_local_disk_lose_no_ordinal() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn ObjectStore> =
+        Arc::new(LocalFileSystem::new_with_prefix(dir.path()).unwrap());
+    write_to(store, stations(64)).await;
+    let collection = dir.path().join("collections/demo");
+    let mut threads = Vec::new();
+    for deleter in 0..8 {
+        let collection = collection.clone();
+        threads.push(std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                let atlas = Atlas::open_local(&collection).await.unwrap();
+                for i in 0..8 {
+                    atlas
+                        .delete(&[format!("station_{:06}_2024", deleter * 8 + i)])
+                        .await
+                        .unwrap();
+                }
+            });
+        }));
+    }
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let atlas = Atlas::open_local(&collection).await.unwrap();
+    assert_eq!(atlas.deleted().len(), 64);
+    let leftovers: Vec<_> = std::fs::read_dir(&collection)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        leftovers.len(),
+        2,
+        "data.atlas and deleted.mask, no lock or temp files: {leftovers:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_flock_committer_replaces_a_stale_temp_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn ObjectStore> =
+        Arc::new(LocalFileSystem::new_with_prefix(dir.path()).unwrap());
+    write_to(store, stations(4)).await;
+    let collection = dir.path().join("collections/demo");
+    std::fs::write(collection.join(".deleted.mask.crashed"), b"half").unwrap();
+    let atlas = Atlas::open_local(&collection).await.unwrap();
+    let atlas = atlas.with_committer(Arc::new(LocalFlockCommitter::new(collection.clone())));
+    atlas.delete(&["station_000001_2024"]).await.unwrap();
+    assert!(!collection.join(".deleted.mask.crashed").exists());
+    assert_eq!(
+        Atlas::open_local(&collection)
+            .await
+            .unwrap()
+            .deleted()
+            .ordinals(),
+        [1]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn open_on_a_concrete_local_file_system_takes_the_directory_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let local = Arc::new(LocalFileSystem::new_with_prefix(dir.path()).unwrap());
+    write_to(Arc::clone(&local) as Arc<dyn ObjectStore>, stations(64)).await;
+    // As a trait object the store cannot be recognised: conditional PUT (last-writer-wins here).
+    let as_dyn: Arc<dyn ObjectStore> = Arc::clone(&local) as Arc<dyn ObjectStore>;
+    let atlas = Atlas::open(as_dyn, &prefix()).await.unwrap();
+    assert!(format!("{:?}", atlas.committer()).starts_with("ConditionalPutCommitter"));
+    // As `Arc<LocalFileSystem>` it is: the flock committer on the collection directory.
+    let atlas = Atlas::open(Arc::clone(&local), &prefix()).await.unwrap();
+    assert!(format!("{:?}", atlas.committer()).starts_with("LocalFlockCommitter"));
+
+    let mut tasks = Vec::new();
+    for deleter in 0..8 {
+        let local = Arc::clone(&local);
+        tasks.push(tokio::spawn(async move {
+            let atlas = Atlas::open(local, &prefix()).await.unwrap();
+            for i in 0..8 {
+                atlas
+                    .delete(&[format!("station_{:06}_2024", deleter * 8 + i)])
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let atlas = Atlas::open(local, &prefix()).await.unwrap();
+    assert_eq!(atlas.deleted().len(), 64, "every deleter's ordinals survive");
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("collections/demo"))
+            .unwrap()
+            .count(),
+        2,
+        "data.atlas and deleted.mask only"
+    );
+}

@@ -1,0 +1,67 @@
+//! Atlas collections: many datasets of n-dimensional arrays in one write-once container.
+//!
+//! What it is for: the one crate an application depends on. It re-exports the writer
+//! ([`AtlasWriter`], [`DatasetSpec`], [`ArraySpec`]), the reader ([`Atlas`], [`DatasetView`],
+//! [`SchemaView`]), attribute values ([`Attr`]), the format's types ([`format`]) and the store
+//! adapters ([`store`]). A collection is a store prefix holding `data.atlas` (write-once) and,
+//! after a delete, `deleted.mask`; `docs/format/atlas.md` specifies both byte for byte.
+//!
+//! What it is not for: code of its own. Everything lives in the `atlas-*` crates below it.
+//!
+//! Layering: the top library layer; only the `atlas` binary sits above it.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use atlas::{ArraySpec, Atlas, AtlasWriter, Attr, DatasetSpec, WriterOptions};
+//! use atlas::ndarray::{ArrayD, IxDyn};
+//! use atlas::object_store::{memory::InMemory, path::Path, ObjectStore};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+//! let prefix = Path::from("weather");
+//!
+//! let mut writer = AtlasWriter::new(store.clone(), &prefix, WriterOptions::default());
+//! for (name, base) in [("jan_2024", 1.0f32), ("feb_2024", 2.0)] {
+//!     let data = ArrayD::from_shape_vec(IxDyn(&[2, 2]), vec![base; 4])?;
+//!     let temperature = ArraySpec::new("temperature", data).dims(["y", "x"]).attr("units", "K");
+//!     writer.write_dataset(DatasetSpec::new(name).array(temperature).attr("station", "north"))?;
+//! }
+//! writer.finish().await?;
+//!
+//! let atlas = Atlas::open(store, &prefix).await?;
+//! let feb = atlas.dataset("feb_2024").expect("written above");
+//! let values = feb.read_array::<f32>("temperature", vec![], vec![]).await?;
+//! assert_eq!(values.sum(), 8.0);
+//! assert_eq!(feb.get_attribute("station").await?, Some(Attr::from("north")));
+//! assert_eq!(atlas.array_stats("temperature").await?.datasets, 2);
+//! atlas.delete(&["jan_2024"]).await?;
+//! assert!(atlas.dataset("jan_2024").is_none());
+//! # Ok(())
+//! # }
+//! ```
+#![forbid(unsafe_code)]
+
+pub use array_format::{FillValue, StatValue, TimestampNs};
+pub use atlas_model::{validate_name, Attr, NameError, NameKind};
+pub use atlas_reader::{
+    ArrayLayout, ArrayMeta, ArraySchema, Atlas, AtlasError, CollectionStats, CommitOutcome,
+    CommitStep, ConditionalPutCommitter, DatasetSchema, DatasetStats, DatasetView, DeleteReport,
+    IntoAtlasStore, LocalFlockCommitter, MaskCommitter, MergeFn, SchemaView, StepHook,
+};
+pub use atlas_writer::{
+    ArraySpec, AtlasWriter, DatasetSpec, WriteError, WriteSummary, WriterOptions,
+};
+pub use ndarray;
+pub use object_store;
+
+/// The format's own types: footer, pools, trailer, mask.
+pub mod format {
+    pub use atlas_footer::*;
+    pub use atlas_mask::{DeletedSet, MaskError};
+}
+
+/// The object-store adapters: segment view, append sink, request counter.
+pub mod store {
+    pub use atlas_store::*;
+}

@@ -1,0 +1,252 @@
+//! `dsrt iterate`: one rank's share of an epoch, read the way a training job reads it, with a
+//! throughput summary.
+
+use crate::error::CliError;
+use crate::output::{human_bytes, per_second, print, print_json, seconds};
+use crate::progress::Progress;
+use clap::{Args, ValueEnum};
+use datasetrt::{
+    Dataset, IterState, Loader, LoaderConfig, OpenOptions, PlanConfig, RemainderPolicy, Sampling,
+    Shuffle,
+};
+use serde::Serialize;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Arguments of `dsrt iterate`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+The epoch's global order depends only on the caches, --seed, --epoch, --weights,
+--samples-per-epoch, --replacement and --shuffle; never on --workers. Ranks deal the order
+round-robin; every rank yields the same number of samples (printed first): with --policy pad
+the last round repeats samples from the start of the epoch, with --policy drop it is dropped.
+
+Examples:
+  dsrt iterate train/ val/ --seed 7 --epoch 0
+  dsrt iterate a/ b/ --weights 3,1 --samples-per-epoch 100000 --rank 1 --world-size 8 --workers 2
+  dsrt iterate cache/ --limit 1000 --save-state state.json && dsrt iterate cache/ --resume state.json")]
+pub(crate) struct IterateArgs {
+    /// Cache directories, in dataset order (a v2 cache's id is its position).
+    #[arg(required = true)]
+    caches: Vec<PathBuf>,
+    /// Sampling weight per cache, comma-separated, in the same order.
+    #[arg(long, value_delimiter = ',')]
+    weights: Option<Vec<f64>>,
+    /// Epoch length when weights are given (default: all samples).
+    #[arg(long)]
+    samples_per_epoch: Option<u64>,
+    /// Draw with replacement instead of passes over each cache.
+    #[arg(long)]
+    replacement: bool,
+    /// Order within the epoch.
+    #[arg(long, value_enum, default_value_t = ShuffleArg::Local)]
+    shuffle: ShuffleArg,
+    /// Shards per shuffle window with --shuffle local.
+    #[arg(long, default_value_t = 4)]
+    window_shards: usize,
+    /// The seed.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// The epoch.
+    #[arg(long, default_value_t = 0)]
+    epoch: u64,
+    /// This rank.
+    #[arg(long, default_value_t = 0)]
+    rank: u64,
+    /// Number of ranks.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    world_size: u64,
+    /// What to do with an incomplete last round.
+    #[arg(long, value_enum, default_value_t = PolicyArg::Pad)]
+    policy: PolicyArg,
+    /// Prefetching worker threads (0: read on the main thread).
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// Samples each worker reads ahead.
+    #[arg(long, default_value_t = 16)]
+    prefetch: usize,
+    /// Stop after this many samples (the state then points at the next one).
+    #[arg(long)]
+    limit: Option<u64>,
+    /// Resume from a state file written by --save-state.
+    #[arg(long)]
+    resume: Option<PathBuf>,
+    /// Write the iterator state (JSON) here when done.
+    #[arg(long)]
+    save_state: Option<PathBuf>,
+    /// Print each sample's `cache_id sample_id` on stdout, one per line.
+    #[arg(long)]
+    keys: bool,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Hash index, metadata and shards before iterating.
+    #[arg(long)]
+    validate: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ShuffleArg {
+    Local,
+    Full,
+    Sequential,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum PolicyArg {
+    Pad,
+    Drop,
+}
+
+#[derive(Debug, Serialize)]
+struct Summary {
+    rank: u64,
+    world_size: u64,
+    epoch: u64,
+    epoch_samples: u64,
+    samples_per_rank: u64,
+    samples: u64,
+    padding: u64,
+    payload_bytes: u64,
+    seconds: f64,
+    samples_per_second: f64,
+    bytes_per_second: f64,
+    state: IterState,
+}
+
+impl IterateArgs {
+    fn loader_config(&self) -> Result<LoaderConfig, CliError> {
+        let shuffle = match self.shuffle {
+            ShuffleArg::Local => Shuffle::Local {
+                window_shards: self.window_shards.max(1),
+            },
+            ShuffleArg::Full => Shuffle::Full,
+            ShuffleArg::Sequential => Shuffle::Sequential,
+        };
+        let resume = match &self.resume {
+            Some(path) => {
+                let text = std::fs::read(path).map_err(CliError::io(path, "read state file"))?;
+                let state: IterState = serde_json::from_slice(&text).map_err(|e| {
+                    CliError::Invalid(format!("{}: not an iterator state: {e}", path.display()))
+                })?;
+                Some(state)
+            }
+            None => None,
+        };
+        Ok(LoaderConfig {
+            plan: PlanConfig {
+                seed: self.seed,
+                weights: self.weights.clone(),
+                samples_per_epoch: self.samples_per_epoch,
+                sampling: if self.replacement {
+                    Sampling::WithReplacement
+                } else {
+                    Sampling::WithoutReplacement
+                },
+                shuffle,
+            },
+            epoch: self.epoch,
+            rank: self.rank,
+            world_size: self.world_size,
+            policy: match self.policy {
+                PolicyArg::Pad => RemainderPolicy::Pad,
+                PolicyArg::Drop => RemainderPolicy::Drop,
+            },
+            workers: self.workers,
+            prefetch: self.prefetch.max(1),
+            resume,
+        })
+    }
+}
+
+/// Runs `dsrt iterate`.
+pub(crate) fn run(args: &IterateArgs) -> Result<(), CliError> {
+    if args.rank >= args.world_size {
+        return Err(CliError::Invalid(format!(
+            "--rank {} is not below --world-size {}",
+            args.rank, args.world_size
+        )));
+    }
+    let options = OpenOptions {
+        validate_cache: args.validate,
+    };
+    let dataset = Arc::new(Dataset::open(&args.caches, options)?);
+    let mut loader = Loader::new(dataset, args.loader_config()?)?;
+    let samples_per_rank = loader.len();
+    let to_read = args
+        .limit
+        .map_or(samples_per_rank, |limit| limit.min(samples_per_rank));
+    if !args.json && !args.keys {
+        print(format_args!(
+            "rank {} of {}: {} samples per rank (epoch {} has {} samples, policy {:?})\n",
+            args.rank,
+            args.world_size,
+            samples_per_rank,
+            args.epoch,
+            loader.epoch_len(),
+            args.policy
+        ))?;
+    }
+    let progress = Progress::samples("iterating", Some(to_read));
+    let started = Instant::now();
+    let (mut samples, mut padding, mut payload_bytes) = (0u64, 0u64, 0u64);
+    let mut stdout = std::io::stdout().lock();
+    for item in loader
+        .by_ref()
+        .take(usize::try_from(to_read).unwrap_or(usize::MAX))
+    {
+        let item = item?;
+        samples += 1;
+        padding += u64::from(item.padding);
+        payload_bytes += item.sample.payload.len() as u64;
+        if args.keys {
+            writeln!(stdout, "{} {}", item.key.cache_id, item.key.sample_id)
+                .map_err(CliError::Stdout)?;
+        }
+        progress.inc();
+    }
+    stdout.flush().map_err(CliError::Stdout)?;
+    drop(stdout);
+    progress.finish();
+    let elapsed = started.elapsed();
+    let state = loader.state();
+    if let Some(path) = &args.save_state {
+        let json =
+            serde_json::to_vec_pretty(&state).map_err(|e| CliError::Invalid(e.to_string()))?;
+        std::fs::write(path, json).map_err(CliError::io(path, "write state file"))?;
+    }
+    let summary = Summary {
+        rank: args.rank,
+        world_size: args.world_size,
+        epoch: args.epoch,
+        epoch_samples: loader.epoch_len(),
+        samples_per_rank,
+        samples,
+        padding,
+        payload_bytes,
+        seconds: seconds(elapsed),
+        samples_per_second: per_second(samples, elapsed),
+        bytes_per_second: per_second(payload_bytes, elapsed),
+        state,
+    };
+    if args.json {
+        print_json(&summary)
+    } else if args.keys {
+        Ok(())
+    } else {
+        // A display figure: the fraction and anything past 2^64 B/s do not matter.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let rate = summary.bytes_per_second as u64;
+        print(format_args!(
+            "read {} samples ({} padding), {} in {:.2} s: {:.0} samples/s, {}/s\n",
+            summary.samples,
+            summary.padding,
+            human_bytes(payload_bytes),
+            summary.seconds,
+            summary.samples_per_second,
+            human_bytes(rate)
+        ))
+    }
+}

@@ -1,0 +1,96 @@
+//! `dsrt`: the DatasetRT command-line tool.
+//!
+//! What it is for: packing JSONL files or directory trees into caches (`pack`), describing a
+//! cache (`inspect`), checking caches for scripts and CI (`verify`), reading one sample back
+//! (`cat`), showing the whole round trip on a sample set shipped in the binary (`demo`),
+//! migrating manifests to v3 (`migrate`) and iterating epochs as a training rank would
+//! (`iterate`).
+//!
+//! What it is not for: the format itself. Every byte is written and read by the `datasetrt`
+//! facade; this crate only turns shell input into library calls and library results into
+//! text, JSON and exit codes.
+//!
+//! Layering: the top of the DatasetRT stack, above `datasetrt` and nothing else of the
+//! workspace. One module per subcommand; a new subcommand is a new module and one line in
+//! [`Command`].
+#![forbid(unsafe_code)]
+
+mod cache_open;
+mod cat;
+mod demo;
+mod error;
+mod inspect;
+mod iterate;
+mod migrate;
+mod output;
+mod pack;
+mod progress;
+mod verify;
+
+use clap::{Parser, Subcommand};
+use error::CliError;
+use std::process::ExitCode;
+
+/// Pack, inspect, verify and read DatasetRT caches.
+#[derive(Debug, Parser)]
+#[command(name = "dsrt", version, about, propagate_version = true)]
+#[command(after_help = "\
+Exit status: 0 success, 1 a runtime error or a cache that failed verification, 2 a usage error.
+
+Examples:
+  dsrt demo
+  dsrt pack --jsonl samples.jsonl --payload-field image --out cache/ --source train
+  dsrt verify --full cache/
+  dsrt cat cache/ 0 > sample0.bin")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Pack a JSONL file or a directory tree into a new cache.
+    Pack(pack::PackArgs),
+    /// Describe a cache: version, id, source, samples, schema, shards.
+    Inspect(inspect::InspectArgs),
+    /// Check caches; exit 1 if any is invalid.
+    Verify(verify::VerifyArgs),
+    /// Write one sample's payload (or its metadata) to stdout.
+    Cat(cat::CatArgs),
+    /// Pack, verify and read back the sample set shipped inside this binary.
+    Demo(demo::DemoArgs),
+    /// Rewrite v2 manifests as v3, keeping every cache id.
+    Migrate(migrate::MigrateArgs),
+    /// Iterate an epoch of a dataset as one rank of a training job would.
+    Iterate(iterate::IterateArgs),
+}
+
+fn main() -> ExitCode {
+    // clap prints usage errors itself and exits 2, `--help` and `--version` exit 0.
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Pack(args) => pack::run(&args),
+        Command::Inspect(args) => inspect::run(&args),
+        Command::Verify(args) => verify::run(&args),
+        Command::Cat(args) => cat::run(&args),
+        Command::Demo(args) => demo::run(&args),
+        Command::Migrate(args) => migrate::run(&args),
+        Command::Iterate(args) => iterate::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => report(&error),
+    }
+}
+
+/// Prints `error` the way Unix tools do and picks the exit status.
+fn report(error: &CliError) -> ExitCode {
+    // A reader that went away (`dsrt cat ... | head`) is not a failure of ours.
+    if error.is_broken_pipe() {
+        return ExitCode::SUCCESS;
+    }
+    if !error.already_reported() {
+        output::warn(format_args!("{error}"));
+    }
+    ExitCode::from(error.exit_status())
+}

@@ -1,0 +1,236 @@
+//! `dsrt pack`: a JSONL file (one sample per line) or a directory tree (one sample per file)
+//! into a new cache, with a progress bar on a terminal and a summary at the end.
+
+mod from_dir;
+mod infer;
+mod input_error;
+mod jsonl;
+mod payload;
+mod summary;
+mod target;
+
+pub(crate) use input_error::InputError;
+pub(crate) use jsonl::{JsonlJob, JsonlSource};
+pub(crate) use payload::PayloadEncoding;
+pub(crate) use summary::PackReport;
+
+use crate::error::CliError;
+use crate::output::{print, print_json};
+use clap::{ArgGroup, Args, ValueEnum};
+use datasetrt::{CompressionAlgo, Schema, WriterOptions, DEFAULT_MAX_SHARD_BYTES};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Arguments of `dsrt pack`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("input").required(true).args(["jsonl", "from_dir"])))]
+#[command(after_help = "\
+JSONL input: one JSON object per line (blank lines are skipped). The payload field holds a
+file path relative to the JSONL file's directory (the current directory for stdin), inline
+base64, or inline text, as --payload-encoding says. Every other field is a metadata column.
+Without --schema, column types are inferred over the whole file: true/false -> bool,
+integers -> int64, numbers with a fraction or exponent (or integers mixed with them) ->
+float64, strings -> utf8; a column that is null or missing on some line is nullable. Nested
+values and mixed types are errors naming the line and the field. A file is read twice
+(infer, then write), so memory stays bounded; stdin is spooled to a temporary file.
+
+Directory input: one sample per regular file below DIR, in sorted relative-path order,
+with metadata columns `path` (relative, utf8) and `size` (int64). Symbolic links are skipped.
+
+The summary goes to stdout (one JSON object with --json); the progress bar goes to stderr,
+only when stderr is a terminal. On failure the partly written cache is removed.
+
+Examples:
+  dsrt pack --jsonl train.jsonl --payload-field image --out train.cache --source train
+  dsrt pack --jsonl - --payload-field text --payload-encoding text --out c/ --source s < in.jsonl
+  dsrt pack --jsonl x.jsonl --payload-field blob --payload-encoding base64 \\
+            --schema schema.json --compression lz4 --max-shard-bytes 64MiB --out c/ --source x
+  dsrt pack --from-dir images/ --out images.cache --source images --json")]
+pub(crate) struct PackArgs {
+    /// JSONL file to pack, one sample per line; `-` reads stdin.
+    #[arg(long, value_name = "FILE", requires = "payload_field")]
+    jsonl: Option<PathBuf>,
+    /// Directory whose regular files become the samples, recursively.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["payload_field", "schema", "payload_encoding"])]
+    from_dir: Option<PathBuf>,
+    /// JSONL field holding each sample's payload.
+    #[arg(long, value_name = "FIELD", requires = "jsonl")]
+    payload_field: Option<String>,
+    /// How the payload field is read (default: path).
+    #[arg(long, value_enum, value_name = "ENCODING", requires = "jsonl")]
+    payload_encoding: Option<PayloadEncoding>,
+    /// Metadata schema as a JSON array of {"name", "type", "nullable"} (the manifest's
+    /// metadata_schema form) instead of inferring it.
+    #[arg(long, value_name = "SCHEMA.json", requires = "jsonl")]
+    schema: Option<PathBuf>,
+    /// The new cache's directory; must be empty or absent.
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Source name; the v3 cache id is derived from its exact bytes.
+    #[arg(long, value_name = "NAME")]
+    source: String,
+    /// Payload compression.
+    #[arg(long, value_enum, default_value_t = Compression::None)]
+    compression: Compression,
+    /// Shard rotation target: bytes, or with a KiB, MiB or GiB suffix.
+    #[arg(long, value_name = "N", value_parser = parse_byte_size, default_value_t = DEFAULT_MAX_SHARD_BYTES)]
+    max_shard_bytes: u64,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `--compression` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Compression {
+    /// Payloads stored as they are.
+    None,
+    /// Each payload an LZ4 block.
+    Lz4,
+}
+
+impl From<Compression> for CompressionAlgo {
+    fn from(value: Compression) -> Self {
+        match value {
+            Compression::None => Self::None,
+            Compression::Lz4 => Self::Lz4,
+        }
+    }
+}
+
+/// Where and how a cache is written, whatever the input.
+#[derive(Debug, Clone)]
+pub(crate) struct PackTarget {
+    /// The new cache's directory.
+    pub(crate) out: PathBuf,
+    /// The source name.
+    pub(crate) source: String,
+    /// Payload compression.
+    pub(crate) compression: CompressionAlgo,
+    /// Shard rotation target.
+    pub(crate) max_shard_bytes: u64,
+}
+
+impl PackTarget {
+    fn writer_options(&self, schema: Schema) -> WriterOptions {
+        WriterOptions::new(self.source.clone(), schema)
+            .compression(self.compression)
+            .max_shard_bytes(self.max_shard_bytes)
+    }
+}
+
+/// Runs `dsrt pack`.
+pub(crate) fn run(args: &PackArgs) -> Result<(), CliError> {
+    let target = PackTarget {
+        out: args.out.clone(),
+        source: args.source.clone(),
+        compression: args.compression.into(),
+        max_shard_bytes: args.max_shard_bytes,
+    };
+    let report = match (&args.jsonl, &args.from_dir) {
+        (Some(file), _) => pack_jsonl(jsonl_job(args, file)?, &target)?,
+        (None, Some(dir)) => pack_dir(dir, &target)?,
+        (None, None) => {
+            return Err(CliError::Invalid(
+                "give --jsonl FILE or --from-dir DIR".into(),
+            ))
+        }
+    };
+    if args.json {
+        print_json(&report)
+    } else {
+        print(&report)
+    }
+}
+
+fn jsonl_job(args: &PackArgs, file: &Path) -> Result<JsonlJob, CliError> {
+    let payload_field = args
+        .payload_field
+        .clone()
+        .ok_or_else(|| CliError::Invalid("--jsonl needs --payload-field FIELD".into()))?;
+    let schema = args.schema.as_deref().map(read_schema_file).transpose()?;
+    let source = if file == Path::new("-") {
+        JsonlSource::stdin()
+    } else {
+        JsonlSource::file(file)
+    };
+    Ok(JsonlJob {
+        source,
+        payload_field,
+        encoding: args.payload_encoding.unwrap_or(PayloadEncoding::Path),
+        schema,
+    })
+}
+
+/// Packs JSONL input into `target`, timing the whole job (inference included).
+pub(crate) fn pack_jsonl(job: JsonlJob, target: &PackTarget) -> Result<PackReport, CliError> {
+    let started = Instant::now();
+    let guard = target::prepare(&target.out)?;
+    let summary = jsonl::pack(job, target, guard)?;
+    Ok(PackReport::new(&summary, target, started.elapsed()))
+}
+
+/// Packs the regular files below `dir` into `target`.
+pub(crate) fn pack_dir(dir: &Path, target: &PackTarget) -> Result<PackReport, CliError> {
+    let started = Instant::now();
+    let guard = target::prepare(&target.out)?;
+    let summary = from_dir::pack(dir, target, guard)?;
+    Ok(PackReport::new(&summary, target, started.elapsed()))
+}
+
+fn read_schema_file(path: &Path) -> Result<Schema, CliError> {
+    let bytes = std::fs::read(path).map_err(CliError::io(path, "read schema"))?;
+    serde_json::from_slice(&bytes).map_err(|e| CliError::SchemaFile {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })
+}
+
+/// Parses `4096`, `64KiB`, `256MiB` or `1GiB` (binary units); refuses zero, which the
+/// writer would refuse only after the input was read.
+fn parse_byte_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let multiplier: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?}; use bytes or KiB, MiB, GiB"
+            ))
+        }
+    };
+    let number: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a byte count"))?;
+    let bytes = number
+        .checked_mul(multiplier)
+        .ok_or_else(|| format!("{text} is too large"))?;
+    if bytes == 0 {
+        return Err("must be greater than 0".into());
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_byte_size;
+
+    #[test]
+    fn byte_sizes_parse_with_binary_units() {
+        assert_eq!(parse_byte_size("4096"), Ok(4096));
+        assert_eq!(parse_byte_size("64KiB"), Ok(64 << 10));
+        assert_eq!(parse_byte_size("256 MiB"), Ok(256 << 20));
+        assert_eq!(parse_byte_size("1GiB"), Ok(1 << 30));
+        assert!(parse_byte_size("0").is_err());
+        assert!(parse_byte_size("12MB").is_err());
+        assert!(parse_byte_size("-1").is_err());
+        assert!(parse_byte_size("").is_err());
+        assert!(parse_byte_size("99999999999GiB").is_err());
+    }
+}

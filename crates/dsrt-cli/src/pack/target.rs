@@ -1,0 +1,134 @@
+//! The `--out` directory: refused early when it holds anything, and cleaned up when packing
+//! fails, so a failed `dsrt pack` can simply be run again.
+
+use super::PackTarget;
+use crate::error::CliError;
+use datasetrt::raw::{INDEX_FILE_NAME, METADATA_FILE_NAME, SHARDS_DIR_NAME};
+use datasetrt::{CacheSummary, CacheWriter, Schema, WriteError};
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The output directory, checked to be empty or absent before any input is read.
+#[derive(Debug)]
+pub(crate) struct OutputDir {
+    path: PathBuf,
+    existed: bool,
+}
+
+/// Checks `out` before any input is read: the writer refuses a non-empty directory too, but
+/// only after schema inference has read the whole input once.
+pub(crate) fn prepare(out: &Path) -> Result<OutputDir, CliError> {
+    match fs::read_dir(out).map(|mut entries| entries.next().is_none()) {
+        Ok(false) => Err(CliError::OutputNotEmpty {
+            path: out.to_path_buf(),
+        }),
+        Ok(true) => Ok(OutputDir {
+            path: out.to_path_buf(),
+            existed: true,
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(OutputDir {
+            path: out.to_path_buf(),
+            existed: false,
+        }),
+        Err(source) => Err(CliError::Io {
+            path: out.to_path_buf(),
+            action: "read output directory",
+            source,
+        }),
+    }
+}
+
+impl OutputDir {
+    /// Creates a writer with `schema`, runs `fill` on it and publishes the cache.
+    ///
+    /// If anything fails before manifest.json is in place, the files the writer made are
+    /// removed (and the directory, if this run created it). Only the cache's own file names
+    /// are removed, never anything else that may have appeared in the directory.
+    pub(crate) fn write(
+        self,
+        target: &PackTarget,
+        schema: Schema,
+        fill: impl FnOnce(&mut CacheWriter) -> Result<(), CliError>,
+    ) -> Result<CacheSummary, CliError> {
+        let mut writer = CacheWriter::create(&self.path, target.writer_options(schema))?;
+        // From here on the writer has made files that are ours to remove on failure.
+        let cleanup = Cleanup {
+            dir: self,
+            armed: true,
+        };
+        fill(&mut writer)?;
+        match writer.finish() {
+            Ok(summary) => {
+                cleanup.disarm();
+                Ok(summary)
+            }
+            Err(error @ WriteError::DurabilityUnknown { .. }) => {
+                // manifest.json is in place: the cache is published and must be left alone.
+                cleanup.disarm();
+                Err(error.into())
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+}
+
+/// Removes an unpublished cache when dropped while armed.
+struct Cleanup {
+    dir: OutputDir,
+    armed: bool,
+}
+
+impl Cleanup {
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if self.armed {
+            remove_unpublished(&self.dir);
+        }
+    }
+}
+
+/// Best effort: a file that cannot be removed leaves an unpublished cache (no manifest.json)
+/// that no reader opens, which is safe.
+fn remove_unpublished(dir: &OutputDir) {
+    let shards = dir.path.join(SHARDS_DIR_NAME);
+    if let Ok(entries) = fs::read_dir(&shards) {
+        for entry in entries.flatten() {
+            if is_shard_file_name(&entry.file_name().to_string_lossy()) {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+    let _ = fs::remove_dir(&shards);
+    let _ = fs::remove_file(dir.path.join(INDEX_FILE_NAME));
+    let _ = fs::remove_file(dir.path.join(METADATA_FILE_NAME));
+    if !dir.existed {
+        // remove_dir, not remove_dir_all: it fails if anything not ours is left inside.
+        let _ = fs::remove_dir(&dir.path);
+    }
+}
+
+/// `NNNNNN.bin`, the writer's shard names (six or more digits).
+fn is_shard_file_name(name: &str) -> bool {
+    name.strip_suffix(".bin")
+        .is_some_and(|digits| digits.len() >= 6 && digits.bytes().all(|b| b.is_ascii_digit()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_shard_names_count_as_shards() {
+        assert!(is_shard_file_name("000000.bin"));
+        assert!(is_shard_file_name("1234567.bin"));
+        assert!(!is_shard_file_name("00000.bin"));
+        assert!(!is_shard_file_name("notes.bin"));
+        assert!(!is_shard_file_name("000000.bin.bak"));
+    }
+}
