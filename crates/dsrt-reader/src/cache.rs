@@ -177,6 +177,24 @@ impl Cache {
     }
 }
 
+/// A missing manifest means an incomplete cache only inside an existing directory; a mistyped
+/// path is reported as such.
+fn missing_manifest(path: &Path) -> CacheError {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => CacheError::Incomplete {
+            path: path.to_path_buf(),
+        },
+        Ok(_) => CacheError::NotADirectory {
+            path: path.to_path_buf(),
+            source: io::Error::new(io::ErrorKind::NotADirectory, "not a directory"),
+        },
+        Err(source) => CacheError::NotADirectory {
+            path: path.to_path_buf(),
+            source,
+        },
+    }
+}
+
 fn read_manifest(path: &Path) -> Result<Manifest, CacheError> {
     let manifest_path = path.join(MANIFEST_FILE_NAME);
     let io_error = |source| CacheError::Io {
@@ -186,10 +204,13 @@ fn read_manifest(path: &Path) -> Result<Manifest, CacheError> {
     };
     let file = match File::open(&manifest_path) {
         Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(CacheError::Incomplete {
-                path: path.to_path_buf(),
-            });
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Err(missing_manifest(path));
         }
         Err(e) => return Err(io_error(e)),
     };

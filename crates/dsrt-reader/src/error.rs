@@ -33,6 +33,15 @@ impl fmt::Display for CacheFile {
 /// Why a cache cannot be opened or a sample cannot be served. Every variant names the cache.
 #[derive(Debug, Error)]
 pub enum CacheError {
+    /// The path is missing or not a directory.
+    #[error("{path}: not a cache directory: {source}")]
+    NotADirectory {
+        /// The path as given.
+        path: PathBuf,
+        /// Why (not found, not a directory, no permission).
+        #[source]
+        source: std::io::Error,
+    },
     /// No manifest.json: the cache was never published (or a writer was interrupted).
     #[error("{path}: incomplete cache: manifest.json is missing")]
     Incomplete {
@@ -134,6 +143,7 @@ impl CacheError {
     pub fn path(&self) -> &std::path::Path {
         match self {
             Self::Incomplete { path }
+            | Self::NotADirectory { path, .. }
             | Self::Manifest { path, .. }
             | Self::Index { path, .. }
             | Self::Metadata { path, .. }

@@ -76,6 +76,20 @@ fn missing_manifest_is_an_incomplete_cache() {
 }
 
 #[test]
+fn a_missing_path_is_not_an_incomplete_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("typo");
+    let err = Cache::open(&missing, OpenOptions::default()).unwrap_err();
+    assert!(matches!(err, CacheError::NotADirectory { .. }), "{err}");
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"x").unwrap();
+    assert!(matches!(
+        Cache::open(&file, OpenOptions::default()),
+        Err(CacheError::NotADirectory { .. })
+    ));
+}
+
+#[test]
 fn unsupported_version() {
     let (_dir, path) = fresh(CompressionAlgo::None);
     edit_manifest(&path, |m| m["format_version"] = json!(4));
