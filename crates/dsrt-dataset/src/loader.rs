@@ -3,6 +3,7 @@
 use crate::{Dataset, DatasetError, SampleKey};
 use dsrt_plan::{CacheShape, EpochPlan, IterState, Partition, PlanConfig, RemainderPolicy};
 use dsrt_reader::{Sample, SampleBuf};
+use std::collections::VecDeque;
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -93,8 +94,11 @@ impl Steps {
     }
 }
 
-/// A prefetch worker: the channel it fills, in its steps' order, and its thread.
-type Worker = (Receiver<Result<LoadedSample, DatasetError>>, JoinHandle<()>);
+/// A prefetch worker: the channel it fills with chunks of consecutive steps, and its thread.
+type Worker = (
+    Receiver<VecDeque<Result<LoadedSample, DatasetError>>>,
+    JoinHandle<()>,
+);
 
 /// Iterates one rank's share of one epoch in the plan's order, whatever the number of workers.
 pub struct Loader {
@@ -103,6 +107,7 @@ pub struct Loader {
     next_step: u64,
     len: u64,
     inline_buf: SampleBuf,
+    ready: VecDeque<Result<LoadedSample, DatasetError>>,
     workers: Vec<Worker>,
 }
 
@@ -156,6 +161,7 @@ impl Loader {
             next_step: 0,
             len,
             inline_buf: SampleBuf::new(),
+            ready: VecDeque::new(),
             workers,
         })
     }
@@ -188,18 +194,25 @@ impl Loader {
     }
 }
 
+/// Steps a worker reads per message: one channel hand-off per chunk, not per sample.
+const CHUNK_STEPS: u64 = 32;
+
+/// Starts worker `first` of `stride`: it reads chunks `first, first + stride, ...` (each
+/// [`CHUNK_STEPS`] consecutive steps) and sends each chunk whole, in order.
 fn spawn_worker(steps: &Arc<Steps>, first: u64, stride: u64, len: u64, prefetch: usize) -> Worker {
-    let (sender, receiver) = sync_channel(prefetch.max(1));
+    let (sender, receiver) = sync_channel(prefetch.div_ceil(CHUNK_STEPS as usize).max(1));
     let steps = Arc::clone(steps);
     let handle = std::thread::spawn(move || {
         let mut buf = SampleBuf::new();
-        let mut step = first;
-        while step < len {
+        let mut chunk = first;
+        while chunk * CHUNK_STEPS < len {
+            let range = chunk * CHUNK_STEPS..((chunk + 1) * CHUNK_STEPS).min(len);
+            let samples: VecDeque<_> = range.map(|step| steps.load(step, &mut buf)).collect();
             // A closed channel means the loader was dropped: stop quietly.
-            if sender.send(steps.load(step, &mut buf)).is_err() {
+            if sender.send(samples).is_err() {
                 return;
             }
-            step += stride;
+            chunk += stride;
         }
     });
     (receiver, handle)
@@ -213,17 +226,25 @@ impl Iterator for Loader {
             return None;
         }
         let step = self.next_step;
-        let item = if self.workers.is_empty() {
-            self.steps.load(step, &mut self.inline_buf)
-        } else {
-            // Worker `step % n` produces exactly the steps congruent to it, in order, so
-            // receiving round-robin restores the plan's order without a reorder buffer.
-            let (receiver, _) =
-                &self.workers[usize::try_from(step % self.workers.len() as u64).unwrap_or(0)];
-            receiver.recv().unwrap_or(Err(DatasetError::WorkerStopped))
-        };
         self.next_step += 1;
-        Some(item)
+        if self.workers.is_empty() {
+            return Some(self.steps.load(step, &mut self.inline_buf));
+        }
+        if self.ready.is_empty() {
+            // Worker `chunk % n` produces exactly the chunks congruent to it, in order, so
+            // receiving round-robin restores the plan's order without a reorder buffer.
+            let chunk = step / CHUNK_STEPS;
+            let worker = usize::try_from(chunk % self.workers.len() as u64).unwrap_or(0);
+            match self.workers[worker].0.recv() {
+                Ok(samples) => self.ready = samples,
+                Err(_) => return Some(Err(DatasetError::WorkerStopped)),
+            }
+        }
+        Some(
+            self.ready
+                .pop_front()
+                .unwrap_or(Err(DatasetError::WorkerStopped)),
+        )
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {

@@ -4,7 +4,7 @@ use dsrt_index::{IndexView, INDEX_FILE_NAME};
 use dsrt_manifest::{CompressionAlgo, Manifest, MANIFEST_FILE_NAME};
 use dsrt_metadata::{MetadataTable, RowView, METADATA_FILE_NAME};
 use dsrt_schema::Schema;
-use dsrt_shard::SHARDS_DIR_NAME;
+use dsrt_shard::{EnvelopeCodec, SHARDS_DIR_NAME};
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -56,6 +56,7 @@ pub struct Cache {
     pub(crate) index: IndexView,
     pub(crate) metadata: MetadataTable,
     pub(crate) shards: Vec<Shard>,
+    pub(crate) envelope: EnvelopeCodec,
 }
 
 impl std::fmt::Debug for Cache {
@@ -113,12 +114,14 @@ impl Cache {
                 file: OnceLock::new(),
             })
             .collect();
+        let envelope = EnvelopeCodec::new(&description.metadata_schema);
         Ok(Self {
             path,
             manifest,
             index,
             metadata,
             shards,
+            envelope,
         })
     }
 

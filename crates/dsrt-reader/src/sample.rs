@@ -2,7 +2,7 @@ use crate::{Cache, CacheError, CacheFile};
 use dsrt_index::IndexRow;
 use dsrt_metadata::RowView;
 use dsrt_schema::{Value, ValueRef};
-use dsrt_shard::{check_envelope_fast, load_payload, split_record, RecordError};
+use dsrt_shard::{load_payload, split_record, RecordError};
 use std::os::unix::fs::FileExt;
 
 /// Reusable buffers for [`Cache::read`]: reading many samples through one `SampleBuf`
@@ -11,7 +11,6 @@ use std::os::unix::fs::FileExt;
 pub struct SampleBuf {
     record: Vec<u8>,
     decoded: Vec<u8>,
-    envelope: Vec<u8>,
 }
 
 impl SampleBuf {
@@ -102,13 +101,11 @@ impl Cache {
             .map_err(self.io_error(CacheFile::Shard(row.shard_id)))?;
         let metadata = self.metadata_row(sample)?;
         let (json, stored) = split_record(record).map_err(record_error)?;
-        check_envelope_fast(
-            json,
-            self.schema(),
-            |c| metadata.get(c).unwrap_or(ValueRef::Null),
-            &mut buf.envelope,
-        )
-        .map_err(|e| record_error(RecordError::Envelope(e)))?;
+        self.envelope
+            .check(json, self.schema(), |c| {
+                metadata.get(c).unwrap_or(ValueRef::Null)
+            })
+            .map_err(|e| record_error(RecordError::Envelope(e)))?;
         let payload = load_payload(shard.algo, stored, &mut buf.decoded).map_err(record_error)?;
         Ok(SampleRef {
             sample,

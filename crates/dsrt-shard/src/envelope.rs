@@ -35,46 +35,113 @@ pub enum EnvelopeError {
 /// Appends the envelope JSON of one row (values in schema order) to `out`: a compact object
 /// with keys in schema order, floats in shortest round-trip form.
 pub fn encode_envelope(schema: &Schema, values: &[ValueRef<'_>], out: &mut Vec<u8>) {
-    encode_envelope_with(schema, &|i| values[i], out);
+    EnvelopeCodec::new(schema).encode(|i| values[i], out);
 }
 
 fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     serde_json::to_writer(out, value).expect("writing JSON to a Vec does not fail");
 }
 
-/// [`check_envelope`] with a fast path: the expected row is encoded the way this crate's writer
-/// encodes it, into `scratch`, and compared byte for byte. Equal bytes mean equal values (the
-/// encoding is injective); any other spelling (another writer's whitespace, key order, number
-/// form) falls back to the full parse. `scratch` keeps its capacity between calls.
-pub fn check_envelope_fast<'v>(
-    json: &[u8],
-    schema: &Schema,
-    expected: impl Fn(usize) -> ValueRef<'v>,
-    scratch: &mut Vec<u8>,
-) -> Result<(), EnvelopeError> {
-    scratch.clear();
-    encode_envelope_with(schema, &expected, scratch);
-    if scratch.as_slice() == json {
-        return Ok(());
-    }
-    check_envelope(json, schema, expected)
+/// The envelope layout of one schema, prepared once: each column's `{"name":` or `,"name":`
+/// fragment, already escaped. Encoding and the fast check then touch only the values.
+#[derive(Debug, Clone)]
+pub struct EnvelopeCodec {
+    fragments: Vec<Vec<u8>>,
 }
 
-fn encode_envelope_with<'v>(
-    schema: &Schema,
-    value: &impl Fn(usize) -> ValueRef<'v>,
-    out: &mut Vec<u8>,
-) {
-    out.push(b'{');
-    for (i, column) in schema.columns().iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_json(out, &column.name);
-        out.push(b':');
-        write_value(out, value(i));
+impl EnvelopeCodec {
+    /// Prepares the fragments of `schema`.
+    pub fn new(schema: &Schema) -> Self {
+        let fragments = schema
+            .columns()
+            .iter()
+            .enumerate()
+            .map(|(i, column)| {
+                let mut fragment = vec![if i == 0 { b'{' } else { b',' }];
+                write_json(&mut fragment, &column.name);
+                fragment.push(b':');
+                fragment
+            })
+            .collect();
+        Self { fragments }
     }
-    out.push(b'}');
+
+    /// Appends the envelope of a row (`value(i)` for column `i`) to `out`, exactly as
+    /// [`encode_envelope`] writes it.
+    pub fn encode<'v>(&self, value: impl Fn(usize) -> ValueRef<'v>, out: &mut Vec<u8>) {
+        if self.fragments.is_empty() {
+            out.push(b'{');
+        }
+        for (i, fragment) in self.fragments.iter().enumerate() {
+            out.extend_from_slice(fragment);
+            write_value(out, value(i));
+        }
+        out.push(b'}');
+    }
+
+    /// [`check_envelope`] with a fast path: when `json` is byte for byte what this crate's
+    /// writer would encode for the expected row, it matches (the encoding is injective), and
+    /// that is decided by walking `json` once without writing anything. Any other spelling
+    /// (another writer's whitespace, key order or number form) takes the full parse.
+    pub fn check<'v>(
+        &self,
+        json: &[u8],
+        schema: &Schema,
+        expected: impl Fn(usize) -> ValueRef<'v>,
+    ) -> Result<(), EnvelopeError> {
+        if self.is_canonical(json, &expected) {
+            return Ok(());
+        }
+        check_envelope(json, schema, expected)
+    }
+
+    fn is_canonical<'v>(&self, json: &[u8], expected: &impl Fn(usize) -> ValueRef<'v>) -> bool {
+        let mut rest = json;
+        if self.fragments.is_empty() {
+            return rest == b"{}";
+        }
+        for (i, fragment) in self.fragments.iter().enumerate() {
+            let Some(after_key) = rest.strip_prefix(fragment.as_slice()) else {
+                return false;
+            };
+            match strip_canonical_value(after_key, expected(i)) {
+                Some(after_value) => rest = after_value,
+                None => return false,
+            }
+        }
+        rest == b"}"
+    }
+}
+
+/// `bytes` without the canonical encoding of `value` at its front, or `None` if it is not there
+/// (or the value needs escaping, which the full check handles).
+fn strip_canonical_value<'a>(bytes: &'a [u8], value: ValueRef<'_>) -> Option<&'a [u8]> {
+    match value {
+        ValueRef::Null => bytes.strip_prefix(b"null"),
+        ValueRef::Bool(true) => bytes.strip_prefix(b"true"),
+        ValueRef::Bool(false) => bytes.strip_prefix(b"false"),
+        ValueRef::Utf8(text) => {
+            let needs_escape = text.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
+            if needs_escape {
+                return None;
+            }
+            bytes
+                .strip_prefix(b"\"")?
+                .strip_prefix(text.as_bytes())?
+                .strip_prefix(b"\"")
+        }
+        number => {
+            let mut buffer = [0u8; 40];
+            let mut cursor = std::io::Cursor::new(&mut buffer[..]);
+            match number {
+                ValueRef::Int64(v) => serde_json::to_writer(&mut cursor, &v).ok()?,
+                ValueRef::Float64(v) => serde_json::to_writer(&mut cursor, &v).ok()?,
+                _ => return None,
+            }
+            let len = usize::try_from(cursor.position()).ok()?;
+            bytes.strip_prefix(&buffer[..len])
+        }
+    }
 }
 
 fn write_value(out: &mut Vec<u8>, value: ValueRef<'_>) {

@@ -18,11 +18,10 @@ mod envelope;
 mod error;
 mod payload;
 mod record;
+mod syncer;
 mod writer;
 
-pub use envelope::{
-    check_envelope, check_envelope_fast, encode_envelope, parse_envelope, EnvelopeError,
-};
+pub use envelope::{check_envelope, encode_envelope, parse_envelope, EnvelopeCodec, EnvelopeError};
 pub use error::RecordError;
 pub use payload::{load_payload, store_payload};
 pub use record::{split_record, RECORD_HEADER_LEN};

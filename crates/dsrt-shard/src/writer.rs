@@ -1,3 +1,4 @@
+use crate::syncer::BackgroundSync;
 use crate::{store_payload, RECORD_HEADER_LEN};
 use codec::HashingWriter;
 use dsrt_index::IndexRow;
@@ -17,16 +18,22 @@ pub type MaxShardBytes = NonZeroU64;
 /// Bytes buffered per open shard before a write reaches the file.
 const WRITE_BUFFER: usize = 1 << 20;
 
+/// Written bytes of an open shard after which its writeback starts in the background, so the
+/// final fsync finds little left to flush.
+const EARLY_SYNC_BYTES: u64 = 8 << 20;
+
 struct OpenShard {
     id: usize,
     out: HashingWriter<BufWriter<File>>,
     uncompressed_len: u64,
+    synced_up_to: u64,
 }
 
 /// Appends records to `shards/000000.bin`, `000001.bin`, ..., rotating on `max_shard_bytes`.
 ///
 /// A record never spans shards; a record larger than the target gets a shard of its own.
-/// Finished shards are flushed and fsynced before the next one opens.
+/// Shards are fsynced on a background thread (early writeback while a shard grows, a final
+/// sync when it closes); [`ShardSetWriter::finish`] waits for all of them.
 pub struct ShardSetWriter {
     dir: PathBuf,
     algo: CompressionAlgo,
@@ -34,6 +41,7 @@ pub struct ShardSetWriter {
     current: Option<OpenShard>,
     finished: Vec<ShardEntry>,
     compressed: Vec<u8>,
+    syncer: BackgroundSync,
 }
 
 impl ShardSetWriter {
@@ -46,6 +54,7 @@ impl ShardSetWriter {
             current: None,
             finished: Vec::new(),
             compressed: Vec::new(),
+            syncer: BackgroundSync::default(),
         }
     }
 
@@ -68,7 +77,12 @@ impl ShardSetWriter {
             s.out.bytes_written() > 0 && s.out.bytes_written() + record_len > self.max_shard_bytes
         });
         if must_rotate {
-            close_shard(self.current.take(), self.algo, &mut self.finished)?;
+            close_shard(
+                &mut self.current,
+                self.algo,
+                &mut self.finished,
+                &mut self.syncer,
+            )?;
         }
         if self.current.is_none() {
             self.current = Some(open_shard(&self.dir, self.finished.len())?);
@@ -79,16 +93,30 @@ impl ShardSetWriter {
         shard.out.write_all(envelope_json)?;
         shard.out.write_all(stored)?;
         shard.uncompressed_len += uncompressed_len;
-        Ok(IndexRow {
+        let row = IndexRow {
             shard_id: shard.id as u64,
             offset,
             length: record_len,
-        })
+        };
+        if shard.out.bytes_written() - shard.synced_up_to >= EARLY_SYNC_BYTES {
+            shard.out.flush()?;
+            shard.synced_up_to = shard.out.bytes_written();
+            let handle = shard.out.get_ref().get_ref().try_clone()?;
+            self.syncer.submit(handle)?;
+        }
+        Ok(row)
     }
 
-    /// Closes the last shard, fsyncs the shards directory and returns one entry per shard.
+    /// Closes the last shard, waits until every shard is fsynced, fsyncs the shards directory
+    /// and returns one entry per shard.
     pub fn finish(mut self) -> io::Result<Vec<ShardEntry>> {
-        close_shard(self.current.take(), self.algo, &mut self.finished)?;
+        close_shard(
+            &mut self.current,
+            self.algo,
+            &mut self.finished,
+            &mut self.syncer,
+        )?;
+        self.syncer.finish()?;
         File::open(&self.dir)?.sync_all()?;
         Ok(self.finished)
     }
@@ -101,23 +129,25 @@ fn open_shard(dir: &Path, id: usize) -> io::Result<OpenShard> {
         id,
         out: HashingWriter::new(BufWriter::with_capacity(WRITE_BUFFER, file)),
         uncompressed_len: 0,
+        synced_up_to: 0,
     })
 }
 
-/// Flushes and fsyncs a finished shard and records its manifest entry.
+/// Flushes the open shard, queues its final fsync and records its manifest entry.
 fn close_shard(
-    shard: Option<OpenShard>,
+    current: &mut Option<OpenShard>,
     algo: CompressionAlgo,
     finished: &mut Vec<ShardEntry>,
+    syncer: &mut BackgroundSync,
 ) -> io::Result<()> {
-    let Some(shard) = shard else { return Ok(()) };
+    let Some(shard) = current.take() else {
+        return Ok(());
+    };
     let (buffered, digest, byte_len) = shard.out.finish();
     let file = buffered
         .into_inner()
         .map_err(io::IntoInnerError::into_error)?;
-    // fdatasync: the file is new, so its size is the only metadata a reader needs, and
-    // fdatasync persists it.
-    file.sync_data()?;
+    syncer.submit(file)?;
     finished.push(ShardEntry::new(
         shard.id,
         algo,

@@ -136,6 +136,7 @@ proptest! {
         let values: Vec<ValueRef<'_>> = row.iter().map(Value::as_ref).collect();
         let json = envelope(&values);
         check_envelope(&json, &schema(), |c| values[c]).unwrap();
+        dsrt_shard::EnvelopeCodec::new(&schema()).check(&json, &schema(), |c| values[c]).unwrap();
         let parsed = parse_envelope(&json, &schema()).unwrap();
         for (a, b) in parsed.iter().zip(&row) {
             prop_assert!(a.as_ref().same_as(&b.as_ref()));
@@ -191,12 +192,12 @@ fn fast_check_agrees_with_the_full_check() {
         ValueRef::Float64(-0.0),
         ValueRef::Utf8("q\""),
     ];
-    let mut scratch = Vec::new();
+    let codec = dsrt_shard::EnvelopeCodec::new(&schema());
     let canonical = envelope(&expected);
-    dsrt_shard::check_envelope_fast(&canonical, &schema(), |c| expected[c], &mut scratch).unwrap();
+    codec.check(&canonical, &schema(), |c| expected[c]).unwrap();
     // Another writer's spelling takes the slow path and still matches.
     let foreign = br#"{"caption":"q\"", "score":-0.0, "label":5, "flag":true}"#;
-    dsrt_shard::check_envelope_fast(foreign, &schema(), |c| expected[c], &mut scratch).unwrap();
+    codec.check(foreign, &schema(), |c| expected[c]).unwrap();
     // A different value fails both ways, with the same error.
     let other = [
         ValueRef::Bool(true),
@@ -204,7 +205,8 @@ fn fast_check_agrees_with_the_full_check() {
         ValueRef::Float64(0.0),
         ValueRef::Utf8("q\""),
     ];
-    let fast = dsrt_shard::check_envelope_fast(&canonical, &schema(), |c| other[c], &mut scratch)
+    let fast = codec
+        .check(&canonical, &schema(), |c| other[c])
         .unwrap_err();
     assert_eq!(
         fast,

@@ -6,7 +6,7 @@ use dsrt_manifest::{
 };
 use dsrt_metadata::{MetadataWriter, METADATA_FILE_NAME};
 use dsrt_schema::{Row, ValueRef};
-use dsrt_shard::{encode_envelope, MaxShardBytes, ShardSetWriter, SHARDS_DIR_NAME};
+use dsrt_shard::{EnvelopeCodec, MaxShardBytes, ShardSetWriter, SHARDS_DIR_NAME};
 use durable_fs::{publish, Published, StdFileSystem};
 use smallvec::SmallVec;
 use std::fs::{self, File};
@@ -62,6 +62,7 @@ pub struct CacheWriter {
     shards: ShardSetWriter,
     index: IndexWriter<BufWriter<File>>,
     metadata: MetadataWriter<BufWriter<File>>,
+    codec: EnvelopeCodec,
     envelope: Vec<u8>,
     samples: u64,
     payload_bytes: u64,
@@ -101,6 +102,7 @@ impl CacheWriter {
         })?;
         Ok(Self {
             shards: ShardSetWriter::new(&shards_dir, options.compression, max_shard_bytes),
+            codec: EnvelopeCodec::new(&options.schema),
             path,
             options,
             index,
@@ -170,7 +172,7 @@ impl CacheWriter {
             });
         }
         self.envelope.clear();
-        encode_envelope(&self.options.schema, values, &mut self.envelope);
+        self.codec.encode(|i| values[i], &mut self.envelope);
         // Any failure below may leave a partial record behind: the writer is done for.
         self.poisoned = true;
         let location = self

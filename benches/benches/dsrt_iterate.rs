@@ -1,0 +1,89 @@
+//! Epoch iteration through the prefetching `Loader` against the random-read benchmark's
+//! workload: the same cache, the same number of samples, single-threaded `Cache::read` in a
+//! shuffled order.
+//!
+//! Target (issue 3): iteration with 2 workers reaches at least 80% of the random-read
+//! throughput per core.
+#![allow(missing_docs)] // criterion_group! generates undocumented items
+#![allow(clippy::cast_possible_truncation)] // a small bench cache
+
+use benchmarks::{bench_schema, payloads, shuffled, write_cache};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use datasetrt::{
+    Cache, Dataset, Loader, LoaderConfig, OpenOptions, PlanConfig, SampleBuf, Shuffle,
+    WriterOptions,
+};
+use std::sync::Arc;
+
+const SAMPLES: usize = 20_000;
+
+fn iterate(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("cache");
+    let data = payloads(SAMPLES, 7);
+    let total: u64 = data.iter().map(|p| p.len() as u64).sum();
+    write_cache(
+        &path,
+        &data,
+        WriterOptions::new("bench", bench_schema()).max_shard_bytes(4 << 20),
+    );
+    let cache = Cache::open(&path, OpenOptions::default()).expect("bench cache opens");
+    let dataset = Arc::new(Dataset::open(&[&path], OpenOptions::default()).expect("dataset opens"));
+    let order = shuffled(SAMPLES as u64, 11);
+
+    let mut group = c.benchmark_group("dsrt_iterate");
+    group.throughput(Throughput::Bytes(total));
+    group.bench_function("baseline_random_read", |b| {
+        let mut buf = SampleBuf::new();
+        b.iter(|| {
+            for &i in &order {
+                std::hint::black_box(cache.read(i, &mut buf).expect("sample reads").payload);
+            }
+        });
+    });
+    for (name, workers, shuffle) in [
+        (
+            "loader_0_workers_local",
+            0,
+            Shuffle::Local { window_shards: 4 },
+        ),
+        (
+            "loader_1_worker_local",
+            1,
+            Shuffle::Local { window_shards: 4 },
+        ),
+        (
+            "loader_2_workers_local",
+            2,
+            Shuffle::Local { window_shards: 4 },
+        ),
+        ("loader_2_workers_sequential", 2, Shuffle::Sequential),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let config = LoaderConfig {
+                    plan: PlanConfig {
+                        seed: 1,
+                        shuffle,
+                        ..PlanConfig::default()
+                    },
+                    workers,
+                    prefetch: 64,
+                    ..LoaderConfig::default()
+                };
+                let loader = Loader::new(Arc::clone(&dataset), config).expect("loader starts");
+                for sample in loader {
+                    std::hint::black_box(sample.expect("sample loads").sample.payload);
+                }
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(10);
+    targets = iterate
+}
+criterion_main!(benches);
