@@ -73,7 +73,7 @@ fn iterate(c: &mut Criterion) {
                 };
                 let loader = Loader::new(Arc::clone(&dataset), config).expect("loader starts");
                 for sample in loader {
-                    std::hint::black_box(sample.expect("sample loads").sample.payload);
+                    std::hint::black_box(sample.expect("sample loads").payload);
                 }
             });
         });

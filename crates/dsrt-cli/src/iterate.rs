@@ -200,7 +200,7 @@ pub(crate) fn run(args: &IterateArgs) -> Result<(), CliError> {
         let item = item?;
         samples += 1;
         padding += u64::from(item.padding);
-        payload_bytes += item.sample.payload.len() as u64;
+        payload_bytes += item.payload.len() as u64;
         if args.keys {
             writeln!(stdout, "{} {}", item.key.cache_id, item.key.sample_id)
                 .map_err(CliError::Stdout)?;

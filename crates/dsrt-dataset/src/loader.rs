@@ -1,8 +1,10 @@
 //! Turns an epoch plan into samples on one rank, optionally with prefetching worker threads.
 
 use crate::{Dataset, DatasetError, SampleKey};
+use bytes::Bytes;
+use dsrt_metadata::RowView;
 use dsrt_plan::{CacheShape, EpochPlan, IterState, Partition, PlanConfig, RemainderPolicy};
-use dsrt_reader::{Sample, SampleBuf};
+use dsrt_reader::SampleBuf;
 use std::collections::VecDeque;
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
@@ -40,8 +42,21 @@ pub struct LoadedSample {
     pub padding: bool,
     /// The sample's address.
     pub key: SampleKey,
-    /// Payload and metadata.
-    pub sample: Sample,
+    /// The payload, decompressed. A slice of one buffer shared by a chunk of consecutive
+    /// steps, so loading allocates per chunk, not per sample.
+    pub payload: Bytes,
+}
+
+impl LoadedSample {
+    /// The sample's metadata row from metadata.arrow (checked equal to the embedded copy when
+    /// the sample was read), borrowed from `dataset` without copying.
+    pub fn metadata<'d>(&self, dataset: &'d Dataset) -> Option<RowView<'d>> {
+        dataset
+            .cache(self.key.cache_id)
+            .ok()?
+            .metadata()
+            .row(self.key.sample_id)
+    }
 }
 
 impl Dataset {
@@ -72,33 +87,71 @@ struct Steps {
     partition: Partition,
 }
 
+/// Where one step's payload lies in its chunk's buffer.
+struct Located {
+    step: u64,
+    global_position: u64,
+    key: SampleKey,
+    range: std::ops::Range<usize>,
+}
+
 impl Steps {
-    fn load(&self, step: u64, buf: &mut SampleBuf) -> Result<LoadedSample, DatasetError> {
+    /// Reads one step's sample and appends its payload to `data`.
+    fn locate(
+        &self,
+        step: u64,
+        buf: &mut SampleBuf,
+        data: &mut Vec<u8>,
+    ) -> Result<Located, DatasetError> {
         let global_position = self.partition.global_position(step);
-        let planned = self.plan.get(global_position).ok_or(DatasetError::Plan(
-            dsrt_plan::PlanError::State(format!("position {global_position} is outside the plan")),
-        ))?;
+        let planned = self.plan.get(global_position).ok_or_else(|| {
+            DatasetError::Plan(dsrt_plan::PlanError::State(format!(
+                "position {global_position} is outside the plan"
+            )))
+        })?;
         let entry = &self.dataset.caches()[planned.cache];
         let key = SampleKey {
             cache_id: entry.cache_id,
             sample_id: planned.sample,
         };
-        let sample = entry.cache.read(planned.sample, buf)?.to_owned();
-        Ok(LoadedSample {
+        let sample = entry.cache.read(planned.sample, buf)?;
+        let start = data.len();
+        data.extend_from_slice(sample.payload);
+        Ok(Located {
             step,
             global_position,
-            padding: self.partition.is_padding(step),
             key,
-            sample,
+            range: start..data.len(),
         })
+    }
+
+    /// Reads steps `range` into one shared payload buffer.
+    fn load_chunk(&self, range: std::ops::Range<u64>, buf: &mut SampleBuf) -> Chunk {
+        let mut data = Vec::new();
+        let located: Vec<_> = range
+            .map(|step| self.locate(step, buf, &mut data))
+            .collect();
+        let data = Bytes::from(data);
+        located
+            .into_iter()
+            .map(|item| {
+                item.map(|l| LoadedSample {
+                    step: l.step,
+                    global_position: l.global_position,
+                    padding: self.partition.is_padding(l.step),
+                    key: l.key,
+                    payload: data.slice(l.range),
+                })
+            })
+            .collect()
     }
 }
 
+/// Consecutive steps' samples, in step order.
+type Chunk = VecDeque<Result<LoadedSample, DatasetError>>;
+
 /// A prefetch worker: the channel it fills with chunks of consecutive steps, and its thread.
-type Worker = (
-    Receiver<VecDeque<Result<LoadedSample, DatasetError>>>,
-    JoinHandle<()>,
-);
+type Worker = (Receiver<Chunk>, JoinHandle<()>);
 
 /// Iterates one rank's share of one epoch in the plan's order, whatever the number of workers.
 pub struct Loader {
@@ -107,7 +160,7 @@ pub struct Loader {
     next_step: u64,
     len: u64,
     inline_buf: SampleBuf,
-    ready: VecDeque<Result<LoadedSample, DatasetError>>,
+    ready: Chunk,
     workers: Vec<Worker>,
 }
 
@@ -197,6 +250,11 @@ impl Loader {
 /// Steps a worker reads per message: one channel hand-off per chunk, not per sample.
 const CHUNK_STEPS: u64 = 32;
 
+/// The steps of chunk `chunk` in an epoch share of `len` steps.
+fn chunk_range(chunk: u64, len: u64) -> std::ops::Range<u64> {
+    chunk * CHUNK_STEPS..((chunk + 1) * CHUNK_STEPS).min(len)
+}
+
 /// Starts worker `first` of `stride`: it reads chunks `first, first + stride, ...` (each
 /// [`CHUNK_STEPS`] consecutive steps) and sends each chunk whole, in order.
 fn spawn_worker(steps: &Arc<Steps>, first: u64, stride: u64, len: u64, prefetch: usize) -> Worker {
@@ -206,8 +264,7 @@ fn spawn_worker(steps: &Arc<Steps>, first: u64, stride: u64, len: u64, prefetch:
         let mut buf = SampleBuf::new();
         let mut chunk = first;
         while chunk * CHUNK_STEPS < len {
-            let range = chunk * CHUNK_STEPS..((chunk + 1) * CHUNK_STEPS).min(len);
-            let samples: VecDeque<_> = range.map(|step| steps.load(step, &mut buf)).collect();
+            let samples = steps.load_chunk(chunk_range(chunk, len), &mut buf);
             // A closed channel means the loader was dropped: stop quietly.
             if sender.send(samples).is_err() {
                 return;
@@ -227,17 +284,20 @@ impl Iterator for Loader {
         }
         let step = self.next_step;
         self.next_step += 1;
-        if self.workers.is_empty() {
-            return Some(self.steps.load(step, &mut self.inline_buf));
-        }
         if self.ready.is_empty() {
-            // Worker `chunk % n` produces exactly the chunks congruent to it, in order, so
-            // receiving round-robin restores the plan's order without a reorder buffer.
             let chunk = step / CHUNK_STEPS;
-            let worker = usize::try_from(chunk % self.workers.len() as u64).unwrap_or(0);
-            match self.workers[worker].0.recv() {
-                Ok(samples) => self.ready = samples,
-                Err(_) => return Some(Err(DatasetError::WorkerStopped)),
+            if self.workers.is_empty() {
+                self.ready = self
+                    .steps
+                    .load_chunk(chunk_range(chunk, self.len), &mut self.inline_buf);
+            } else {
+                // Worker `chunk % n` produces exactly the chunks congruent to it, in order, so
+                // receiving round-robin restores the plan's order without a reorder buffer.
+                let worker = usize::try_from(chunk % self.workers.len() as u64).unwrap_or(0);
+                match self.workers[worker].0.recv() {
+                    Ok(samples) => self.ready = samples,
+                    Err(_) => return Some(Err(DatasetError::WorkerStopped)),
+                }
             }
         }
         Some(

@@ -49,7 +49,7 @@ fn config(workers: usize) -> LoaderConfig {
 }
 
 fn payloads(loader: Loader) -> Vec<Vec<u8>> {
-    loader.map(|s| s.unwrap().sample.payload).collect()
+    loader.map(|s| s.unwrap().payload.to_vec()).collect()
 }
 
 #[test]
@@ -166,5 +166,25 @@ fn ranks_get_equal_disjoint_shares_that_cover_the_epoch() {
                 RemainderPolicy::Drop => assert_eq!(positions.len() as u64, 150 - 150 % world_size),
             }
         }
+    }
+}
+
+#[test]
+fn each_loaded_sample_carries_its_payload_and_finds_its_metadata() {
+    let root = tempfile::tempdir().unwrap();
+    let dataset = dataset(root.path());
+    for sample in Loader::new(Arc::clone(&dataset), config(2)).unwrap() {
+        let sample = sample.unwrap();
+        let text = String::from_utf8(sample.payload.to_vec()).unwrap();
+        let n: i64 = text[1..].parse().unwrap();
+        let row = sample.metadata(&dataset).unwrap();
+        assert_eq!(row.get(0), Some(dsrt_schema::ValueRef::Int64(n)), "{text}");
+        assert_eq!(
+            dataset
+                .sample(sample.key.cache_id, sample.key.sample_id)
+                .unwrap()
+                .payload,
+            sample.payload.to_vec()
+        );
     }
 }
