@@ -249,6 +249,7 @@ impl Loader {
 
 /// Steps a worker reads per message: one channel hand-off per chunk, not per sample.
 const CHUNK_STEPS: u64 = 32;
+const CHUNK_STEPS_USIZE: usize = 32;
 
 /// The steps of chunk `chunk` in an epoch share of `len` steps.
 fn chunk_range(chunk: u64, len: u64) -> std::ops::Range<u64> {
@@ -258,7 +259,7 @@ fn chunk_range(chunk: u64, len: u64) -> std::ops::Range<u64> {
 /// Starts worker `first` of `stride`: it reads chunks `first, first + stride, ...` (each
 /// [`CHUNK_STEPS`] consecutive steps) and sends each chunk whole, in order.
 fn spawn_worker(steps: &Arc<Steps>, first: u64, stride: u64, len: u64, prefetch: usize) -> Worker {
-    let (sender, receiver) = sync_channel(prefetch.div_ceil(CHUNK_STEPS as usize).max(1));
+    let (sender, receiver) = sync_channel(prefetch.div_ceil(CHUNK_STEPS_USIZE).max(1));
     let steps = Arc::clone(steps);
     let handle = std::thread::spawn(move || {
         let mut buf = SampleBuf::new();
