@@ -4,11 +4,12 @@
 //! five variables, names like `station_000123_2024`) takes at most 0.6x the time of a naive
 //! decode of the same frame: the same zstd stream decode, then rmp-serde into a mirror struct
 //! with `String` names, `Vec` pools and a std `HashMap<String, u32>` for the datasets, with no
-//! validation at all. 1,000 and 10,000 datasets show how both scale.
+//! validation at all. 1,000 and 10,000 datasets show how both scale. `ATLAS_BENCH_CLOCK=cpu`
+//! times with process CPU time instead of the wall clock (see `benchmarks::atlas::cpu_clock`).
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use atlas::format::{wire, Codec, DType, MAX_DECODED_FOOTER};
-use benchmarks::atlas::footer_frame;
+use benchmarks::atlas::{footer_frame, time_iters};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -102,16 +103,18 @@ fn footer_decode(c: &mut Criterion) {
         group.sample_size(samples);
         group.throughput(Throughput::Elements(datasets as u64));
         group.bench_function("baseline_naive_decode", |b| {
-            b.iter(|| naive_decode(black_box(&fixture.frame)));
+            b.iter_custom(|iters| time_iters(iters, || naive_decode(black_box(&fixture.frame))));
         });
         group.bench_function("atlas_decode_validate", |b| {
-            b.iter(|| {
-                wire::decode_and_validate(black_box(&fixture.frame), fixture.segments_end)
-                    .expect("valid")
+            b.iter_custom(|iters| {
+                time_iters(iters, || {
+                    wire::decode_and_validate(black_box(&fixture.frame), fixture.segments_end)
+                        .expect("valid")
+                })
             });
         });
         group.bench_function("zstd_only", |b| {
-            b.iter(|| unzstd(black_box(&fixture.frame)));
+            b.iter_custom(|iters| time_iters(iters, || unzstd(black_box(&fixture.frame))));
         });
         group.finish();
     }

@@ -8,6 +8,9 @@
 //!   per read (lookup, dtype cross-check, selection check) is all that differs.
 //! - `atlas_read_cold`: each iteration opens afresh (`Atlas::open` / `ArrayFile::open`), so
 //!   every block is read and decompressed again.
+//!
+//! `ATLAS_BENCH_CLOCK=cpu` times with process CPU time instead of the wall clock (see
+//! `benchmarks::atlas::cpu_clock`).
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use array_format::{ArrayFile, ReadConfig};
@@ -15,7 +18,9 @@ use atlas::object_store::local::LocalFileSystem;
 use atlas::object_store::path::Path;
 use atlas::object_store::ObjectStore;
 use atlas::Atlas;
-use benchmarks::atlas::{float_fields, runtime, write_field_collection, write_field_file};
+use benchmarks::atlas::{
+    float_fields, runtime, time_iters, write_field_collection, write_field_file,
+};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
 use std::sync::Arc;
@@ -85,10 +90,18 @@ fn whole_array_reads(c: &mut Criterion) {
     group.sample_size(20);
     group.throughput(Throughput::Bytes(bytes));
     group.bench_function("baseline_arrayfile", |b| {
-        b.iter(|| rt.block_on(read_all_file(black_box(&file), &names)));
+        b.iter_custom(|iters| {
+            time_iters(iters, || {
+                rt.block_on(read_all_file(black_box(&file), &names))
+            })
+        });
     });
     group.bench_function("atlas_read_array", |b| {
-        b.iter(|| rt.block_on(read_all_atlas(black_box(&atlas), &names)));
+        b.iter_custom(|iters| {
+            time_iters(iters, || {
+                rt.block_on(read_all_atlas(black_box(&atlas), &names))
+            })
+        });
     });
     group.finish();
 
@@ -96,18 +109,22 @@ fn whole_array_reads(c: &mut Criterion) {
     group.sample_size(10);
     group.throughput(Throughput::Bytes(bytes));
     group.bench_function("baseline_arrayfile", |b| {
-        b.iter(|| {
-            rt.block_on(async {
-                let file = open_file().await;
-                read_all_file(&file, &names).await
+        b.iter_custom(|iters| {
+            time_iters(iters, || {
+                rt.block_on(async {
+                    let file = open_file().await;
+                    read_all_file(&file, &names).await
+                })
             })
         });
     });
     group.bench_function("atlas_read_array", |b| {
-        b.iter(|| {
-            rt.block_on(async {
-                let atlas = open_atlas().await;
-                read_all_atlas(&atlas, &names).await
+        b.iter_custom(|iters| {
+            time_iters(iters, || {
+                rt.block_on(async {
+                    let atlas = open_atlas().await;
+                    read_all_atlas(&atlas, &names).await
+                })
             })
         });
     });

@@ -5,7 +5,8 @@
 //! datasets, one f32 variable). Both sides start cold: a fresh `Atlas` (opened outside the
 //! timing) whose segment is not yet open, and a fresh `ArrayFile::open` of the segment copied
 //! out of `data.atlas` as a standalone object in the same store. Results are dropped outside
-//! the timing on both sides.
+//! the timing on both sides. `ATLAS_BENCH_CLOCK=cpu` times with process CPU time instead of
+//! the wall clock (see `benchmarks::atlas::cpu_clock`).
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use array_format::{ArrayFile, ReadConfig, StatValue};
@@ -13,8 +14,8 @@ use atlas::object_store::memory::InMemory;
 use atlas::object_store::path::Path;
 use atlas::object_store::ObjectStore;
 use atlas::Atlas;
-use benchmarks::atlas::{copy_segment_out, runtime, write_station_collection};
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use benchmarks::atlas::{copy_segment_out, runtime, time_batched, write_station_collection};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::sync::Arc;
 
 /// What the baseline folds: the same four numbers `CollectionStats` carries.
@@ -78,28 +79,28 @@ fn array_stats(c: &mut Criterion) {
         group.sample_size(10);
         group.throughput(Throughput::Elements(datasets as u64));
         group.bench_function("baseline_arrayfile_stats", |b| {
-            b.iter_batched(
-                || (),
-                |()| {
-                    rt.block_on(async {
-                        let file = open_segment().await;
-                        (fold_segment(&file), file)
-                    })
-                },
-                BatchSize::PerIteration,
-            );
+            b.iter_custom(|iters| {
+                time_batched(
+                    iters,
+                    || (),
+                    |()| {
+                        rt.block_on(async {
+                            let file = open_segment().await;
+                            (fold_segment(&file), file)
+                        })
+                    },
+                )
+            });
         });
         group.bench_function("atlas_array_stats", |b| {
-            b.iter_batched(
-                open_atlas,
-                |atlas| {
+            b.iter_custom(|iters| {
+                time_batched(iters, open_atlas, |atlas| {
                     let stats = rt
                         .block_on(atlas.array_stats("temperature"))
                         .expect("stats");
                     (stats, atlas)
-                },
-                BatchSize::PerIteration,
-            );
+                })
+            });
         });
         group.finish();
     }

@@ -14,6 +14,7 @@ use atlas::object_store::path::Path;
 use atlas::object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use atlas::{ArraySpec, Atlas, AtlasWriter, DatasetSpec, WriterOptions};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// The five variables of the footer benchmark's one schema.
 pub const VARIABLES: [&str; 5] = [
@@ -38,6 +39,84 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("tokio runtime builds")
+}
+
+/// Whether the Atlas groups time with process CPU time (`ATLAS_BENCH_CLOCK=cpu`) instead of
+/// the wall clock (the default).
+///
+/// On a machine shared with other builds, wall time counts the periods this process waited for
+/// a core, and baseline and candidate run at different moments, so their ratio swings with the
+/// neighbours' load. CPU time counts only what this process ran (all its threads, so the
+/// blocking-pool threads `LocalFileSystem` reads on count too).
+pub fn cpu_clock() -> bool {
+    std::env::var("ATLAS_BENCH_CLOCK").is_ok_and(|v| v == "cpu")
+}
+
+/// CPU time of every thread of this process so far: the sum of the first field of
+/// `/proc/self/task/*/schedstat` (nanoseconds on a CPU). Linux only; zero elsewhere.
+pub fn process_cpu_time() -> Duration {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Duration::ZERO;
+    };
+    let nanos: u64 = tasks
+        .filter_map(Result::ok)
+        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    Duration::from_nanos(nanos)
+}
+
+/// A point on the clock [`cpu_clock`] selects.
+#[derive(Debug, Clone, Copy)]
+pub struct Stamp {
+    wall: Instant,
+    cpu: Option<Duration>,
+}
+
+impl Stamp {
+    /// Now.
+    pub fn now() -> Self {
+        Self {
+            wall: Instant::now(),
+            cpu: cpu_clock().then(process_cpu_time),
+        }
+    }
+
+    /// Time since this stamp, on the same clock.
+    pub fn elapsed(&self) -> Duration {
+        match self.cpu {
+            Some(start) => process_cpu_time().saturating_sub(start),
+            None => self.wall.elapsed(),
+        }
+    }
+}
+
+/// For `Bencher::iter_custom`: runs `routine` `iters` times, timed as a whole on the selected
+/// clock; outputs drop inside the timing, as with `Bencher::iter`.
+pub fn time_iters<O>(iters: u64, mut routine: impl FnMut() -> O) -> Duration {
+    let start = Stamp::now();
+    for _ in 0..iters {
+        std::hint::black_box(routine());
+    }
+    start.elapsed()
+}
+
+/// For `Bencher::iter_custom`: `iters` times, an untimed `setup`, then `routine` timed on the
+/// selected clock; outputs drop outside the timing, as with `Bencher::iter_batched`.
+pub fn time_batched<I, O>(
+    iters: u64,
+    mut setup: impl FnMut() -> I,
+    mut routine: impl FnMut(I) -> O,
+) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        let input = setup();
+        let start = Stamp::now();
+        let output = std::hint::black_box(routine(input));
+        total += start.elapsed();
+        drop(output);
+    }
+    total
 }
 
 /// A footer frame as it sits in `data.atlas`, with where its segments end.

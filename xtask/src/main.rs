@@ -1,7 +1,8 @@
 //! `cargo xtask`: project automation that is plain Rust instead of shell scripts.
 //!
-//! What it is for: tasks a developer or CI runs on the workspace as a whole: running the
-//! criterion benchmarks and reporting each group as ratios against its in-run baseline.
+//! What it is for: tasks a developer or CI runs on the workspace as a whole: the whole test
+//! suite with its S3 server (`test`), running the criterion benchmarks and reporting each group as ratios against its in-run baseline,
+//! regenerating the golden fixtures, seeding the fuzz corpora and running the fuzz targets.
 //!
 //! What it is not for: anything a library or the CLIs need at run time.
 //!
@@ -9,21 +10,39 @@
 #![forbid(unsafe_code)]
 
 mod bench;
+mod fixtures;
+mod fuzz;
+mod test;
 
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: cargo xtask <task>
 
 tasks:
-  bench [BENCH...]     run criterion benchmarks (all, or the named bench targets) and report ratios
+  test [--no-s3] [ARGS...]
+                       the whole test suite: starts the local S3 test server, runs
+                       `cargo test --workspace --locked ARGS`, stops the server
+  bench [BENCH...] [--save NAME] [--compare NAME] [--threshold PCT]
+                       run criterion benchmarks (all, or the named targets) and report ratios;
+                       --save stores a criterion baseline, --compare fails on a regression
+                       beyond PCT percent (default 5)
   bench-report         report ratios from the last benchmark run without running anything
+  fixtures [--out DIR] regenerate the golden fixtures (default fixtures/)
+  fuzz-seed [--fixtures DIR]
+                       write seed inputs from the fixtures into fuzz/corpus/<target>/
+  fuzz [TARGET...] [--seconds N]
+                       run cargo-fuzz on one, several or all targets, N seconds each (default 60)
 ";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
+        Some("test") => test::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some("bench-report") => bench::report(),
+        Some("fixtures") => fixtures::run(&args[1..]),
+        Some("fuzz-seed") => fuzz::seed(&args[1..]),
+        Some("fuzz") => fuzz::run(&args[1..]),
         Some("-h" | "--help") => {
             print!("{USAGE}");
             Ok(())

@@ -1,11 +1,12 @@
 //! One function per subcommand.
 
-use crate::location::open;
+use crate::location::{file_url_path, open, parse_url};
 use crate::Command;
 use atlas::format::DType;
 use atlas::ndarray::{ArcArray, ArrayD, IxDyn};
 use atlas::object_store::local::LocalFileSystem;
 use atlas::object_store::path::Path;
+use atlas::object_store::ObjectStore;
 use atlas::{
     ArraySpec, Atlas, AtlasWriter, Attr, DatasetSpec, DatasetView, FillValue, StatValue,
     WriterOptions,
@@ -47,8 +48,13 @@ pub(crate) async fn run(command: Command, as_json: bool) -> Result<(), BoxError>
         Command::Verify { collection } => verify(&open(&collection).await?).await?,
         Command::Demo { out, datasets } => demo(&out, datasets).await?,
     };
-    out.print(as_json);
-    Ok(())
+    match out.print(as_json) {
+        // A reader that went away on purpose (`atlas ls | head`) is not a failure.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(format!("writing to stdout: {e}").into())
+        }
+        _ => Ok(()),
+    }
 }
 
 /// What a command prints: lines for people, a JSON value for scripts.
@@ -70,14 +76,18 @@ impl Output {
         self
     }
 
-    fn print(&self, as_json: bool) {
+    /// Writes to stdout; `println!` would panic when the reader has gone (`atlas ls | head`).
+    fn print(&self, as_json: bool) -> std::io::Result<()> {
+        use std::io::Write;
+        let mut stdout = std::io::stdout().lock();
         if as_json {
-            println!("{}", self.json);
+            writeln!(stdout, "{}", self.json)?;
         } else {
             for line in &self.lines {
-                println!("{line}");
+                writeln!(stdout, "{line}")?;
             }
         }
+        stdout.flush()
     }
 }
 
@@ -298,10 +308,23 @@ async fn verify(atlas: &Atlas) -> Result<Output, BoxError> {
     )))
 }
 
+/// Where `demo` writes: a local directory (created if missing) or an object-store URL.
+fn demo_target(out: &str) -> Result<(Arc<dyn ObjectStore>, Path), BoxError> {
+    let dir = match file_url_path(out)? {
+        Some(dir) => dir,
+        None if out.contains("://") => return parse_url(out),
+        None => std::path::PathBuf::from(out),
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{out}: {e}"))?;
+    Ok((
+        Arc::new(LocalFileSystem::new_with_prefix(&dir)?),
+        Path::default(),
+    ))
+}
+
 async fn demo(out: &str, datasets: usize) -> Result<Output, BoxError> {
-    std::fs::create_dir_all(out).map_err(|e| format!("{out}: {e}"))?;
-    let store = Arc::new(LocalFileSystem::new_with_prefix(out)?);
-    let mut writer = AtlasWriter::new(store, &Path::default(), WriterOptions::default());
+    let (store, prefix) = demo_target(out)?;
+    let mut writer = AtlasWriter::new(store, &prefix, WriterOptions::default());
     for i in 0..datasets {
         let base = i as f32;
         let temperature = ArrayD::from_shape_vec(

@@ -22,7 +22,7 @@ pub(crate) async fn open(collection: &str) -> Result<Atlas, BoxError> {
 }
 
 /// The local directory a `file://` URL names, if `collection` is one.
-fn file_url_path(collection: &str) -> Result<Option<std::path::PathBuf>, BoxError> {
+pub(crate) fn file_url_path(collection: &str) -> Result<Option<std::path::PathBuf>, BoxError> {
     if !collection.starts_with("file://") {
         return Ok(None);
     }
@@ -34,7 +34,7 @@ fn file_url_path(collection: &str) -> Result<Option<std::path::PathBuf>, BoxErro
 }
 
 /// A store and prefix for a URL, configured from `AWS_*` environment variables.
-fn parse_url(collection: &str) -> Result<(Arc<dyn ObjectStore>, Path), BoxError> {
+pub(crate) fn parse_url(collection: &str) -> Result<(Arc<dyn ObjectStore>, Path), BoxError> {
     let url = url::Url::parse(collection).map_err(|e| format!("{collection}: {e}"))?;
     let options = std::env::vars()
         .filter(|(k, _)| k.starts_with("AWS_"))

@@ -55,7 +55,7 @@ enum Command {
     },
     /// Opens every segment and cross-checks every dataset's arrays against the footer.
     Verify { collection: String },
-    /// Writes a small synthetic collection into a local directory.
+    /// Writes a small synthetic collection into a local directory or to a URL (`s3://...`).
     Demo {
         out: String,
         /// Number of datasets.

@@ -112,3 +112,20 @@ fn four_processes_deleting_at_once_lose_nothing() {
     let files = std::fs::read_dir(&c).unwrap().count();
     assert_eq!(files, 2, "no lock or temp file left behind");
 }
+
+#[test]
+fn a_file_url_is_local_disk_with_the_directory_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = demo(dir.path(), 3);
+    let url = format!("file://{}", std::fs::canonicalize(&c).unwrap().display());
+    assert!(atlas(&["delete", &url, "month_000"]).status.success());
+    assert!(atlas(&["delete", &url, "month_001"]).status.success());
+    let info: serde_json::Value =
+        serde_json::from_str(&stdout(&atlas(&["info", &url, "--json"]))).unwrap();
+    assert_eq!(info["live_datasets"], 1);
+    assert_eq!(
+        std::fs::read_dir(&c).unwrap().count(),
+        2,
+        "no temp file left"
+    );
+}

@@ -97,7 +97,9 @@ impl Atlas {
         let (store, local_dir) = store.into_atlas_store(prefix);
         let atlas = Self::open_dyn(store, prefix).await?;
         Ok(match local_dir {
-            Some(dir) => atlas.with_committer(Arc::new(crate::local::LocalFlockCommitter::new(dir))),
+            Some(dir) => {
+                atlas.with_committer(Arc::new(crate::local::LocalFlockCommitter::new(dir)))
+            }
             None => atlas,
         })
     }

@@ -97,9 +97,10 @@ impl Atlas {
         };
         let deleted = self.deleted();
         let mut out = Vec::new();
+        let mut ordinals = crate::stats::OrdinalCursor::new(self);
         for (info, value) in file.arrays().iter().zip(column) {
-            let live = self
-                .ordinal_of(&info.name)
+            let live = ordinals
+                .ordinal(&info.name)
                 .is_some_and(|o| !deleted.contains(o));
             if let (true, Some(value)) = (live, value) {
                 out.push((info.name.to_string(), Attr::from_stored(value)));

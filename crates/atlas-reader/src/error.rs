@@ -102,6 +102,37 @@ pub enum AtlasError {
 }
 
 impl AtlasError {
+    /// Whether the same call may succeed if made again: the store or the transport failed
+    /// (a connection refused or cut, a timeout, a server error), or a delete kept losing races.
+    ///
+    /// Not retryable: everything the bytes or the request decide, so a retry would only repeat
+    /// it (`NotAnAtlasCollection`, `UnsupportedVersion`, `CorruptCollection`, `Mask`, lookups,
+    /// type and selection errors), and store answers that are final (not found, refused
+    /// precondition, permission, configuration, unsupported operation).
+    ///
+    /// A segment read reports its store failure through array-format, which keeps only the
+    /// message (`array_format::Error::Storage`), so every such failure counts as retryable.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Store(e) => store_error_is_retryable(e),
+            Self::Segment { source, .. } => match source {
+                array_format::Error::Storage(_) => true,
+                array_format::Error::Io(e) => io_error_is_retryable(e),
+                _ => false,
+            },
+            Self::Io { source, .. } => io_error_is_retryable(source),
+            Self::DeleteConflict { .. } => true,
+            Self::NotAnAtlasCollection { .. }
+            | Self::UnsupportedVersion { .. }
+            | Self::CorruptCollection { .. }
+            | Self::DatasetNotFound(_)
+            | Self::ArrayNotFound { .. }
+            | Self::TypeMismatch { .. }
+            | Self::InvalidSelection { .. }
+            | Self::Mask { .. } => false,
+        }
+    }
+
     pub(crate) fn from_footer(path: &str, error: FooterError) -> Self {
         let path = path.to_owned();
         match error {
@@ -132,4 +163,26 @@ impl AtlasError {
             reason: reason.into(),
         }
     }
+}
+
+/// object_store maps every HTTP answer it understands to a specific variant; what is left in
+/// `Generic` is the transport (connect, reset, timeout, body cut short) or a server error that
+/// outlived the client's own retries.
+fn store_error_is_retryable(error: &object_store::Error) -> bool {
+    matches!(error, object_store::Error::Generic { .. })
+}
+
+fn io_error_is_retryable(error: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(
+        error.kind(),
+        ErrorKind::Interrupted
+            | ErrorKind::WouldBlock
+            | ErrorKind::TimedOut
+            | ErrorKind::ConnectionRefused
+            | ErrorKind::ConnectionReset
+            | ErrorKind::ConnectionAborted
+            | ErrorKind::NotConnected
+            | ErrorKind::BrokenPipe
+    )
 }

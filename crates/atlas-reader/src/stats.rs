@@ -3,7 +3,7 @@
 use crate::atlas::Atlas;
 use crate::error::AtlasError;
 use crate::view::DatasetView;
-use array_format::{ArrayStats, StatValue};
+use array_format::{ArrayInfo, ArrayStats, StatValue};
 use smol_str::SmolStr;
 
 /// One dataset's statistics for one array.
@@ -39,12 +39,54 @@ pub struct CollectionStats {
 }
 
 impl CollectionStats {
-    fn add(&mut self, row: &DatasetStats) {
+    /// Folds in one live dataset's stored statistics (`None`: the segment recorded none).
+    fn add(&mut self, stats: Option<&ArrayStats>) {
         self.datasets += 1;
-        self.null_count = self.null_count.saturating_add(row.null_count);
-        self.row_count = self.row_count.saturating_add(row.row_count);
-        fold(&mut self.min, row.min.as_ref(), std::cmp::Ordering::Less);
-        fold(&mut self.max, row.max.as_ref(), std::cmp::Ordering::Greater);
+        let Some(stats) = stats else { return };
+        self.null_count = self.null_count.saturating_add(stats.null_count);
+        self.row_count = self.row_count.saturating_add(stats.row_count);
+        fold(&mut self.min, stats.min.as_ref(), std::cmp::Ordering::Less);
+        fold(
+            &mut self.max,
+            stats.max.as_ref(),
+            std::cmp::Ordering::Greater,
+        );
+    }
+}
+
+/// Maps the names of a segment's arrays, in segment order, to footer ordinals.
+///
+/// The writer adds each dataset's arrays in ordinal order, so a segment lists its datasets as
+/// an increasing subsequence of the footer's. A cursor walking the footer therefore finds each
+/// name with a comparison or a short scan, touching the footer sequentially; a name it does
+/// not find within [`OrdinalCursor::SCAN`] entries (a segment written in another order) falls
+/// back to the hash lookup, so no input costs more than that per name.
+pub(crate) struct OrdinalCursor<'a> {
+    atlas: &'a Atlas,
+    next: usize,
+}
+
+impl<'a> OrdinalCursor<'a> {
+    /// Footer entries scanned past the cursor before falling back to a hash lookup.
+    const SCAN: usize = 64;
+
+    pub(crate) fn new(atlas: &'a Atlas) -> Self {
+        Self { atlas, next: 0 }
+    }
+
+    /// The ordinal of dataset `name`, if the footer names it.
+    pub(crate) fn ordinal(&mut self, name: &str) -> Option<u32> {
+        let datasets = &self.atlas.footer.datasets;
+        let end = datasets.len().min(self.next.saturating_add(Self::SCAN));
+        let found = (self.next..end)
+            .find(|&i| {
+                datasets
+                    .get_index(i)
+                    .is_some_and(|(n, _)| n.as_str() == name)
+            })
+            .or_else(|| datasets.get_index_of(name))?;
+        self.next = found + 1;
+        u32::try_from(found).ok()
     }
 }
 
@@ -97,31 +139,47 @@ impl Atlas {
         &self,
         array: &str,
     ) -> Result<Vec<DatasetStats>, AtlasError> {
+        let mut rows = Vec::new();
+        self.for_each_live_array(array, |info, ordinal| {
+            rows.push(row(&info.name, ordinal, info.stats.as_ref()));
+        })
+        .await?;
+        Ok(rows)
+    }
+
+    /// `array`'s statistics folded over every live dataset: one segment open, one pass over its
+    /// arrays, linear in datasets, and no per-dataset row is built.
+    pub async fn array_stats(&self, array: &str) -> Result<CollectionStats, AtlasError> {
+        let mut total = CollectionStats::default();
+        self.for_each_live_array(array, |info, _| total.add(info.stats.as_ref()))
+            .await?;
+        Ok(total)
+    }
+
+    /// Calls `f` with every live dataset's entry in the segment of `array`, in segment (=
+    /// ordinal) order, from one open of that segment. An unknown array calls nothing and makes
+    /// no request.
+    async fn for_each_live_array(
+        &self,
+        array: &str,
+        mut f: impl FnMut(&ArrayInfo, u32),
+    ) -> Result<(), AtlasError> {
         let Some(variable) = self.variable_named(array) else {
-            return Ok(Vec::new());
+            return Ok(());
         };
         let file = self.segment(variable).await?;
         let deleted = self.deleted();
-        let mut rows = Vec::with_capacity(file.arrays().len());
+        let mut ordinals = OrdinalCursor::new(self);
         for info in file.arrays() {
-            let Some(ordinal) = self.ordinal_of(&info.name) else {
+            let Some(ordinal) = ordinals.ordinal(&info.name) else {
                 tracing::warn!(array, dataset = %info.name, "segment holds a dataset the footer does not name");
                 continue;
             };
             if !deleted.contains(ordinal) {
-                rows.push(row(&info.name, ordinal, info.stats.as_ref()));
+                f(info, ordinal);
             }
         }
-        Ok(rows)
-    }
-
-    /// `array`'s statistics folded over every live dataset: one segment open, linear in datasets.
-    pub async fn array_stats(&self, array: &str) -> Result<CollectionStats, AtlasError> {
-        let mut total = CollectionStats::default();
-        for row in self.array_stats_by_dataset(array).await? {
-            total.add(&row);
-        }
-        Ok(total)
+        Ok(())
     }
 }
 

@@ -197,7 +197,11 @@ async fn open_on_a_concrete_local_file_system_takes_the_directory_lock() {
         task.await.unwrap();
     }
     let atlas = Atlas::open(local, &prefix()).await.unwrap();
-    assert_eq!(atlas.deleted().len(), 64, "every deleter's ordinals survive");
+    assert_eq!(
+        atlas.deleted().len(),
+        64,
+        "every deleter's ordinals survive"
+    );
     assert_eq!(
         std::fs::read_dir(dir.path().join("collections/demo"))
             .unwrap()

@@ -96,7 +96,12 @@ fn entries(dir: &Path) -> Vec<String> {
 /// Starts a deleter of `name` that stops at `step`, and returns once it has stopped there.
 fn start_paused_deleter(collection: &Path, step: &str, name: &str) -> std::process::Child {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_deleter", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "child_deleter",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_DIR, collection)
         .env(CHILD_STEP, step)
         .env(CHILD_NAME, name)
@@ -154,9 +159,16 @@ fn a_deleter_killed_mid_commit_leaves_the_old_or_the_new_mask() {
         let new = mask_bytes(&[0, 3]);
         assert!(now == old || now == new, "{step}: a torn mask {now:?}");
         let committed = at == CommitStep::Renamed;
-        assert_eq!(now == new, committed, "{step}: the rename is the commit point");
+        assert_eq!(
+            now == new,
+            committed,
+            "{step}: the rename is the commit point"
+        );
         let left = entries(&collection);
-        let temps = left.iter().filter(|n| n.starts_with(".deleted.mask.")).count();
+        let temps = left
+            .iter()
+            .filter(|n| n.starts_with(".deleted.mask."))
+            .count();
         assert_eq!(
             temps,
             usize::from(at == CommitStep::TempWritten),
@@ -177,7 +189,11 @@ fn a_deleter_killed_mid_commit_leaves_the_old_or_the_new_mask() {
             .unwrap();
         });
         let expected: &[u32] = if committed { &[0, 3, 5] } else { &[0, 5] };
-        assert_eq!(std::fs::read(&mask).unwrap(), mask_bytes(expected), "{step}");
+        assert_eq!(
+            std::fs::read(&mask).unwrap(),
+            mask_bytes(expected),
+            "{step}"
+        );
         assert_eq!(
             entries(&collection),
             ["data.atlas", "deleted.mask"],

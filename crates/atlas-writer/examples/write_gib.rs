@@ -3,10 +3,12 @@
 //! Issue 4, item 3: memory stays bounded while writing. 4 variables x 256 datasets of
 //! 256 x 1024 f32 (1 MiB each), generated one dataset at a time, to a `LocalFileSystem`
 //! collection in a temp dir (or in the directory given as the first argument). Peak RSS is
-//! the kernel's high-water mark, `VmHWM` in `/proc/self/status` (Linux).
+//! the kernel's high-water mark, `VmHWM` in `/proc/self/status` (Linux). `WRITE_GIB_DATASETS`
+//! changes the dataset count (4 MiB each), to show the peak does not grow with the data.
 //!
 //! ```text
 //! cargo run --release -p atlas-writer --example write_gib
+//! WRITE_GIB_DATASETS=512 cargo run --release -p atlas-writer --example write_gib
 //! ```
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Example: small known values.
 
@@ -19,7 +21,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 const VARIABLES: [&str; 4] = ["temperature", "pressure", "humidity", "wind_speed"];
-const DATASETS: usize = 256;
+const DEFAULT_DATASETS: usize = 256;
 const ROWS: usize = 256;
 const COLS: usize = 1024;
 
@@ -55,13 +57,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::create_dir_all(&root)?;
     let store: Arc<dyn ObjectStore> = Arc::new(LocalFileSystem::new_with_prefix(&root)?);
     let prefix = Path::from("gib");
+    let datasets = std::env::var("WRITE_GIB_DATASETS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(DEFAULT_DATASETS);
     let before = status_kib("VmHWM").unwrap_or(0);
     let started = Instant::now();
 
     let mut writer = AtlasWriter::new(store, &prefix, WriterOptions::default());
     let mut data_bytes = 0u64;
     let mut peak_while_adding = 0;
-    for d in 0..DATASETS {
+    for d in 0..datasets {
         let mut dataset = DatasetSpec::new(format!("station_{d:06}_2024"));
         for (v, name) in VARIABLES.iter().enumerate() {
             dataset = dataset.array(
@@ -88,7 +94,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("elapsed: {:.1} s", elapsed.as_secs_f64());
     println!("peak RSS before writing (VmHWM): {} MiB", before >> 10);
-    println!("peak RSS after adding datasets (VmHWM): {} MiB", peak_while_adding >> 10);
+    println!(
+        "peak RSS after adding datasets (VmHWM): {} MiB",
+        peak_while_adding >> 10
+    );
     println!("peak RSS after finish (VmHWM): {} MiB", peak >> 10);
     println!(
         "peak RSS / array data: {:.1}%",

@@ -1,0 +1,43 @@
+//! `cargo xtask fixtures [--out DIR]`: regenerates the golden fixtures (default `fixtures/`).
+
+use std::path::{Path, PathBuf};
+
+/// The workspace root (xtask lives one level below it).
+pub(crate) fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// The value following `flag` in `args`, if any.
+pub(crate) fn flag_value<'a>(args: &'a [String], flag: &str) -> Result<Option<&'a str>, String> {
+    match args.iter().position(|a| a == flag) {
+        None => Ok(None),
+        Some(i) => args
+            .get(i + 1)
+            .map(|v| Some(v.as_str()))
+            .ok_or_else(|| format!("{flag} needs a value")),
+    }
+}
+
+/// Replaces the generated folders under `--out` (default `fixtures/`) with fresh output.
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let out =
+        flag_value(args, "--out")?.map_or_else(|| workspace_root().join("fixtures"), PathBuf::from);
+    for generated in ["dsrt", "atlas"] {
+        let dir = out.join(generated);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)
+                .map_err(|e| format!("removing {}: {e}", dir.display()))?;
+        }
+    }
+    let files = fixtures::generate(&out).map_err(|e| format!("generating fixtures: {e}"))?;
+    let mut total = 0u64;
+    for file in &files {
+        let len = std::fs::metadata(out.join(file)).map_or(0, |m| m.len());
+        total += len;
+        println!("{len:>8}  {}", file.display());
+    }
+    println!("{} files, {total} bytes in {}", files.len(), out.display());
+    Ok(())
+}

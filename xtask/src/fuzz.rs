@@ -1,0 +1,102 @@
+//! `cargo xtask fuzz-seed` and `cargo xtask fuzz [TARGET] [--seconds N]`: corpus seeding and
+//! cargo-fuzz runs of the targets in `crates/fuzz-targets`.
+
+use crate::fixtures::{flag_value, workspace_root};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+/// Writes one `seed-*` file per seed into `fuzz/corpus/<target>/`, from `--fixtures DIR`
+/// (default `fixtures/`). Other corpus files are kept.
+pub(crate) fn seed(args: &[String]) -> Result<(), String> {
+    let root = workspace_root();
+    let fixtures =
+        flag_value(args, "--fixtures")?.map_or_else(|| root.join("fixtures"), PathBuf::from);
+    let seeds = fuzz_targets::seeds(&fixtures).map_err(|e| format!("reading fixtures: {e}"))?;
+    for seed in &seeds {
+        let dir = root.join("fuzz").join("corpus").join(seed.target);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let path = dir.join(format!("seed-{}", seed.name));
+        std::fs::write(&path, &seed.bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    println!("wrote {} seeds under fuzz/corpus/", seeds.len());
+    Ok(())
+}
+
+/// Runs one target (or all, one after another) for `--seconds N` each (default 60) with
+/// cargo-fuzz on the stable toolchain (`RUSTC_BOOTSTRAP=1`), then prints executions per target.
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let seconds = flag_value(args, "--seconds")?.unwrap_or("60");
+    seconds
+        .parse::<u64>()
+        .map_err(|e| format!("--seconds {seconds}: {e}"))?;
+    let named: Vec<&str> = args
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| !a.starts_with("--") && (*i == 0 || args[i - 1] != "--seconds"))
+        .map(|(_, a)| a.as_str())
+        .collect();
+    let targets: Vec<&str> = if named.is_empty() {
+        fuzz_targets::TARGETS.iter().map(|(n, _)| *n).collect()
+    } else {
+        for name in &named {
+            if fuzz_targets::target(name).is_none() {
+                return Err(format!("unknown fuzz target {name}"));
+            }
+        }
+        named
+    };
+    let fuzz_dir = workspace_root().join("fuzz");
+    let mut summary = Vec::new();
+    for target in targets {
+        let corpus = fuzz_dir.join("corpus").join(target);
+        let artifacts = fuzz_dir.join("artifacts").join(target);
+        std::fs::create_dir_all(&corpus).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(&artifacts).map_err(|e| e.to_string())?;
+        let mut command = Command::new("cargo");
+        command
+            .current_dir(&fuzz_dir)
+            .env("RUSTC_BOOTSTRAP", "1")
+            .args(["fuzz", "run", "--release", "--debug-assertions"]);
+        if let Ok(dir) = std::env::var("CARGO_TARGET_DIR") {
+            command.args(["--target-dir", &format!("{dir}/fuzz")]);
+        }
+        command
+            .arg(target)
+            .arg(&corpus)
+            .arg("--")
+            .arg(format!("-max_total_time={seconds}"))
+            .arg(format!("-artifact_prefix={}/", artifacts.display()))
+            .args(["-timeout=10", "-rss_limit_mb=2048", "-print_final_stats=1"])
+            .stderr(Stdio::piped());
+        println!("fuzzing {target} for {seconds} s");
+        let output = command
+            .output()
+            .map_err(|e| format!("running cargo fuzz (is it installed?): {e}"))?;
+        let log = String::from_utf8_lossy(&output.stderr);
+        let log_path = artifacts.join("last-run.log");
+        std::fs::write(&log_path, log.as_bytes()).map_err(|e| e.to_string())?;
+        let execs = log
+            .lines()
+            .find_map(|l| l.strip_prefix("stat::number_of_executed_units:"))
+            .map_or("?".to_owned(), |v| v.trim().to_owned());
+        let verdict = if output.status.success() {
+            "ok"
+        } else {
+            "FAILED"
+        };
+        println!(
+            "  {target}: {verdict}, {execs} executions (log: {})",
+            log_path.display()
+        );
+        summary.push((target, verdict, execs));
+    }
+    println!("| target | seconds | executions | result |");
+    println!("|---|---|---|---|");
+    for (target, verdict, execs) in &summary {
+        println!("| {target} | {seconds} | {execs} | {verdict} |");
+    }
+    if summary.iter().any(|(_, v, _)| *v != "ok") {
+        return Err("a fuzz target failed; see fuzz/artifacts/".into());
+    }
+    Ok(())
+}
