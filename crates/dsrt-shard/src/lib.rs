@@ -17,6 +17,7 @@
 mod envelope;
 mod error;
 mod payload;
+mod pipeline;
 mod record;
 mod syncer;
 mod writer;

@@ -23,6 +23,11 @@ impl BackgroundSync {
         Ok(())
     }
 
+    /// A sender other threads can queue files on.
+    pub(crate) fn sender(&mut self) -> Sender<File> {
+        self.worker.get_or_insert_with(spawn).0.clone()
+    }
+
     /// Waits until every queued sync is done; the first error, if any.
     pub(crate) fn finish(mut self) -> io::Result<()> {
         let Some((sender, handle)) = self.worker.take() else {

@@ -1,10 +1,10 @@
+use crate::pipeline::PipelinedFile;
 use crate::syncer::BackgroundSync;
 use crate::{store_payload, RECORD_HEADER_LEN};
-use codec::HashingWriter;
 use dsrt_index::IndexRow;
 use dsrt_manifest::{shard_file_name, CompressionAlgo, ShardEntry};
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufWriter, Write};
+use std::io;
 use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
 
@@ -15,25 +15,18 @@ pub const SHARDS_DIR_NAME: &str = "shards";
 /// this many bytes.
 pub type MaxShardBytes = NonZeroU64;
 
-/// Bytes buffered per open shard before a write reaches the file.
-const WRITE_BUFFER: usize = 1 << 20;
-
-/// Written bytes of an open shard after which its writeback starts in the background, so the
-/// final fsync finds little left to flush.
-const EARLY_SYNC_BYTES: u64 = 8 << 20;
-
 struct OpenShard {
     id: usize,
-    out: HashingWriter<BufWriter<File>>,
+    out: PipelinedFile,
     uncompressed_len: u64,
-    synced_up_to: u64,
 }
 
 /// Appends records to `shards/000000.bin`, `000001.bin`, ..., rotating on `max_shard_bytes`.
 ///
 /// A record never spans shards; a record larger than the target gets a shard of its own.
-/// Shards are fsynced on a background thread (early writeback while a shard grows, a final
-/// sync when it closes); [`ShardSetWriter::finish`] waits for all of them.
+/// Each open shard is hashed and written on two background threads (see `pipeline.rs`), and
+/// fsynced on a third (early writeback while it grows, a final sync when it closes);
+/// [`ShardSetWriter::finish`] waits for all of them.
 pub struct ShardSetWriter {
     dir: PathBuf,
     algo: CompressionAlgo,
@@ -85,26 +78,20 @@ impl ShardSetWriter {
             )?;
         }
         if self.current.is_none() {
-            self.current = Some(open_shard(&self.dir, self.finished.len())?);
+            let early_sync = self.syncer.sender();
+            self.current = Some(open_shard(&self.dir, self.finished.len(), early_sync)?);
         }
         let shard = self.current.as_mut().expect("a shard was opened above");
         let offset = shard.out.bytes_written();
-        shard.out.write_all(&header)?;
-        shard.out.write_all(envelope_json)?;
-        shard.out.write_all(stored)?;
+        shard.out.append(&header)?;
+        shard.out.append(envelope_json)?;
+        shard.out.append(stored)?;
         shard.uncompressed_len += uncompressed_len;
-        let row = IndexRow {
+        Ok(IndexRow {
             shard_id: shard.id as u64,
             offset,
             length: record_len,
-        };
-        if shard.out.bytes_written() - shard.synced_up_to >= EARLY_SYNC_BYTES {
-            shard.out.flush()?;
-            shard.synced_up_to = shard.out.bytes_written();
-            let handle = shard.out.get_ref().get_ref().try_clone()?;
-            self.syncer.submit(handle)?;
-        }
-        Ok(row)
+        })
     }
 
     /// Closes the last shard, waits until every shard is fsynced, fsyncs the shards directory
@@ -122,14 +109,17 @@ impl ShardSetWriter {
     }
 }
 
-fn open_shard(dir: &Path, id: usize) -> io::Result<OpenShard> {
+fn open_shard(
+    dir: &Path,
+    id: usize,
+    early_sync: std::sync::mpsc::Sender<File>,
+) -> io::Result<OpenShard> {
     let path = dir.join(shard_file_name(id));
     let file = OpenOptions::new().write(true).create_new(true).open(path)?;
     Ok(OpenShard {
         id,
-        out: HashingWriter::new(BufWriter::with_capacity(WRITE_BUFFER, file)),
+        out: PipelinedFile::new(file, early_sync),
         uncompressed_len: 0,
-        synced_up_to: 0,
     })
 }
 
@@ -143,10 +133,7 @@ fn close_shard(
     let Some(shard) = current.take() else {
         return Ok(());
     };
-    let (buffered, digest, byte_len) = shard.out.finish();
-    let file = buffered
-        .into_inner()
-        .map_err(io::IntoInnerError::into_error)?;
+    let (file, digest, byte_len) = shard.out.finish()?;
     syncer.submit(file)?;
     finished.push(ShardEntry::new(
         shard.id,
