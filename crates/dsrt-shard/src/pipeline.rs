@@ -20,7 +20,7 @@ const CHUNK_BYTES: usize = 1 << 20;
 const CHUNKS_IN_FLIGHT: usize = 4;
 
 /// Bytes written to a file after which its writeback starts early, on the sync thread.
-const EARLY_SYNC_BYTES: u64 = 8 << 20;
+const EARLY_SYNC_BYTES: u64 = 4 << 20;
 
 pub(crate) struct PipelinedFile {
     chunk: Vec<u8>,
