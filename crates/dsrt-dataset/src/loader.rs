@@ -114,14 +114,12 @@ impl Steps {
             cache_id: entry.cache_id,
             sample_id: planned.sample,
         };
-        let sample = entry.cache.read(planned.sample, buf)?;
-        let start = data.len();
-        data.extend_from_slice(sample.payload);
+        let range = entry.cache.read_append(planned.sample, buf, data)?;
         Ok(Located {
             step,
             global_position,
             key,
-            range: start..data.len(),
+            range,
         })
     }
 
@@ -248,8 +246,8 @@ impl Loader {
 }
 
 /// Steps a worker reads per message: one channel hand-off per chunk, not per sample.
-const CHUNK_STEPS: u64 = 32;
-const CHUNK_STEPS_USIZE: usize = 32;
+const CHUNK_STEPS: u64 = 256;
+const CHUNK_STEPS_USIZE: usize = 256;
 
 /// The steps of chunk `chunk` in an epoch share of `len` steps.
 fn chunk_range(chunk: u64, len: u64) -> std::ops::Range<u64> {

@@ -1,3 +1,4 @@
+use crate::cache::Shard;
 use crate::{Cache, CacheError, CacheFile};
 use dsrt_index::IndexRow;
 use dsrt_metadata::RowView;
@@ -66,34 +67,89 @@ impl Cache {
         sample: u64,
         buf: &'a mut SampleBuf,
     ) -> Result<SampleRef<'a>, CacheError> {
-        let row = self.index.row(sample).map_err(|source| CacheError::Index {
-            path: self.path.clone(),
-            source,
-        })?;
-        let record_error = |source| self.record_error(sample, &row, source);
-        let len = usize::try_from(row.length).map_err(|_| {
-            record_error(RecordError::Short {
-                record_len: row.length,
-            })
-        })?;
-        let shard = usize::try_from(row.shard_id)
-            .ok()
-            .and_then(|id| self.shards.get(id));
-        let shard = shard.ok_or_else(|| {
-            let source = dsrt_index::IndexError::UnknownShard {
-                sample,
-                shard_id: row.shard_id,
-                shard_count: self.shards.len(),
-            };
-            CacheError::Index {
-                path: self.path.clone(),
-                source,
-            }
-        })?;
+        let (row, shard, len) = self.locate(sample)?;
         if buf.record.len() < len {
             buf.record.resize(len, 0);
         }
         let record = &mut buf.record[..len];
+        let stored = self.read_checked_record(sample, &row, shard, record)?;
+        let payload = load_payload(shard.algo, &record[stored], &mut buf.decoded)
+            .map_err(|source| self.record_error(sample, &row, source))?;
+        let metadata = self.metadata_row(sample)?;
+        Ok(SampleRef {
+            sample,
+            payload,
+            metadata,
+        })
+    }
+
+    /// Reads sample `sample` like [`Cache::read`], appending its payload to `out`, and returns
+    /// the payload's range in `out`. An uncompressed record is read straight into `out` (its
+    /// header and metadata JSON stay in front of the payload), so a loader filling one buffer
+    /// with many samples copies each payload once, from the page cache.
+    pub fn read_append(
+        &self,
+        sample: u64,
+        buf: &mut SampleBuf,
+        out: &mut Vec<u8>,
+    ) -> Result<std::ops::Range<usize>, CacheError> {
+        let (row, shard, len) = self.locate(sample)?;
+        let start = out.len();
+        out.resize(start + len, 0);
+        let stored = self.read_checked_record(sample, &row, shard, &mut out[start..])?;
+        let stored = start + stored.start..start + stored.end;
+        if shard.algo == dsrt_manifest::CompressionAlgo::None {
+            return Ok(stored);
+        }
+        // A compressed payload decodes through `buf`, then replaces the record in `out`.
+        buf.record.clear();
+        buf.record.extend_from_slice(&out[stored]);
+        let payload = load_payload(shard.algo, &buf.record, &mut buf.decoded)
+            .map_err(|source| self.record_error(sample, &row, source))?;
+        out.truncate(start);
+        out.extend_from_slice(payload);
+        Ok(start..out.len())
+    }
+
+    /// The index row of `sample`, its shard and the record's length.
+    fn locate(&self, sample: u64) -> Result<(IndexRow, &Shard, usize), CacheError> {
+        let row = self.index.row(sample).map_err(|source| CacheError::Index {
+            path: self.path.clone(),
+            source,
+        })?;
+        let len = usize::try_from(row.length).map_err(|_| {
+            self.record_error(
+                sample,
+                &row,
+                RecordError::Short {
+                    record_len: row.length,
+                },
+            )
+        })?;
+        let shard = usize::try_from(row.shard_id)
+            .ok()
+            .and_then(|id| self.shards.get(id))
+            .ok_or_else(|| CacheError::Index {
+                path: self.path.clone(),
+                source: dsrt_index::IndexError::UnknownShard {
+                    sample,
+                    shard_id: row.shard_id,
+                    shard_count: self.shards.len(),
+                },
+            })?;
+        Ok((row, shard, len))
+    }
+
+    /// Reads the whole record into `record` (exactly its length) and checks its envelope
+    /// against metadata.arrow; returns the stored payload's range within `record`.
+    fn read_checked_record(
+        &self,
+        sample: u64,
+        row: &IndexRow,
+        shard: &Shard,
+        record: &mut [u8],
+    ) -> Result<std::ops::Range<usize>, CacheError> {
+        let record_error = |source| self.record_error(sample, row, source);
         let file = shard
             .file()
             .map_err(self.io_error(CacheFile::Shard(row.shard_id)))?;
@@ -106,12 +162,7 @@ impl Cache {
                 metadata.get(c).unwrap_or(ValueRef::Null)
             })
             .map_err(|e| record_error(RecordError::Envelope(e)))?;
-        let payload = load_payload(shard.algo, stored, &mut buf.decoded).map_err(record_error)?;
-        Ok(SampleRef {
-            sample,
-            payload,
-            metadata,
-        })
+        Ok(record.len() - stored.len()..record.len())
     }
 
     /// Reads sample `sample` into a new owned [`Sample`].

@@ -131,3 +131,26 @@ fn metadata_is_served_without_opening_any_shard() {
     let err = cache.sample(0).unwrap_err();
     assert!(err.to_string().contains("shards/000000.bin"), "{err}");
 }
+
+#[test]
+fn read_append_gives_the_same_payloads_into_one_buffer() {
+    for algo in [CompressionAlgo::None, CompressionAlgo::Lz4] {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, _) = common::write_cache(dir.path(), "append", 30, algo);
+        let cache = Cache::open(&path, OpenOptions::default()).unwrap();
+        let (mut buf, mut out) = (SampleBuf::new(), b"prefix".to_vec());
+        let ranges: Vec<_> = (0..30)
+            .rev()
+            .map(|i| (i, cache.read_append(i, &mut buf, &mut out).unwrap()))
+            .collect();
+        assert_eq!(&out[..6], b"prefix");
+        for (i, range) in ranges {
+            assert_eq!(
+                &out[range],
+                common::payload(i).as_slice(),
+                "{algo:?} sample {i}"
+            );
+        }
+        assert!(cache.read_append(30, &mut buf, &mut out).is_err());
+    }
+}
