@@ -25,7 +25,8 @@ pub struct LoaderConfig {
     pub policy: RemainderPolicy,
     /// Worker threads reading ahead; 0 reads on the calling thread.
     pub workers: usize,
-    /// Samples each worker may read ahead of the consumer (at least 1).
+    /// Samples each worker may read ahead of the consumer; workers hand over chunks of 256
+    /// steps, so at least one chunk is always in flight per worker.
     pub prefetch: usize,
     /// Resume from a saved state instead of the start of the epoch.
     pub resume: Option<IterState>,
