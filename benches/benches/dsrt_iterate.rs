@@ -7,11 +7,10 @@
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 #![allow(clippy::cast_possible_truncation)] // a small bench cache
 
-use benchmarks::{bench_schema, payloads, shuffled, write_cache};
+use benchmarks::{read_workload, ReadWorkload};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use datasetrt::{
     Cache, Dataset, Loader, LoaderConfig, OpenOptions, PlanConfig, SampleBuf, Shuffle,
-    WriterOptions,
 };
 use std::sync::Arc;
 
@@ -19,17 +18,13 @@ const SAMPLES: usize = 20_000;
 
 fn iterate(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("cache");
-    let data = payloads(SAMPLES, 7);
-    let total: u64 = data.iter().map(|p| p.len() as u64).sum();
-    write_cache(
-        &path,
-        &data,
-        WriterOptions::new("bench", bench_schema()).max_shard_bytes(4 << 20),
-    );
+    let ReadWorkload {
+        path,
+        payload_bytes: total,
+        order,
+    } = read_workload(dir.path(), SAMPLES, 4 << 20);
     let cache = Cache::open(&path, OpenOptions::default()).expect("bench cache opens");
     let dataset = Arc::new(Dataset::open(&[&path], OpenOptions::default()).expect("dataset opens"));
-    let order = shuffled(SAMPLES as u64, 11);
 
     let mut group = c.benchmark_group("dsrt_iterate");
     group.throughput(Throughput::Bytes(total));

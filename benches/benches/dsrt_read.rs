@@ -5,10 +5,10 @@
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 #![allow(clippy::cast_possible_truncation)] // record lengths of a small bench cache
 
-use benchmarks::{bench_schema, payloads, shuffled, write_cache};
+use benchmarks::{read_workload, ReadWorkload};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use datasetrt::raw::{IndexView, INDEX_FILE_NAME};
-use datasetrt::{Cache, OpenOptions, SampleBuf, WriterOptions};
+use datasetrt::{Cache, OpenOptions, SampleBuf};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
@@ -16,16 +16,12 @@ const SAMPLES: usize = 20_000;
 
 fn random_read(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("cache");
-    let data = payloads(SAMPLES, 7);
-    let total: u64 = data.iter().map(|p| p.len() as u64).sum();
-    write_cache(
-        &path,
-        &data,
-        WriterOptions::new("bench", bench_schema()).max_shard_bytes(16 << 20),
-    );
+    let ReadWorkload {
+        path,
+        payload_bytes: total,
+        order,
+    } = read_workload(dir.path(), SAMPLES, 16 << 20);
     let cache = Cache::open(&path, OpenOptions::default()).expect("bench cache opens");
-    let order = shuffled(SAMPLES as u64, 11);
 
     // The baseline reads exactly the record byte ranges the index names, with no checks.
     let index = IndexView::open(&path.join(INDEX_FILE_NAME)).expect("index maps");

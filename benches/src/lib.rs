@@ -82,6 +82,32 @@ pub fn write_cache(
     writer.finish().expect("bench cache finishes")
 }
 
+/// The random-read workload shared by the read and iteration benches.
+#[derive(Debug)]
+pub struct ReadWorkload {
+    /// The cache directory.
+    pub path: std::path::PathBuf,
+    /// Payload bytes in the cache (the throughput unit).
+    pub payload_bytes: u64,
+    /// A shuffled read order over every sample.
+    pub order: Vec<u64>,
+}
+
+/// Writes `samples` payloads of 256 B to 4 KiB into `dir/cache` with `max_shard_bytes` shards,
+/// and draws a shuffled order over them; fixed seeds, so every run reads the same bytes.
+pub fn read_workload(dir: &Path, samples: usize, max_shard_bytes: u64) -> ReadWorkload {
+    let path = dir.join("cache");
+    let data = payloads(samples, 7);
+    let payload_bytes = data.iter().map(|p| p.len() as u64).sum();
+    let options = WriterOptions::new("bench", bench_schema()).max_shard_bytes(max_shard_bytes);
+    write_cache(&path, &data, options);
+    ReadWorkload {
+        path,
+        payload_bytes,
+        order: shuffled(samples as u64, 11),
+    }
+}
+
 /// A random permutation of `0..count`.
 pub fn shuffled(count: u64, seed: u64) -> Vec<u64> {
     let mut order: Vec<u64> = (0..count).collect();
