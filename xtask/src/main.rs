@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 mod bench;
+mod deny;
 mod fixtures;
 mod fuzz;
 mod test;
@@ -27,6 +28,7 @@ tasks:
                        --save stores a criterion baseline, --compare fails on a regression
                        beyond PCT percent (default 5)
   bench-report         report ratios from the last benchmark run without running anything
+  deny [ARGS...]       cargo deny check (licenses, advisories, bans, sources) per deny.toml
   fixtures [--out DIR] regenerate the golden fixtures (default fixtures/)
   fuzz-seed [--fixtures DIR]
                        write seed inputs from the fixtures into fuzz/corpus/<target>/
@@ -40,6 +42,7 @@ fn main() -> ExitCode {
         Some("test") => test::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some("bench-report") => bench::report(),
+        Some("deny") => deny::run(&args[1..]),
         Some("fixtures") => fixtures::run(&args[1..]),
         Some("fuzz-seed") => fuzz::seed(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
