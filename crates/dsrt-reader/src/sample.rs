@@ -72,10 +72,9 @@ impl Cache {
             buf.record.resize(len, 0);
         }
         let record = &mut buf.record[..len];
-        let stored = self.read_checked_record(sample, &row, shard, record)?;
+        let (stored, metadata) = self.read_checked_record(sample, &row, shard, record)?;
         let payload = load_payload(shard.algo, &record[stored], &mut buf.decoded)
             .map_err(|source| self.record_error(sample, &row, source))?;
-        let metadata = self.metadata_row(sample)?;
         Ok(SampleRef {
             sample,
             payload,
@@ -96,7 +95,7 @@ impl Cache {
         let (row, shard, len) = self.locate(sample)?;
         let start = out.len();
         out.resize(start + len, 0);
-        let stored = self.read_checked_record(sample, &row, shard, &mut out[start..])?;
+        let (stored, _) = self.read_checked_record(sample, &row, shard, &mut out[start..])?;
         let stored = start + stored.start..start + stored.end;
         if shard.algo == dsrt_manifest::CompressionAlgo::None {
             return Ok(stored);
@@ -141,14 +140,15 @@ impl Cache {
     }
 
     /// Reads the whole record into `record` (exactly its length) and checks its envelope
-    /// against metadata.arrow; returns the stored payload's range within `record`.
+    /// against metadata.arrow; returns the stored payload's range within `record` and the
+    /// metadata row it was checked against.
     fn read_checked_record(
         &self,
         sample: u64,
         row: &IndexRow,
         shard: &Shard,
         record: &mut [u8],
-    ) -> Result<std::ops::Range<usize>, CacheError> {
+    ) -> Result<(std::ops::Range<usize>, RowView<'_>), CacheError> {
         let record_error = |source| self.record_error(sample, row, source);
         let file = shard
             .file()
@@ -162,7 +162,7 @@ impl Cache {
                 metadata.get(c).unwrap_or(ValueRef::Null)
             })
             .map_err(|e| record_error(RecordError::Envelope(e)))?;
-        Ok(record.len() - stored.len()..record.len())
+        Ok((record.len() - stored.len()..record.len(), metadata))
     }
 
     /// Reads sample `sample` into a new owned [`Sample`].
