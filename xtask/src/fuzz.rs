@@ -48,7 +48,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let fuzz_dir = workspace_root().join("fuzz");
     let mut summary = Vec::new();
     for target in targets {
+        // New inputs go to the scratch corpus (git-ignored); the checked-in seeds are read too.
+        let work = fuzz_dir.join("work").join(target);
         let corpus = fuzz_dir.join("corpus").join(target);
+        std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
         let artifacts = fuzz_dir.join("artifacts").join(target);
         std::fs::create_dir_all(&corpus).map_err(|e| e.to_string())?;
         std::fs::create_dir_all(&artifacts).map_err(|e| e.to_string())?;
@@ -62,6 +65,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         }
         command
             .arg(target)
+            .arg(&work)
             .arg(&corpus)
             .arg("--")
             .arg(format!("-max_total_time={seconds}"))

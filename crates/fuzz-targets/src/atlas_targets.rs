@@ -164,7 +164,7 @@ async fn read_collection(template: &[(&str, Vec<u8>)], head: u8, body: &[u8]) {
             let Ok(layout) = view.array_layout(&array).await else {
                 continue;
             };
-            let (start, shape) = selection(&layout.shape);
+            let (start, shape) = bounded_selection(&layout.shape);
             read_as(&view, &array, &dtype, start, shape).await;
         }
     }
@@ -174,7 +174,11 @@ async fn read_collection(template: &[(&str, Vec<u8>)], head: u8, body: &[u8]) {
 /// caller of a legitimately huge (e.g. declared, never written) array would.
 const MAX_ELEMENTS: u64 = 1 << 16;
 
-fn selection(shape: &[u32]) -> (Vec<usize>, Vec<usize>) {
+/// The `(start, shape)` a careful reader of untrusted data uses for an array of `shape`: the
+/// whole array (empty vectors) when it has at most 65,536 elements, else its first element. A
+/// segment's shape is the authority for an array's extent, so a whole read of a (damaged or
+/// hostile) segment declaring 2^24 × 2 elements legitimately allocates that much.
+pub fn bounded_selection(shape: &[u32]) -> (Vec<usize>, Vec<usize>) {
     let elements = shape
         .iter()
         .try_fold(1u64, |acc, d| acc.checked_mul(u64::from(*d)));

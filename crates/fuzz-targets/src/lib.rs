@@ -16,7 +16,7 @@ mod atlas_targets;
 mod dsrt_targets;
 mod seed;
 
-pub use atlas_targets::{collection, footer, mask, trailer};
+pub use atlas_targets::{bounded_selection, collection, footer, mask, trailer};
 pub use dsrt_targets::{cache, cache_files, index, manifest, metadata, shard_record};
 pub use seed::{seeds, Seed};
 

@@ -73,18 +73,3 @@ fn every_target_survives_trivial_inputs() {
         }
     }
 }
-
-/// Crashes found by the fuzzer whose cause is outside this workspace (the pinned array-format
-/// 0.15.0; see docs/reliability.md). Run with `--ignored`: it passes once they are fixed, and
-/// then their inputs move to `fuzz/corpus/`.
-#[test]
-#[ignore = "open findings in array-format 0.15.0; see docs/reliability.md"]
-fn known_crashes_no_longer_crash() {
-    for (name, target) in fuzz_targets::TARGETS {
-        for file in files(&fuzz_dir().join("known-crashes").join(name)) {
-            let bytes = std::fs::read(&file).unwrap();
-            let outcome = std::panic::catch_unwind(|| target(&bytes));
-            assert!(outcome.is_ok(), "{name}: {} still panics", file.display());
-        }
-    }
-}

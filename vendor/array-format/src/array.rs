@@ -204,14 +204,22 @@ fn decode_offsets(bytes: &[u8]) -> Vec<Vec<u8>> {
         return vec![];
     }
     let values_base = (n + 1) * 4;
+    // Patched: 0.15.0 sliced with the stored offsets unchecked, so a damaged
+    // chunk panicked. Offsets that go backwards or past the chunk now end the
+    // decode with no values; the caller's element count check then reports
+    // the chunk as invalid.
+    let offset_at = |i: usize| {
+        let word = bytes.get(i * 4..i * 4 + 4)?;
+        Some(u32::from_le_bytes(word.try_into().ok()?) as usize)
+    };
     (0..n)
         .map(|i| {
-            let start = u32::from_le_bytes(bytes[i * 4..i * 4 + 4].try_into().unwrap()) as usize;
-            let end = u32::from_le_bytes(bytes[(i + 1) * 4..(i + 1) * 4 + 4].try_into().unwrap())
-                as usize;
-            bytes[values_base + start..values_base + end].to_vec()
+            let (start, end) = (offset_at(i)?, offset_at(i + 1)?);
+            let value = bytes.get(values_base.checked_add(start)?..values_base.checked_add(end)?)?;
+            Some(value.to_vec())
         })
-        .collect()
+        .collect::<Option<Vec<_>>>()
+        .unwrap_or_default()
 }
 
 // ── String ───────────────────────────────────────────────────────────

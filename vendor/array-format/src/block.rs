@@ -9,6 +9,11 @@ use std::ops::Range;
 use rkyv::{Archive, Deserialize, Serialize};
 
 use crate::address::BlockId;
+use crate::error::{Error, Result};
+
+/// LZ4's largest possible compression ratio is just under 255:1; a block that
+/// claims more cannot be an LZ4 block.
+const LZ4_MAX_RATIO: u64 = 255;
 
 /// Identifies which compression codec was used for a block.
 ///
@@ -45,6 +50,40 @@ impl BlockMeta {
     /// Returns the byte range within the file that contains this block.
     pub(crate) fn file_range(&self) -> Range<u64> {
         self.file_offset..self.file_offset + self.compressed_size
+    }
+
+    /// Checks what a reader trusts about block `index` before reading it
+    /// (patched in; 0.15.0 trusted the block table): its id is its position,
+    /// its bytes lie inside the data region `0..data_end`, and its sizes are
+    /// possible for its codec. After this, [`file_range`](Self::file_range)
+    /// cannot overflow and no read is sized past the file.
+    pub(crate) fn validate(&self, index: usize, data_end: u64) -> Result<()> {
+        let bad = |what: String| Error::InvalidFooter(format!("block {index}: {what}"));
+        if self.id.0 as usize != index {
+            return Err(bad(format!("id {} is not its position", self.id.0)));
+        }
+        let end = self.file_offset.checked_add(self.compressed_size);
+        if end.is_none_or(|end| end > data_end) {
+            return Err(bad(format!(
+                "bytes {}+{} lie outside the data region of {data_end} bytes",
+                self.file_offset, self.compressed_size
+            )));
+        }
+        let possible = match &self.codec {
+            CodecId::None => self.uncompressed_size == self.compressed_size,
+            CodecId::Named(name) if name == "lz4" => {
+                self.uncompressed_size <= self.compressed_size.saturating_mul(LZ4_MAX_RATIO)
+            }
+            // zstd has no useful ratio bound; its decoder is bounded instead.
+            CodecId::Named(_) => true,
+        };
+        if !possible {
+            return Err(bad(format!(
+                "{} stored bytes cannot decode to {} bytes with codec {:?}",
+                self.compressed_size, self.uncompressed_size, self.codec
+            )));
+        }
+        Ok(())
     }
 }
 

@@ -61,7 +61,7 @@ impl IoCache {
                 let slab = self.load_slab(path, slab_idx, storage).await?;
                 let slab_start = slab_idx * IO_SLAB_SIZE;
                 let from = (range.start.max(slab_start) - slab_start) as usize;
-                let to = (range.end.min(slab_start + IO_SLAB_SIZE) - slab_start) as usize;
+                let to = (range.end.min(slab_start.saturating_add(IO_SLAB_SIZE)) - slab_start) as usize;
                 out.extend_from_slice(&slab[from..to.min(slab.len())]);
             }
             Ok(Bytes::from(out))
@@ -81,7 +81,7 @@ impl IoCache {
             .map_err(|e| Error::Storage(format!("size fetch failed: {e}")))?;
 
         let slab_start = slab_idx * IO_SLAB_SIZE;
-        let slab_end = (slab_start + IO_SLAB_SIZE).min(file_size);
+        let slab_end = slab_start.saturating_add(IO_SLAB_SIZE).min(file_size);
         let key = (Arc::clone(path), slab_idx);
         self.inner
             .try_get_with(key, async move {
@@ -166,7 +166,19 @@ impl BlockCache {
                 Ok::<Bytes, Error>(decompressed)
             })
             .await
-            .map_err(|e| Error::Storage(format!("cache load failed: {e}")))
+            .map_err(|e| shared_load_error(&e))
+    }
+}
+
+/// Patched: 0.15.0 turned every failed load into `Error::Storage`, so a
+/// block that does not decode read as a (retryable) storage failure. The
+/// damage kinds keep their variant; the rest stay storage errors.
+fn shared_load_error(error: &Error) -> Error {
+    match error {
+        Error::Codec(m) => Error::Codec(m.clone()),
+        Error::InvalidFooter(m) => Error::InvalidFooter(m.clone()),
+        &Error::BlockOutOfRange { block_id } => Error::BlockOutOfRange { block_id },
+        other => Error::Storage(format!("cache load failed: {other}")),
     }
 }
 

@@ -95,9 +95,37 @@ impl CompressionCodec for ZstdCodec {
         zstd::bulk::compress(data, self.level).map_err(|e| Error::Codec(e.to_string()))
     }
 
+    /// Patched: 0.15.0 called `zstd::bulk::decompress(data, uncompressed_size)`
+    /// for any size, which reserves `uncompressed_size` bytes up front, and that
+    /// size comes from the untrusted block table (a flipped byte asked for
+    /// 1 TiB and aborted the process). Claims up to [`BULK_DECODE_LIMIT`] still
+    /// decode in one pass (no window buffer, the fastest path); larger claims
+    /// decode as a stream that reserves one default block up front and grows
+    /// only with what the frame really decodes to, capped at the claim. Any
+    /// other length is an error.
     fn decompress(&self, data: &[u8], uncompressed_size: usize) -> Result<Vec<u8>> {
-        zstd::bulk::decompress(data, uncompressed_size).map_err(|e| Error::Codec(e.to_string()))
+        let out = if uncompressed_size <= BULK_DECODE_LIMIT {
+            zstd::bulk::decompress(data, uncompressed_size)
+                .map_err(|e| Error::Codec(format!("zstd: {e}")))?
+        } else {
+            decompress_zstd_stream(data, uncompressed_size)?
+        };
+        check_decoded_len("zstd", out.len(), uncompressed_size)?;
+        Ok(out)
     }
+}
+
+fn decompress_zstd_stream(data: &[u8], uncompressed_size: usize) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let codec_err = |e: std::io::Error| Error::Codec(format!("zstd: {e}"));
+    let mut decoder = zstd::stream::read::Decoder::with_buffer(data).map_err(codec_err)?;
+    let mut out = Vec::with_capacity(uncompressed_size.min(MAX_UPFRONT_RESERVATION));
+    let limit = (uncompressed_size as u64).saturating_add(1);
+    (&mut decoder)
+        .take(limit)
+        .read_to_end(&mut out)
+        .map_err(codec_err)?;
+    Ok(out)
 }
 
 /// LZ4 compression codec using `lz4_flex`.
@@ -116,9 +144,47 @@ impl CompressionCodec for Lz4Codec {
         Ok(lz4_flex::compress_prepend_size(data))
     }
 
-    fn decompress(&self, data: &[u8], _uncompressed_size: usize) -> Result<Vec<u8>> {
-        lz4_flex::decompress_size_prepended(data).map_err(|e| Error::Codec(e.to_string()))
+    /// Patched: 0.15.0 trusted the 4-byte size prefix, and lz4_flex allocates
+    /// it before decoding (up to 4 GiB from a corrupt prefix). The prefix must
+    /// now equal the block table's size and be possible for the input length.
+    fn decompress(&self, data: &[u8], uncompressed_size: usize) -> Result<Vec<u8>> {
+        let Some((prefix, block)) = data.split_first_chunk::<4>() else {
+            return Err(Error::Codec("lz4: block shorter than its size prefix".into()));
+        };
+        let claimed = u32::from_le_bytes(*prefix) as usize;
+        check_decoded_len("lz4", claimed, uncompressed_size)?;
+        if claimed > block.len().saturating_mul(LZ4_MAX_RATIO).saturating_add(16) {
+            return Err(Error::Codec(format!(
+                "lz4: {} bytes cannot decode to {claimed} bytes",
+                block.len()
+            )));
+        }
+        let out =
+            lz4_flex::decompress(block, claimed).map_err(|e| Error::Codec(format!("lz4: {e}")))?;
+        check_decoded_len("lz4", out.len(), uncompressed_size)?;
+        Ok(out)
     }
+}
+
+/// The largest block a zstd decode reserves in full before decoding: eight
+/// default-sized blocks. Larger (rare, or hostile) claims decode as a stream.
+const BULK_DECODE_LIMIT: usize = 8 * crate::writer::DEFAULT_BLOCK_TARGET_SIZE;
+
+/// What a streaming decode reserves before it has decoded anything: one block
+/// of the writer's default target size.
+const MAX_UPFRONT_RESERVATION: usize = crate::writer::DEFAULT_BLOCK_TARGET_SIZE;
+
+/// LZ4's largest possible compression ratio is just under 255:1.
+const LZ4_MAX_RATIO: usize = 255;
+
+fn check_decoded_len(codec: &str, got: usize, expected: usize) -> Result<()> {
+    if got == expected {
+        return Ok(());
+    }
+    Err(Error::Codec(format!(
+        "{codec}: block decodes to {}{got} bytes, the block table says {expected}",
+        if got > expected { "more than " } else { "" }
+    )))
 }
 
 /// Decompresses `data` by dispatching on the [`CodecId`] stored in the block footer.

@@ -175,30 +175,45 @@ impl Default for Footer {
 /// Reads and deserializes the footer from storage.
 #[cfg(test)]
 pub(crate) async fn read_footer(storage: &(dyn Storage + Sync)) -> Result<Footer> {
-    Footer::deserialize(&read_footer_bytes(storage).await?)
+    Footer::deserialize(&read_footer_bytes(storage).await?.0)
 }
 
-/// Reads the footer bytes, trailer included, from storage.
+/// Reads the footer bytes, trailer included, from storage, and returns them
+/// with the end of the data region (where the footer starts).
 ///
 /// Two reads: the 12-byte trailer to learn the footer size, then the footer.
-pub(crate) async fn read_footer_bytes(storage: &(dyn Storage + Sync)) -> Result<Bytes> {
+/// The footer size is untrusted: it must fit in the file (patched: 0.15.0
+/// subtracted without a check, which panics or wraps on a hostile size).
+pub(crate) async fn read_footer_bytes(storage: &(dyn Storage + Sync)) -> Result<(Bytes, u64)> {
     let file_size = storage.size().await?;
-    if (file_size as usize) < TRAILER_SIZE {
+    if file_size < TRAILER_SIZE as u64 {
         return Err(Error::InvalidFooter("file too short for trailer".into()));
     }
 
     let trailer = storage
         .read_range(file_size - TRAILER_SIZE as u64..file_size)
         .await?;
+    if trailer.len() != TRAILER_SIZE {
+        return Err(Error::InvalidFooter(format!(
+            "trailer read returned {} bytes, expected {TRAILER_SIZE}",
+            trailer.len()
+        )));
+    }
 
     if trailer[8..] != MAGIC {
         return Err(Error::InvalidFooter("invalid magic bytes".into()));
     }
-    let footer_size = u64::from_le_bytes(trailer[..8].try_into().unwrap()) as usize;
-    let total = footer_size + TRAILER_SIZE;
-
-    let start = file_size - total as u64;
-    storage.read_range(start..file_size).await
+    let footer_size = u64::from_le_bytes(trailer[..8].try_into().unwrap());
+    let data_end = footer_size
+        .checked_add(TRAILER_SIZE as u64)
+        .and_then(|total| file_size.checked_sub(total))
+        .ok_or_else(|| {
+            Error::InvalidFooter(format!(
+                "footer size {footer_size} exceeds the file size {file_size}"
+            ))
+        })?;
+    let bytes = storage.read_range(data_end..file_size).await?;
+    Ok((bytes, data_end))
 }
 
 #[cfg(test)]

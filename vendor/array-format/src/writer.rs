@@ -345,7 +345,7 @@ impl ArrayWriter {
         write_file_then_bytes(&mut file, output_size, &footer_bytes, &*storage).await?;
         // The reader is built from the bytes just written: one construction
         // path for finish and open.
-        ArrayFile::from_footer_bytes(&footer_bytes, storage, path, cache)
+        ArrayFile::from_footer_bytes(&footer_bytes, output_size, storage, path, cache)
     }
 
     fn array(&self, name: &str) -> Result<&PendingArray> {

@@ -5,6 +5,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Largest single allocation a case may make: no file here is larger than a few KiB, so
@@ -15,6 +16,9 @@ pub const ALLOCATION_LIMIT: usize = 64 << 20;
 const HARD_LIMIT: usize = 1 << 30;
 
 static LARGEST: AtomicUsize = AtomicUsize::new(0);
+/// One case at a time per process: [`LARGEST`] is process-wide, so a case running on another
+/// test thread would be charged with this one's allocations.
+static ONE_CASE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 pub struct Limiting;
 
@@ -102,6 +106,9 @@ impl Tally {
         allowed: impl Fn(&Outcome) -> bool,
         run: impl FnOnce() -> Outcome + std::panic::UnwindSafe,
     ) {
+        let _exclusive = ONE_CASE_AT_A_TIME
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         LARGEST.store(0, Ordering::Relaxed);
         let start = Instant::now();
         let outcome =
