@@ -1,3 +1,4 @@
+use crate::buffers::BufferPool;
 use crate::{DatasetError, SampleKey, SampleTable};
 use dsrt_metadata::RowView;
 use dsrt_migrate::{ManifestUpdateError, ManifestUpdateReport};
@@ -6,6 +7,7 @@ use dsrt_schema::ValueRef;
 use durable_fs::{CancelToken, FileSystem, StdFileSystem};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// One cache of a dataset with its resolved id.
 #[derive(Debug)]
@@ -23,6 +25,7 @@ pub struct DatasetCache {
 pub struct Dataset {
     caches: Vec<DatasetCache>,
     by_id: HashMap<u64, usize>,
+    chunk_buffers: Arc<BufferPool>,
 }
 
 /// One metadata row seen by a [`Dataset::select`] predicate.
@@ -83,7 +86,16 @@ impl Dataset {
                 cache,
             });
         }
-        Ok(Self { caches, by_id })
+        Ok(Self {
+            caches,
+            by_id,
+            chunk_buffers: Arc::default(),
+        })
+    }
+
+    /// The loaders' recycled chunk buffers.
+    pub(crate) fn chunk_buffers(&self) -> &Arc<BufferPool> {
+        &self.chunk_buffers
     }
 
     /// The caches in list order.

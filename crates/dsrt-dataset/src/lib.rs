@@ -17,6 +17,7 @@
 //! Layering: above `dsrt-reader`, `dsrt-plan` and `dsrt-migrate`; re-exported by the `datasetrt` facade.
 #![forbid(unsafe_code)]
 
+mod buffers;
 mod dataset;
 mod error;
 mod loader;

@@ -1,5 +1,6 @@
 //! Turns an epoch plan into samples on one rank, optionally with prefetching worker threads.
 
+use crate::buffers::PooledBuffer;
 use crate::{Dataset, DatasetError, SampleKey};
 use bytes::Bytes;
 use dsrt_metadata::RowView;
@@ -97,12 +98,13 @@ struct Located {
 }
 
 impl Steps {
-    /// Reads one step's sample and appends its payload to `data`.
+    /// Reads one step's sample into `data` from offset `at`.
     fn locate(
         &self,
         step: u64,
         buf: &mut SampleBuf,
         data: &mut Vec<u8>,
+        at: usize,
     ) -> Result<Located, DatasetError> {
         let global_position = self.partition.global_position(step);
         let planned = self.plan.get(global_position).ok_or_else(|| {
@@ -115,7 +117,7 @@ impl Steps {
             cache_id: entry.cache_id,
             sample_id: planned.sample,
         };
-        let range = entry.cache.read_append(planned.sample, buf, data)?;
+        let range = entry.cache.read_at(planned.sample, buf, data, at)?;
         Ok(Located {
             step,
             global_position,
@@ -124,15 +126,23 @@ impl Steps {
         })
     }
 
-    /// Reads steps `range` into one shared payload buffer.
-    fn load_chunk(&self, range: std::ops::Range<u64>, buf: &mut SampleBuf) -> Chunk {
-        let mut data = Vec::new();
-        let located: Vec<_> = range
-            .map(|step| self.locate(step, buf, &mut data))
-            .collect();
-        let data = Bytes::from(data);
-        located
-            .into_iter()
+    /// Reads steps `range` into one shared payload buffer from the pool.
+    fn load_chunk(&self, range: std::ops::Range<u64>, scratch: &mut Scratch) -> Chunk {
+        let buffers = self.dataset.chunk_buffers();
+        let mut data = buffers.take();
+        let mut used = 0;
+        scratch.located.clear();
+        for step in range {
+            let located = self.locate(step, &mut scratch.sample, &mut data, used);
+            if let Ok(l) = &located {
+                used = l.range.end;
+            }
+            scratch.located.push(located);
+        }
+        let data = Bytes::from_owner(PooledBuffer::new(data, used, buffers));
+        scratch
+            .located
+            .drain(..)
             .map(|item| {
                 item.map(|l| LoadedSample {
                     step: l.step,
@@ -144,6 +154,13 @@ impl Steps {
             })
             .collect()
     }
+}
+
+/// What a loading thread reuses from chunk to chunk.
+#[derive(Default)]
+struct Scratch {
+    sample: SampleBuf,
+    located: Vec<Result<Located, DatasetError>>,
 }
 
 /// Consecutive steps' samples, in step order.
@@ -158,7 +175,7 @@ pub struct Loader {
     config: LoaderConfig,
     next_step: u64,
     len: u64,
-    inline_buf: SampleBuf,
+    inline: Scratch,
     ready: Chunk,
     workers: Vec<Worker>,
 }
@@ -212,7 +229,7 @@ impl Loader {
             config,
             next_step: 0,
             len,
-            inline_buf: SampleBuf::new(),
+            inline: Scratch::default(),
             ready: VecDeque::new(),
             workers,
         })
@@ -261,10 +278,10 @@ fn spawn_worker(steps: &Arc<Steps>, first: u64, stride: u64, len: u64, prefetch:
     let (sender, receiver) = sync_channel(prefetch.div_ceil(CHUNK_STEPS_USIZE).max(1));
     let steps = Arc::clone(steps);
     let handle = std::thread::spawn(move || {
-        let mut buf = SampleBuf::new();
+        let mut scratch = Scratch::default();
         let mut chunk = first;
         while chunk * CHUNK_STEPS < len {
-            let samples = steps.load_chunk(chunk_range(chunk, len), &mut buf);
+            let samples = steps.load_chunk(chunk_range(chunk, len), &mut scratch);
             // A closed channel means the loader was dropped: stop quietly.
             if sender.send(samples).is_err() {
                 return;
@@ -289,7 +306,7 @@ impl Iterator for Loader {
             if self.workers.is_empty() {
                 self.ready = self
                     .steps
-                    .load_chunk(chunk_range(chunk, self.len), &mut self.inline_buf);
+                    .load_chunk(chunk_range(chunk, self.len), &mut self.inline);
             } else {
                 // Worker `chunk % n` produces exactly the chunks congruent to it, in order, so
                 // receiving round-robin restores the plan's order without a reorder buffer.

@@ -188,3 +188,38 @@ fn each_loaded_sample_carries_its_payload_and_finds_its_metadata() {
         );
     }
 }
+
+#[test]
+fn payloads_held_while_later_epochs_reuse_chunk_buffers_stay_intact() {
+    let root = tempfile::tempdir().unwrap();
+    let dataset = dataset(root.path());
+    // Epoch 1's samples are all kept alive; epochs 2 and 3 run in full meanwhile, recycling
+    // every buffer they can. A buffer still referenced must never be handed out again.
+    let held: Vec<LoadedSample> = Loader::new(Arc::clone(&dataset), config(2))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for epoch in [2, 3] {
+        let loader = Loader::new(
+            Arc::clone(&dataset),
+            LoaderConfig {
+                epoch,
+                ..config(2)
+            },
+        )
+        .unwrap();
+        for sample in loader {
+            let sample = sample.unwrap();
+            let expected = dataset
+                .sample(sample.key.cache_id, sample.key.sample_id)
+                .unwrap();
+            assert_eq!(&sample.payload[..], &expected.payload[..]);
+        }
+    }
+    for sample in &held {
+        let expected = dataset
+            .sample(sample.key.cache_id, sample.key.sample_id)
+            .unwrap();
+        assert_eq!(&sample.payload[..], &expected.payload[..], "{:?}", sample.key);
+    }
+}

@@ -92,11 +92,32 @@ impl Cache {
         buf: &mut SampleBuf,
         out: &mut Vec<u8>,
     ) -> Result<std::ops::Range<usize>, CacheError> {
+        let at = out.len();
+        let read = self.read_at(sample, buf, out, at);
+        out.truncate(read.as_ref().map_or(at, |range| range.end));
+        read
+    }
+
+    /// Reads sample `sample` like [`Cache::read_append`], but into `out` from offset `at`, and
+    /// returns the payload's range. `out[..at]` is never touched; from `at` on, `out` is scratch
+    /// (the record is read there, then the payload's range is returned) and grows, zero-filled,
+    /// only when the record does not fit. It is never shortened, so a loader that recycles its
+    /// buffers at full length reads into memory that is already initialised, with no zero-fill
+    /// per sample.
+    pub fn read_at(
+        &self,
+        sample: u64,
+        buf: &mut SampleBuf,
+        out: &mut Vec<u8>,
+        at: usize,
+    ) -> Result<std::ops::Range<usize>, CacheError> {
         let (row, shard, len) = self.locate(sample)?;
-        let start = out.len();
-        out.resize(start + len, 0);
-        let (stored, _) = self.read_checked_record(sample, &row, shard, &mut out[start..])?;
-        let stored = start + stored.start..start + stored.end;
+        let end = at.saturating_add(len);
+        if out.len() < end {
+            out.resize(end, 0);
+        }
+        let (stored, _) = self.read_checked_record(sample, &row, shard, &mut out[at..end])?;
+        let stored = at + stored.start..at + stored.end;
         if shard.algo == dsrt_manifest::CompressionAlgo::None {
             return Ok(stored);
         }
@@ -105,9 +126,12 @@ impl Cache {
         buf.record.extend_from_slice(&out[stored]);
         let payload = load_payload(shard.algo, &buf.record, &mut buf.decoded)
             .map_err(|source| self.record_error(sample, &row, source))?;
-        out.truncate(start);
-        out.extend_from_slice(payload);
-        Ok(start..out.len())
+        let end = at + payload.len();
+        if out.len() < end {
+            out.resize(end, 0);
+        }
+        out[at..end].copy_from_slice(payload);
+        Ok(at..end)
     }
 
     /// The index row of `sample`, its shard and the record's length.

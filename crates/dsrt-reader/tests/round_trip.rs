@@ -151,6 +151,47 @@ fn read_append_gives_the_same_payloads_into_one_buffer() {
                 "{algo:?} sample {i}"
             );
         }
+        let before = out.len();
         assert!(cache.read_append(30, &mut buf, &mut out).is_err());
+        assert_eq!(out.len(), before, "a failed read appends nothing");
+    }
+}
+
+#[test]
+fn read_at_overwrites_in_place_and_leaves_the_rest() {
+    for algo in [CompressionAlgo::None, CompressionAlgo::Lz4] {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, _) = common::write_cache(dir.path(), "at", 30, algo);
+        let cache = Cache::open(&path, OpenOptions::default()).unwrap();
+        let mut buf = SampleBuf::new();
+        // A recycled buffer: full length, stale bytes everywhere, and a prefix to keep.
+        let mut out = vec![0xAA; 4096];
+        out[..100].fill(0x55);
+        let mut at = 100;
+        let mut ranges = Vec::new();
+        for i in (0..30).rev() {
+            let range = cache.read_at(i, &mut buf, &mut out, at).unwrap();
+            assert!(
+                range.start >= at,
+                "{algo:?} sample {i}: payload before the offset"
+            );
+            at = range.end;
+            ranges.push((i, range));
+        }
+        assert!(out.len() >= at);
+        for (i, range) in ranges {
+            assert_eq!(
+                &out[range],
+                common::payload(i).as_slice(),
+                "{algo:?} sample {i}"
+            );
+        }
+        assert!(
+            out[..100].iter().all(|&b| b == 0x55),
+            "bytes before the offset changed"
+        );
+        // Far past the end: the buffer grows to fit.
+        let range = cache.read_at(7, &mut buf, &mut out, 10_000).unwrap();
+        assert_eq!(&out[range], common::payload(7).as_slice());
     }
 }
