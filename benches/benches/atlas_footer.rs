@@ -1,18 +1,30 @@
-//! Footer decode + validation against a naive decode of the same bytes.
+//! Footer decode + validation against a naive decode of the same bytes, and footer encode
+//! against a naive encode of the same content.
 //!
 //! Target (issue 4, Performance): decoding and validating a 100,000-dataset footer (one schema,
 //! five variables, names like `station_000123_2024`) takes at most 0.6x the time of a naive
 //! decode of the same frame: the same zstd stream decode, then rmp-serde into a mirror struct
 //! with `String` names, `Vec` pools and a std `HashMap<String, u32>` for the datasets, with no
-//! validation at all. 1,000 and 10,000 datasets show how both scale. `ATLAS_BENCH_CLOCK=cpu`
-//! times with process CPU time instead of the wall clock (see `benchmarks::atlas::cpu_clock`).
+//! validation at all. 1,000 and 10,000 datasets show how both scale.
+//!
+//! Encode (issue 6, `atlas_footer_encode_*`): `atlas_encode` is `wire::encode_footer`, what
+//! `AtlasWriter::finish` calls on the built footer (rmp-serde compact of `CollectionFooter`
+//! with its `SmolStr`-keyed `IndexMap`, then a zstd frame at `FOOTER_ZSTD_LEVEL`). The baseline
+//! serializes the same content from a naive mirror (`String` pools and names, `Vec` schemas,
+//! the datasets as a `Vec<(String, u32)>` in ordinal order: a `HashMap` would lose the
+//! ordinals) with `rmp_serde::to_vec`, then compresses with `zstd::bulk` at the same level.
+//! Both frames are checked to decode (and validate) to the same footer before anything is
+//! timed. `zstd_only` compresses the same msgpack bytes: the floor both sides share.
+//!
+//! `ATLAS_BENCH_CLOCK=cpu` times with process CPU time instead of the wall clock (see
+//! `benchmarks::atlas::cpu_clock`).
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
-use atlas::format::{wire, Codec, DType, MAX_DECODED_FOOTER};
+use atlas::format::{wire, Codec, CollectionFooter, DType, FOOTER_ZSTD_LEVEL, MAX_DECODED_FOOTER};
 use benchmarks::atlas::{footer_frame, time_iters};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde::de::{Deserializer, SeqAccess, Visitor};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fmt;
 use std::hint::black_box;
@@ -33,7 +45,7 @@ struct NaiveFooter {
     datasets: HashMap<String, u32>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 #[allow(dead_code)]
 struct NaiveSchema {
     arrays: Vec<(u32, u32)>,
@@ -41,12 +53,73 @@ struct NaiveSchema {
     array_attrs: Vec<(u32, Vec<(u32, u32)>)>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 #[allow(dead_code)]
 struct NaiveVariable {
     name: u32,
     seg_offset: u64,
     seg_len: u64,
+}
+
+/// The footer as a straightforward encoder would hold it: owned `String`s and `Vec`s, the
+/// datasets as `(name, schema)` pairs in ordinal order.
+#[derive(Serialize)]
+struct NaiveFooterOut {
+    version: u32,
+    codec: Codec,
+    created_unix_ms: i64,
+    string_pool: Vec<String>,
+    dtype_pool: Vec<DType>,
+    schema_pool: Vec<NaiveSchema>,
+    variables: Vec<NaiveVariable>,
+    datasets: Vec<(String, u32)>,
+}
+
+impl NaiveFooterOut {
+    /// The same content as `footer`, copied into the naive mirror (outside any timing).
+    fn mirror(footer: &CollectionFooter) -> Self {
+        let pairs = |list: &[(u32, u32)]| list.to_vec();
+        Self {
+            version: footer.version,
+            codec: footer.codec,
+            created_unix_ms: footer.created_unix_ms,
+            string_pool: footer.string_pool.clone(),
+            dtype_pool: footer.dtype_pool.clone(),
+            schema_pool: footer
+                .schema_pool
+                .iter()
+                .map(|s| NaiveSchema {
+                    arrays: pairs(&s.arrays),
+                    attrs: pairs(&s.attrs),
+                    array_attrs: s
+                        .array_attrs
+                        .iter()
+                        .map(|(at, list)| (*at, pairs(list)))
+                        .collect(),
+                })
+                .collect(),
+            variables: footer
+                .variables
+                .iter()
+                .map(|v| NaiveVariable {
+                    name: v.name,
+                    seg_offset: v.seg_offset,
+                    seg_len: v.seg_len,
+                })
+                .collect(),
+            datasets: footer
+                .datasets
+                .iter()
+                .map(|(name, schema)| (name.to_string(), *schema))
+                .collect(),
+        }
+    }
+}
+
+/// rmp-serde compact form of the mirror, then one zstd frame at the writer's level.
+fn naive_encode(footer: &NaiveFooterOut) -> Vec<u8> {
+    let msgpack = rmp_serde::to_vec(footer).expect("naive encode");
+    zstd::bulk::compress(&msgpack, FOOTER_ZSTD_LEVEL).expect("zstd compresses")
 }
 
 /// `[name, index]` pairs straight into a std `HashMap` sized by the header.
@@ -120,11 +193,54 @@ fn footer_decode(c: &mut Criterion) {
     }
 }
 
+fn footer_encode(c: &mut Criterion) {
+    for (label, datasets, samples) in [
+        ("1k", 1_000, 50),
+        ("10k", 10_000, 30),
+        ("100k", 100_000, 15),
+    ] {
+        let fixture = footer_frame(datasets);
+        let (footer, _) = wire::decode_and_validate(&fixture.frame, fixture.segments_end)
+            .expect("fixture footer is valid");
+        let naive = NaiveFooterOut::mirror(&footer);
+        // Both encoders' frames must decode and validate to the same footer before anything
+        // is timed (the mirror spells the same positional msgpack, so the real decoder reads
+        // the naive frame too).
+        let ours = wire::encode_footer(&footer);
+        let theirs = naive_encode(&naive);
+        for frame in [&ours, &theirs] {
+            let (decoded, _) = wire::decode_and_validate(frame, fixture.segments_end)
+                .expect("encoded footer decodes");
+            assert_eq!(decoded, footer);
+        }
+        assert_eq!(naive_decode(&theirs).datasets.len(), datasets);
+        let msgpack = wire::to_msgpack(&footer);
+
+        let mut group = c.benchmark_group(format!("atlas_footer_encode_{label}"));
+        group.sample_size(samples);
+        group.throughput(Throughput::Elements(datasets as u64));
+        group.bench_function("baseline_naive_encode", |b| {
+            b.iter_custom(|iters| time_iters(iters, || naive_encode(black_box(&naive))));
+        });
+        group.bench_function("atlas_encode", |b| {
+            b.iter_custom(|iters| time_iters(iters, || wire::encode_footer(black_box(&footer))));
+        });
+        group.bench_function("zstd_only", |b| {
+            b.iter_custom(|iters| {
+                time_iters(iters, || {
+                    zstd::bulk::compress(black_box(&msgpack), FOOTER_ZSTD_LEVEL).expect("zstd")
+                })
+            });
+        });
+        group.finish();
+    }
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(std::time::Duration::from_secs(1))
         .measurement_time(std::time::Duration::from_secs(4));
-    targets = footer_decode
+    targets = footer_decode, footer_encode
 }
 criterion_main!(benches);

@@ -52,18 +52,17 @@ pub fn cpu_clock() -> bool {
     std::env::var("ATLAS_BENCH_CLOCK").is_ok_and(|v| v == "cpu")
 }
 
-/// CPU time of every thread of this process so far: the sum of the first field of
-/// `/proc/self/task/*/schedstat` (nanoseconds on a CPU). Linux only; zero elsewhere.
+/// CPU time of every thread of this process so far, threads that have exited included:
+/// `clock_gettime(CLOCK_PROCESS_CPUTIME_ID)`, nanosecond resolution.
+///
+/// (It used to sum `/proc/self/task/*/schedstat`, which the kernel updates only at scheduler
+/// ticks for a running thread, so a sample shorter than a tick could read as zero time, and
+/// which forgets threads that have exited.)
 pub fn process_cpu_time() -> Duration {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return Duration::ZERO;
-    };
-    let nanos: u64 = tasks
-        .filter_map(Result::ok)
-        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
-        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
-        .sum();
-    Duration::from_nanos(nanos)
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    let secs = u64::try_from(now.tv_sec).unwrap_or(0);
+    let nanos = u32::try_from(now.tv_nsec).unwrap_or(0);
+    Duration::new(secs, nanos)
 }
 
 /// A point on the clock [`cpu_clock`] selects.

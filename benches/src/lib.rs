@@ -6,7 +6,8 @@
 //!
 //! What it is not for: measuring anything itself, or being depended on by library crates.
 //!
-//! Layering: a leaf of the workspace; it depends on the facades only.
+//! Layering: a leaf of the workspace; it depends on the facades (and, for one bench, on
+//! `atlas-mask`, whose codec the facade does not re-export).
 #![forbid(unsafe_code)]
 // Fixture sizes are small known values; `as` conversions here cannot truncate.
 #![allow(clippy::cast_possible_truncation)]
@@ -77,6 +78,29 @@ pub fn write_cache(
         ];
         writer
             .add_values(payload, &values)
+            .expect("bench rows fit the schema");
+    }
+    writer.finish().expect("bench cache finishes")
+}
+
+/// Writes a cache of `samples` tiny payloads (`payload_len` bytes each, the sample number
+/// repeated) at `path` with the benchmark schema and 64 MiB shards: for open and scaling
+/// measurements, where the payload size does not matter and a million samples must write fast.
+pub fn write_tiny_cache(path: &Path, samples: u64, payload_len: usize) -> datasetrt::CacheSummary {
+    let options = WriterOptions::new("tiny", bench_schema()).max_shard_bytes(64 << 20);
+    let mut writer = CacheWriter::create(path, options).expect("bench cache directory is new");
+    let mut payload = vec![0u8; payload_len];
+    for i in 0..samples {
+        for (k, byte) in payload.iter_mut().enumerate() {
+            *byte = i.to_le_bytes()[k % 8];
+        }
+        let values = [
+            ValueRef::Int64(i as i64),
+            ValueRef::Float64(0.5),
+            ValueRef::Utf8("c"),
+        ];
+        writer
+            .add_values(&payload, &values)
             .expect("bench rows fit the schema");
     }
     writer.finish().expect("bench cache finishes")

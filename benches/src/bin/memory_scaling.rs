@@ -1,0 +1,297 @@
+//! Time and heap scaling of DatasetRT `Cache::open` and the Atlas footer decode (issue 6,
+//! item 3), printed as markdown tables.
+//!
+//! ```sh
+//! cargo run --release -p benchmarks --bin memory_scaling
+//! ```
+//!
+//! A counting global allocator tracks live heap bytes (current and peak) and the number of
+//! allocations (`alloc`, `alloc_zeroed` and `realloc` each count one). For every size the
+//! measured operation runs five times; the time is the median wall time of the five, and the
+//! heap figures are those of the last run (the first may pay one-time lazy initialisation):
+//!
+//! - retained: live heap after the operation minus before it, while its result is still held;
+//! - peak: the highest live heap during the operation minus the live heap before it;
+//! - allocations: allocations made during the operation.
+//!
+//! DatasetRT: caches of 10,000, 100,000 and 1,000,000 samples of 16-byte payloads, written
+//! once into a temp dir; `Cache::open` through the `datasetrt` facade with default
+//! `OpenOptions` (not validated: no hashing). index.bin and metadata.arrow are mapped, not read
+//! into the heap, so their sizes are shown beside the heap figures as the file-backed cost.
+//!
+//! Atlas: the footer of `benchmarks::atlas::footer_frame` (one schema of five f32 variables,
+//! names `station_NNNNNN_2024`) at 1,000, 10,000 and 100,000 datasets, through
+//! `wire::decode_and_validate`, as `Atlas::open` does.
+#![allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)] // reporting arithmetic
+
+use atlas::format::wire;
+use benchmarks::atlas::footer_frame;
+use benchmarks::write_tiny_cache;
+use datasetrt::raw::{INDEX_FILE_NAME, METADATA_FILE_NAME};
+use datasetrt::{Cache, OpenOptions};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Runs per measured size; the median time is reported.
+const RUNS: usize = 5;
+/// Payload bytes per DatasetRT sample.
+const PAYLOAD_LEN: usize = 16;
+
+/// Live heap bytes now.
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+/// Highest live heap bytes since the last [`Probe::start`].
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+/// Allocations so far.
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+/// The system allocator, counting.
+struct Counting;
+
+fn grew(bytes: usize) {
+    let now = CURRENT.fetch_add(bytes, Ordering::Relaxed) + bytes;
+    PEAK.fetch_max(now, Ordering::Relaxed);
+}
+
+fn shrank(bytes: usize) {
+    CURRENT.fetch_sub(bytes, Ordering::Relaxed);
+}
+
+// SAFETY: every method forwards to `System` with the caller's arguments unchanged and returns
+// its result; the only other work is updating atomic counters, which never allocates, so the
+// `GlobalAlloc` contract is exactly `System`'s.
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller upholds `alloc`'s contract for `layout`; forwarded unchanged.
+        let ptr = unsafe { System.alloc(layout) };
+        if !ptr.is_null() {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            grew(layout.size());
+        }
+        ptr
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller upholds `alloc_zeroed`'s contract for `layout`; forwarded unchanged.
+        let ptr = unsafe { System.alloc_zeroed(layout) };
+        if !ptr.is_null() {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            grew(layout.size());
+        }
+        ptr
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` was returned by this allocator (so by `System`) for `layout`.
+        unsafe { System.dealloc(ptr, layout) };
+        shrank(layout.size());
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: `ptr` was returned by this allocator (so by `System`) for `layout`, and the
+        // caller upholds `realloc`'s contract for `new_size`; forwarded unchanged.
+        let new = unsafe { System.realloc(ptr, layout, new_size) };
+        if !new.is_null() {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            if new_size >= layout.size() {
+                grew(new_size - layout.size());
+            } else {
+                shrank(layout.size() - new_size);
+            }
+        }
+        new
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// The counters at the start of a measured operation.
+struct Probe {
+    current: usize,
+    allocations: u64,
+}
+
+impl Probe {
+    /// Resets the peak to the live heap now and remembers the counters.
+    fn start() -> Self {
+        let current = CURRENT.load(Ordering::Relaxed);
+        PEAK.store(current, Ordering::Relaxed);
+        Self {
+            current,
+            allocations: ALLOCATIONS.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The heap figures since [`Probe::start`], taken while the result is still alive.
+    fn finish(&self) -> Heap {
+        Heap {
+            retained: CURRENT.load(Ordering::Relaxed).saturating_sub(self.current),
+            peak: PEAK.load(Ordering::Relaxed).saturating_sub(self.current),
+            allocations: ALLOCATIONS.load(Ordering::Relaxed) - self.allocations,
+        }
+    }
+}
+
+/// Heap cost of one operation.
+#[derive(Debug, Clone, Copy, Default)]
+struct Heap {
+    retained: usize,
+    peak: usize,
+    allocations: u64,
+}
+
+/// `RUNS` runs of `op`: the median time and the last run's heap figures.
+fn measure<T>(mut op: impl FnMut() -> T) -> (Duration, Heap) {
+    let mut times = Vec::with_capacity(RUNS);
+    let mut heap = Heap::default();
+    for _ in 0..RUNS {
+        let probe = Probe::start();
+        let start = Instant::now();
+        let result = black_box(op());
+        times.push(start.elapsed());
+        heap = probe.finish();
+        drop(result);
+    }
+    times.sort();
+    (times[RUNS / 2], heap)
+}
+
+fn bytes(n: u64) -> String {
+    const KIB: f64 = 1024.0;
+    let f = n as f64;
+    if f >= KIB * KIB {
+        format!("{:.2} MiB", f / (KIB * KIB))
+    } else if f >= KIB {
+        format!("{:.1} KiB", f / KIB)
+    } else {
+        format!("{n} B")
+    }
+}
+
+fn time(d: Duration) -> String {
+    let micros = d.as_secs_f64() * 1e6;
+    if micros >= 1000.0 {
+        format!("{:.2} ms", micros / 1000.0)
+    } else {
+        format!("{micros:.1} µs")
+    }
+}
+
+fn per(n: f64, items: u64) -> String {
+    format!("{:.1}", n / items as f64)
+}
+
+/// One measured size.
+struct Row {
+    items: u64,
+    time: Duration,
+    heap: Heap,
+}
+
+/// The marginal cost per item between the two largest sizes: what one more item costs once
+/// fixed costs are out of the picture.
+fn marginal(rows: &[Row], unit: &str) -> String {
+    let (Some(a), Some(b)) = (rows.get(rows.len().wrapping_sub(2)), rows.last()) else {
+        return String::new();
+    };
+    let items = (b.items - a.items) as f64;
+    let ns = (b.time.as_secs_f64() - a.time.as_secs_f64()) * 1e9 / items;
+    let retained = (b.heap.retained as f64 - a.heap.retained as f64) / items;
+    let peak = (b.heap.peak as f64 - a.heap.peak as f64) / items;
+    let allocations = (b.heap.allocations as f64 - a.heap.allocations as f64) / items;
+    format!(
+        "Marginal cost from {} to {} {unit}s: {ns:.1} ns, {retained:.1} B retained, \
+         {peak:.1} B peak, {allocations:.3} allocations per {unit}.",
+        a.items, b.items
+    )
+}
+
+fn datasetrt_open() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    println!("### DatasetRT `Cache::open` (default options, {PAYLOAD_LEN}-byte payloads)\n");
+    println!(
+        "| samples | open (median of {RUNS}) | ns/sample | heap retained | B/sample | \
+         peak heap during open | peak B/sample | allocations | index.bin (mapped) | \
+         metadata.arrow (mapped) | mapped B/sample |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let mut rows = Vec::new();
+    for samples in [10_000u64, 100_000, 1_000_000] {
+        let path = dir.path().join(format!("c{samples}"));
+        write_tiny_cache(&path, samples, PAYLOAD_LEN);
+        let size = |name: &str| {
+            std::fs::metadata(path.join(name))
+                .expect("cache file exists")
+                .len()
+        };
+        let (index, metadata) = (size(INDEX_FILE_NAME), size(METADATA_FILE_NAME));
+        let (time_taken, heap) = measure(|| {
+            let cache = Cache::open(&path, OpenOptions::default()).expect("cache opens");
+            assert_eq!(cache.len(), samples);
+            cache
+        });
+        println!(
+            "| {samples} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            time(time_taken),
+            per(time_taken.as_nanos() as f64, samples),
+            bytes(heap.retained as u64),
+            per(heap.retained as f64, samples),
+            bytes(heap.peak as u64),
+            per(heap.peak as f64, samples),
+            heap.allocations,
+            bytes(index),
+            bytes(metadata),
+            per((index + metadata) as f64, samples),
+        );
+        rows.push(Row {
+            items: samples,
+            time: time_taken,
+            heap,
+        });
+    }
+    println!("\n{}\n", marginal(&rows, "sample"));
+}
+
+fn atlas_footer_decode() {
+    println!("### Atlas footer decode + validation (`wire::decode_and_validate`)\n");
+    println!(
+        "| datasets | frame (zstd) | decode+validate (median of {RUNS}) | ns/dataset | \
+         heap retained | B/dataset | peak heap during decode | peak B/dataset | allocations |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let mut rows = Vec::new();
+    for datasets in [1_000u64, 10_000, 100_000] {
+        let fixture = footer_frame(datasets as usize);
+        let (time_taken, heap) = measure(|| {
+            let decoded = wire::decode_and_validate(&fixture.frame, fixture.segments_end)
+                .expect("fixture footer is valid");
+            assert_eq!(decoded.0.datasets.len() as u64, datasets);
+            decoded
+        });
+        println!(
+            "| {datasets} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            bytes(fixture.frame.len() as u64),
+            time(time_taken),
+            per(time_taken.as_nanos() as f64, datasets),
+            bytes(heap.retained as u64),
+            per(heap.retained as f64, datasets),
+            bytes(heap.peak as u64),
+            per(heap.peak as f64, datasets),
+            heap.allocations,
+        );
+        rows.push(Row {
+            items: datasets,
+            time: time_taken,
+            heap,
+        });
+    }
+    println!("\n{}\n", marginal(&rows, "dataset"));
+}
+
+fn main() {
+    datasetrt_open();
+    atlas_footer_decode();
+}
