@@ -3,10 +3,14 @@
 //! shuffled order.
 //!
 //! Target (issue 3): iteration with 2 workers reaches at least 80% of the random-read
-//! throughput per core.
+//! throughput per core. On the wall clock (the default) that is the 2-worker throughput over
+//! twice the baseline's; with `BENCH_CLOCK=cpu` every function is timed by the CPU time of all
+//! the process's threads, so the ratio of throughputs is already per core, and it holds on a
+//! loaded machine too (see `benchmarks::atlas::cpu_clock`).
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 #![allow(clippy::cast_possible_truncation)] // a small bench cache
 
+use benchmarks::atlas::time_iters;
 use benchmarks::{read_workload, ReadWorkload};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use datasetrt::{
@@ -30,10 +34,12 @@ fn iterate(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(total));
     group.bench_function("baseline_random_read", |b| {
         let mut buf = SampleBuf::new();
-        b.iter(|| {
-            for &i in &order {
-                std::hint::black_box(cache.read(i, &mut buf).expect("sample reads").payload);
-            }
+        b.iter_custom(|iters| {
+            time_iters(iters, || {
+                for &i in &order {
+                    std::hint::black_box(cache.read(i, &mut buf).expect("sample reads").payload);
+                }
+            })
         });
     });
     for (name, workers, shuffle) in [
@@ -55,21 +61,23 @@ fn iterate(c: &mut Criterion) {
         ("loader_2_workers_sequential", 2, Shuffle::Sequential),
     ] {
         group.bench_function(name, |b| {
-            b.iter(|| {
-                let config = LoaderConfig {
-                    plan: PlanConfig {
-                        seed: 1,
-                        shuffle,
-                        ..PlanConfig::default()
-                    },
-                    workers,
-                    prefetch: 64,
-                    ..LoaderConfig::default()
-                };
-                let loader = Loader::new(Arc::clone(&dataset), config).expect("loader starts");
-                for sample in loader {
-                    std::hint::black_box(sample.expect("sample loads").payload);
-                }
+            b.iter_custom(|iters| {
+                time_iters(iters, || {
+                    let config = LoaderConfig {
+                        plan: PlanConfig {
+                            seed: 1,
+                            shuffle,
+                            ..PlanConfig::default()
+                        },
+                        workers,
+                        prefetch: 64,
+                        ..LoaderConfig::default()
+                    };
+                    let loader = Loader::new(Arc::clone(&dataset), config).expect("loader starts");
+                    for sample in loader {
+                        std::hint::black_box(sample.expect("sample loads").payload);
+                    }
+                })
             });
         });
     }

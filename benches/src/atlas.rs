@@ -49,7 +49,9 @@ pub fn runtime() -> tokio::runtime::Runtime {
 /// neighbours' load. CPU time counts only what this process ran (all its threads, so the
 /// blocking-pool threads `LocalFileSystem` reads on count too).
 pub fn cpu_clock() -> bool {
-    std::env::var("ATLAS_BENCH_CLOCK").is_ok_and(|v| v == "cpu")
+    ["BENCH_CLOCK", "ATLAS_BENCH_CLOCK"]
+        .iter()
+        .any(|name| std::env::var(name).is_ok_and(|v| v == "cpu"))
 }
 
 /// CPU time of every thread of this process so far, threads that have exited included:
