@@ -25,14 +25,13 @@ pub enum MaskError {
 
 /// The bytes of a mask holding `set`'s ordinals.
 pub fn encode(set: &DeletedSet) -> Vec<u8> {
-    let ordinals = set.ordinals();
-    let mut out = Vec::with_capacity(MASK_HEADER_SIZE + ordinals.len() * 4);
+    let mut out = Vec::with_capacity(MASK_HEADER_SIZE + set.len() * 4);
     out.extend_from_slice(&MASK_MAGIC);
     out.extend_from_slice(&MASK_VERSION.to_le_bytes());
     // A set holds distinct u32 ordinals, so its length fits a u32.
-    let count = u32::try_from(ordinals.len()).unwrap_or(u32::MAX);
+    let count = u32::try_from(set.len()).unwrap_or(u32::MAX);
     out.extend_from_slice(&count.to_le_bytes());
-    for ordinal in ordinals {
+    for ordinal in set.iter() {
         out.extend_from_slice(&ordinal.to_le_bytes());
     }
     out

@@ -57,16 +57,23 @@ impl DeletedSet {
     /// The hidden ordinals, increasing.
     pub fn ordinals(&self) -> Vec<u32> {
         let mut out = Vec::with_capacity(self.len);
-        for (w, &word) in self.words.iter().enumerate() {
-            let mut rest = word;
-            while rest != 0 {
-                let bit = rest.trailing_zeros() as usize;
-                // Positions come from a set sized by a u32-indexed container, so they fit.
-                out.push(u32::try_from(w * 64 + bit).unwrap_or(u32::MAX));
-                rest &= rest - 1;
-            }
-        }
+        out.extend(self.iter());
         out
+    }
+
+    /// The hidden ordinals, increasing, without collecting them. Empty stretches of the bitset
+    /// are skipped eight words (512 datasets) at a time, so a sparse set in a large container
+    /// costs little more than its entries.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        let blocks = self.words.chunks(8).enumerate();
+        blocks
+            .filter(|(_, block)| block.iter().any(|&w| w != 0))
+            .flat_map(|(b, block)| {
+                block
+                    .iter()
+                    .enumerate()
+                    .flat_map(move |(i, &word)| set_bits(word, (b * 8 + i) * 64))
+            })
     }
 
     /// Hides every ordinal of `other` too. Returns how many were newly hidden.
@@ -82,4 +89,18 @@ impl DeletedSet {
         let ordinal = usize::try_from(ordinal).ok()?;
         (ordinal < self.dataset_count).then(|| (ordinal / 64, 1u64 << (ordinal % 64)))
     }
+}
+
+/// The positions of `word`'s set bits, offset by `base`, increasing.
+fn set_bits(word: u64, base: usize) -> impl Iterator<Item = u32> {
+    let mut rest = word;
+    std::iter::from_fn(move || {
+        if rest == 0 {
+            return None;
+        }
+        let bit = rest.trailing_zeros() as usize;
+        rest &= rest - 1;
+        // Positions come from a set sized by a u32-indexed container, so they fit.
+        Some(u32::try_from(base + bit).unwrap_or(u32::MAX))
+    })
 }
