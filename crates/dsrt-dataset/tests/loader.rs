@@ -200,14 +200,8 @@ fn payloads_held_while_later_epochs_reuse_chunk_buffers_stay_intact() {
         .map(Result::unwrap)
         .collect();
     for epoch in [2, 3] {
-        let loader = Loader::new(
-            Arc::clone(&dataset),
-            LoaderConfig {
-                epoch,
-                ..config(2)
-            },
-        )
-        .unwrap();
+        let loader =
+            Loader::new(Arc::clone(&dataset), LoaderConfig { epoch, ..config(2) }).unwrap();
         for sample in loader {
             let sample = sample.unwrap();
             let expected = dataset
@@ -220,6 +214,11 @@ fn payloads_held_while_later_epochs_reuse_chunk_buffers_stay_intact() {
         let expected = dataset
             .sample(sample.key.cache_id, sample.key.sample_id)
             .unwrap();
-        assert_eq!(&sample.payload[..], &expected.payload[..], "{:?}", sample.key);
+        assert_eq!(
+            &sample.payload[..],
+            &expected.payload[..],
+            "{:?}",
+            sample.key
+        );
     }
 }
