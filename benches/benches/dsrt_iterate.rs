@@ -58,6 +58,7 @@ fn iterate(c: &mut Criterion) {
             2,
             Shuffle::Local { window_shards: 4 },
         ),
+        ("loader_1_worker_sequential", 1, Shuffle::Sequential),
         ("loader_2_workers_sequential", 2, Shuffle::Sequential),
     ] {
         group.bench_function(name, |b| {
