@@ -13,6 +13,7 @@ mod bench;
 mod deny;
 mod fixtures;
 mod fuzz;
+mod python;
 mod test;
 
 use std::process::ExitCode;
@@ -20,9 +21,11 @@ use std::process::ExitCode;
 const USAGE: &str = "usage: cargo xtask <task>
 
 tasks:
-  test [--no-s3] [ARGS...]
+  test [--no-s3] [--python-only] [ARGS...]
                        the whole test suite: starts the local S3 test server, runs
-                       `cargo test --workspace --locked ARGS`, stops the server
+                       `cargo test --workspace --locked ARGS`, then (without ARGS) builds the
+                       Python packages into a cached virtualenv and runs their pytest suites,
+                       stops the server; --python-only runs only the Python part
   bench [BENCH...] [--save NAME] [--compare NAME] [--threshold PCT]
                        run criterion benchmarks (all, or the named targets) and report ratios;
                        --save stores a criterion baseline, --compare fails on a regression

@@ -3,7 +3,8 @@
 //! It starts the local S3-compatible server (`.ci/s3-server.sh`: moto on 127.0.0.1, installed
 //! from PyPI when missing) so the Atlas S3 tests run instead of skipping, runs
 //! `cargo test --workspace --locked` with the server's environment, then the patched
-//! `vendor/array-format`'s own tests, and stops the server whatever happened. `--no-s3` runs the suite without it (the S3 tests then say they skip).
+//! `vendor/array-format`'s own tests, then the Python packages' pytest suites (`python.rs`;
+//! `--python-only` runs only those), and stops the server whatever happened. `--no-s3` runs the suite without it (the S3 tests then say they skip).
 
 use std::path::Path;
 use std::process::Command;
@@ -13,7 +14,11 @@ const BUCKET: &str = "atlas-ci";
 /// Runs the suite; extra arguments go to `cargo test` after `--workspace --locked`.
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let no_s3 = args.iter().any(|a| a == "--no-s3");
-    let passthrough: Vec<&String> = args.iter().filter(|a| *a != "--no-s3").collect();
+    let python_only = args.iter().any(|a| a == "--python-only");
+    let passthrough: Vec<&String> = args
+        .iter()
+        .filter(|a| *a != "--no-s3" && *a != "--python-only")
+        .collect();
     let root = super_root();
     let state = tempfile_dir()?;
     let env = if no_s3 {
@@ -21,10 +26,18 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     } else {
         start_s3(&root, &state)?
     };
-    let mut result = cargo_test(&root, &env, &passthrough);
+    let mut result = if python_only {
+        Ok(())
+    } else {
+        cargo_test(&root, &env, &passthrough)
+    };
     // The patched array-format is our code too; its own tests run when the whole suite does.
-    if result.is_ok() && passthrough.is_empty() {
+    if result.is_ok() && passthrough.is_empty() && !python_only {
         result = vendored_tests(&root);
+    }
+    // The Python packages' pytest suites, against the same S3 server (see python.rs).
+    if result.is_ok() && passthrough.is_empty() {
+        result = crate::python::run(&root, &env);
     }
     if !no_s3 {
         // Stopping is best effort: the server dies with the session anyway.

@@ -1,0 +1,319 @@
+//! `datasetrt.Cache` and `datasetrt.Sample`.
+
+use crate::errors::{cache_error, detach};
+use crate::values::{arrow_type, row_dict, schema_to_arrow};
+use datasetrt::{Cache, CacheError, Dataset, OpenOptions, SampleBuf};
+use pyo3::exceptions::{PyIndexError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+use std::cell::RefCell;
+use std::ops::Range;
+use std::sync::Arc;
+
+/// A cache, owned alone or as one of a dataset's caches.
+#[derive(Clone)]
+pub(crate) enum CacheRef {
+    /// Opened by `datasetrt.Cache(...)`.
+    Own(Arc<Cache>),
+    /// The `usize`-th cache of a dataset.
+    InDataset(Arc<Dataset>, usize),
+}
+
+impl CacheRef {
+    pub(crate) fn get(&self) -> &Cache {
+        match self {
+            Self::Own(cache) => cache,
+            Self::InDataset(dataset, i) => &dataset.caches()[*i].cache,
+        }
+    }
+}
+
+thread_local! {
+    /// Per-thread read buffers: a single-sample read allocates nothing once they have grown.
+    static SCRATCH: RefCell<(SampleBuf, Vec<u8>)> = RefCell::new((SampleBuf::new(), Vec::new()));
+}
+
+/// Reads sample `sample` of `cache` into this thread's scratch buffer without the GIL and
+/// returns it as `bytes` (the one copy: from the read buffer into the bytes object).
+pub(crate) fn read_one<'py>(
+    py: Python<'py>,
+    cache: &Cache,
+    sample: u64,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let range: Result<Range<usize>, CacheError> = detach(py, || {
+        SCRATCH.with(|scratch| {
+            let (buf, out) = &mut *scratch.borrow_mut();
+            cache.read_at(sample, buf, out, 0)
+        })
+    })?;
+    let range = range.map_err(|e| cache_error(py, &e))?;
+    // The GIL is held again on the same thread: the scratch buffer still holds the payload.
+    Ok(SCRATCH.with(|scratch| PyBytes::new(py, &scratch.borrow().1[range])))
+}
+
+/// Reads many samples into one buffer without the GIL; returns the buffer and the payload
+/// ranges in order.
+pub(crate) fn read_batch(
+    py: Python<'_>,
+    items: &[(&Cache, u64)],
+) -> PyResult<Result<(Vec<u8>, Vec<Range<usize>>), CacheError>> {
+    detach(py, || {
+        let mut buf = SampleBuf::new();
+        let mut out = Vec::new();
+        let mut ranges = Vec::with_capacity(items.len());
+        for &(cache, sample) in items {
+            ranges.push(cache.read_append(sample, &mut buf, &mut out)?);
+        }
+        Ok((out, ranges))
+    })
+}
+
+/// Normalises a Python index (negative counts from the end).
+pub(crate) fn normalise(index: i64, len: u64) -> PyResult<u64> {
+    let resolved = if index < 0 {
+        i128::from(len) + i128::from(index)
+    } else {
+        i128::from(index)
+    };
+    if resolved < 0 || resolved >= i128::from(len) {
+        return Err(PyIndexError::new_err(format!(
+            "sample index {index} out of range for a cache of {len} samples"
+        )));
+    }
+    u64::try_from(resolved).map_err(|_| PyIndexError::new_err("sample index out of range"))
+}
+
+/// One sample: `sample_id`, `payload` (bytes) and `metadata` (a dict, built when first asked
+/// for). Samples from a dataset or a loader also carry `cache_id` and `key`; samples from a
+/// loader carry `step`, `global_position` and `padding`.
+#[pyclass(module = "datasetrt", name = "Sample", frozen)]
+pub(crate) struct PySample {
+    pub(crate) cache: CacheRef,
+    pub(crate) cache_id: Option<u64>,
+    pub(crate) sample_id: u64,
+    pub(crate) payload: Py<PyBytes>,
+    pub(crate) step: Option<u64>,
+    pub(crate) global_position: Option<u64>,
+    pub(crate) padding: bool,
+}
+
+#[pymethods]
+impl PySample {
+    /// The sample's id (its row) within its cache.
+    #[getter]
+    fn sample_id(&self) -> u64 {
+        self.sample_id
+    }
+
+    /// The id of the sample's cache in its dataset (None for a sample read from a lone Cache).
+    #[getter]
+    fn cache_id(&self) -> Option<u64> {
+        self.cache_id
+    }
+
+    /// `(cache_id, sample_id)`, the sample's address in its dataset (None from a lone Cache).
+    #[getter]
+    fn key(&self) -> Option<(u64, u64)> {
+        self.cache_id.map(|c| (c, self.sample_id))
+    }
+
+    /// The payload bytes, decompressed.
+    #[getter]
+    fn payload(&self, py: Python<'_>) -> Py<PyBytes> {
+        self.payload.clone_ref(py)
+    }
+
+    /// The metadata row as a dict of Python values (from metadata.arrow, checked equal to the
+    /// record's embedded copy when the sample was read). Built on each access.
+    #[getter]
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let cache = self.cache.get();
+        let row = cache
+            .metadata_row(self.sample_id)
+            .map_err(|e| cache_error(py, &e))?;
+        row_dict(py, cache.schema(), row.values())
+    }
+
+    /// This loader step (within the rank's epoch), or None outside a loader.
+    #[getter]
+    fn step(&self) -> Option<u64> {
+        self.step
+    }
+
+    /// Position in the epoch's global order, or None outside a loader.
+    #[getter]
+    fn global_position(&self) -> Option<u64> {
+        self.global_position
+    }
+
+    /// Whether a loader repeated this sample to pad the last round (so every rank yields the
+    /// same count).
+    #[getter]
+    fn padding(&self) -> bool {
+        self.padding
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let len = self.payload.bind(py).as_bytes().len();
+        match self.cache_id {
+            Some(c) => format!(
+                "Sample(cache_id={c}, sample_id={}, payload=<{len} bytes>)",
+                self.sample_id
+            ),
+            None => format!("Sample(sample_id={}, payload=<{len} bytes>)", self.sample_id),
+        }
+    }
+}
+
+/// Opens a cache directory (manifest.json, metadata.arrow, index.bin, shards/) and serves its
+/// samples in O(1).
+///
+/// `Cache(path, *, validate_cache=False)`: the cache is checked before the first sample is
+/// served (manifest, row counts, index bounds, shard presence and lengths, the Arrow schema);
+/// `validate_cache=True` also compares every file's SHA-256 with the manifest. Raises a
+/// `CacheError` subclass naming the path and the reason.
+///
+/// `len(cache)`, `cache[i]` (negative indices count from the end; out of range raises
+/// IndexError), `cache.read_many(indices)`, `cache.metadata()` (a pyarrow.Table),
+/// `cache.manifest` (a dict) and `cache.schema` (a pyarrow.Schema). Safe to share between
+/// threads; reads release the GIL.
+#[pyclass(module = "datasetrt", name = "Cache", frozen)]
+pub(crate) struct PyCache {
+    pub(crate) cache: CacheRef,
+    pub(crate) cache_id: Option<u64>,
+}
+
+impl PyCache {
+    fn sample(&self, sample_id: u64, payload: Bound<'_, PyBytes>) -> PySample {
+        PySample {
+            cache: self.cache.clone(),
+            cache_id: self.cache_id,
+            sample_id,
+            payload: payload.unbind(),
+            step: None,
+            global_position: None,
+            padding: false,
+        }
+    }
+}
+
+#[pymethods]
+impl PyCache {
+    #[new]
+    #[pyo3(signature = (path, *, validate_cache = false))]
+    fn new(py: Python<'_>, path: std::path::PathBuf, validate_cache: bool) -> PyResult<Self> {
+        let options = OpenOptions { validate_cache };
+        let cache = detach(py, || Cache::open(&path, options))?.map_err(|e| cache_error(py, &e))?;
+        Ok(Self {
+            cache: CacheRef::Own(Arc::new(cache)),
+            cache_id: None,
+        })
+    }
+
+    fn __len__(&self) -> usize {
+        usize::try_from(self.cache.get().len()).unwrap_or(usize::MAX)
+    }
+
+    /// `cache[i]`: sample `i` (negative counts from the end).
+    fn __getitem__(&self, py: Python<'_>, index: i64) -> PyResult<PySample> {
+        let cache = self.cache.get();
+        let sample = normalise(index, cache.len())?;
+        let payload = read_one(py, cache, sample)?;
+        Ok(self.sample(sample, payload))
+    }
+
+    /// Reads the samples at `indices` (ints, negative counting from the end) in one call with
+    /// the GIL released; returns a list of Sample in the same order.
+    fn read_many<'py>(&self, py: Python<'py>, indices: Vec<i64>) -> PyResult<Bound<'py, PyList>> {
+        let cache = self.cache.get();
+        let len = cache.len();
+        let samples = indices
+            .iter()
+            .map(|&i| normalise(i, len))
+            .collect::<PyResult<Vec<u64>>>()?;
+        let items: Vec<(&Cache, u64)> = samples.iter().map(|&s| (cache, s)).collect();
+        let (data, ranges) = read_batch(py, &items)?.map_err(|e| cache_error(py, &e))?;
+        let list = PyList::empty(py);
+        for (&sample, range) in samples.iter().zip(ranges) {
+            let payload = PyBytes::new(py, &data[range]);
+            list.append(self.sample(sample, payload))?;
+        }
+        Ok(list)
+    }
+
+    /// The metadata of every sample as a pyarrow.Table (the contents of metadata.arrow).
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let cache = self.cache.get();
+        let table = cache.metadata();
+        let pa = py.import("pyarrow")?;
+        let schema = cache.schema();
+        let mut arrays = Vec::with_capacity(schema.len());
+        for (i, column) in schema.columns().iter().enumerate() {
+            let values = PyList::empty(py);
+            if let Some(view) = table.column(i) {
+                for v in view.values() {
+                    values.append(crate::values::value_to_py(py, v)?)?;
+                }
+            }
+            let kwargs = PyDict::new(py);
+            kwargs.set_item("type", arrow_type(&pa, column.ty)?)?;
+            arrays.push(pa.call_method("array", (values,), Some(&kwargs))?);
+        }
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("schema", schema_to_arrow(py, schema)?)?;
+        pa.getattr("Table")?
+            .call_method("from_arrays", (arrays,), Some(&kwargs))
+    }
+
+    /// The manifest as a dict (the parsed manifest.json).
+    #[getter]
+    fn manifest<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let bytes = match self.cache.get().manifest() {
+            datasetrt::Manifest::V2(m) => m.to_json_bytes(),
+            datasetrt::Manifest::V3(m) => m.to_json_bytes(),
+        };
+        py.import("json")?
+            .call_method1("loads", (PyBytes::new(py, &bytes),))
+    }
+
+    /// The metadata schema as a pyarrow.Schema.
+    #[getter]
+    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        schema_to_arrow(py, self.cache.get().schema())
+    }
+
+    /// The manifest's format_version (2 or 3).
+    #[getter]
+    fn format_version(&self) -> u64 {
+        self.cache.get().manifest().format_version()
+    }
+
+    /// The cache directory as given.
+    #[getter]
+    fn path(&self) -> String {
+        self.cache.get().path().to_string_lossy().into_owned()
+    }
+
+    /// This cache's id in its dataset (None for a lone Cache; use `manifest["cache_id"]` for
+    /// the stored v3 id).
+    #[getter]
+    fn cache_id(&self) -> Option<u64> {
+        self.cache_id
+    }
+
+    fn __repr__(&self) -> String {
+        let cache = self.cache.get();
+        format!(
+            "Cache({:?}, samples={}, format_version={})",
+            cache.path().display().to_string(),
+            cache.len(),
+            cache.manifest().format_version()
+        )
+    }
+
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(PyTypeError::new_err(
+            "a Cache holds open files and mappings and is not picklable; pickle its path and reopen it",
+        ))
+    }
+}

@@ -1,0 +1,400 @@
+//! `datasetrt.Dataset`, `datasetrt.SampleTable` and the manifest-update report.
+
+use crate::cache::{read_batch, read_one, CacheRef, PyCache, PySample};
+use crate::errors::{cache_error, dataset_error, detach, entry_dict, manifest_update_error};
+use crate::values::row_dict;
+use datasetrt::{CancelToken, Cache, Dataset, OpenOptions, SampleKey, SampleTable};
+use pyo3::exceptions::{PyIndexError, PyKeyError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// An ordered list of caches addressed as `(cache_id, sample_id)`.
+///
+/// `Dataset(paths, *, validate_cache=False)` opens every cache in order and resolves its id
+/// (a v3 manifest's stored id, a v2 cache's position in the list); duplicate ids or
+/// directories raise DatasetError. `len(dataset)` counts every sample;
+/// `dataset[(cache_id, sample_id)]` reads one, `dataset.read_many(keys)` many (GIL
+/// released); `dataset.caches` lists the Cache objects; `dataset.select(...)` builds a
+/// SampleTable from metadata; `dataset.update_manifests(version=3)` migrates the manifests.
+#[pyclass(module = "datasetrt", name = "Dataset", frozen)]
+pub(crate) struct PyDataset {
+    pub(crate) dataset: Arc<Dataset>,
+    pub(crate) paths: Vec<PathBuf>,
+    pub(crate) validate_cache: bool,
+}
+
+impl PyDataset {
+    fn locate(&self, cache_id: u64) -> PyResult<usize> {
+        self.dataset
+            .position(cache_id)
+            .ok_or_else(|| PyKeyError::new_err(format!("no cache with id {cache_id} in this dataset")))
+    }
+
+    fn sample(&self, position: usize, sample_id: u64, payload: Bound<'_, PyBytes>) -> PySample {
+        PySample {
+            cache: CacheRef::InDataset(Arc::clone(&self.dataset), position),
+            cache_id: Some(self.dataset.caches()[position].cache_id),
+            sample_id,
+            payload: payload.unbind(),
+            step: None,
+            global_position: None,
+            padding: false,
+        }
+    }
+
+    fn check_sample(&self, position: usize, sample_id: u64) -> PyResult<()> {
+        let len = self.dataset.caches()[position].cache.len();
+        if sample_id >= len {
+            return Err(PyIndexError::new_err(format!(
+                "sample id {sample_id} out of range for cache {} of {len} samples",
+                self.dataset.caches()[position].cache_id
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl PyDataset {
+    #[new]
+    #[pyo3(signature = (paths, *, validate_cache = false))]
+    fn new(py: Python<'_>, paths: Vec<PathBuf>, validate_cache: bool) -> PyResult<Self> {
+        let options = OpenOptions { validate_cache };
+        let dataset =
+            detach(py, || Dataset::open(&paths, options))?.map_err(|e| dataset_error(py, &e))?;
+        Ok(Self {
+            dataset: Arc::new(dataset),
+            paths,
+            validate_cache,
+        })
+    }
+
+    fn __len__(&self) -> usize {
+        usize::try_from(self.dataset.len()).unwrap_or(usize::MAX)
+    }
+
+    /// `dataset[(cache_id, sample_id)]`: one sample. An unknown cache id raises KeyError, a
+    /// sample id past the cache's end IndexError.
+    fn __getitem__(&self, py: Python<'_>, key: (u64, u64)) -> PyResult<PySample> {
+        let (cache_id, sample_id) = key;
+        let position = self.locate(cache_id)?;
+        self.check_sample(position, sample_id)?;
+        let cache = &self.dataset.caches()[position].cache;
+        let payload = read_one(py, cache, sample_id)?;
+        Ok(self.sample(position, sample_id, payload))
+    }
+
+    /// Reads the samples at `keys` (`(cache_id, sample_id)` pairs) in one call with the GIL
+    /// released; returns a list of Sample in the same order.
+    fn read_many<'py>(&self, py: Python<'py>, keys: Vec<(u64, u64)>) -> PyResult<Bound<'py, PyList>> {
+        let mut located = Vec::with_capacity(keys.len());
+        for &(cache_id, sample_id) in &keys {
+            let position = self.locate(cache_id)?;
+            self.check_sample(position, sample_id)?;
+            located.push((position, sample_id));
+        }
+        let items: Vec<(&Cache, u64)> = located
+            .iter()
+            .map(|&(p, s)| (&self.dataset.caches()[p].cache, s))
+            .collect();
+        let (data, ranges) = read_batch(py, &items)?.map_err(|e| cache_error(py, &e))?;
+        let list = PyList::empty(py);
+        for (&(position, sample_id), range) in located.iter().zip(ranges) {
+            list.append(self.sample(position, sample_id, PyBytes::new(py, &data[range])))?;
+        }
+        Ok(list)
+    }
+
+    /// The caches in list order (each a Cache whose `cache_id` is set).
+    #[getter]
+    fn caches(&self) -> Vec<PyCache> {
+        self.dataset
+            .caches()
+            .iter()
+            .enumerate()
+            .map(|(i, c)| PyCache {
+                cache: CacheRef::InDataset(Arc::clone(&self.dataset), i),
+                cache_id: Some(c.cache_id),
+            })
+            .collect()
+    }
+
+    /// The resolved cache ids in list order.
+    #[getter]
+    fn cache_ids(&self) -> Vec<u64> {
+        self.dataset.caches().iter().map(|c| c.cache_id).collect()
+    }
+
+    /// The cache paths as given, in list order.
+    #[getter]
+    fn paths(&self) -> Vec<String> {
+        self.paths
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// Whether the caches were opened with validate_cache=True.
+    #[getter]
+    fn validate_cache(&self) -> bool {
+        self.validate_cache
+    }
+
+    /// The cache with id `cache_id` (KeyError if none).
+    fn cache(&self, cache_id: u64) -> PyResult<PyCache> {
+        let position = self.locate(cache_id)?;
+        Ok(PyCache {
+            cache: CacheRef::InDataset(Arc::clone(&self.dataset), position),
+            cache_id: Some(cache_id),
+        })
+    }
+
+    /// Every sample whose metadata matches, in list then row order, as a SampleTable. Reads
+    /// metadata.arrow only (no shard is opened).
+    ///
+    /// `select(predicate)` calls `predicate(metadata: dict, key: (cache_id, sample_id))` per
+    /// row (a predicate of one argument gets only the dict); `select(label=3, split="val")`
+    /// keeps rows whose columns equal the given values (a cache without such a column matches
+    /// nothing). Both may be combined.
+    #[pyo3(signature = (predicate = None, **equals))]
+    fn select(
+        &self,
+        py: Python<'_>,
+        predicate: Option<Bound<'_, PyAny>>,
+        equals: Option<Bound<'_, PyDict>>,
+    ) -> PyResult<PySampleTable> {
+        let two_args = match &predicate {
+            Some(p) => accepts_two_args(py, p)?,
+            None => false,
+        };
+        let mut failure: Option<PyErr> = None;
+        let table = self.dataset.select(|row| {
+            if failure.is_some() {
+                return false;
+            }
+            let result = (|| -> PyResult<bool> {
+                let cache = self.dataset.cache(row.key.cache_id).map_err(|e| dataset_error(py, &e))?;
+                let schema = cache.schema();
+                let values = (0..schema.len()).map(|i| row.get_index(i).unwrap_or(datasetrt::ValueRef::Null));
+                let dict = row_dict(py, schema, values)?;
+                if let Some(equals) = &equals {
+                    for (k, v) in equals.iter() {
+                        match dict.get_item(&k)? {
+                            Some(actual) if actual.eq(&v)? => {}
+                            _ => return Ok(false),
+                        }
+                    }
+                }
+                match &predicate {
+                    Some(p) if two_args => p.call1((dict, (row.key.cache_id, row.key.sample_id)))?.is_truthy(),
+                    Some(p) => p.call1((dict,))?.is_truthy(),
+                    None => Ok(true),
+                }
+            })();
+            result.unwrap_or_else(|e| {
+                failure = Some(e);
+                false
+            })
+        });
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(PySampleTable { table }),
+        }
+    }
+
+    /// Migrates every cache's manifest (in list order) to `version` (only 3 is a target)
+    /// with the Rust semantics: all checks (readable, writable, no id collision) pass before
+    /// anything is written, then each manifest is rewritten crash-safely. Returns a
+    /// ManifestUpdateReport; raises ManifestUpdateError (nothing written when a check
+    /// failed). The open dataset keeps its ids, so every key made before still names the same
+    /// sample.
+    #[pyo3(signature = (version = 3))]
+    fn update_manifests(&self, py: Python<'_>, version: u64) -> PyResult<PyUpdateReport> {
+        let dataset = Arc::clone(&self.dataset);
+        let result = detach(py, move || dataset.update_manifests(version, &CancelToken::new()))?;
+        match result {
+            Ok(report) => PyUpdateReport::from_report(py, &report),
+            Err(e) => Err(manifest_update_error(py, &e)),
+        }
+    }
+
+    /// Pickles as its paths and options: the caches are reopened in the receiving process.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Vec<String>, bool))> {
+        let this = slf.get();
+        let rebuild = slf.py().import("datasetrt")?.getattr("_reopen_dataset")?;
+        Ok((rebuild, (this.paths(), this.validate_cache)))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Dataset({:?}, samples={})",
+            self.paths(),
+            self.dataset.len()
+        )
+    }
+}
+
+fn accepts_two_args(py: Python<'_>, f: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let inspect = py.import("inspect")?;
+    let Ok(signature) = inspect.call_method1("signature", (f,)) else {
+        return Ok(false);
+    };
+    let parameters = signature.getattr("parameters")?;
+    let mut positional = 0usize;
+    for p in parameters.call_method0("values")?.try_iter()? {
+        let kind = p?.getattr("kind")?.str()?.to_string();
+        if kind.contains("VAR_POSITIONAL") {
+            return Ok(true);
+        }
+        if kind.contains("POSITIONAL") {
+            positional += 1;
+        }
+    }
+    Ok(positional >= 2)
+}
+
+/// The result of `Dataset.update_manifests`: `entries` (one dict per cache, in list order:
+/// `path`, `manifest`, `cache_id`, `outcome` of "updated", "unchanged" or
+/// "durability_unknown", and `error`), with `updated`, `unchanged` and `durability_unknown`
+/// listing the paths of each outcome.
+#[pyclass(module = "datasetrt", name = "ManifestUpdateReport", frozen)]
+pub(crate) struct PyUpdateReport {
+    entries: Py<PyList>,
+}
+
+impl PyUpdateReport {
+    pub(crate) fn from_report(
+        py: Python<'_>,
+        report: &datasetrt::ManifestUpdateReport,
+    ) -> PyResult<Self> {
+        let entries = PyList::empty(py);
+        for entry in &report.entries {
+            entries.append(entry_dict(py, entry)?)?;
+        }
+        Ok(Self {
+            entries: entries.unbind(),
+        })
+    }
+
+    fn paths_with(&self, py: Python<'_>, outcome: &str) -> PyResult<Vec<String>> {
+        let mut paths = Vec::new();
+        for entry in self.entries.bind(py).iter() {
+            if entry.get_item("outcome")?.eq(outcome)? {
+                paths.push(entry.get_item("path")?.extract()?);
+            }
+        }
+        Ok(paths)
+    }
+}
+
+#[pymethods]
+impl PyUpdateReport {
+    /// One dict per cache, in list order.
+    #[getter]
+    fn entries(&self, py: Python<'_>) -> Py<PyList> {
+        self.entries.clone_ref(py)
+    }
+
+    /// Paths whose manifest was rewritten from v2 to v3.
+    #[getter]
+    fn updated(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        self.paths_with(py, "updated")
+    }
+
+    /// Paths already at v3 (left as they were, fsynced).
+    #[getter]
+    fn unchanged(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        self.paths_with(py, "unchanged")
+    }
+
+    /// Paths whose manifest is in place but whose directory fsync failed (retry to sync).
+    #[getter]
+    fn durability_unknown(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        self.paths_with(py, "durability_unknown")
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "ManifestUpdateReport(updated={:?}, unchanged={:?}, durability_unknown={:?})",
+            self.updated(py)?,
+            self.unchanged(py)?,
+            self.durability_unknown(py)?
+        ))
+    }
+}
+
+/// An ordered list of `(cache_id, sample_id)` keys, as `Dataset.select` returns. Saved as an
+/// Arrow IPC file with two UInt64 columns (`save(path)`, crash-safe) and loaded with
+/// `SampleTable.load(path)`; `SampleTable(keys)` builds one from pairs. Iterable, indexable,
+/// `len()`; `keys()` returns the list of pairs.
+#[pyclass(module = "datasetrt", name = "SampleTable", frozen)]
+pub(crate) struct PySampleTable {
+    pub(crate) table: SampleTable,
+}
+
+#[pymethods]
+impl PySampleTable {
+    #[new]
+    fn new(keys: Vec<(u64, u64)>) -> Self {
+        Self {
+            table: SampleTable::new(
+                keys.into_iter()
+                    .map(|(cache_id, sample_id)| SampleKey {
+                        cache_id,
+                        sample_id,
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Loads a table saved by `save` (any Arrow IPC file with UInt64 columns `cache_id` and
+    /// `sample_id`).
+    #[staticmethod]
+    fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        let table = detach(py, || SampleTable::load(&path))?.map_err(|e| dataset_error(py, &e))?;
+        Ok(Self { table })
+    }
+
+    /// Saves the table crash-safely (temporary file, fsync, rename, directory fsync).
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        detach(py, || self.table.save(&path))?.map_err(|e| dataset_error(py, &e))
+    }
+
+    /// The keys as a list of `(cache_id, sample_id)` pairs.
+    fn keys(&self) -> Vec<(u64, u64)> {
+        self.table
+            .keys()
+            .iter()
+            .map(|k| (k.cache_id, k.sample_id))
+            .collect()
+    }
+
+    fn __len__(&self) -> usize {
+        self.table.len()
+    }
+
+    fn __getitem__(&self, index: i64) -> PyResult<(u64, u64)> {
+        let len = self.table.len() as u64;
+        let i = crate::cache::normalise(index, len)
+            .map_err(|_| PyIndexError::new_err("sample table index out of range"))?;
+        let key = self.table.keys()[usize::try_from(i).map_err(|_| PyValueError::new_err("index"))?];
+        Ok((key.cache_id, key.sample_id))
+    }
+
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        PyList::new(py, self.keys())?.call_method0("__iter__")
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .cast::<PySampleTable>()
+            .is_ok_and(|o| o.get().table == self.table)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("SampleTable(<{} keys>)", self.table.len())
+    }
+}

@@ -1,0 +1,309 @@
+//! The Python exception hierarchy, mapped from the Rust error types, and the GIL-free runner
+//! that turns a Rust panic into a Python exception.
+
+use datasetrt::{
+    CacheError as RsCacheError, DatasetError as RsDatasetError, ManifestUpdateEntry,
+    ManifestUpdateError as RsManifestUpdateError, UpdateCause, UpdateOutcome,
+    WriteError as RsWriteError,
+};
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+
+pyo3::create_exception!(
+    datasetrt,
+    Error,
+    PyException,
+    "Base class of every DatasetRT error. Attributes: `path` (the file or directory concerned, or None) and `reason` (what is wrong)."
+);
+pyo3::create_exception!(
+    datasetrt,
+    CacheError,
+    Error,
+    "A cache cannot be opened or a sample cannot be served. `kind` names the check that failed: not_a_directory, incomplete, manifest, index, metadata, missing_shard, shard_length, checksum, record or io."
+);
+pyo3::create_exception!(
+    datasetrt,
+    IncompleteCacheError,
+    CacheError,
+    "The directory has no manifest.json: the cache was never published (or its writer was interrupted)."
+);
+pyo3::create_exception!(
+    datasetrt,
+    ChecksumError,
+    CacheError,
+    "A file's SHA-256 differs from the manifest's (checked with validate_cache=True). `file` names it."
+);
+pyo3::create_exception!(
+    datasetrt,
+    CorruptCacheError,
+    CacheError,
+    "A cache file is malformed or disagrees with another: manifest, index, metadata, shard or record."
+);
+pyo3::create_exception!(
+    datasetrt,
+    DatasetError,
+    Error,
+    "A dataset, key, sample table or iteration plan is unusable (duplicate cache ids or paths, unknown cache id, bad sample table, invalid plan or resume state)."
+);
+pyo3::create_exception!(
+    datasetrt,
+    ManifestUpdateError,
+    Error,
+    "update_manifests stopped. `done` lists the caches completed before (dicts like the report's entries), `failed` is the cache being processed (None when the whole request was refused before writing anything), `kind` and `reason` give the cause, and `causes` maps every cache path named by the cause to the reason."
+);
+pyo3::create_exception!(
+    datasetrt,
+    WriteError,
+    Error,
+    "A cache could not be written. `kind` names what failed: target_not_empty, invalid_option, row, payload_too_large, io, metadata, poisoned, publish or durability_unknown."
+);
+pyo3::create_exception!(
+    datasetrt,
+    InternalError,
+    Error,
+    "A bug: the Rust code panicked. The message carries the panic's text."
+);
+
+/// Runs `f` without the GIL; a panic inside becomes an [`InternalError`].
+pub(crate) fn detach<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> PyResult<T> {
+    py.detach(|| catch_unwind(AssertUnwindSafe(f)))
+        .map_err(|panic| {
+            let text = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            InternalError::new_err(format!("internal error (Rust panic): {text}"))
+        })
+}
+
+/// Builds an exception of type `T` with message `message` and the given attributes.
+fn with_attrs<T: pyo3::PyTypeInfo>(
+    py: Python<'_>,
+    message: String,
+    attrs: &[(&str, Py<PyAny>)],
+) -> PyErr {
+    let err = PyErr::new::<T, _>(message);
+    let value = err.value(py);
+    for (name, v) in attrs {
+        // Setting an attribute on a fresh exception instance cannot fail in practice; if it
+        // does, the message still carries everything.
+        let _ = value.setattr(*name, v.bind(py));
+    }
+    err
+}
+
+fn path_obj(py: Python<'_>, path: &Path) -> Py<PyAny> {
+    path.to_string_lossy()
+        .into_owned()
+        .into_pyobject(py)
+        .map_or_else(|_| py.None(), |s| s.into_any().unbind())
+}
+
+fn obj<'py, T: pyo3::IntoPyObject<'py>>(py: Python<'py>, v: T) -> Py<PyAny> {
+    use pyo3::IntoPyObjectExt;
+    v.into_py_any(py).unwrap_or_else(|_| py.None())
+}
+
+/// The innermost reason of an error chain, without the path the outer layers add.
+fn reason_of(err: &(dyn std::error::Error + 'static)) -> String {
+    err.source()
+        .map_or_else(|| err.to_string(), |source| source.to_string())
+}
+
+/// A cache error as the matching Python exception.
+pub(crate) fn cache_error(py: Python<'_>, err: &RsCacheError) -> PyErr {
+    let (kind, file, sample): (&str, Option<String>, Option<u64>) = match err {
+        RsCacheError::NotADirectory { .. } => ("not_a_directory", None, None),
+        RsCacheError::Incomplete { .. } => ("incomplete", Some("manifest.json".into()), None),
+        RsCacheError::Manifest { .. } => ("manifest", Some("manifest.json".into()), None),
+        RsCacheError::Index { .. } => ("index", Some("index.bin".into()), None),
+        RsCacheError::Metadata { .. } => ("metadata", Some("metadata.arrow".into()), None),
+        RsCacheError::MissingShard { file, .. } => ("missing_shard", Some(file.to_string()), None),
+        RsCacheError::ShardLength { file, .. } => ("shard_length", Some(file.to_string()), None),
+        RsCacheError::Checksum { file, .. } => ("checksum", Some(file.to_string()), None),
+        RsCacheError::Record { sample, shard, .. } => (
+            "record",
+            Some(datasetrt::CacheFile::Shard(*shard).to_string()),
+            Some(*sample),
+        ),
+        RsCacheError::Io { file, .. } => ("io", Some(file.to_string()), None),
+    };
+    let reason = match err {
+        RsCacheError::Incomplete { .. } => "manifest.json is missing".to_owned(),
+        RsCacheError::MissingShard { .. } | RsCacheError::ShardLength { .. } => {
+            let full = err.to_string();
+            let prefix = format!("{}: ", err.path().display());
+            full.strip_prefix(&prefix).unwrap_or(&full).to_owned()
+        }
+        RsCacheError::Checksum {
+            file,
+            expected,
+            found,
+            ..
+        } => format!("{file} SHA-256 is {found}, the manifest says {expected}"),
+        other => reason_of(other),
+    };
+    let attrs = [
+        ("path", path_obj(py, err.path())),
+        ("reason", obj(py, reason)),
+        ("kind", obj(py, kind)),
+        ("file", obj(py, file)),
+        ("sample", obj(py, sample)),
+    ];
+    let message = err.to_string();
+    match err {
+        RsCacheError::Incomplete { .. } => with_attrs::<IncompleteCacheError>(py, message, &attrs),
+        RsCacheError::Checksum { .. } => with_attrs::<ChecksumError>(py, message, &attrs),
+        RsCacheError::NotADirectory { .. } | RsCacheError::Io { .. } => {
+            with_attrs::<CacheError>(py, message, &attrs)
+        }
+        _ => with_attrs::<CorruptCacheError>(py, message, &attrs),
+    }
+}
+
+/// A dataset error as a Python exception (cache errors keep their own classes).
+pub(crate) fn dataset_error(py: Python<'_>, err: &RsDatasetError) -> PyErr {
+    let (path, kind) = match err {
+        RsDatasetError::Cache(inner) => return cache_error(py, inner),
+        RsDatasetError::DuplicateCacheId { second, .. } => (Some(second.as_path()), "duplicate_cache_id"),
+        RsDatasetError::DuplicatePath { second, .. } => (Some(second.as_path()), "duplicate_path"),
+        RsDatasetError::UnknownCache { .. } => (None, "unknown_cache"),
+        RsDatasetError::Path { path, .. } => (Some(path.as_path()), "path"),
+        RsDatasetError::Table { path, .. } => (Some(path.as_path()), "table"),
+        RsDatasetError::Plan(_) => (None, "plan"),
+        RsDatasetError::WorkerStopped => (None, "worker_stopped"),
+        RsDatasetError::TableWrite(_) => (None, "table_write"),
+    };
+    let attrs = [
+        ("path", path.map_or_else(|| py.None(), |p| path_obj(py, p))),
+        ("reason", obj(py, err.to_string())),
+        ("kind", obj(py, kind)),
+    ];
+    with_attrs::<DatasetError>(py, err.to_string(), &attrs)
+}
+
+/// A write error as a [`WriteError`].
+pub(crate) fn write_error(py: Python<'_>, err: &RsWriteError) -> PyErr {
+    let (path, kind): (Option<&Path>, &str) = match err {
+        RsWriteError::TargetNotEmpty { path } => (Some(path), "target_not_empty"),
+        RsWriteError::InvalidOption { path, .. } => (Some(path), "invalid_option"),
+        RsWriteError::Row { path, .. } => (Some(path), "row"),
+        RsWriteError::PayloadTooLarge { path, .. } => (Some(path), "payload_too_large"),
+        RsWriteError::Io { path, .. } => (Some(path), "io"),
+        RsWriteError::Metadata { path, .. } => (Some(path), "metadata"),
+        RsWriteError::Poisoned { path } => (Some(path), "poisoned"),
+        RsWriteError::Publish(_) => (None, "publish"),
+        RsWriteError::DurabilityUnknown { path, .. } => (Some(path), "durability_unknown"),
+    };
+    let reason = match err {
+        RsWriteError::TargetNotEmpty { .. } | RsWriteError::Poisoned { .. } => {
+            let full = err.to_string();
+            full.split_once(": ")
+                .map_or(full.clone(), |(_, r)| r.to_owned())
+        }
+        other => reason_of(other),
+    };
+    let attrs = [
+        ("path", path.map_or_else(|| py.None(), |p| path_obj(py, p))),
+        ("reason", obj(py, reason)),
+        ("kind", obj(py, kind)),
+    ];
+    with_attrs::<WriteError>(py, err.to_string(), &attrs)
+}
+
+/// One report entry as a dict: `path`, `manifest`, `cache_id`, `outcome` and `error`.
+pub(crate) fn entry_dict<'py>(
+    py: Python<'py>,
+    entry: &ManifestUpdateEntry,
+) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    dict.set_item("path", entry.cache.to_string_lossy().into_owned())?;
+    dict.set_item("manifest", entry.manifest.to_string_lossy().into_owned())?;
+    dict.set_item("cache_id", entry.cache_id)?;
+    let (outcome, error) = match &entry.outcome {
+        UpdateOutcome::Updated => ("updated", None),
+        UpdateOutcome::Unchanged => ("unchanged", None),
+        UpdateOutcome::DurabilityUnknown { error } => ("durability_unknown", Some(error.clone())),
+    };
+    dict.set_item("outcome", outcome)?;
+    dict.set_item("error", error)?;
+    Ok(dict)
+}
+
+/// A stopped migration as a [`ManifestUpdateError`].
+pub(crate) fn manifest_update_error(py: Python<'_>, err: &RsManifestUpdateError) -> PyErr {
+    let cause = err.cause.as_ref();
+    let kind = match cause {
+        UpdateCause::UnsupportedTarget(_) => "unsupported_target",
+        UpdateCause::Read { .. } => "read",
+        UpdateCause::Manifest { .. } => "manifest",
+        UpdateCause::NotWritable { .. } => "not_writable",
+        UpdateCause::DuplicateId { .. } => "duplicate_id",
+        UpdateCause::DuplicateCache { .. } => "duplicate_cache",
+        UpdateCause::Publish(_) => "publish",
+        UpdateCause::Sync { .. } => "sync",
+        UpdateCause::Interrupted => "interrupted",
+    };
+    let reason = cause.to_string();
+    // Every cache the cause names, each with the reason.
+    let causes = PyDict::new(py);
+    let name = |p: &Path| {
+        let _ = causes.set_item(p.to_string_lossy().into_owned(), &reason);
+    };
+    match cause {
+        UpdateCause::DuplicateId { first, second, .. }
+        | UpdateCause::DuplicateCache { first, second } => {
+            name(first);
+            name(second);
+        }
+        _ => {
+            if let Some(failed) = &err.failed {
+                name(failed);
+            }
+        }
+    }
+    let done = PyList::empty(py);
+    for entry in &err.done {
+        if let Ok(d) = entry_dict(py, entry) {
+            let _ = done.append(d);
+        }
+    }
+    let attrs = [
+        (
+            "path",
+            err.failed
+                .as_deref()
+                .map_or_else(|| py.None(), |p| path_obj(py, p)),
+        ),
+        (
+            "failed",
+            err.failed
+                .as_deref()
+                .map_or_else(|| py.None(), |p| path_obj(py, p)),
+        ),
+        ("reason", obj(py, reason.clone())),
+        ("kind", obj(py, kind)),
+        ("done", done.into_any().unbind()),
+        ("causes", causes.into_any().unbind()),
+    ];
+    with_attrs::<ManifestUpdateError>(py, err.to_string(), &attrs)
+}
+
+/// Registers every exception class on the module.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("Error", py.get_type::<Error>())?;
+    m.add("CacheError", py.get_type::<CacheError>())?;
+    m.add("IncompleteCacheError", py.get_type::<IncompleteCacheError>())?;
+    m.add("ChecksumError", py.get_type::<ChecksumError>())?;
+    m.add("CorruptCacheError", py.get_type::<CorruptCacheError>())?;
+    m.add("DatasetError", py.get_type::<DatasetError>())?;
+    m.add("ManifestUpdateError", py.get_type::<ManifestUpdateError>())?;
+    m.add("WriteError", py.get_type::<WriteError>())?;
+    m.add("InternalError", py.get_type::<InternalError>())?;
+    Ok(())
+}

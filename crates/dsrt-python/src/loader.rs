@@ -1,0 +1,399 @@
+//! `datasetrt.Loader` and the per-rank step plan the PyTorch dataset reads through.
+
+use crate::cache::{CacheRef, PySample};
+use crate::dataset::PyDataset;
+use crate::errors::{cache_error, dataset_error, detach};
+use datasetrt::{
+    Dataset, DatasetError, EpochPlan, IterState, Loader, LoaderConfig, Partition, PlanConfig,
+    RemainderPolicy, Sampling, SampleBuf, Shuffle,
+};
+use pyo3::exceptions::{PyIndexError, PyKeyError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+use std::sync::{Arc, Mutex};
+
+/// The order-deciding settings shared by `Loader` and `RankPlan`.
+#[allow(clippy::too_many_arguments)]
+fn plan_config(
+    seed: u64,
+    weights: Option<Vec<f64>>,
+    samples_per_epoch: Option<u64>,
+    replacement: bool,
+    shuffle: &str,
+    window_shards: usize,
+) -> PyResult<PlanConfig> {
+    let shuffle = match shuffle {
+        "local" => Shuffle::Local { window_shards },
+        "full" => Shuffle::Full,
+        "sequential" | "none" => Shuffle::Sequential,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "shuffle must be \"local\", \"full\" or \"sequential\", not {other:?}"
+            )))
+        }
+    };
+    Ok(PlanConfig {
+        seed,
+        weights,
+        samples_per_epoch,
+        sampling: if replacement {
+            Sampling::WithReplacement
+        } else {
+            Sampling::WithoutReplacement
+        },
+        shuffle,
+    })
+}
+
+fn policy(name: &str) -> PyResult<RemainderPolicy> {
+    match name {
+        "pad" => Ok(RemainderPolicy::Pad),
+        "drop" => Ok(RemainderPolicy::Drop),
+        other => Err(PyValueError::new_err(format!(
+            "policy must be \"pad\" or \"drop\", not {other:?}"
+        ))),
+    }
+}
+
+/// An iteration state as a dict: `seed`, `epoch`, `position` (global positions consumed by
+/// all ranks together) and `epoch_len`.
+pub(crate) fn state_to_dict<'py>(py: Python<'py>, state: &IterState) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    dict.set_item("seed", state.seed)?;
+    dict.set_item("epoch", state.epoch)?;
+    dict.set_item("position", state.position)?;
+    dict.set_item("epoch_len", state.epoch_len)?;
+    Ok(dict)
+}
+
+pub(crate) fn state_from_dict(dict: &Bound<'_, PyDict>) -> PyResult<IterState> {
+    let get = |key: &str| -> PyResult<u64> {
+        dict.get_item(key)?
+            .ok_or_else(|| PyKeyError::new_err(format!("state dict has no {key:?}")))?
+            .extract()
+    };
+    Ok(IterState {
+        seed: get("seed")?,
+        epoch: get("epoch")?,
+        position: get("position")?,
+        epoch_len: get("epoch_len")?,
+    })
+}
+
+fn loaded_sample(
+    py: Python<'_>,
+    dataset: &Arc<Dataset>,
+    sample: datasetrt::LoadedSample,
+) -> PyResult<PySample> {
+    let position = dataset.position(sample.key.cache_id).ok_or_else(|| {
+        dataset_error(
+            py,
+            &DatasetError::UnknownCache {
+                cache_id: sample.key.cache_id,
+            },
+        )
+    })?;
+    Ok(PySample {
+        cache: CacheRef::InDataset(Arc::clone(dataset), position),
+        cache_id: Some(sample.key.cache_id),
+        sample_id: sample.key.sample_id,
+        payload: PyBytes::new(py, &sample.payload).unbind(),
+        step: Some(sample.step),
+        global_position: Some(sample.global_position),
+        padding: sample.padding,
+    })
+}
+
+/// Iterates one rank's share of one epoch of a Dataset, reproducibly.
+///
+/// `Loader(dataset, *, seed=0, epoch=0, weights=None, samples_per_epoch=None,
+/// replacement=False, shuffle="local", window_shards=4, rank=0, world_size=1, policy="pad",
+/// workers=0, prefetch=512)`: the same settings give the same order on every machine;
+/// every rank yields `len(loader)` samples ("pad" repeats samples from the epoch's start to
+/// fill the last round, "drop" drops it); `workers` threads read ahead (the order does not
+/// depend on their number). Each item is a Sample with `key`, `payload`, `metadata`, `step`,
+/// `global_position` and `padding`. `state_dict()` after any number of samples and
+/// `load_state_dict(state)` (before iterating) resume exactly at the next sample, with any
+/// number of workers or world size. Waiting for samples releases the GIL.
+#[pyclass(module = "datasetrt", name = "Loader", frozen)]
+pub(crate) struct PyLoader {
+    dataset: Arc<Dataset>,
+    base: LoaderConfig,
+    loader: Mutex<Loader>,
+}
+
+impl PyLoader {
+    fn lock(&self) -> PyResult<std::sync::MutexGuard<'_, Loader>> {
+        self.loader
+            .lock()
+            .map_err(|_| PyValueError::new_err("the loader failed in another thread"))
+    }
+
+    fn rebuild(&self, py: Python<'_>, config: LoaderConfig) -> PyResult<()> {
+        let dataset = Arc::clone(&self.dataset);
+        let fresh = detach(py, move || Loader::new(dataset, config))?
+            .map_err(|e| dataset_error(py, &e))?;
+        let mut guard = self.lock()?;
+        let old = std::mem::replace(&mut *guard, fresh);
+        drop(guard);
+        // Joining the old workers may wait for a chunk in flight.
+        detach(py, move || drop(old))
+    }
+}
+
+#[pymethods]
+impl PyLoader {
+    #[new]
+    #[pyo3(signature = (dataset, *, seed = 0, epoch = 0, weights = None, samples_per_epoch = None, replacement = false, shuffle = "local", window_shards = 4, rank = 0, world_size = 1, policy = "pad", workers = 0, prefetch = 512))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        dataset: &Bound<'_, PyDataset>,
+        seed: u64,
+        epoch: u64,
+        weights: Option<Vec<f64>>,
+        samples_per_epoch: Option<u64>,
+        replacement: bool,
+        shuffle: &str,
+        window_shards: usize,
+        rank: u64,
+        world_size: u64,
+        policy: &str,
+        workers: usize,
+        prefetch: usize,
+    ) -> PyResult<Self> {
+        let dataset = Arc::clone(&dataset.get().dataset);
+        let base = LoaderConfig {
+            plan: plan_config(seed, weights, samples_per_epoch, replacement, shuffle, window_shards)?,
+            epoch,
+            rank,
+            world_size,
+            policy: self::policy(policy)?,
+            workers,
+            prefetch,
+            resume: None,
+        };
+        let config = base.clone();
+        let shared = Arc::clone(&dataset);
+        let loader =
+            detach(py, move || Loader::new(shared, config))?.map_err(|e| dataset_error(py, &e))?;
+        Ok(Self {
+            dataset,
+            base,
+            loader: Mutex::new(loader),
+        })
+    }
+
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<PySample>> {
+        let next = {
+            let mut guard = self.lock()?;
+            let loader = &mut *guard;
+            detach(py, || loader.next())?
+        };
+        match next {
+            None => Ok(None),
+            Some(Ok(sample)) => loaded_sample(py, &self.dataset, sample).map(Some),
+            Some(Err(e)) => Err(dataset_error(py, &e)),
+        }
+    }
+
+    /// Reads up to `n` next samples in one call (GIL released while waiting); an empty list
+    /// at the end of the epoch.
+    fn next_batch<'py>(&self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyList>> {
+        let batch: Vec<_> = {
+            let mut guard = self.lock()?;
+            let loader = &mut *guard;
+            detach(py, || loader.by_ref().take(n).collect())?
+        };
+        let list = PyList::empty(py);
+        for item in batch {
+            let sample = item.map_err(|e| dataset_error(py, &e))?;
+            list.append(loaded_sample(py, &self.dataset, sample)?)?;
+        }
+        Ok(list)
+    }
+
+    /// Samples this rank yields in the epoch (the same on every rank).
+    fn __len__(&self) -> PyResult<usize> {
+        Ok(usize::try_from(self.lock()?.len()).unwrap_or(usize::MAX))
+    }
+
+    /// Samples the whole epoch holds, before partitioning between ranks.
+    #[getter]
+    fn epoch_len(&self) -> PyResult<u64> {
+        Ok(self.lock()?.epoch_len())
+    }
+
+    /// The state after the samples yielded so far, as a dict (`seed`, `epoch`, `position`,
+    /// `epoch_len`). Ranks in lockstep produce equal states.
+    fn state_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let state = self.lock()?.state();
+        state_to_dict(py, &state)
+    }
+
+    /// Restarts the epoch from a state returned by `state_dict` (of this or another run with
+    /// the same dataset and settings, any number of workers or ranks).
+    fn load_state_dict(&self, py: Python<'_>, state: &Bound<'_, PyDict>) -> PyResult<()> {
+        let state = state_from_dict(state)?;
+        let mut config = self.base.clone();
+        config.epoch = state.epoch;
+        config.resume = Some(state);
+        self.rebuild(py, config)
+    }
+
+    /// Starts epoch `epoch` from its beginning.
+    fn set_epoch(&self, py: Python<'_>, epoch: u64) -> PyResult<()> {
+        let mut config = self.base.clone();
+        config.epoch = epoch;
+        self.rebuild(py, config)
+    }
+}
+
+/// One rank's steps of one epoch, for readers that split them further (the PyTorch
+/// `StreamingDataset` gives each DataLoader worker process its own steps): `len(plan)` steps,
+/// `plan.read(steps)` reads any of them (GIL released), `plan.keys(steps)` names them.
+///
+/// `RankPlan(dataset, *, seed, epoch, weights, samples_per_epoch, replacement, shuffle,
+/// window_shards, rank, world_size, policy, start)`: `start` is the global position already
+/// consumed by all ranks (a state's `position`), so a plan can begin mid-epoch.
+#[pyclass(module = "datasetrt", name = "RankPlan", frozen)]
+pub(crate) struct PyRankPlan {
+    dataset: Arc<Dataset>,
+    plan: Arc<EpochPlan>,
+    partition: Partition,
+    seed: u64,
+    epoch: u64,
+}
+
+impl PyRankPlan {
+    fn locate(&self, step: u64) -> PyResult<(usize, u64, u64, bool)> {
+        if step >= self.partition.len() {
+            return Err(PyIndexError::new_err(format!(
+                "step {step} out of range for a rank share of {} steps",
+                self.partition.len()
+            )));
+        }
+        let position = self.partition.global_position(step);
+        let planned = self
+            .plan
+            .get(position)
+            .ok_or_else(|| PyIndexError::new_err(format!("position {position} outside the plan")))?;
+        Ok((planned.cache, planned.sample, position, self.partition.is_padding(step)))
+    }
+}
+
+#[pymethods]
+impl PyRankPlan {
+    #[new]
+    #[pyo3(signature = (dataset, *, seed = 0, epoch = 0, weights = None, samples_per_epoch = None, replacement = false, shuffle = "local", window_shards = 4, rank = 0, world_size = 1, policy = "pad", start = 0))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        dataset: &Bound<'_, PyDataset>,
+        seed: u64,
+        epoch: u64,
+        weights: Option<Vec<f64>>,
+        samples_per_epoch: Option<u64>,
+        replacement: bool,
+        shuffle: &str,
+        window_shards: usize,
+        rank: u64,
+        world_size: u64,
+        policy: &str,
+        start: u64,
+    ) -> PyResult<Self> {
+        let dataset = Arc::clone(&dataset.get().dataset);
+        let config = plan_config(seed, weights, samples_per_epoch, replacement, shuffle, window_shards)?;
+        let shared = Arc::clone(&dataset);
+        let plan = detach(py, move || shared.plan(&config, epoch))?
+            .map_err(|e| dataset_error(py, &e))?;
+        if start > plan.len() {
+            return Err(PyValueError::new_err(format!(
+                "start {start} is past the epoch's {} samples",
+                plan.len()
+            )));
+        }
+        let partition = Partition::new(rank, world_size, self::policy(policy)?, start, plan.len())
+            .map_err(|e| dataset_error(py, &DatasetError::Plan(e)))?;
+        Ok(Self {
+            dataset,
+            plan: Arc::new(plan),
+            partition,
+            seed,
+            epoch,
+        })
+    }
+
+    /// Steps this rank yields from `start` to the end of the epoch.
+    fn __len__(&self) -> usize {
+        usize::try_from(self.partition.len()).unwrap_or(usize::MAX)
+    }
+
+    /// Samples the whole epoch holds.
+    #[getter]
+    fn epoch_len(&self) -> u64 {
+        self.plan.len()
+    }
+
+    /// The state once every rank has yielded `steps` of this plan's steps (a dict like
+    /// `Loader.state_dict()`).
+    fn state_after<'py>(&self, py: Python<'py>, steps: u64) -> PyResult<Bound<'py, PyDict>> {
+        let state = IterState {
+            seed: self.seed,
+            epoch: self.epoch,
+            position: self.partition.consumed_after(steps),
+            epoch_len: self.plan.len(),
+        };
+        state_to_dict(py, &state)
+    }
+
+    /// The `(cache_id, sample_id)` keys of `steps`.
+    fn keys(&self, steps: Vec<u64>) -> PyResult<Vec<(u64, u64)>> {
+        steps
+            .into_iter()
+            .map(|s| {
+                let (cache, sample, _, _) = self.locate(s)?;
+                Ok((self.dataset.caches()[cache].cache_id, sample))
+            })
+            .collect()
+    }
+
+    /// Reads `steps` (GIL released) and returns their samples in order, each with `key`,
+    /// `payload`, `metadata`, `step`, `global_position` and `padding`.
+    fn read<'py>(&self, py: Python<'py>, steps: Vec<u64>) -> PyResult<Bound<'py, PyList>> {
+        let located = steps
+            .iter()
+            .map(|&s| self.locate(s))
+            .collect::<PyResult<Vec<_>>>()?;
+        let dataset = &self.dataset;
+        let read = detach(py, || {
+            let mut buf = SampleBuf::new();
+            let mut out = Vec::new();
+            let mut ranges = Vec::with_capacity(located.len());
+            for &(cache, sample, _, _) in &located {
+                ranges.push(dataset.caches()[cache].cache.read_append(sample, &mut buf, &mut out)?);
+            }
+            Ok::<_, datasetrt::CacheError>((out, ranges))
+        })?;
+        let (data, ranges) = read.map_err(|e| cache_error(py, &e))?;
+        let list = PyList::empty(py);
+        for ((&step, &(cache, sample, position, padding)), range) in
+            steps.iter().zip(&located).zip(ranges)
+        {
+            list.append(PySample {
+                cache: CacheRef::InDataset(Arc::clone(dataset), cache),
+                cache_id: Some(dataset.caches()[cache].cache_id),
+                sample_id: sample,
+                payload: PyBytes::new(py, &data[range]).unbind(),
+                step: Some(step),
+                global_position: Some(position),
+                padding,
+            })?;
+        }
+        Ok(list)
+    }
+}

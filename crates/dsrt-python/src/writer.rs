@@ -1,0 +1,199 @@
+//! `datasetrt.CacheWriter`.
+
+use crate::errors::{detach, write_error};
+use crate::values::{row_from_dict, schema_from_py};
+use datasetrt::{CacheWriter, CompressionAlgo, ManifestVersion, WriterOptions};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// Writes a new cache into an empty or new directory.
+///
+/// `CacheWriter(path, *, source, schema, compression="none", max_shard_bytes=256 MiB,
+/// version=3)`: `source` names the data (a v3 cache id is derived from it), `schema` is a
+/// dict of column types (`{"label": "int64", "caption": "utf8?"}`: int64, float64, bool,
+/// utf8, a trailing `?` for nullable; Python types and pyarrow types work too) or a
+/// pyarrow.Schema; `compression` is "none" or "lz4"; `version` 2 writes a legacy manifest.
+///
+/// A context manager: `with CacheWriter(...) as w: w.add(payload, label=3)`. Leaving the
+/// block normally publishes manifest.json (the cache becomes visible); leaving it by an
+/// exception publishes nothing. Outside a `with`, call `finish()`. Raises WriteError.
+#[pyclass(module = "datasetrt", name = "CacheWriter", frozen)]
+pub(crate) struct PyCacheWriter {
+    writer: Mutex<Option<CacheWriter>>,
+    schema: datasetrt::Schema,
+    path: PathBuf,
+}
+
+fn closed() -> PyErr {
+    PyValueError::new_err("this CacheWriter is finished or aborted")
+}
+
+impl PyCacheWriter {
+    fn with_writer<T>(&self, f: impl FnOnce(&mut CacheWriter) -> PyResult<T>) -> PyResult<T> {
+        let mut guard = self
+            .writer
+            .lock()
+            .map_err(|_| PyValueError::new_err("the CacheWriter failed in another thread"))?;
+        let writer = guard.as_mut().ok_or_else(closed)?;
+        f(writer)
+    }
+}
+
+#[pymethods]
+impl PyCacheWriter {
+    #[new]
+    #[pyo3(signature = (path, *, source, schema, compression = "none", max_shard_bytes = datasetrt::DEFAULT_MAX_SHARD_BYTES, version = 3))]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        source: String,
+        schema: &Bound<'_, PyAny>,
+        compression: &str,
+        max_shard_bytes: u64,
+        version: u64,
+    ) -> PyResult<Self> {
+        let schema = schema_from_py(schema)?;
+        let compression = match compression.to_ascii_lowercase().as_str() {
+            "none" => CompressionAlgo::None,
+            "lz4" => CompressionAlgo::Lz4,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "compression must be \"none\" or \"lz4\", not {other:?}"
+                )))
+            }
+        };
+        let manifest_version = match version {
+            2 => ManifestVersion::V2,
+            3 => ManifestVersion::V3,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "version must be 2 or 3, not {other}"
+                )))
+            }
+        };
+        let options = WriterOptions::new(source, schema.clone())
+            .compression(compression)
+            .max_shard_bytes(max_shard_bytes)
+            .manifest_version(manifest_version);
+        let writer = detach(py, || CacheWriter::create(&path, options))?
+            .map_err(|e| write_error(py, &e))?;
+        Ok(Self {
+            writer: Mutex::new(Some(writer)),
+            schema,
+            path,
+        })
+    }
+
+    /// Adds one sample and returns its sample id. `payload` is bytes-like; the metadata is a
+    /// dict (`add(payload, {"label": 3})`) and/or keyword arguments (`add(payload, label=3)`)
+    /// with exactly the schema's columns. A row that does not fit raises WriteError and
+    /// writes nothing; the writer stays usable.
+    #[pyo3(signature = (payload, metadata = None, **fields))]
+    fn add(
+        &self,
+        py: Python<'_>,
+        payload: &Bound<'_, PyAny>,
+        metadata: Option<&Bound<'_, PyDict>>,
+        fields: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<u64> {
+        let row = match (metadata, fields) {
+            (Some(m), Some(f)) => {
+                let merged = m.copy()?;
+                merged.update(f.as_mapping())?;
+                row_from_dict(&self.schema, &merged)?
+            }
+            (Some(d), None) | (None, Some(d)) => row_from_dict(&self.schema, d)?,
+            (None, None) => row_from_dict(&self.schema, &PyDict::new(py))?,
+        };
+        let owned;
+        let bytes: &[u8] = if let Ok(b) = payload.cast::<PyBytes>() {
+            b.as_bytes()
+        } else if payload.hasattr("__buffer__")? || payload.hasattr("tobytes")? || payload.hasattr("__len__")? {
+            owned = py
+                .get_type::<PyBytes>()
+                .call1((payload,))
+                .map_err(|_| PyTypeError::new_err("payload must be bytes-like"))?;
+            owned
+                .cast::<PyBytes>()
+                .map_err(|_| PyTypeError::new_err("payload must be bytes-like"))?
+                .as_bytes()
+        } else {
+            return Err(PyTypeError::new_err("payload must be bytes-like"));
+        };
+        self.with_writer(|writer| {
+            detach(py, || writer.add(bytes, &row))?.map_err(|e| write_error(py, &e))
+        })
+    }
+
+    /// Makes every file durable and publishes manifest.json. Returns a summary dict
+    /// (`path`, `samples`, `shards`, `payload_bytes`, `shard_bytes`, `cache_id`).
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let writer = self
+            .writer
+            .lock()
+            .map_err(|_| PyValueError::new_err("the CacheWriter failed in another thread"))?
+            .take()
+            .ok_or_else(closed)?;
+        let summary = detach(py, move || writer.finish())?.map_err(|e| write_error(py, &e))?;
+        let dict = PyDict::new(py);
+        dict.set_item("path", self.path.to_string_lossy().into_owned())?;
+        dict.set_item("samples", summary.samples)?;
+        dict.set_item("shards", summary.shards.len())?;
+        dict.set_item("payload_bytes", summary.payload_bytes)?;
+        dict.set_item("shard_bytes", summary.shard_bytes())?;
+        dict.set_item("cache_id", summary.cache_id)?;
+        Ok(dict)
+    }
+
+    /// Stops without publishing: the directory keeps the partial files but no manifest.json,
+    /// so no reader will take it for a cache.
+    fn abort(&self, py: Python<'_>) -> PyResult<()> {
+        let writer = self
+            .writer
+            .lock()
+            .map_err(|_| PyValueError::new_err("the CacheWriter failed in another thread"))?
+            .take();
+        detach(py, move || drop(writer))
+    }
+
+    /// Samples added so far.
+    #[getter]
+    fn samples(&self) -> PyResult<u64> {
+        self.with_writer(|w| Ok(w.samples()))
+    }
+
+    /// The cache directory.
+    #[getter]
+    fn path(&self) -> String {
+        self.path.to_string_lossy().into_owned()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (exc_type = None, _exc = None, _tb = None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let failed = exc_type.is_some_and(|t| !t.is_none());
+        let open = self
+            .writer
+            .lock()
+            .map_err(|_| PyValueError::new_err("the CacheWriter failed in another thread"))?
+            .is_some();
+        if failed {
+            self.abort(py)?;
+        } else if open {
+            self.finish(py)?;
+        }
+        Ok(false)
+    }
+}

@@ -1,0 +1,49 @@
+"""Shared helpers for the datasetrt tests: every test works on real cache files."""
+
+import os
+import pathlib
+
+import pytest
+
+import datasetrt
+
+REPO = pathlib.Path(__file__).resolve().parents[3]
+FIXTURES = REPO / "fixtures" / "dsrt"
+
+SCHEMA = {"label": "int64", "score": "float64", "flag": "bool", "name": "utf8?"}
+
+
+def payload(i: int) -> bytes:
+    """A deterministic payload of 1..600 bytes for sample ``i``."""
+    n = 1 + (i * 7919) % 600
+    return bytes((i * 31 + k) % 251 for k in range(n))
+
+
+def row(i: int) -> dict:
+    return {
+        "label": i % 10,
+        "score": i / 4.0,
+        "flag": i % 3 == 0,
+        "name": None if i % 5 == 0 else f"sample-{i}",
+    }
+
+
+def write_cache(path, n, *, source=None, compression="none", version=3, max_shard_bytes=4096, offset=0):
+    """Writes ``n`` samples (ids ``offset..offset+n``) and returns the path."""
+    path = pathlib.Path(path)
+    with datasetrt.CacheWriter(
+        path,
+        source=source or path.name,
+        schema=SCHEMA,
+        compression=compression,
+        max_shard_bytes=max_shard_bytes,
+        version=version,
+    ) as w:
+        for i in range(offset, offset + n):
+            w.add(payload(i), row(i))
+    return path
+
+
+@pytest.fixture
+def cache_path(tmp_path):
+    return write_cache(tmp_path / "cache", 50)

@@ -1,0 +1,274 @@
+//! The Python half of `cargo xtask test`: builds every Python package of the repository into
+//! one virtual environment and runs each package's pytest suite.
+//!
+//! The environment lives outside the checkout, in
+//! `$XDG_CACHE_HOME/datasetrt-atlas/venv-<hash>` (or `~/.cache/...`), where the hash covers
+//! the requirements file and the interpreter's version and path: it is reused while those are
+//! unchanged and rebuilt when they change. It is created with uv (taken from `PATH`, else
+//! installed with pip into a bootstrap environment next to it), gets the pinned requirements
+//! of [`REQUIREMENTS`], then each package of [`PACKAGES`] is built by maturin (dev profile, the
+//! workspace's target directory) and installed as a wheel. pytest then runs each test
+//! directory with the environment `cargo xtask test` passes in (the S3 server's variables).
+//!
+//! A run fails on a missing dependency, on any failed test, on a suite that collects no test
+//! (pytest's exit code 5) and on any skipped test (the `pytest_noskip` plugin in `python/`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// One Python package: where its `pyproject.toml` is and where its tests are, relative to the
+/// repository root.
+pub(crate) struct Package {
+    /// The distribution name (for messages).
+    pub(crate) name: &'static str,
+    /// The directory holding `pyproject.toml`.
+    pub(crate) dir: &'static str,
+    /// The pytest directory.
+    pub(crate) tests: &'static str,
+}
+
+/// Every Python package built and tested by `cargo xtask test`.
+pub(crate) const PACKAGES: &[Package] = &[Package {
+    name: "datasetrt",
+    dir: "python/datasetrt",
+    tests: "python/datasetrt/tests",
+}];
+
+/// The pinned test requirements, shared by all packages.
+pub(crate) const REQUIREMENTS: &str = "python/requirements-test.txt";
+
+/// Builds the environment if needed, installs every package and runs every suite.
+pub(crate) fn run(root: &Path, env: &[(String, String)]) -> Result<(), String> {
+    let venv = ensure_venv(root)?;
+    let python = venv.join("bin/python");
+    let wheels = std::env::temp_dir().join(format!("xtask-wheels-{}", std::process::id()));
+    let result = PACKAGES
+        .iter()
+        .try_for_each(|package| install(root, &venv, &wheels, package));
+    let _ = std::fs::remove_dir_all(&wheels);
+    result?;
+    let mut failures = Vec::new();
+    for package in PACKAGES {
+        if let Err(e) = pytest(root, &python, env, package) {
+            failures.push(e);
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("; "))
+    }
+}
+
+/// 64-bit FNV-1a: a stable hash (the same on every machine and toolchain) for the cache key.
+fn fnv1a(parts: &[&[u8]]) -> u64 {
+    let mut hash = 0xcbf2_9ce4_8422_2325_u64;
+    for part in parts {
+        for &byte in *part {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        hash ^= 0xff;
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}
+
+fn cache_root() -> Result<PathBuf, String> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .ok_or("neither XDG_CACHE_HOME nor HOME is set: nowhere to put the Python environment")?;
+    Ok(base.join("datasetrt-atlas"))
+}
+
+/// The interpreter the environment is built from: `$PYTHON`, else `python3`.
+fn base_python() -> String {
+    std::env::var("PYTHON")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "python3".to_owned())
+}
+
+fn output(cmd: &mut Command, what: &str) -> Result<String, String> {
+    let out = cmd.output().map_err(|e| format!("{what}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{what} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+fn status(cmd: &mut Command, what: &str) -> Result<(), String> {
+    let status = cmd.status().map_err(|e| format!("{what}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{what} failed: {status}"))
+    }
+}
+
+/// uv from `PATH`, else one installed with pip into `<cache>/uv-bootstrap`.
+fn uv(cache: &Path, python: &str) -> Result<PathBuf, String> {
+    if Command::new("uv")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        return Ok(PathBuf::from("uv"));
+    }
+    let bootstrap = cache.join("uv-bootstrap");
+    let uv = bootstrap.join("bin/uv");
+    if uv.exists() {
+        return Ok(uv);
+    }
+    eprintln!("== python: installing uv into {}", bootstrap.display());
+    status(
+        Command::new(python).args(["-m", "venv"]).arg(&bootstrap),
+        "creating the uv bootstrap environment",
+    )?;
+    status(
+        Command::new(bootstrap.join("bin/python")).args(["-m", "pip", "install", "--quiet", "uv"]),
+        "pip install uv",
+    )?;
+    Ok(uv)
+}
+
+/// Creates (or reuses) the test environment and returns its directory.
+fn ensure_venv(root: &Path) -> Result<PathBuf, String> {
+    let python = base_python();
+    let requirements_path = root.join(REQUIREMENTS);
+    let requirements = std::fs::read(&requirements_path)
+        .map_err(|e| format!("{}: {e}", requirements_path.display()))?;
+    let identity = output(
+        Command::new(&python).args([
+            "-c",
+            "import sys; print(sys.version, sys.executable, sep='\\n')",
+        ]),
+        &format!("running {python}"),
+    )?;
+    let cache = cache_root()?;
+    let venv = cache.join(format!(
+        "venv-{:016x}",
+        fnv1a(&[&requirements, identity.as_bytes()])
+    ));
+    let marker = venv.join(".xtask-complete");
+    if marker.exists() {
+        eprintln!("== python: reusing {}", venv.display());
+        return Ok(venv);
+    }
+    std::fs::create_dir_all(&cache).map_err(|e| format!("{}: {e}", cache.display()))?;
+    let uv = uv(&cache, &python)?;
+    eprintln!("== python: creating {}", venv.display());
+    if venv.exists() {
+        std::fs::remove_dir_all(&venv).map_err(|e| format!("{}: {e}", venv.display()))?;
+    }
+    status(
+        Command::new(&uv)
+            .args(["venv", "--quiet", "--python", &python])
+            .arg(&venv),
+        "uv venv",
+    )?;
+    status(
+        Command::new(&uv)
+            .args(["pip", "install", "--quiet", "--python"])
+            .arg(venv.join("bin/python"))
+            .arg("-r")
+            .arg(&requirements_path),
+        &format!("installing {REQUIREMENTS}"),
+    )?;
+    std::fs::write(&marker, identity).map_err(|e| format!("{}: {e}", marker.display()))?;
+    Ok(venv)
+}
+
+/// Builds `package` with maturin (dev profile) and installs the wheel into the environment.
+fn install(root: &Path, venv: &Path, wheels: &Path, package: &Package) -> Result<(), String> {
+    eprintln!("== python: building {}", package.name);
+    let out = wheels.join(package.name);
+    let _ = std::fs::remove_dir_all(&out);
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    status(
+        Command::new(venv.join("bin/maturin"))
+            .current_dir(root.join(package.dir))
+            .args(["build", "--quiet", "--interpreter"])
+            .arg(venv.join("bin/python"))
+            .arg("--out")
+            .arg(&out)
+            .env("CARGO_TARGET_DIR", &target)
+            .env("VIRTUAL_ENV", venv),
+        &format!("maturin build of {}", package.name),
+    )?;
+    let wheel = std::fs::read_dir(&out)
+        .map_err(|e| format!("{}: {e}", out.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "whl"))
+        .ok_or_else(|| format!("maturin left no wheel in {}", out.display()))?;
+    let uv = uv(&cache_root()?, &base_python())?;
+    status(
+        Command::new(uv)
+            .args([
+                "pip",
+                "install",
+                "--quiet",
+                "--reinstall",
+                "--no-deps",
+                "--python",
+            ])
+            .arg(venv.join("bin/python"))
+            .arg(&wheel),
+        &format!("installing {}", wheel.display()),
+    )
+}
+
+/// Runs one package's suite; skips, collection errors and empty suites are failures.
+fn pytest(
+    root: &Path,
+    python: &Path,
+    env: &[(String, String)],
+    package: &Package,
+) -> Result<(), String> {
+    eprintln!("== python: pytest {}", package.tests);
+    let status = Command::new(python)
+        .current_dir(root)
+        .args(["-m", "pytest", "-p", "no:cacheprovider", "-p", "pytest_noskip"])
+        .args(["-rfEs", "--import-mode=importlib"])
+        .arg(package.tests)
+        .env("PYTHONPATH", root.join("python"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .status()
+        .map_err(|e| format!("running pytest: {e}"))?;
+    match status.code() {
+        Some(0) => Ok(()),
+        Some(5) => Err(format!("pytest collected no test in {}", package.tests)),
+        _ => Err(format!("pytest failed for {} ({status})", package.name)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_key_is_stable_and_separates_parts() {
+        assert_eq!(fnv1a(&[b"ab", b"c"]), fnv1a(&[b"ab", b"c"]));
+        assert_ne!(fnv1a(&[b"ab", b"c"]), fnv1a(&[b"a", b"bc"]));
+        assert_ne!(fnv1a(&[b"torch==2.15.0"]), fnv1a(&[b"torch==2.15.1"]));
+    }
+
+    #[test]
+    fn every_package_has_a_pyproject_and_tests() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        for package in PACKAGES {
+            assert!(root.join(package.dir).join("pyproject.toml").exists());
+            assert!(root.join(package.tests).is_dir());
+        }
+        assert!(root.join(REQUIREMENTS).exists());
+    }
+}
