@@ -17,11 +17,11 @@
 //! timed. `zstd_only` compresses the same msgpack bytes: the floor both sides share.
 //!
 //! `ATLAS_BENCH_CLOCK=cpu` times with process CPU time instead of the wall clock (see
-//! `benchmarks::atlas::cpu_clock`).
+//! `dsrt_atlas_benches::atlas::cpu_clock`).
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use atlas::format::{wire, Codec, CollectionFooter, DType, FOOTER_ZSTD_LEVEL, MAX_DECODED_FOOTER};
-use benchmarks::atlas::{footer_frame, time_iters};
+use dsrt_atlas_benches::atlas::{footer_frame, time_iters};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};

@@ -17,14 +17,14 @@
 //!
 //! Both sides are checked to produce the same bytes and the same ordinals before anything is
 //! timed. `ATLAS_BENCH_CLOCK=cpu` times with process CPU time instead of the wall clock (see
-//! `benchmarks::atlas::cpu_clock`).
+//! `dsrt_atlas_benches::atlas::cpu_clock`).
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 #![allow(clippy::cast_possible_truncation)] // small known sizes
 
 use atlas::format::DeletedSet;
 use atlas_mask::{MASK_HEADER_SIZE, MASK_MAGIC, MASK_VERSION};
-use benchmarks::atlas::time_iters;
-use benchmarks::SplitMix;
+use dsrt_atlas_benches::atlas::time_iters;
+use dsrt_atlas_benches::SplitMix;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::collections::BTreeSet;
 use std::hint::black_box;

@@ -24,7 +24,7 @@
 //! `get` for the same names. Both sides return the ordinal, summed so nothing is optimised away.
 //!
 //! `ATLAS_BENCH_CLOCK=cpu` times with process CPU time instead of the wall clock (see
-//! `benchmarks::atlas::cpu_clock`).
+//! `dsrt_atlas_benches::atlas::cpu_clock`).
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 #![allow(clippy::cast_possible_truncation)] // small known sizes
 
@@ -35,8 +35,8 @@ use atlas::object_store::path::Path;
 use atlas::object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 use atlas::store::CountingStore;
 use atlas::Atlas;
-use benchmarks::atlas::{runtime, station_name, time_iters, write_station_collection};
-use benchmarks::SplitMix;
+use dsrt_atlas_benches::atlas::{runtime, station_name, time_iters, write_station_collection};
+use dsrt_atlas_benches::SplitMix;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::collections::HashMap;
 use std::hint::black_box;

@@ -10,7 +10,7 @@
 //!   every block is read and decompressed again.
 //!
 //! `ATLAS_BENCH_CLOCK=cpu` times with process CPU time instead of the wall clock (see
-//! `benchmarks::atlas::cpu_clock`).
+//! `dsrt_atlas_benches::atlas::cpu_clock`).
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use array_format::{ArrayFile, ReadConfig};
@@ -18,7 +18,7 @@ use atlas::object_store::local::LocalFileSystem;
 use atlas::object_store::path::Path;
 use atlas::object_store::ObjectStore;
 use atlas::Atlas;
-use benchmarks::atlas::{
+use dsrt_atlas_benches::atlas::{
     float_fields, runtime, time_iters, write_field_collection, write_field_file,
 };
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};

@@ -6,7 +6,7 @@
 //! timing) whose segment is not yet open, and a fresh `ArrayFile::open` of the segment copied
 //! out of `data.atlas` as a standalone object in the same store. Results are dropped outside
 //! the timing on both sides. `ATLAS_BENCH_CLOCK=cpu` times with process CPU time instead of
-//! the wall clock (see `benchmarks::atlas::cpu_clock`).
+//! the wall clock (see `dsrt_atlas_benches::atlas::cpu_clock`).
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use array_format::{ArrayFile, ReadConfig, StatValue};
@@ -14,7 +14,7 @@ use atlas::object_store::memory::InMemory;
 use atlas::object_store::path::Path;
 use atlas::object_store::ObjectStore;
 use atlas::Atlas;
-use benchmarks::atlas::{copy_segment_out, runtime, time_batched, write_station_collection};
+use dsrt_atlas_benches::atlas::{copy_segment_out, runtime, time_batched, write_station_collection};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::sync::Arc;
 

@@ -6,12 +6,12 @@
 //! throughput per core. On the wall clock (the default) that is the 2-worker throughput over
 //! twice the baseline's; with `BENCH_CLOCK=cpu` every function is timed by the CPU time of all
 //! the process's threads, so the ratio of throughputs is already per core, and it holds on a
-//! loaded machine too (see `benchmarks::atlas::cpu_clock`).
+//! loaded machine too (see `dsrt_atlas_benches::atlas::cpu_clock`).
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 #![allow(clippy::cast_possible_truncation)] // a small bench cache
 
-use benchmarks::atlas::time_iters;
-use benchmarks::{read_workload, ReadWorkload};
+use dsrt_atlas_benches::atlas::time_iters;
+use dsrt_atlas_benches::{read_workload, ReadWorkload};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use datasetrt::{
     Cache, Dataset, Loader, LoaderConfig, OpenOptions, PlanConfig, SampleBuf, Shuffle,

@@ -5,7 +5,7 @@
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 #![allow(clippy::cast_possible_truncation)] // record lengths of a small bench cache
 
-use benchmarks::{read_workload, ReadWorkload};
+use dsrt_atlas_benches::{read_workload, ReadWorkload};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use datasetrt::raw::{IndexView, INDEX_FILE_NAME};
 use datasetrt::{Cache, OpenOptions, SampleBuf};

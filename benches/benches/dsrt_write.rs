@@ -4,7 +4,7 @@
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 #![allow(clippy::cast_possible_truncation)] // record lengths of a small bench cache
 
-use benchmarks::{bench_schema, payloads, write_cache};
+use dsrt_atlas_benches::{bench_schema, payloads, write_cache};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use datasetrt::{CompressionAlgo, WriterOptions};
 use sha2::{Digest, Sha256};

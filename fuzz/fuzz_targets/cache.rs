@@ -1,7 +1,7 @@
-//! Fuzz target `cache`: see `fuzz_targets::cache`.
+//! Fuzz target `cache`: see `dsrt_atlas_fuzz_targets::cache`.
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    fuzz_targets::quiet_caught_panics();
-    fuzz_targets::cache(data);
+    dsrt_atlas_fuzz_targets::quiet_caught_panics();
+    dsrt_atlas_fuzz_targets::cache(data);
 });

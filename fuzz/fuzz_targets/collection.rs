@@ -1,7 +1,7 @@
-//! Fuzz target `collection`: see `fuzz_targets::collection`.
+//! Fuzz target `collection`: see `dsrt_atlas_fuzz_targets::collection`.
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    fuzz_targets::quiet_caught_panics();
-    fuzz_targets::collection(data);
+    dsrt_atlas_fuzz_targets::quiet_caught_panics();
+    dsrt_atlas_fuzz_targets::collection(data);
 });

@@ -1,7 +1,7 @@
-//! Fuzz target `mask`: see `fuzz_targets::mask`.
+//! Fuzz target `mask`: see `dsrt_atlas_fuzz_targets::mask`.
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    fuzz_targets::quiet_caught_panics();
-    fuzz_targets::mask(data);
+    dsrt_atlas_fuzz_targets::quiet_caught_panics();
+    dsrt_atlas_fuzz_targets::mask(data);
 });

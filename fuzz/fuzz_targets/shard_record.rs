@@ -1,7 +1,7 @@
-//! Fuzz target `shard_record`: see `fuzz_targets::shard_record`.
+//! Fuzz target `shard_record`: see `dsrt_atlas_fuzz_targets::shard_record`.
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    fuzz_targets::quiet_caught_panics();
-    fuzz_targets::shard_record(data);
+    dsrt_atlas_fuzz_targets::quiet_caught_panics();
+    dsrt_atlas_fuzz_targets::shard_record(data);
 });

@@ -49,7 +49,7 @@ fn parse(args: &[String]) -> Result<BenchArgs, String> {
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let args = parse(args)?;
     let mut command = Command::new(env!("CARGO"));
-    command.args(["bench", "-p", "benchmarks"]);
+    command.args(["bench", "-p", "dsrt-atlas-benches"]);
     for bench in &args.benches {
         command.args(["--bench", bench]);
     }

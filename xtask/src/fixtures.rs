@@ -31,7 +31,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
                 .map_err(|e| format!("removing {}: {e}", dir.display()))?;
         }
     }
-    let files = fixtures::generate(&out).map_err(|e| format!("generating fixtures: {e}"))?;
+    let files =
+        dsrt_atlas_fixtures::generate(&out).map_err(|e| format!("generating fixtures: {e}"))?;
     let mut total = 0u64;
     for file in &files {
         let len = std::fs::metadata(out.join(file)).map_or(0, |m| m.len());

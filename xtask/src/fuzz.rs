@@ -1,5 +1,5 @@
 //! `cargo xtask fuzz-seed` and `cargo xtask fuzz [TARGET] [--seconds N]`: corpus seeding and
-//! cargo-fuzz runs of the targets in `crates/fuzz-targets`.
+//! cargo-fuzz runs of the targets in `crates/dsrt-atlas-fuzz-targets`.
 
 use crate::fixtures::{flag_value, workspace_root};
 use std::path::PathBuf;
@@ -11,7 +11,8 @@ pub(crate) fn seed(args: &[String]) -> Result<(), String> {
     let root = workspace_root();
     let fixtures =
         flag_value(args, "--fixtures")?.map_or_else(|| root.join("fixtures"), PathBuf::from);
-    let seeds = fuzz_targets::seeds(&fixtures).map_err(|e| format!("reading fixtures: {e}"))?;
+    let seeds =
+        dsrt_atlas_fuzz_targets::seeds(&fixtures).map_err(|e| format!("reading fixtures: {e}"))?;
     for seed in &seeds {
         let dir = root.join("fuzz").join("corpus").join(seed.target);
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -36,10 +37,13 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         .map(|(_, a)| a.as_str())
         .collect();
     let targets: Vec<&str> = if named.is_empty() {
-        fuzz_targets::TARGETS.iter().map(|(n, _)| *n).collect()
+        dsrt_atlas_fuzz_targets::TARGETS
+            .iter()
+            .map(|(n, _)| *n)
+            .collect()
     } else {
         for name in &named {
-            if fuzz_targets::target(name).is_none() {
+            if dsrt_atlas_fuzz_targets::target(name).is_none() {
                 return Err(format!("unknown fuzz target {name}"));
             }
         }

@@ -11,8 +11,10 @@
 
 mod bench;
 mod deny;
+mod downstream;
 mod fixtures;
 mod fuzz;
+mod package;
 mod python;
 mod test;
 
@@ -31,6 +33,8 @@ tasks:
                        --save stores a criterion baseline, --compare fails on a regression
                        beyond PCT percent (default 5)
   bench-report         report ratios from the last benchmark run without running anything
+  package [--verify]   cargo package every publishable crate, in dependency order (--verify
+                       also builds each from its package alone)
   deny [ARGS...]       cargo deny check (licenses, advisories, bans, sources) per deny.toml
   fixtures [--out DIR] regenerate the golden fixtures (default fixtures/)
   fuzz-seed [--fixtures DIR]
@@ -45,6 +49,10 @@ fn main() -> ExitCode {
         Some("test") => test::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some("bench-report") => bench::report(),
+        Some("package") => package::run(
+            &test::workspace_root(),
+            args[1..].iter().any(|a| a == "--verify"),
+        ),
         Some("deny") => deny::run(&args[1..]),
         Some("fixtures") => fixtures::run(&args[1..]),
         Some("fuzz-seed") => fuzz::seed(&args[1..]),

@@ -2,9 +2,12 @@
 //!
 //! It starts the local S3-compatible server (`.ci/s3-server.sh`: moto on 127.0.0.1, installed
 //! from PyPI when missing) so the Atlas S3 tests run instead of skipping, runs
-//! `cargo test --workspace --locked` with the server's environment, then the patched
-//! `vendor/array-format`'s own tests, then the Python packages' pytest suites (`python.rs`;
-//! `--python-only` runs only those), and stops the server whatever happened. `--no-s3` runs the suite without it (the S3 tests then say they skip).
+//! `cargo test --workspace --locked` with the server's environment (the hardened
+//! `atlas-array-format` is a workspace member, so its own tests run too), then the Python
+//! packages' pytest suites against the same server (`python.rs`; `--python-only` runs only
+//! those), and stops the server whatever happened. The whole suite also runs the downstream
+//! crates (`tests/downstream`, `downstream.rs`) and packages every publishable crate
+//! (`package.rs`). `--no-s3` runs the suite without it (the S3 tests then say they skip).
 
 use std::path::Path;
 use std::process::Command;
@@ -19,7 +22,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         .iter()
         .filter(|a| *a != "--no-s3" && *a != "--python-only")
         .collect();
-    let root = super_root();
+    let root = workspace_root();
     let state = tempfile_dir()?;
     let env = if no_s3 {
         Vec::new()
@@ -31,9 +34,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     } else {
         cargo_test(&root, &env, &passthrough)
     };
-    // The patched array-format is our code too; its own tests run when the whole suite does.
+    // Only the whole suite checks the crates as another project sees them.
     if result.is_ok() && passthrough.is_empty() && !python_only {
-        result = vendored_tests(&root);
+        result = crate::downstream::check(&root).and_then(|()| crate::package::run(&root, false));
     }
     // The Python packages' pytest suites, against the same S3 server (see python.rs).
     if result.is_ok() && passthrough.is_empty() {
@@ -51,7 +54,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     result
 }
 
-fn super_root() -> std::path::PathBuf {
+pub(crate) fn workspace_root() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .map_or_else(|| ".".into(), Path::to_path_buf)
@@ -112,29 +115,6 @@ fn cargo_test(
         Ok(())
     } else {
         Err(format!("cargo test failed: {status}"))
-    }
-}
-
-/// The vendored array-format's own unit and integration tests (its own workspace and lock
-/// file), built into the shared target directory so common dependencies build once.
-fn vendored_tests(root: &Path) -> Result<(), String> {
-    let manifest = root.join("vendor/array-format/Cargo.toml");
-    let target =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), Into::into);
-    let status = Command::new(env!("CARGO"))
-        .current_dir(root)
-        .arg("test")
-        .arg("--manifest-path")
-        .arg(&manifest)
-        .arg("--target-dir")
-        .arg(&target)
-        .args(["--locked", "--lib", "--tests"])
-        .status()
-        .map_err(|e| format!("running cargo test for vendor/array-format: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("vendor/array-format tests failed: {status}"))
     }
 }
 

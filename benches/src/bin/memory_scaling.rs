@@ -2,7 +2,7 @@
 //! item 3), printed as markdown tables.
 //!
 //! ```sh
-//! cargo run --release -p benchmarks --bin memory_scaling
+//! cargo run --release -p dsrt-atlas-benches --bin memory_scaling
 //! ```
 //!
 //! A counting global allocator tracks live heap bytes (current and peak) and the number of
@@ -19,14 +19,14 @@
 //! `OpenOptions` (not validated: no hashing). index.bin and metadata.arrow are mapped, not read
 //! into the heap, so their sizes are shown beside the heap figures as the file-backed cost.
 //!
-//! Atlas: the footer of `benchmarks::atlas::footer_frame` (one schema of five f32 variables,
+//! Atlas: the footer of `dsrt_atlas_benches::atlas::footer_frame` (one schema of five f32 variables,
 //! names `station_NNNNNN_2024`) at 1,000, 10,000 and 100,000 datasets, through
 //! `wire::decode_and_validate`, as `Atlas::open` does.
 #![allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)] // reporting arithmetic
 
 use atlas::format::wire;
-use benchmarks::atlas::footer_frame;
-use benchmarks::write_tiny_cache;
+use dsrt_atlas_benches::atlas::footer_frame;
+use dsrt_atlas_benches::write_tiny_cache;
 use datasetrt::raw::{INDEX_FILE_NAME, METADATA_FILE_NAME};
 use datasetrt::{Cache, OpenOptions};
 use std::alloc::{GlobalAlloc, Layout, System};

@@ -12,7 +12,7 @@
 
 use crate::consts::{FORMAT_VERSION, HEADER_SIZE, MAGIC, TRAILER_SIZE};
 use crate::error::FooterError;
-use codec::le;
+use dsrt_atlas_codec::le;
 use std::ops::Range;
 
 /// The trailer's one piece of information once magic and version have checked out.

@@ -18,7 +18,7 @@ pub fn to_msgpack(footer: &CollectionFooter) -> Vec<u8> {
 
 /// The footer bytes as they sit in the container: zstd of the msgpack form.
 pub fn encode_footer(footer: &CollectionFooter) -> Vec<u8> {
-    codec::zstd_frame::compress(&to_msgpack(footer), FOOTER_ZSTD_LEVEL)
+    dsrt_atlas_codec::zstd_frame::compress(&to_msgpack(footer), FOOTER_ZSTD_LEVEL)
 }
 
 /// Decodes the msgpack form. Does not validate: see [`crate::validate`].
@@ -111,7 +111,7 @@ fn read_datasets(rd: &mut &[u8]) -> Result<crate::footer::DatasetMap, FooterErro
 /// Decodes the footer bytes as they sit in the container (zstd, then msgpack). Does not
 /// validate: see [`crate::validate`].
 pub fn decode_footer(frame: &[u8]) -> Result<CollectionFooter, FooterError> {
-    let msgpack = codec::zstd_frame::decompress(frame, MAX_DECODED_FOOTER)
+    let msgpack = dsrt_atlas_codec::zstd_frame::decompress(frame, MAX_DECODED_FOOTER)
         .map_err(|e| FooterError::corrupt("footer", e.to_string()))?;
     from_msgpack(&msgpack)
 }

@@ -103,7 +103,7 @@ fn the_container_form_is_a_zstd_frame_of_the_msgpack() {
     let frame = encode_footer(&small_footer());
     assert_eq!(&frame[..4], &[0x28, 0xb5, 0x2f, 0xfd], "zstd frame magic");
     assert_eq!(decode_footer(&frame).unwrap(), small_footer());
-    let msgpack = codec::zstd_frame::decompress(&frame, 1 << 20).unwrap();
+    let msgpack = dsrt_atlas_codec::zstd_frame::decompress(&frame, 1 << 20).unwrap();
     assert_eq!(msgpack, to_msgpack(&small_footer()));
 }
 

@@ -1,7 +1,7 @@
 //! Encoding and the lenient decoding of `deleted.mask`.
 
 use crate::set::DeletedSet;
-use codec::le;
+use dsrt_atlas_codec::le;
 use thiserror::Error;
 
 /// Mask magic.

@@ -1,7 +1,7 @@
 //! Segments whose own tables lie: a block claiming 1 TiB, a block placed past the end of the
 //! file or at 2^64 - 4, a segment footer larger than the segment, a chunk outside its array's
 //! grid. array-format 0.15.0 as published aborted, panicked or wrapped on each of these (see
-//! `vendor/README.md`); with the patched reader each is a non-retryable `CorruptCollection` that
+//! `crates/atlas-array-format/HARDENING.md`); with the patched reader each is a non-retryable `CorruptCollection` that
 //! names the segment, and nothing is allocated by the hostile size.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: small known values
 

@@ -7,7 +7,7 @@
 //! reproducibly on every rank ([`Loader`]). It re-exports the public API of the `dsrt-*`
 //! crates; nothing here re-implements them.
 //!
-//! What it is not for: Atlas collections (the `atlas-rust` facade).
+//! What it is not for: Atlas collections (the `atlas-collections` facade).
 //!
 //! Layering: the top of the DatasetRT stack; the `dsrt` CLI builds on it.
 //!

@@ -1,5 +1,5 @@
 use crate::IndexRow;
-use codec::{HashingWriter, Sha256Digest};
+use dsrt_atlas_codec::{HashingWriter, Sha256Digest};
 use std::io::{self, Write};
 
 /// Appends rows to index.bin while hashing them.

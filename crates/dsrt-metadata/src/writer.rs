@@ -3,7 +3,7 @@ use crate::MetadataError;
 use arrow_array::builder::{BooleanBuilder, Float64Builder, Int64Builder, StringBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_ipc::writer::FileWriter;
-use codec::{HashingWriter, Sha256Digest};
+use dsrt_atlas_codec::{HashingWriter, Sha256Digest};
 use dsrt_schema::{ColumnType, Schema, ValueRef};
 use std::io::Write;
 use std::sync::Arc;

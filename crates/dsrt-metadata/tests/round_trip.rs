@@ -55,7 +55,7 @@ fn write(rows: &[Vec<Value>], batch_rows: usize) -> Vec<u8> {
     }
     let (bytes, digest, count) = writer.finish().unwrap();
     assert_eq!(count, rows.len() as u64);
-    assert_eq!(digest, codec::sha::sha256(&bytes));
+    assert_eq!(digest, dsrt_atlas_codec::sha::sha256(&bytes));
     bytes
 }
 

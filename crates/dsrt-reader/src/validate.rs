@@ -97,8 +97,8 @@ fn verify_file(
         source,
     };
     let opened = File::open(file_path).map_err(io_error)?;
-    let (digest, _) = codec::sha::sha256_reader(opened).map_err(io_error)?;
-    let found = codec::to_hex(&digest);
+    let (digest, _) = dsrt_atlas_codec::sha::sha256_reader(opened).map_err(io_error)?;
+    let found = dsrt_atlas_codec::to_hex(&digest);
     if found != expected {
         return Err(CacheError::Checksum {
             path: path.to_path_buf(),

@@ -22,5 +22,5 @@ pub enum RecordError {
     Envelope(#[from] crate::EnvelopeError),
     /// The stored LZ4 payload is corrupt.
     #[error("payload: {0}")]
-    Lz4(#[from] codec::lz4::Lz4Error),
+    Lz4(#[from] dsrt_atlas_codec::lz4::Lz4Error),
 }

@@ -5,7 +5,7 @@ use dsrt_manifest::CompressionAlgo;
 pub fn store_payload(algo: CompressionAlgo, payload: &[u8], out: &mut Vec<u8>) {
     match algo {
         CompressionAlgo::None => out.extend_from_slice(payload),
-        CompressionAlgo::Lz4 => codec::lz4::compress_into(payload, out),
+        CompressionAlgo::Lz4 => dsrt_atlas_codec::lz4::compress_into(payload, out),
     }
 }
 
@@ -19,7 +19,7 @@ pub fn load_payload<'a>(
     match algo {
         CompressionAlgo::None => Ok(stored),
         CompressionAlgo::Lz4 => {
-            codec::lz4::decompress_into(stored, u64::from(u32::MAX), scratch)?;
+            dsrt_atlas_codec::lz4::decompress_into(stored, u64::from(u32::MAX), scratch)?;
             Ok(scratch)
         }
     }

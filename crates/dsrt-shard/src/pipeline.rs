@@ -6,7 +6,7 @@
 //! to both threads. Bounded channels keep at most a few chunks in flight.
 
 use bytes::Bytes;
-use codec::Sha256Digest;
+use dsrt_atlas_codec::Sha256Digest;
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::{self, Write};

@@ -140,7 +140,7 @@ fn close_shard(
         algo,
         shard.uncompressed_len,
         byte_len,
-        codec::to_hex(&digest),
+        dsrt_atlas_codec::to_hex(&digest),
     ));
     Ok(())
 }

@@ -165,7 +165,7 @@ proptest! {
         let shards: Vec<Vec<u8>> = entries.iter().map(|e| std::fs::read(dir.path().join(&e.name)).unwrap()).collect();
         for (entry, bytes) in entries.iter().zip(&shards) {
             prop_assert_eq!(entry.byte_len, bytes.len() as u64);
-            prop_assert_eq!(&entry.sha256, &codec::to_hex(&codec::sha::sha256(bytes)));
+            prop_assert_eq!(&entry.sha256, &dsrt_atlas_codec::to_hex(&dsrt_atlas_codec::sha::sha256(bytes)));
             prop_assert!(!bytes.is_empty());
         }
         let mut scratch = Vec::new();

@@ -240,8 +240,8 @@ impl CacheWriter {
             source: self.options.source.clone(),
             sample_count: self.samples,
             metadata_schema: self.options.schema.clone(),
-            index_sha256: codec::to_hex(&index_digest),
-            metadata_sha256: codec::to_hex(&metadata_digest),
+            index_sha256: dsrt_atlas_codec::to_hex(&index_digest),
+            metadata_sha256: dsrt_atlas_codec::to_hex(&metadata_digest),
             shards: shards.clone(),
         };
         let (cache_id, manifest) = match self.options.manifest_version {
