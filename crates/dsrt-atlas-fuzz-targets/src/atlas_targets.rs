@@ -91,7 +91,7 @@ pub fn mask(data: &[u8]) {
 
 fn template() -> &'static [(&'static str, Vec<u8>)] {
     static OBJECTS: OnceLock<Vec<(&'static str, Vec<u8>)>> = OnceLock::new();
-    OBJECTS.get_or_init(|| fixtures::atlas_objects().expect("writing the Atlas fixture"))
+    OBJECTS.get_or_init(|| dsrt_atlas_fixtures::atlas_objects().expect("writing the Atlas fixture"))
 }
 
 thread_local! {

@@ -7,7 +7,7 @@ use dsrt_metadata::MetadataTable;
 use dsrt_reader::{Cache, OpenOptions, SampleBuf};
 use dsrt_schema::{Schema, ValueRef};
 use dsrt_shard::{check_envelope, load_payload, parse_envelope, split_record};
-use fixtures::{cache_row, cache_schema, cache_specs, CacheSpec};
+use dsrt_atlas_fixtures::{cache_row, cache_schema, cache_specs, CacheSpec};
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
@@ -142,7 +142,7 @@ impl Templates {
             .iter()
             .map(|spec| {
                 let path = dir.path().join(spec.name);
-                fixtures::write_cache(spec, &path).expect("writing a fixture cache");
+                dsrt_atlas_fixtures::write_cache(spec, &path).expect("writing a fixture cache");
                 let mut files = Vec::new();
                 collect(&path, &path, &mut files);
                 files.sort();

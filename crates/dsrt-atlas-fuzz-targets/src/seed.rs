@@ -2,7 +2,7 @@
 
 use atlas::format::wire;
 use dsrt_index::{IndexRow, ROW_BYTES};
-use fixtures::{cache_specs, ATLAS_DIR, DATASET_DIR, SAMPLE_TABLE};
+use dsrt_atlas_fixtures::{cache_specs, ATLAS_DIR, DATASET_DIR, SAMPLE_TABLE};
 use std::path::Path;
 
 /// One seed input.
@@ -42,7 +42,7 @@ pub fn seeds(root: &Path) -> std::io::Result<Vec<Seed>> {
         .iter()
         .map(|s| (s.name.to_owned(), s.dir(root)))
         .collect();
-    for dir in fixtures::dataset_cache_dirs(&root.join(DATASET_DIR)) {
+    for dir in dsrt_atlas_fixtures::dataset_cache_dirs(&root.join(DATASET_DIR)) {
         let name = dir
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());

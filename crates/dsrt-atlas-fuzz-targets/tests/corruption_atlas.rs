@@ -83,7 +83,7 @@ async fn bounded(
     array: &str,
 ) -> Result<(Vec<usize>, Vec<usize>), String> {
     let layout = view.array_layout(array).await.map_err(|e| variant(&e))?;
-    Ok(fuzz_targets::bounded_selection(&layout.shape))
+    Ok(dsrt_atlas_fuzz_targets::bounded_selection(&layout.shape))
 }
 
 #[test]
@@ -93,7 +93,7 @@ fn collection_flipped_and_truncated() {
 
 fn sweep() {
     common::quiet_caught_arrow_panics();
-    let objects = fixtures::atlas_objects().unwrap();
+    let objects = dsrt_atlas_fixtures::atlas_objects().unwrap();
     let (container, mask) = (objects[0].1.clone(), objects[1].1.clone());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -10,7 +10,7 @@ mod common;
 
 use common::{variant, Limiting, Outcome, Tally};
 use dsrt_reader::{Cache, OpenOptions, Sample};
-use fixtures::cache_specs;
+use dsrt_atlas_fixtures::cache_specs;
 use std::path::{Path, PathBuf};
 
 #[global_allocator]
@@ -84,7 +84,7 @@ fn fixture(index: usize) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let spec = cache_specs()[index];
     let path = dir.path().join(spec.name);
-    fixtures::write_cache(&spec, &path).unwrap();
+    dsrt_atlas_fixtures::write_cache(&spec, &path).unwrap();
     let original = read_all(&path, true).unwrap();
     Fixture {
         _dir: dir,

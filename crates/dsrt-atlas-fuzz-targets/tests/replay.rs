@@ -24,7 +24,7 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn every_corpus_file_replays_without_a_panic() {
     let mut total = 0;
-    for (name, target) in fuzz_targets::TARGETS {
+    for (name, target) in dsrt_atlas_fuzz_targets::TARGETS {
         let mut count = 0;
         for sub in ["corpus", "artifacts"] {
             for file in files(&fuzz_dir().join(sub).join(name)) {
@@ -47,7 +47,7 @@ fn every_corpus_file_replays_without_a_panic() {
 #[test]
 fn the_corpus_holds_the_current_fixture_seeds() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
-    let seeds = fuzz_targets::seeds(&fixtures).unwrap();
+    let seeds = dsrt_atlas_fuzz_targets::seeds(&fixtures).unwrap();
     assert!(seeds.len() >= 40, "{} seeds", seeds.len());
     for seed in seeds {
         let path = fuzz_dir()
@@ -66,7 +66,7 @@ fn the_corpus_holds_the_current_fixture_seeds() {
 
 #[test]
 fn every_target_survives_trivial_inputs() {
-    for (name, target) in fuzz_targets::TARGETS {
+    for (name, target) in dsrt_atlas_fuzz_targets::TARGETS {
         for input in [&b""[..], &[0], &[0xff], &[1; 64], &[0xff; 300]] {
             let outcome = std::panic::catch_unwind(|| target(input));
             assert!(outcome.is_ok(), "{name} panicked on {input:?}");
