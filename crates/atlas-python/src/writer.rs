@@ -1,0 +1,317 @@
+//! `Writer`: datasets of NumPy arrays in, one `data.atlas` out, published only by `finish`.
+
+use crate::errors::{block_on, detached, to_py, Failure};
+use crate::location::Location;
+use crate::values::{attr_from_py, fill_from_py};
+use atlas::format::{Codec, CONTAINER_OBJECT};
+use atlas::ndarray::{ArrayD, IxDyn};
+use atlas::object_store::local::LocalFileSystem;
+use atlas::object_store::path::Path;
+use atlas::object_store::{ObjectStore, ObjectStoreExt};
+use atlas::{
+    validate_name, ArraySpec, AtlasWriter, Attr, DatasetSpec, NameKind, TimestampNs, WriterOptions,
+};
+use numpy::{Element, PyReadonlyArrayDyn};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// A collection being written (`atlas_collections._atlas.Writer`).
+///
+/// Nothing appears at the location until `finish` succeeds: the container is one multipart
+/// upload completed last, so a writer that is aborted, dropped or fails leaves no `data.atlas`
+/// (and a local directory it created is removed again when it is still empty).
+#[pyclass(frozen, module = "atlas_collections._atlas")]
+pub(crate) struct Writer {
+    state: Mutex<Option<AtlasWriter>>,
+    location: String,
+    /// A local directory this writer created, removed on abort while empty.
+    created_dir: Option<PathBuf>,
+}
+
+fn codec(name: &str) -> PyResult<Codec> {
+    match name {
+        "zstd" => Ok(Codec::Zstd),
+        "lz4" => Ok(Codec::Lz4),
+        "none" => Ok(Codec::None),
+        other => Err(PyValueError::new_err(format!(
+            "codec must be 'zstd', 'lz4' or 'none', not {other:?}"
+        ))),
+    }
+}
+
+/// The store and prefix to write at, refusing a location that already holds a container.
+async fn target(location: &str) -> Result<(Arc<dyn ObjectStore>, Path, Option<PathBuf>), Failure> {
+    let exists = || {
+        Failure::Exists(format!(
+            "already holds {CONTAINER_OBJECT}; a collection is write-once"
+        ))
+    };
+    match Location::parse(location)? {
+        Location::Local(dir) => {
+            let created = if dir.exists() {
+                None
+            } else {
+                std::fs::create_dir_all(&dir)
+                    .map_err(|e| Failure::Location(format!("cannot create the directory: {e}")))?;
+                Some(dir.clone())
+            };
+            if dir.join(CONTAINER_OBJECT).exists() {
+                return Err(exists());
+            }
+            let store = LocalFileSystem::new_with_prefix(&dir)
+                .map_err(|e| Failure::Location(e.to_string()))?;
+            Ok((Arc::new(store), Path::default(), created))
+        }
+        Location::Url(store, prefix) => {
+            let container = prefix.clone().join(CONTAINER_OBJECT);
+            match store.head(&container).await {
+                Ok(_) => Err(exists()),
+                Err(atlas::object_store::Error::NotFound { .. }) => Ok((store, prefix, None)),
+                Err(e) => Err(Failure::Write(e.into())),
+            }
+        }
+    }
+}
+
+fn numeric<T: Element + Clone>(data: &Bound<'_, PyAny>) -> PyResult<ArrayD<T>> {
+    let array: PyReadonlyArrayDyn<'_, T> = data.extract()?;
+    Ok(array.as_array().to_owned())
+}
+
+fn listed<T>(data: &Bound<'_, PyAny>, shape: &[usize]) -> PyResult<ArrayD<T>>
+where
+    for<'a, 'py> T: FromPyObject<'a, 'py>,
+{
+    let items: Vec<T> = data.extract()?;
+    ArrayD::from_shape_vec(IxDyn(shape), items)
+        .map_err(|e| PyValueError::new_err(format!("data does not fit shape {shape:?}: {e}")))
+}
+
+/// `(tag, value)` of an attribute or fill value.
+type Tagged<'py> = (String, Bound<'py, PyAny>);
+
+/// `(name, tag, data, shape, dims, chunks, fill, attrs)`.
+type ArrayTuple<'py> = (
+    String,
+    String,
+    Bound<'py, PyAny>,
+    Vec<usize>,
+    Vec<String>,
+    Option<Vec<usize>>,
+    Option<Tagged<'py>>,
+    Vec<(String, Tagged<'py>)>,
+);
+
+/// One array handed over by the Python side:
+/// `(name, tag, data, shape, dims, chunks, fill, attrs)`.
+fn array_spec(item: &Bound<'_, PyAny>) -> PyResult<ArraySpec> {
+    let (name, tag, data, shape, dims, chunks, fill, attrs): ArrayTuple<'_> = item.extract()?;
+    let mut spec = match tag.as_str() {
+        "int8" => ArraySpec::new(name, numeric::<i8>(&data)?),
+        "int16" => ArraySpec::new(name, numeric::<i16>(&data)?),
+        "int32" => ArraySpec::new(name, numeric::<i32>(&data)?),
+        "int64" => ArraySpec::new(name, numeric::<i64>(&data)?),
+        "uint8" => ArraySpec::new(name, numeric::<u8>(&data)?),
+        "uint16" => ArraySpec::new(name, numeric::<u16>(&data)?),
+        "uint32" => ArraySpec::new(name, numeric::<u32>(&data)?),
+        "uint64" => ArraySpec::new(name, numeric::<u64>(&data)?),
+        "float32" => ArraySpec::new(name, numeric::<f32>(&data)?),
+        "float64" => ArraySpec::new(name, numeric::<f64>(&data)?),
+        "timestamp_ns" => ArraySpec::new(name, numeric::<i64>(&data)?.mapv(TimestampNs::from)),
+        "string" => ArraySpec::new(name, listed::<String>(&data, &shape)?),
+        "binary" => ArraySpec::new(name, listed::<Vec<u8>>(&data, &shape)?),
+        other => {
+            return Err(PyTypeError::new_err(format!(
+                "array '{name}': unknown element type tag {other:?}"
+            )))
+        }
+    };
+    if !dims.is_empty() {
+        spec = spec.dims(dims);
+    }
+    if let Some(chunks) = chunks {
+        spec = spec.chunks(chunks);
+    }
+    if let Some((tag, value)) = fill {
+        spec = spec.fill(fill_from_py(&tag, &value)?);
+    }
+    for (key, (tag, value)) in attrs {
+        spec = spec.attr(key, attr_from_py(&tag, &value)?);
+    }
+    Ok(spec)
+}
+
+fn attrs_from_py(
+    attrs: Vec<(String, (String, Bound<'_, PyAny>))>,
+) -> PyResult<Vec<(String, Attr)>> {
+    attrs
+        .into_iter()
+        .map(|(key, (tag, value))| Ok((key, attr_from_py(&tag, &value)?)))
+        .collect()
+}
+
+/// Checks a name against the naming rule; `kind` is `"dataset"`, `"array"` or `"attribute"`.
+/// Raises `InvalidNameError` naming the value and the rule.
+#[pyfunction]
+pub(crate) fn check_name(py: Python<'_>, kind: &str, name: &str) -> PyResult<()> {
+    let kind = match kind {
+        "dataset" => NameKind::Dataset,
+        "array" => NameKind::Array,
+        "attribute" => NameKind::AttributeKey,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "kind must be 'dataset', 'array' or 'attribute', not {other:?}"
+            )))
+        }
+    };
+    validate_name(kind, name).map_err(|e| to_py(py, name, Failure::Name(e)))
+}
+
+#[pymethods]
+impl Writer {
+    /// A writer for a new collection at `location` (a directory, a `file://` URL or an
+    /// object-store URL). Refused when the location already holds a `data.atlas`.
+    #[new]
+    #[pyo3(signature = (location, *, codec="zstd", zstd_level=3, block_target_size=None, created_unix_ms=0))]
+    fn new(
+        py: Python<'_>,
+        location: String,
+        codec: &str,
+        zstd_level: i32,
+        block_target_size: Option<usize>,
+        created_unix_ms: i64,
+    ) -> PyResult<Self> {
+        let mut options = WriterOptions {
+            codec: self::codec(codec)?,
+            zstd_level,
+            created_unix_ms,
+            ..WriterOptions::default()
+        };
+        if let Some(size) = block_target_size {
+            options.block_target_size = size;
+        }
+        let target_location = location.clone();
+        let (store, prefix, created_dir) =
+            block_on(py, &location, async move { target(&target_location).await })?;
+        Ok(Self {
+            state: Mutex::new(Some(AtlasWriter::new(store, &prefix, options))),
+            location,
+            created_dir,
+        })
+    }
+
+    /// The location being written.
+    #[getter]
+    fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// Writes one dataset: `arrays` as `(name, tag, data, shape, dims, chunks, fill, attrs)`
+    /// tuples, `attrs` as `[(key, (tag, value))]`. Returns its ordinal. Every check runs before
+    /// a byte is written, so a refused dataset leaves the writer as it was.
+    fn write_dataset(
+        &self,
+        py: Python<'_>,
+        name: String,
+        arrays: Vec<Bound<'_, PyAny>>,
+        attrs: Vec<(String, (String, Bound<'_, PyAny>))>,
+    ) -> PyResult<u32> {
+        let mut spec = DatasetSpec::new(name);
+        for array in &arrays {
+            spec = spec.array(array_spec(array)?);
+        }
+        for (key, value) in attrs_from_py(attrs)? {
+            spec = spec.attr(key, value);
+        }
+        let state = &self.state;
+        detached(py, &self.location, move || {
+            let mut guard = state.lock().unwrap_or_else(PoisonError::into_inner);
+            let writer = guard.as_mut().ok_or_else(|| {
+                Failure::Write(atlas::WriteError::Poisoned(
+                    "the writer is finished or aborted".to_owned(),
+                ))
+            })?;
+            Ok(writer.write_dataset(spec)?)
+        })
+    }
+
+    /// Datasets written so far.
+    fn dataset_count(&self) -> usize {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map_or(0, AtlasWriter::dataset_count)
+    }
+
+    /// Writes the container and publishes it; returns what was written.
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let writer = self
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let writer = writer
+            .ok_or_else(|| PyValueError::new_err("the writer is already finished or aborted"))?;
+        let summary = block_on(
+            py,
+            &self.location,
+            async move { Ok(writer.finish().await?) },
+        );
+        let summary = match summary {
+            Ok(summary) => summary,
+            Err(e) => {
+                self.remove_created_dir();
+                return Err(e);
+            }
+        };
+        let dict = PyDict::new(py);
+        dict.set_item("datasets", summary.datasets)?;
+        dict.set_item("segments", summary.segments)?;
+        dict.set_item("container_bytes", summary.container_bytes)?;
+        dict.set_item("footer_bytes", summary.footer_bytes)?;
+        Ok(dict)
+    }
+
+    /// Drops everything written so far; nothing is published. Idempotent.
+    fn abort(&self) {
+        let writer = self
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if writer.is_some() {
+            drop(writer);
+            self.remove_created_dir();
+        }
+    }
+
+    /// Whether `finish` or `abort` has run.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_none()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<atlas_collections Writer {:?}: {} datasets>",
+            self.location,
+            self.dataset_count()
+        )
+    }
+}
+
+impl Writer {
+    fn remove_created_dir(&self) {
+        if let Some(dir) = &self.created_dir {
+            // Fails, as intended, when anything is in it.
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
