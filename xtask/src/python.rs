@@ -236,8 +236,15 @@ fn pytest(
     eprintln!("== python: pytest {}", package.tests);
     let status = Command::new(python)
         .current_dir(root)
-        .args(["-m", "pytest", "-p", "no:cacheprovider", "-p", "pytest_noskip"])
-        .args(["-rfEs", "--import-mode=importlib"])
+        .args([
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "pytest_noskip",
+        ])
+        .arg("-rfEs")
         .arg(package.tests)
         .env("PYTHONPATH", root.join("python"))
         .env("PYTHONDONTWRITEBYTECODE", "1")

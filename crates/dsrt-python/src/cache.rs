@@ -51,12 +51,15 @@ pub(crate) fn read_one<'py>(
     Ok(SCRATCH.with(|scratch| PyBytes::new(py, &scratch.borrow().1[range])))
 }
 
+/// Many payloads in one buffer: the buffer and each payload's range in it.
+pub(crate) type Batch = (Vec<u8>, Vec<Range<usize>>);
+
 /// Reads many samples into one buffer without the GIL; returns the buffer and the payload
 /// ranges in order.
 pub(crate) fn read_batch(
     py: Python<'_>,
     items: &[(&Cache, u64)],
-) -> PyResult<Result<(Vec<u8>, Vec<Range<usize>>), CacheError>> {
+) -> PyResult<Result<Batch, CacheError>> {
     detach(py, || {
         let mut buf = SampleBuf::new();
         let mut out = Vec::new();
@@ -160,7 +163,10 @@ impl PySample {
                 "Sample(cache_id={c}, sample_id={}, payload=<{len} bytes>)",
                 self.sample_id
             ),
-            None => format!("Sample(sample_id={}, payload=<{len} bytes>)", self.sample_id),
+            None => format!(
+                "Sample(sample_id={}, payload=<{len} bytes>)",
+                self.sample_id
+            ),
         }
     }
 }

@@ -3,12 +3,15 @@
 use crate::cache::{read_batch, read_one, CacheRef, PyCache, PySample};
 use crate::errors::{cache_error, dataset_error, detach, entry_dict, manifest_update_error};
 use crate::values::row_dict;
-use datasetrt::{CancelToken, Cache, Dataset, OpenOptions, SampleKey, SampleTable};
+use datasetrt::{Cache, CancelToken, Dataset, OpenOptions, SampleKey, SampleTable};
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use std::path::PathBuf;
 use std::sync::Arc;
+
+/// What `Dataset.__reduce__` returns: the rebuilding function and its arguments.
+type Reduced<'py> = (Bound<'py, PyAny>, (Vec<String>, bool));
 
 /// An ordered list of caches addressed as `(cache_id, sample_id)`.
 ///
@@ -27,9 +30,9 @@ pub(crate) struct PyDataset {
 
 impl PyDataset {
     fn locate(&self, cache_id: u64) -> PyResult<usize> {
-        self.dataset
-            .position(cache_id)
-            .ok_or_else(|| PyKeyError::new_err(format!("no cache with id {cache_id} in this dataset")))
+        self.dataset.position(cache_id).ok_or_else(|| {
+            PyKeyError::new_err(format!("no cache with id {cache_id} in this dataset"))
+        })
     }
 
     fn sample(&self, position: usize, sample_id: u64, payload: Bound<'_, PyBytes>) -> PySample {
@@ -88,7 +91,11 @@ impl PyDataset {
 
     /// Reads the samples at `keys` (`(cache_id, sample_id)` pairs) in one call with the GIL
     /// released; returns a list of Sample in the same order.
-    fn read_many<'py>(&self, py: Python<'py>, keys: Vec<(u64, u64)>) -> PyResult<Bound<'py, PyList>> {
+    fn read_many<'py>(
+        &self,
+        py: Python<'py>,
+        keys: Vec<(u64, u64)>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let mut located = Vec::with_capacity(keys.len());
         for &(cache_id, sample_id) in &keys {
             let position = self.locate(cache_id)?;
@@ -175,9 +182,13 @@ impl PyDataset {
                 return false;
             }
             let result = (|| -> PyResult<bool> {
-                let cache = self.dataset.cache(row.key.cache_id).map_err(|e| dataset_error(py, &e))?;
+                let cache = self
+                    .dataset
+                    .cache(row.key.cache_id)
+                    .map_err(|e| dataset_error(py, &e))?;
                 let schema = cache.schema();
-                let values = (0..schema.len()).map(|i| row.get_index(i).unwrap_or(datasetrt::ValueRef::Null));
+                let values = (0..schema.len())
+                    .map(|i| row.get_index(i).unwrap_or(datasetrt::ValueRef::Null));
                 let dict = row_dict(py, schema, values)?;
                 if let Some(equals) = &equals {
                     for (k, v) in equals.iter() {
@@ -188,7 +199,9 @@ impl PyDataset {
                     }
                 }
                 match &predicate {
-                    Some(p) if two_args => p.call1((dict, (row.key.cache_id, row.key.sample_id)))?.is_truthy(),
+                    Some(p) if two_args => p
+                        .call1((dict, (row.key.cache_id, row.key.sample_id)))?
+                        .is_truthy(),
                     Some(p) => p.call1((dict,))?.is_truthy(),
                     None => Ok(true),
                 }
@@ -213,7 +226,9 @@ impl PyDataset {
     #[pyo3(signature = (version = 3))]
     fn update_manifests(&self, py: Python<'_>, version: u64) -> PyResult<PyUpdateReport> {
         let dataset = Arc::clone(&self.dataset);
-        let result = detach(py, move || dataset.update_manifests(version, &CancelToken::new()))?;
+        let result = detach(py, move || {
+            dataset.update_manifests(version, &CancelToken::new())
+        })?;
         match result {
             Ok(report) => PyUpdateReport::from_report(py, &report),
             Err(e) => Err(manifest_update_error(py, &e)),
@@ -221,7 +236,7 @@ impl PyDataset {
     }
 
     /// Pickles as its paths and options: the caches are reopened in the receiving process.
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Vec<String>, bool))> {
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
         let this = slf.get();
         let rebuild = slf.py().import("datasetrt")?.getattr("_reopen_dataset")?;
         Ok((rebuild, (this.paths(), this.validate_cache)))
@@ -380,7 +395,8 @@ impl PySampleTable {
         let len = self.table.len() as u64;
         let i = crate::cache::normalise(index, len)
             .map_err(|_| PyIndexError::new_err("sample table index out of range"))?;
-        let key = self.table.keys()[usize::try_from(i).map_err(|_| PyValueError::new_err("index"))?];
+        let key =
+            self.table.keys()[usize::try_from(i).map_err(|_| PyValueError::new_err("index"))?];
         Ok((key.cache_id, key.sample_id))
     }
 

@@ -169,7 +169,9 @@ pub(crate) fn cache_error(py: Python<'_>, err: &RsCacheError) -> PyErr {
 pub(crate) fn dataset_error(py: Python<'_>, err: &RsDatasetError) -> PyErr {
     let (path, kind) = match err {
         RsDatasetError::Cache(inner) => return cache_error(py, inner),
-        RsDatasetError::DuplicateCacheId { second, .. } => (Some(second.as_path()), "duplicate_cache_id"),
+        RsDatasetError::DuplicateCacheId { second, .. } => {
+            (Some(second.as_path()), "duplicate_cache_id")
+        }
         RsDatasetError::DuplicatePath { second, .. } => (Some(second.as_path()), "duplicate_path"),
         RsDatasetError::UnknownCache { .. } => (None, "unknown_cache"),
         RsDatasetError::Path { path, .. } => (Some(path.as_path()), "path"),
@@ -298,7 +300,10 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("Error", py.get_type::<Error>())?;
     m.add("CacheError", py.get_type::<CacheError>())?;
-    m.add("IncompleteCacheError", py.get_type::<IncompleteCacheError>())?;
+    m.add(
+        "IncompleteCacheError",
+        py.get_type::<IncompleteCacheError>(),
+    )?;
     m.add("ChecksumError", py.get_type::<ChecksumError>())?;
     m.add("CorruptCacheError", py.get_type::<CorruptCacheError>())?;
     m.add("DatasetError", py.get_type::<DatasetError>())?;

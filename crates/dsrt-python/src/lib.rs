@@ -67,6 +67,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::PyRankPlan>()?;
     m.add_function(wrap_pyfunction!(update_manifests, m)?)?;
     m.add_function(wrap_pyfunction!(cache_id_for_source, m)?)?;
-    m.add("DEFAULT_MAX_SHARD_BYTES", datasetrt::DEFAULT_MAX_SHARD_BYTES)?;
+    m.add(
+        "DEFAULT_MAX_SHARD_BYTES",
+        datasetrt::DEFAULT_MAX_SHARD_BYTES,
+    )?;
     Ok(())
 }

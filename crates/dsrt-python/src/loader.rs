@@ -5,7 +5,7 @@ use crate::dataset::PyDataset;
 use crate::errors::{cache_error, dataset_error, detach};
 use datasetrt::{
     Dataset, DatasetError, EpochPlan, IterState, Loader, LoaderConfig, Partition, PlanConfig,
-    RemainderPolicy, Sampling, SampleBuf, Shuffle,
+    RemainderPolicy, SampleBuf, Sampling, Shuffle,
 };
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyValueError};
 use pyo3::prelude::*;
@@ -57,7 +57,10 @@ fn policy(name: &str) -> PyResult<RemainderPolicy> {
 
 /// An iteration state as a dict: `seed`, `epoch`, `position` (global positions consumed by
 /// all ranks together) and `epoch_len`.
-pub(crate) fn state_to_dict<'py>(py: Python<'py>, state: &IterState) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn state_to_dict<'py>(
+    py: Python<'py>,
+    state: &IterState,
+) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     dict.set_item("seed", state.seed)?;
     dict.set_item("epoch", state.epoch)?;
@@ -131,8 +134,8 @@ impl PyLoader {
 
     fn rebuild(&self, py: Python<'_>, config: LoaderConfig) -> PyResult<()> {
         let dataset = Arc::clone(&self.dataset);
-        let fresh = detach(py, move || Loader::new(dataset, config))?
-            .map_err(|e| dataset_error(py, &e))?;
+        let fresh =
+            detach(py, move || Loader::new(dataset, config))?.map_err(|e| dataset_error(py, &e))?;
         let mut guard = self.lock()?;
         let old = std::mem::replace(&mut *guard, fresh);
         drop(guard);
@@ -164,7 +167,14 @@ impl PyLoader {
     ) -> PyResult<Self> {
         let dataset = Arc::clone(&dataset.get().dataset);
         let base = LoaderConfig {
-            plan: plan_config(seed, weights, samples_per_epoch, replacement, shuffle, window_shards)?,
+            plan: plan_config(
+                seed,
+                weights,
+                samples_per_epoch,
+                replacement,
+                shuffle,
+                window_shards,
+            )?,
             epoch,
             rank,
             world_size,
@@ -278,11 +288,15 @@ impl PyRankPlan {
             )));
         }
         let position = self.partition.global_position(step);
-        let planned = self
-            .plan
-            .get(position)
-            .ok_or_else(|| PyIndexError::new_err(format!("position {position} outside the plan")))?;
-        Ok((planned.cache, planned.sample, position, self.partition.is_padding(step)))
+        let planned = self.plan.get(position).ok_or_else(|| {
+            PyIndexError::new_err(format!("position {position} outside the plan"))
+        })?;
+        Ok((
+            planned.cache,
+            planned.sample,
+            position,
+            self.partition.is_padding(step),
+        ))
     }
 }
 
@@ -307,10 +321,17 @@ impl PyRankPlan {
         start: u64,
     ) -> PyResult<Self> {
         let dataset = Arc::clone(&dataset.get().dataset);
-        let config = plan_config(seed, weights, samples_per_epoch, replacement, shuffle, window_shards)?;
+        let config = plan_config(
+            seed,
+            weights,
+            samples_per_epoch,
+            replacement,
+            shuffle,
+            window_shards,
+        )?;
         let shared = Arc::clone(&dataset);
-        let plan = detach(py, move || shared.plan(&config, epoch))?
-            .map_err(|e| dataset_error(py, &e))?;
+        let plan =
+            detach(py, move || shared.plan(&config, epoch))?.map_err(|e| dataset_error(py, &e))?;
         if start > plan.len() {
             return Err(PyValueError::new_err(format!(
                 "start {start} is past the epoch's {} samples",
@@ -375,7 +396,11 @@ impl PyRankPlan {
             let mut out = Vec::new();
             let mut ranges = Vec::with_capacity(located.len());
             for &(cache, sample, _, _) in &located {
-                ranges.push(dataset.caches()[cache].cache.read_append(sample, &mut buf, &mut out)?);
+                ranges.push(
+                    dataset.caches()[cache]
+                        .cache
+                        .read_append(sample, &mut buf, &mut out)?,
+                );
             }
             Ok::<_, datasetrt::CacheError>((out, ranges))
         })?;

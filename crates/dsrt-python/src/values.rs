@@ -7,7 +7,10 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString, PyTuple, PyType};
 use pyo3::IntoPyObjectExt;
 
 /// A metadata value as a Python object (None, bool, int, float or str).
-pub(crate) fn value_to_py<'py>(py: Python<'py>, value: ValueRef<'_>) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn value_to_py<'py>(
+    py: Python<'py>,
+    value: ValueRef<'_>,
+) -> PyResult<Bound<'py, PyAny>> {
     match value {
         ValueRef::Null => Ok(py.None().into_bound(py)),
         ValueRef::Bool(v) => v.into_bound_py_any(py),
@@ -166,7 +169,10 @@ pub(crate) fn schema_from_py(spec: &Bound<'_, PyAny>) -> PyResult<Schema> {
 }
 
 /// A schema as a `pyarrow.Schema`.
-pub(crate) fn schema_to_arrow<'py>(py: Python<'py>, schema: &Schema) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn schema_to_arrow<'py>(
+    py: Python<'py>,
+    schema: &Schema,
+) -> PyResult<Bound<'py, PyAny>> {
     let pa = py.import("pyarrow")?;
     let fields = schema
         .columns()
@@ -179,7 +185,10 @@ pub(crate) fn schema_to_arrow<'py>(py: Python<'py>, schema: &Schema) -> PyResult
     pa.call_method1("schema", (fields,))
 }
 
-pub(crate) fn arrow_type<'py>(pa: &Bound<'py, PyModule>, ty: ColumnType) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn arrow_type<'py>(
+    pa: &Bound<'py, PyModule>,
+    ty: ColumnType,
+) -> PyResult<Bound<'py, PyAny>> {
     pa.call_method0(match ty {
         ColumnType::Bool => "bool_",
         ColumnType::Int64 => "int64",

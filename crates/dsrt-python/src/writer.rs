@@ -78,8 +78,8 @@ impl PyCacheWriter {
             .compression(compression)
             .max_shard_bytes(max_shard_bytes)
             .manifest_version(manifest_version);
-        let writer = detach(py, || CacheWriter::create(&path, options))?
-            .map_err(|e| write_error(py, &e))?;
+        let writer =
+            detach(py, || CacheWriter::create(&path, options))?.map_err(|e| write_error(py, &e))?;
         Ok(Self {
             writer: Mutex::new(Some(writer)),
             schema,
@@ -111,7 +111,10 @@ impl PyCacheWriter {
         let owned;
         let bytes: &[u8] = if let Ok(b) = payload.cast::<PyBytes>() {
             b.as_bytes()
-        } else if payload.hasattr("__buffer__")? || payload.hasattr("tobytes")? || payload.hasattr("__len__")? {
+        } else if payload.hasattr("__buffer__")?
+            || payload.hasattr("tobytes")?
+            || payload.hasattr("__len__")?
+        {
             owned = py
                 .get_type::<PyBytes>()
                 .call1((payload,))

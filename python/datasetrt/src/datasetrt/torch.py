@@ -1,0 +1,298 @@
+"""PyTorch integration: :class:`StreamingDataset`, an ``IterableDataset`` over DatasetRT caches.
+
+The order of an epoch is decided by DatasetRT (seed, epoch, weights, shuffle), dealt
+round-robin to ranks, and within a rank split between ``DataLoader`` worker processes in
+units of ``batch_size`` (or single samples) so that the ``DataLoader`` yields exactly the
+same sequence whatever ``num_workers`` is. Every rank yields the same number of items
+(``policy="pad"`` repeats samples from the start of the epoch to fill the last round,
+``"drop"`` drops it), so DDP never waits for a rank that ran out.
+
+Resuming: ``state_dict()`` / ``load_state_dict()`` work with torchdata's
+``StatefulDataLoader`` (same ``num_workers``: ``loader.load_state_dict(state)``), and
+``StreamingDataset.load_state_dict`` also accepts a whole ``StatefulDataLoader.state_dict()``
+taken with any ``num_workers`` (then build a new loader over the dataset with any other
+``num_workers``): the epoch continues exactly after the last item the loader returned.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import torch.utils.data
+
+from ._native import Dataset, RankPlan
+
+__all__ = ["StreamingDataset", "rank_and_world_size"]
+
+_STATE_TAG = "__datasetrt_streaming__"
+
+
+def rank_and_world_size() -> Tuple[int, int]:
+    """This process's ``(rank, world_size)``: from ``torch.distributed`` when it is
+    initialised, else from the ``RANK`` and ``WORLD_SIZE`` environment variables, else
+    ``(0, 1)``."""
+    try:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+    except (ImportError, RuntimeError):
+        pass
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    return 0, 1
+
+
+def _sample_dict(sample) -> Dict[str, Any]:
+    return {
+        "key": sample.key,
+        "payload": sample.payload,
+        "metadata": sample.metadata,
+        "padding": sample.padding,
+    }
+
+
+class StreamingDataset(torch.utils.data.IterableDataset):
+    """A ``torch.utils.data.IterableDataset`` over DatasetRT caches.
+
+    ``StreamingDataset(paths, *, seed=0, epoch=0, weights=None, samples_per_epoch=None,
+    replacement=False, shuffle="local", window_shards=4, policy="pad", batch_size=None,
+    transform=None, rank=None, world_size=None, validate_cache=False, read_ahead=256)``
+
+    - ``paths``: cache directories (or a :class:`datasetrt.Dataset`, whose paths are used).
+      Each process (and each DataLoader worker) opens the caches itself; pickling carries
+      only paths and settings.
+    - ``seed``, ``epoch``, ``weights``, ``samples_per_epoch``, ``replacement``, ``shuffle``,
+      ``window_shards``, ``policy``: as for :class:`datasetrt.Loader`.
+    - ``rank`` / ``world_size``: default to :func:`rank_and_world_size` at construction.
+    - Each item is ``transform(sample)`` (or the sample itself), where ``sample`` is a dict
+      with ``key`` (``(cache_id, sample_id)``), ``payload`` (bytes), ``metadata`` (dict) and
+      ``padding`` (bool). With ``batch_size``, items are lists of that many samples (the last
+      one may be shorter); use ``DataLoader(..., batch_size=None)`` with it.
+    - ``read_ahead``: samples each worker reads per native call (GIL released).
+    """
+
+    def __init__(
+        self,
+        paths: Sequence[str] | Dataset,
+        *,
+        seed: int = 0,
+        epoch: int = 0,
+        weights: Optional[Sequence[float]] = None,
+        samples_per_epoch: Optional[int] = None,
+        replacement: bool = False,
+        shuffle: str = "local",
+        window_shards: int = 4,
+        policy: str = "pad",
+        batch_size: Optional[int] = None,
+        transform: Optional[Callable[[Dict[str, Any]], Any]] = None,
+        rank: Optional[int] = None,
+        world_size: Optional[int] = None,
+        validate_cache: bool = False,
+        read_ahead: int = 256,
+    ) -> None:
+        super().__init__()
+        if isinstance(paths, Dataset):
+            validate_cache = validate_cache or paths.validate_cache
+            paths = paths.paths
+        self.paths: List[str] = [os.fspath(p) for p in paths]
+        self.validate_cache = validate_cache
+        self.seed = seed
+        self.epoch = epoch
+        self.weights = list(weights) if weights is not None else None
+        self.samples_per_epoch = samples_per_epoch
+        self.replacement = replacement
+        self.shuffle = shuffle
+        self.window_shards = window_shards
+        self.policy = policy
+        if batch_size is not None and batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        self.batch_size = batch_size
+        self.transform = transform
+        if read_ahead < 1:
+            raise ValueError("read_ahead must be at least 1")
+        self.read_ahead = read_ahead
+        auto_rank, auto_world = rank_and_world_size()
+        self.rank = auto_rank if rank is None else rank
+        self.world_size = auto_world if world_size is None else world_size
+        # Where the next iteration starts: global positions already consumed by all ranks.
+        self._start = 0
+        # A worker's own progress from a StatefulDataLoader snapshot (same num_workers).
+        self._worker_resume: Optional[Dict[str, Any]] = None
+        # Progress of the iteration under way in this process.
+        self._progress: Dict[str, Any] = self._fresh_progress(None, 1)
+        self._dataset: Optional[Dataset] = None
+        self._plan_len: Optional[int] = None
+        # Fail early, in the constructing process, on bad paths or settings.
+        self._plan()
+
+    # Pickling: paths and settings only, never an open cache or mapping.
+    def __getstate__(self) -> Dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_dataset"] = None
+        return state
+
+    def _open(self) -> Dataset:
+        if self._dataset is None:
+            self._dataset = Dataset(self.paths, validate_cache=self.validate_cache)
+        return self._dataset
+
+    def _plan(self, start: Optional[int] = None) -> RankPlan:
+        plan = RankPlan(
+            self._open(),
+            seed=self.seed,
+            epoch=self.epoch,
+            weights=self.weights,
+            samples_per_epoch=self.samples_per_epoch,
+            replacement=self.replacement,
+            shuffle=self.shuffle,
+            window_shards=self.window_shards,
+            rank=self.rank,
+            world_size=self.world_size,
+            policy=self.policy,
+            start=self._start if start is None else start,
+        )
+        return plan
+
+    def set_epoch(self, epoch: int) -> None:
+        """Iterate epoch ``epoch`` next (call it before each epoch, on every rank). A resume
+        state loaded for another epoch is discarded."""
+        if epoch != self.epoch:
+            self._start = 0
+            self._worker_resume = None
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        """Items this rank yields in the (rest of the) epoch: the same on every rank."""
+        steps = len(self._plan())
+        if self.batch_size is None:
+            return steps
+        return -(-steps // self.batch_size)
+
+    def _fresh_progress(self, worker_id: Optional[int], num_workers: int) -> Dict[str, Any]:
+        return {
+            "worker_id": worker_id,
+            "num_workers": num_workers,
+            "chunks_done": 0,
+            "steps_done": 0,
+        }
+
+    def __iter__(self) -> Iterator[Any]:
+        info = torch.utils.data.get_worker_info()
+        worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
+        plan = self._plan()
+        steps = len(plan)
+        unit = self.batch_size or 1
+        chunks = -(-steps // unit)
+        progress = self._fresh_progress(worker if info is not None else None, workers)
+        resume = self._worker_resume
+        if (
+            resume is not None
+            and resume["num_workers"] == workers
+            and resume["worker_id"] == progress["worker_id"]
+        ):
+            progress["chunks_done"] = resume["chunks_done"]
+            progress["steps_done"] = resume["steps_done"]
+        self._worker_resume = None
+        self._progress = progress
+        # This worker's chunks: worker, worker + workers, ... (each `unit` consecutive steps).
+        mine = range(worker + progress["chunks_done"] * workers, chunks, workers)
+        per_read = max(1, self.read_ahead // unit)
+        transform = self.transform
+        for first in range(0, len(mine), per_read):
+            group = mine[first : first + per_read]
+            wanted: List[int] = []
+            for chunk in group:
+                wanted.extend(range(chunk * unit, min((chunk + 1) * unit, steps)))
+            samples = plan.read(wanted)
+            at = 0
+            for chunk in group:
+                n = min((chunk + 1) * unit, steps) - chunk * unit
+                items = [_sample_dict(s) for s in samples[at : at + n]]
+                at += n
+                if transform is not None:
+                    items = [transform(item) for item in items]
+                progress["chunks_done"] += 1
+                progress["steps_done"] += n
+                yield items if self.batch_size is not None else items[0]
+        if info is None:
+            # A finished pass: the next one starts at the beginning of the (next) epoch.
+            self._start = 0
+
+    def state_dict(self) -> Dict[str, Any]:
+        """The progress of the iteration under way in this process (a DataLoader worker's
+        own share when called in a worker), for ``StatefulDataLoader``."""
+        return {
+            _STATE_TAG: 1,
+            "seed": self.seed,
+            "epoch": self.epoch,
+            "start": self._start,
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "batch_size": self.batch_size,
+            **self._progress,
+        }
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Resume from ``state``: one of this class's ``state_dict()`` results (what
+        ``StatefulDataLoader`` passes back to each worker; same ``num_workers``), a whole
+        ``StatefulDataLoader.state_dict()`` taken with any ``num_workers``, or a
+        ``datasetrt.Loader.state_dict()`` (``seed``, ``epoch``, ``position``,
+        ``epoch_len``). The next iteration continues exactly after the last item returned."""
+        if _STATE_TAG in state:
+            self._check(state)
+            self._start = state["start"]
+            self._worker_resume = dict(state)
+            return
+        if "position" in state and "epoch_len" in state:
+            if state["seed"] != self.seed:
+                raise ValueError(f"state is for seed {state['seed']}, this dataset has seed {self.seed}")
+            self.epoch = state["epoch"]
+            self._start = state["position"]
+            self._worker_resume = None
+            self._plan()  # checks the position against the epoch
+            return
+        found = list(_find_states(state))
+        if any(s["worker_id"] is not None for s in found):
+            # The main process's own copy never iterates when workers do.
+            found = [s for s in found if s["worker_id"] is not None]
+        if not found:
+            raise ValueError("no StreamingDataset state in this state dict")
+        first = found[0]
+        for s in found:
+            self._check(s)
+            if (s["start"], s["num_workers"]) != (first["start"], first["num_workers"]):
+                raise ValueError("inconsistent worker states in this state dict")
+        by_worker = {s["worker_id"]: s["steps_done"] for s in found}
+        consumed_steps = sum(by_worker.values())
+        self._start = first["start"]
+        done = self._plan().state_after(consumed_steps)
+        self._start = done["position"]
+        self._worker_resume = None
+
+    def _check(self, state: Dict[str, Any]) -> None:
+        mine = (self.seed, self.epoch, self.rank, self.world_size, self.batch_size)
+        theirs = (state["seed"], state["epoch"], state["rank"], state["world_size"], state["batch_size"])
+        if state["epoch"] != self.epoch and state["seed"] == self.seed:
+            # Resuming another epoch: take it.
+            self.epoch = state["epoch"]
+            mine = (self.seed, self.epoch, self.rank, self.world_size, self.batch_size)
+        if mine != theirs:
+            raise ValueError(
+                "state is for (seed, epoch, rank, world_size, batch_size) = "
+                f"{theirs}, this dataset has {mine}"
+            )
+
+
+def _find_states(obj: Any) -> Iterator[Dict[str, Any]]:
+    """Every StreamingDataset state nested in a StatefulDataLoader state dict."""
+    if isinstance(obj, dict):
+        if _STATE_TAG in obj:
+            yield obj
+            return
+        for value in obj.values():
+            yield from _find_states(value)
+    elif isinstance(obj, (list, tuple)):
+        for value in obj:
+            yield from _find_states(value)

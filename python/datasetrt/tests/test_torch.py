@@ -1,0 +1,225 @@
+"""datasetrt.torch.StreamingDataset with real PyTorch: DataLoader workers, DDP, resume."""
+
+import os
+import socket
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.utils.data import DataLoader
+from torchdata.stateful_dataloader import StatefulDataLoader
+
+import datasetrt
+from datasetrt.torch import StreamingDataset, rank_and_world_size
+from conftest import payload, write_cache
+
+SIZES = {"a": 211, "b": 150, "c": 97}
+
+
+@pytest.fixture(scope="module")
+def caches(tmp_path_factory):
+    root = tmp_path_factory.mktemp("torch")
+    paths, offset = [], 0
+    for name, n in SIZES.items():
+        paths.append(str(write_cache(root / name, n, max_shard_bytes=2000, offset=offset)))
+        offset += n
+    return paths
+
+
+def keys_of(loader):
+    out = []
+    for item in loader:
+        if isinstance(item, list):
+            out.extend(tuple(x["key"]) for x in item)
+        else:
+            out.append(tuple(item["key"]))
+    return out
+
+
+def reference(caches, **kw):
+    """The keys of one rank's epoch from the native Loader (threads, not processes)."""
+    dataset = datasetrt.Dataset(caches)
+    return [s.key for s in datasetrt.Loader(dataset, **kw)]
+
+
+def test_samples_carry_payload_metadata_and_transform(caches):
+    ds = StreamingDataset(caches, seed=3, rank=0, world_size=1, transform=lambda s: (s["key"], len(s["payload"])))
+    items = list(DataLoader(ds, batch_size=None, num_workers=0))
+    assert len(items) == len(ds) == sum(SIZES.values())
+    ds_plain = StreamingDataset(caches, seed=3, rank=0, world_size=1)
+    first = next(iter(ds_plain))
+    cache_id, sample_id = first["key"]
+    ids = datasetrt.Dataset(caches).cache_ids
+    base = {ids[0]: 0, ids[1]: 211, ids[2]: 361}[cache_id]
+    assert first["payload"] == payload(base + sample_id)
+    assert first["metadata"]["label"] == (base + sample_id) % 10
+    assert (tuple(items[0][0]), items[0][1]) == (first["key"], len(first["payload"]))
+
+
+@pytest.mark.parametrize("batch_size", [None, 16])
+def test_num_workers_0_2_3_yield_the_same_sequence(caches, batch_size):
+    kw = dict(seed=11, epoch=2, shuffle="full", rank=0, world_size=1, batch_size=batch_size, read_ahead=40)
+    runs = {}
+    for workers in (0, 2, 3):
+        ds = StreamingDataset(caches, **kw)
+        runs[workers] = keys_of(DataLoader(ds, batch_size=None, num_workers=workers))
+    assert runs[0] == runs[2] == runs[3]
+    assert len(runs[0]) == sum(SIZES.values()) == len(set(runs[0]))
+    assert runs[0] == reference(caches, seed=11, epoch=2, shuffle="full")
+    # DataLoader batching over single samples keeps the order too, when the dataset's
+    # batch_size matches (worker chunks align with DataLoader batches).
+    if batch_size is not None:
+        ds = StreamingDataset(caches, **{**kw, "batch_size": None})
+        ds.batch_size = None
+        ds_aligned = StreamingDataset(caches, **kw)
+        batched = list(DataLoader(ds_aligned, batch_size=None, num_workers=3, collate_fn=lambda b: [tuple(x["key"]) for x in b]))
+        assert [k for b in batched for k in b] == runs[0]
+
+
+def test_weights_epochs_and_local_shuffle(caches):
+    kw = dict(seed=5, weights=[3, 1, 1], samples_per_epoch=300, rank=0, world_size=1)
+    ds = StreamingDataset(caches, **kw)
+    e0 = keys_of(DataLoader(ds, batch_size=None, num_workers=2))
+    ds.set_epoch(1)
+    e1 = keys_of(DataLoader(ds, batch_size=None, num_workers=2))
+    assert len(e0) == len(e1) == 300 and e0 != e1
+    assert e0 == reference(caches, seed=5, weights=[3, 1, 1], samples_per_epoch=300)
+    assert e1 == reference(caches, seed=5, weights=[3, 1, 1], samples_per_epoch=300, epoch=1)
+
+
+def test_rank_from_environment(monkeypatch, caches):
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    assert rank_and_world_size() == (1, 3)
+    ds = StreamingDataset(caches)
+    assert (ds.rank, ds.world_size) == (1, 3)
+    assert keys_of(ds) == reference(caches, rank=1, world_size=3)
+    monkeypatch.delenv("RANK")
+    monkeypatch.delenv("WORLD_SIZE")
+    assert rank_and_world_size() == (0, 1)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ddp_worker(rank, world, port, runs, out_dir):
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        results = {}
+        for name, (paths, policy) in runs.items():
+            ds = StreamingDataset(paths, seed=7, shuffle="full", policy=policy)
+            assert (ds.rank, ds.world_size) == (rank, world)
+            keys = []
+            for item in DataLoader(ds, batch_size=None, num_workers=2):
+                keys.append((tuple(item["key"]), bool(item["padding"])))
+                # A collective per step: a rank that ran out early would hang here.
+                t = torch.ones(1)
+                dist.all_reduce(t)
+                assert t.item() == world
+            results[name] = {"keys": keys, "len": len(ds)}
+            dist.barrier()
+        torch.save(results, os.path.join(out_dir, f"{rank}.pt"))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_ddp_two_ranks_get_disjoint_equal_shares_covering_the_epoch(caches, tmp_path):
+    """torch.multiprocessing, gloo on CPU, 2 ranks, 2 DataLoader workers each; an all_reduce
+    per step proves no rank runs out early. An even epoch (458 samples), and an odd one (459)
+    padded or dropped."""
+    odd = caches + [str(write_cache(tmp_path / "one", 1, offset=9999))]
+    runs = {"even": (caches, "pad"), "odd-pad": (odd, "pad"), "odd-drop": (odd, "drop")}
+    world = 2
+    mp.spawn(_ddp_worker, args=(world, _free_port(), runs, str(tmp_path)), nprocs=world, join=True)
+    results = [torch.load(tmp_path / f"{r}.pt") for r in range(world)]
+    expected_len = {"even": 229, "odd-pad": 230, "odd-drop": 229}
+    expected_pads = {"even": 0, "odd-pad": 1, "odd-drop": 0}
+    for name, (paths, policy) in runs.items():
+        shares = [r[name] for r in results]
+        assert [len(s["keys"]) for s in shares] == [expected_len[name]] * world
+        assert [s["len"] for s in shares] == [expected_len[name]] * world
+        real = [{k for k, pad in s["keys"] if not pad} for s in shares]
+        assert not (real[0] & real[1])  # disjoint
+        epoch = set(reference(paths, seed=7, shuffle="full"))
+        covered = real[0] | real[1]
+        if name == "odd-drop":
+            assert covered < epoch and len(covered) == len(epoch) - 1
+        else:
+            assert covered == epoch  # covers the epoch
+        assert sum(pad for s in shares for _, pad in s["keys"]) == expected_pads[name]
+        for r in range(world):
+            ref = reference(paths, seed=7, shuffle="full", rank=r, world_size=world, policy=policy)
+            assert [k for k, _ in shares[r]["keys"]] == ref
+
+
+def test_stateful_dataloader_resume_with_other_num_workers(caches):
+    kw = dict(seed=9, shuffle="full", rank=0, world_size=1)
+    full = keys_of(DataLoader(StreamingDataset(caches, **kw), batch_size=None, num_workers=0))
+
+    loader = StatefulDataLoader(StreamingDataset(caches, **kw), batch_size=None, num_workers=2)
+    it = iter(loader)
+    first = [tuple(next(it)["key"]) for _ in range(137)]
+    state = loader.state_dict()
+    del it, loader
+    assert first == full[:137]
+
+    # Any other num_workers: load the whole loader state into a fresh dataset.
+    ds = StreamingDataset(caches, **kw)
+    ds.load_state_dict(state)
+    rest = keys_of(StatefulDataLoader(ds, batch_size=None, num_workers=3))
+    assert first + rest == full
+
+    # The same num_workers: StatefulDataLoader's own load_state_dict.
+    again = StatefulDataLoader(StreamingDataset(caches, **kw), batch_size=None, num_workers=2)
+    again.load_state_dict(state)
+    assert first + keys_of(again) == full
+
+    # Single-process state, resumed with 2 workers.
+    single = StatefulDataLoader(StreamingDataset(caches, **kw), batch_size=None, num_workers=0)
+    it = iter(single)
+    head = [tuple(next(it)["key"]) for _ in range(50)]
+    s_state = single.state_dict()
+    ds = StreamingDataset(caches, **kw)
+    ds.load_state_dict(s_state)
+    assert head + keys_of(DataLoader(ds, batch_size=None, num_workers=2)) == full
+
+
+def test_stateful_dataloader_resume_of_batches(caches):
+    kw = dict(seed=2, rank=0, world_size=1, batch_size=8)
+    full = keys_of(DataLoader(StreamingDataset(caches, **kw), batch_size=None, num_workers=0))
+    loader = StatefulDataLoader(StreamingDataset(caches, **kw), batch_size=None, num_workers=3)
+    it = iter(loader)
+    first = [tuple(x["key"]) for _ in range(10) for x in next(it)]
+    state = loader.state_dict()
+    del it, loader
+    ds = StreamingDataset(caches, **kw)
+    ds.load_state_dict(state)
+    assert first + keys_of(DataLoader(ds, batch_size=None, num_workers=2)) == full
+
+
+def test_native_loader_state_resumes_a_streaming_dataset(caches):
+    dataset = datasetrt.Dataset(caches)
+    loader = datasetrt.Loader(dataset, seed=4, workers=2)
+    head = [next(loader).key for _ in range(100)]
+    ds = StreamingDataset(dataset, seed=4, rank=0, world_size=1)
+    ds.load_state_dict(loader.state_dict())
+    assert head + keys_of(DataLoader(ds, batch_size=None, num_workers=3)) == reference(caches, seed=4)
+
+
+def test_pickling_carries_paths_not_mappings(caches):
+    import pickle
+
+    ds = StreamingDataset(caches, seed=1, rank=0, world_size=1)
+    list(ds)
+    clone = pickle.loads(pickle.dumps(ds))
+    assert clone._dataset is None and clone.paths == caches
+    dataset = datasetrt.Dataset(caches)
+    assert pickle.loads(pickle.dumps(dataset)).cache_ids == dataset.cache_ids
+    with pytest.raises(TypeError):
+        pickle.dumps(dataset.caches[0])
