@@ -195,14 +195,47 @@ fn name_error(py: Python<'_>, path: &str, e: &NameError) -> PyErr {
 }
 
 fn atlas_error(py: Python<'_>, collection: &str, e: AtlasError) -> PyErr {
-    // These name their own path in their message; the others get the collection's.
-    let message = match &e {
-        AtlasError::NotAnAtlasCollection { .. }
-        | AtlasError::UnsupportedVersion { .. }
-        | AtlasError::CorruptCollection { .. }
-        | AtlasError::Mask { .. }
-        | AtlasError::Io { .. } => e.to_string(),
-        _ => format!("{collection}: {e}"),
+    // These name an object inside the store (`prefix/data.atlas`): shown under the location
+    // the user gave instead. The others get the collection's location.
+    let (message, e) = match e {
+        AtlasError::NotAnAtlasCollection { path, reason } => {
+            let path = object(collection, &path);
+            let e = AtlasError::NotAnAtlasCollection { path, reason };
+            (e.to_string(), e)
+        }
+        AtlasError::UnsupportedVersion {
+            path,
+            found,
+            expected,
+        } => {
+            let path = object(collection, &path);
+            let e = AtlasError::UnsupportedVersion {
+                path,
+                found,
+                expected,
+            };
+            (e.to_string(), e)
+        }
+        AtlasError::CorruptCollection {
+            path,
+            field,
+            reason,
+        } => {
+            let path = object(collection, &path);
+            let e = AtlasError::CorruptCollection {
+                path,
+                field,
+                reason,
+            };
+            (e.to_string(), e)
+        }
+        AtlasError::Mask { path, source } => {
+            let path = object(collection, &path);
+            let e = AtlasError::Mask { path, source };
+            (e.to_string(), e)
+        }
+        e @ AtlasError::Io { .. } => (e.to_string(), e),
+        e => (format!("{collection}: {e}"), e),
     };
     let retryable = e.is_retryable();
     match e {
@@ -317,6 +350,12 @@ fn atlas_error(py: Python<'_>, collection: &str, e: AtlasError) -> PyErr {
             ],
         ),
     }
+}
+
+/// `collection/<object>` for a store path such as `prefix/data.atlas`.
+fn object(collection: &str, path: &str) -> String {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    format!("{}/{name}", collection.trim_end_matches('/'))
 }
 
 fn write_error(py: Python<'_>, collection: &str, e: WriteError) -> PyErr {

@@ -1,0 +1,107 @@
+"""Test 3: every refused NetCDF import names the file (and variable) and leaves nothing."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import atlas_collections as ac
+
+
+def good(path):
+    xr.Dataset({"v": (("x",), np.arange(4, dtype="f4"))}, attrs={"a": "b"}).to_netcdf(path)
+    return path
+
+
+def assert_nothing_left(out):
+    assert not (out / "data.atlas").exists()
+    assert not out.exists() or not any(out.iterdir())
+    with pytest.raises(ac.NotACollectionError):
+        ac.open(out)
+
+
+def refused(out, files, **kwargs):
+    with pytest.raises(ac.ImportRefusedError) as info:
+        ac.import_netcdf(out, files, progress=False, **kwargs)
+    assert_nothing_left(out)
+    return info.value
+
+
+def test_an_unreadable_file_is_refused_by_name(tmp_path):
+    ok = good(tmp_path / "ok.nc")
+    bad = tmp_path / "broken.nc"
+    bad.write_bytes(b"this is not netcdf at all" * 10)
+    error = refused(tmp_path / "out", [ok, bad])
+    assert error.file == str(bad) and "broken.nc" in str(error)
+    assert "cannot be read" in str(error)
+
+
+def test_a_missing_file_is_refused_by_name(tmp_path):
+    error = refused(tmp_path / "out", [good(tmp_path / "ok.nc"), tmp_path / "missing.nc"])
+    assert "missing.nc" in str(error)
+
+
+def test_a_dtype_the_format_cannot_hold_names_file_variable_and_mapping(tmp_path):
+    path = tmp_path / "flags.nc"
+    xr.Dataset({"ok": (("x",), np.zeros(2, "f4")), "flag": (("x",), np.array([1 + 2j, 3j]))}).to_netcdf(
+        path, engine="h5netcdf", invalid_netcdf=True
+    )
+    error = refused(tmp_path / "out", [good(tmp_path / "a.nc"), path], engine="h5netcdf")
+    assert error.file == str(path) and error.variable == "flag"
+    assert "flags.nc" in str(error) and "'flag'" in str(error)
+    assert "complex" in str(error) and "the format holds" in str(error)
+
+
+def test_a_bool_variable_is_refused_with_the_mapping(tmp_path):
+    path = tmp_path / "b.nc"
+    xr.Dataset({"wet": (("x",), np.array([True, False]))}).to_netcdf(path)
+    error = refused(tmp_path / "out", [path])
+    assert error.variable == "wet" and "bool" in str(error)
+
+
+def test_an_invalid_dataset_name_is_refused_before_anything_is_read(tmp_path):
+    path = good(tmp_path / "_private.nc")
+    error = refused(tmp_path / "out", [path])
+    assert error.file == str(path) and "'_private'" in str(error) and "reserved" in str(error)
+
+
+def test_a_repeated_dataset_name_is_refused(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    one, two = good(tmp_path / "a" / "run.nc"), good(tmp_path / "b" / "run.nc")
+    error = refused(tmp_path / "out", [one, two])
+    assert error.file == str(two) and "repeats" in str(error) and str(one) in str(error)
+
+
+def test_an_invalid_variable_or_attribute_name_is_refused(tmp_path):
+    path = tmp_path / "names.nc"
+    xr.Dataset({"_hidden": (("x",), np.zeros(2, "f4"))}).to_netcdf(path)
+    error = refused(tmp_path / "out", [path])
+    assert error.variable == "_hidden" and "names.nc" in str(error)
+    path2 = tmp_path / "attrs.nc"
+    xr.Dataset({"v": (("x",), np.zeros(2, "f4"), {"_secret": 1})}).to_netcdf(path2)
+    error = refused(tmp_path / "out2", [path2])
+    assert error.variable == "v" and "_secret" in str(error)
+
+
+def test_an_existing_collection_is_not_overwritten(tmp_path):
+    out = tmp_path / "out"
+    ac.import_netcdf(out, [good(tmp_path / "a.nc")], progress=False)
+    with pytest.raises(ac.CollectionExistsError):
+        ac.import_netcdf(out, [good(tmp_path / "b.nc")], progress=False)
+    assert ac.open(out).names == ["a"]
+
+
+def test_the_command_reports_a_refusal_and_exits_non_zero(tmp_path):
+    import subprocess
+    import sys
+
+    bad = tmp_path / "broken.nc"
+    bad.write_bytes(b"nope")
+    done = subprocess.run(
+        [sys.executable, "-m", "atlas_collections", "import", str(tmp_path / "out"), str(bad), "--no-progress"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1
+    assert "broken.nc" in done.stderr and "refused" in done.stderr
+    assert not (tmp_path / "out" / "data.atlas").exists()

@@ -1,0 +1,133 @@
+"""Test 2: NetCDF files written by xarray -> import -> the "atlas" backend gives back the same
+Dataset (data, dims, coordinates, attributes); the same over the whole collection as a
+DataTree; a dask-chunked open computes the same."""
+
+import subprocess
+import sys
+
+import dask.array
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+import atlas_collections as ac
+
+ENGINES = ["netcdf4", "h5netcdf"]
+
+
+def source_dataset(i: int) -> xr.Dataset:
+    rng = np.random.default_rng(100 + i)
+    ds = xr.Dataset(
+        {
+            "t2m": (("time", "y", "x"), (rng.standard_normal((3, 24, 32)) + 280).astype("float32"),
+                    {"units": "K", "long_name": "2 m temperature", "valid_range": np.array([150, 350], "f4")}),
+            "count": (("y", "x"), rng.integers(0, 1000, (24, 32)).astype("int32"), {"flag": np.int8(1)}),
+            "mask": (("y", "x"), rng.integers(0, 2, (24, 32)).astype("uint8")),
+            "station": (("s",), np.array(["north", "south-east"], dtype=object)),
+        },
+        coords={
+            "time": pd.date_range("2024-01-01", periods=3, freq="D") + pd.Timedelta(days=i),
+            "y": np.linspace(-10, 10, 24),
+            "x": np.arange(32, dtype="int64"),
+            "lat": (("y", "x"), rng.random((24, 32))),
+        },
+        attrs={"title": f"member {i}", "member": np.int32(i), "levels": np.array([1.0, 2.5]), "institution": "pytest"},
+    )
+    return ds
+
+
+def write_netcdf(tmp_path, engine, n=3):
+    paths = []
+    for i in range(n):
+        path = tmp_path / f"member_{i:02d}.nc"
+        source_dataset(i).to_netcdf(path, engine=engine)
+        paths.append(path)
+    return paths
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_import_then_open_dataset_is_identical(tmp_path, engine):
+    paths = write_netcdf(tmp_path, engine)
+    out = tmp_path / "coll"
+    summary = ac.import_netcdf(out, paths, engine=engine, progress=False)
+    assert summary.datasets == 3
+    for path in paths:
+        with xr.open_dataset(path, engine=engine) as source:
+            got = xr.open_dataset(out, engine="atlas", group=path.stem)
+            xr.testing.assert_identical(got.load(), source.load())
+            assert "lat" in got.coords and "lat" not in got.data_vars
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_open_datatree_has_one_node_per_dataset(tmp_path, engine):
+    paths = write_netcdf(tmp_path, engine)
+    out = tmp_path / "coll"
+    ac.import_netcdf(out, paths, engine=engine, progress=False)
+    tree = xr.open_datatree(out, engine="atlas")
+    assert sorted(tree.children) == [p.stem for p in paths]
+    for path in paths:
+        with xr.open_dataset(path, engine=engine) as source:
+            xr.testing.assert_identical(tree[path.stem].to_dataset().load(), source.load())
+
+
+def test_dask_chunked_open_computes_the_same(tmp_path):
+    paths = write_netcdf(tmp_path, "netcdf4", n=1)
+    out = tmp_path / "coll"
+    ac.import_netcdf(out, paths, progress=False)
+    lazy = xr.open_dataset(out, engine="atlas", group=paths[0].stem, chunks={})
+    assert isinstance(lazy["t2m"].data, dask.array.Array)
+    with xr.open_dataset(paths[0]) as source:
+        xr.testing.assert_identical(lazy.compute(), source.load())
+        xr.testing.assert_identical(
+            lazy["t2m"].isel(time=1, y=slice(3, 20, 4)).compute(), source["t2m"].isel(time=1, y=slice(3, 20, 4)).load()
+        )
+    rechunked = xr.open_dataset(out, engine="atlas", group=paths[0].stem, chunks={"y": 5})
+    assert rechunked["t2m"].data.chunks[1][0] == 5
+    np.testing.assert_array_equal(rechunked["t2m"].values, lazy["t2m"].values)
+
+
+def test_lazy_selection_reads_through_the_backend_array(tmp_path):
+    path = tmp_path / "c"
+    data = np.arange(100 * 40, dtype="float64").reshape(100, 40)
+    with ac.Writer(path) as w:
+        w.write("big", {"v": {"data": data, "dims": ("a", "b"), "chunks": (10, 40)}})
+    ds = xr.open_dataset(path, engine="atlas")  # one dataset: no group needed
+    sel = ds["v"].isel(a=slice(10, 20), b=slice(None, None, 2))
+    np.testing.assert_array_equal(sel.values, data[10:20, ::2])
+    np.testing.assert_array_equal(ds["v"][[3, 50, 7], 5].values, data[[3, 50, 7], 5])
+
+
+def test_write_xarray_and_open_round_trip_without_netcdf(tmp_path):
+    datasets = {f"m{i}": source_dataset(i) for i in range(2)}
+    ac.write_xarray(tmp_path / "c", datasets)
+    for name, ds in datasets.items():
+        xr.testing.assert_identical(xr.open_dataset(tmp_path / "c", engine="atlas", group=name).load(), ds)
+    assert ac.open(tmp_path / "c")["m1"].to_xarray().attrs["member"] == 1
+
+
+def test_open_dataset_without_group_on_many_datasets_says_how(tmp_path):
+    paths = write_netcdf(tmp_path, "netcdf4", n=2)
+    ac.import_netcdf(tmp_path / "c", paths, progress=False)
+    with pytest.raises(ValueError, match="group="):
+        xr.open_dataset(tmp_path / "c", engine="atlas")
+    with pytest.raises(ac.DatasetNotFoundError):
+        xr.open_dataset(tmp_path / "c", engine="atlas", group="nope")
+
+
+def test_the_engine_is_registered_as_an_entry_point():
+    assert "atlas" in xr.backends.list_engines()
+
+
+def test_the_import_command(tmp_path):
+    paths = write_netcdf(tmp_path, "h5netcdf", n=2)
+    out = tmp_path / "cli"
+    done = subprocess.run(
+        [sys.executable, "-m", "atlas_collections", "import", str(out), *map(str, paths), "--engine", "h5netcdf"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "imported 2 datasets" in done.stdout
+    assert "file" in done.stderr  # the tqdm progress bar
+    assert ac.open(out).names == [p.stem for p in paths]
