@@ -306,6 +306,44 @@ fn shard_checksum_mismatch_is_caught_only_with_validate_cache() {
     );
 }
 
+/// Files are hashed in parallel; the error is still the first failing file in manifest order
+/// (index, metadata, shards by id), whatever finished first.
+#[test]
+fn parallel_hashing_reports_the_first_failure_in_manifest_order() {
+    let (_dir, path) = fresh(CompressionAlgo::None);
+    let shard_count = common::manifest_json(&path)["shards"].as_array().unwrap().len();
+    assert!(shard_count >= 3, "the test needs several shards, got {shard_count}");
+    let flip_shard = |id: usize| {
+        let shard = path.join(format!("shards/{id:06}.bin"));
+        let mut bytes = std::fs::read(&shard).unwrap();
+        bytes[0] ^= 0xff;
+        std::fs::write(&shard, bytes).unwrap();
+    };
+    // Damage the last shard first, then an earlier one: the earlier one is reported.
+    flip_shard(shard_count - 1);
+    flip_shard(1);
+    for _ in 0..20 {
+        let err = open_err(&path, true);
+        assert!(
+            matches!(&err, CacheError::Checksum { file: CacheFile::Shard(1), .. }),
+            "{err}"
+        );
+    }
+    // A damaged metadata file comes before every shard.
+    edit_manifest(&path, |m| m["metadata_sha256"] = json!("0".repeat(64)));
+    let err = open_err(&path, true);
+    assert!(
+        matches!(
+            &err,
+            CacheError::Checksum {
+                file: CacheFile::Metadata,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
 #[test]
 fn index_checksum_mismatch() {
     let (_dir, path) = fresh(CompressionAlgo::None);
