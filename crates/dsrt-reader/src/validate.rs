@@ -94,19 +94,18 @@ pub(crate) fn verify_checksums(
     let failures = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..threads {
-            scope.spawn(|| loop {
-                let Some(&index) = order.get(next.fetch_add(1, Ordering::Relaxed)) else {
-                    break;
-                };
-                if index > first_failure.load(Ordering::Relaxed) {
-                    continue;
-                }
-                if let Err(e) = verify_file(path, &jobs[index]) {
-                    first_failure.fetch_min(index, Ordering::Relaxed);
-                    failures
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .push((index, e));
+            scope.spawn(|| {
+                while let Some(&index) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    if index > first_failure.load(Ordering::Relaxed) {
+                        continue;
+                    }
+                    if let Err(e) = verify_file(path, &jobs[index]) {
+                        first_failure.fetch_min(index, Ordering::Relaxed);
+                        failures
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .push((index, e));
+                    }
                 }
             });
         }
