@@ -311,8 +311,14 @@ fn shard_checksum_mismatch_is_caught_only_with_validate_cache() {
 #[test]
 fn parallel_hashing_reports_the_first_failure_in_manifest_order() {
     let (_dir, path) = fresh(CompressionAlgo::None);
-    let shard_count = common::manifest_json(&path)["shards"].as_array().unwrap().len();
-    assert!(shard_count >= 3, "the test needs several shards, got {shard_count}");
+    let shard_count = common::manifest_json(&path)["shards"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(
+        shard_count >= 3,
+        "the test needs several shards, got {shard_count}"
+    );
     let flip_shard = |id: usize| {
         let shard = path.join(format!("shards/{id:06}.bin"));
         let mut bytes = std::fs::read(&shard).unwrap();
@@ -325,7 +331,13 @@ fn parallel_hashing_reports_the_first_failure_in_manifest_order() {
     for _ in 0..20 {
         let err = open_err(&path, true);
         assert!(
-            matches!(&err, CacheError::Checksum { file: CacheFile::Shard(1), .. }),
+            matches!(
+                &err,
+                CacheError::Checksum {
+                    file: CacheFile::Shard(1),
+                    ..
+                }
+            ),
             "{err}"
         );
     }
