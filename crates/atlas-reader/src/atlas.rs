@@ -3,11 +3,10 @@
 use crate::delete::{ConditionalPutCommitter, MaskCommitter};
 use crate::error::AtlasError;
 use crate::open::{read_container, read_mask};
-use crate::view::DatasetView;
+use crate::view::{resolve_schemas, DatasetView, ResolvedSchema};
 use array_format::{
     ArrayFile, BlockCache, ReadConfig, DEFAULT_CACHE_CAPACITY, DEFAULT_IO_CACHE_CAPACITY,
 };
-use atlas_footer::validate::VariableIndex;
 use atlas_footer::{
     CollectionFooter, VariableEntry, CONTAINER_OBJECT, DATASETS_SEGMENT, MASK_OBJECT,
 };
@@ -65,14 +64,23 @@ pub struct Atlas {
     pub(crate) container: Path,
     pub(crate) mask_path: Path,
     pub(crate) footer: CollectionFooter,
-    variables: VariableIndex,
+    /// The footer's schema pool with every index resolved.
+    schemas: Vec<ResolvedSchema>,
     /// Replaced whole after a delete; readers take a snapshot.
     deleted: RwLock<Arc<DeletedSet>>,
-    /// One cell per variable: a segment is opened at most once, by whichever task asks first.
-    segments: Vec<OnceCell<ArrayFile>>,
+    /// One per variable, in container order.
+    segments: Vec<Segment>,
     cache: Arc<BlockCache>,
     pub(crate) committer: Arc<dyn MaskCommitter>,
     datasets_segment: Option<u32>,
+}
+
+/// One variable's segment: its name resolved at open, and a cell so that it is opened at most
+/// once, by whichever task asks first.
+struct Segment {
+    name: String,
+    entry: VariableEntry,
+    file: OnceCell<ArrayFile>,
 }
 
 impl std::fmt::Debug for Atlas {
@@ -113,21 +121,37 @@ impl Atlas {
             Arc::clone(&store),
             mask_path.clone(),
         ));
-        let datasets_segment = opened
+        let segments = opened
             .footer
-            .string_pool
+            .variables
             .iter()
-            .position(|s| s == DATASETS_SEGMENT)
-            .and_then(|i| opened.variables.variable_of(u32::try_from(i).ok()?));
-        let segments = (0..opened.footer.variables.len())
-            .map(|_| OnceCell::new())
-            .collect();
+            .enumerate()
+            .map(|(i, entry)| {
+                let name = opened.footer.string(entry.name).ok_or_else(|| {
+                    AtlasError::corrupt(
+                        container.as_ref(),
+                        format!("variables[{i}].name"),
+                        format!("string index {} is past the pool", entry.name),
+                    )
+                })?;
+                Ok(Segment {
+                    name: name.to_owned(),
+                    entry: *entry,
+                    file: OnceCell::new(),
+                })
+            })
+            .collect::<Result<Vec<_>, AtlasError>>()?;
+        let datasets_segment = segments
+            .iter()
+            .position(|s| s.name == DATASETS_SEGMENT)
+            .and_then(|i| u32::try_from(i).ok());
+        let schemas = resolve_schemas(container.as_ref(), &opened.footer, &opened.variables)?;
         Ok(Self {
             store,
             container,
             mask_path,
             footer: opened.footer,
-            variables: opened.variables,
+            schemas,
             deleted: RwLock::new(Arc::new(deleted)),
             segments,
             cache: Arc::new(BlockCache::new(
@@ -224,10 +248,12 @@ impl Atlas {
 
     /// Every variable (segment) with its name, in container order.
     pub fn variables(&self) -> impl Iterator<Item = (&str, &VariableEntry)> + '_ {
-        self.footer
-            .variables
-            .iter()
-            .map(|v| (self.footer.string(v.name).unwrap_or(""), v))
+        self.segments.iter().map(|s| (s.name.as_str(), &s.entry))
+    }
+
+    /// Schema `index` of the footer's pool, resolved.
+    pub(crate) fn resolved_schema(&self, index: u32) -> Option<&ResolvedSchema> {
+        self.schemas.get(usize::try_from(index).ok()?)
     }
 
     /// The ordinal of a live or deleted dataset, by name.
@@ -235,33 +261,20 @@ impl Atlas {
         u32::try_from(self.footer.datasets.get_index_of(name)?).ok()
     }
 
-    /// The variable whose name is string pool entry `name`.
-    pub(crate) fn variable_of_string(&self, name: u32) -> Option<u32> {
-        self.variables.variable_of(name)
-    }
-
     /// The variable called `name`.
     pub(crate) fn variable_named(&self, name: &str) -> Option<u32> {
-        let index = self.footer.string_pool.iter().position(|s| s == name)?;
-        self.variables.variable_of(u32::try_from(index).ok()?)
+        let index = self.segments.iter().position(|s| s.name == name)?;
+        u32::try_from(index).ok()
     }
 
     pub(crate) fn datasets_segment(&self) -> Option<u32> {
         self.datasets_segment
     }
 
-    pub(crate) fn variable_name(&self, variable: u32) -> &str {
-        self.footer
-            .variables
-            .get(variable as usize)
-            .and_then(|v| self.footer.string(v.name))
-            .unwrap_or("")
-    }
-
     /// A store failure stays a store failure; anything else array-format refuses in a segment
     /// means the segment's bytes are damaged.
-    pub(crate) fn segment_error(&self, variable: u32, error: array_format::Error) -> AtlasError {
-        let name = self.variable_name(variable).to_owned();
+    pub(crate) fn segment_error(&self, segment: &str, error: array_format::Error) -> AtlasError {
+        let name = segment.to_owned();
         match error {
             array_format::Error::Storage(_) | array_format::Error::Io(_) => AtlasError::Segment {
                 variable: name,
@@ -277,35 +290,34 @@ impl Atlas {
 
     /// The segment of `variable`, opened on first use and shared from then on.
     pub(crate) async fn segment(&self, variable: u32) -> Result<&ArrayFile, AtlasError> {
-        let index = variable as usize;
-        let (cell, entry) = match (self.segments.get(index), self.footer.variables.get(index)) {
-            (Some(cell), Some(entry)) => (cell, *entry),
-            _ => {
-                return Err(AtlasError::corrupt(
-                    self.container.as_ref(),
-                    "variables",
-                    format!("no variable {variable}"),
-                ))
-            }
+        let Some(segment) = self.segments.get(variable as usize) else {
+            return Err(AtlasError::corrupt(
+                self.container.as_ref(),
+                "variables",
+                format!("no variable {variable}"),
+            ));
         };
-        cell.get_or_try_init(|| async move {
-            let location = Path::from(format!("segment/{variable}"));
-            let view = SegmentView::new(
-                Arc::clone(&self.store),
-                self.container.clone(),
-                entry.seg_offset,
-                entry.seg_len,
-                SEGMENT_TAIL_WINDOW,
-                location.clone(),
-            );
-            let config = ReadConfig {
-                cache: Some(Arc::clone(&self.cache)),
-                ..ReadConfig::default()
-            };
-            ArrayFile::open(Arc::new(view), location, config)
-                .await
-                .map_err(|e| self.segment_error(variable, e))
-        })
-        .await
+        let entry = segment.entry;
+        segment
+            .file
+            .get_or_try_init(|| async move {
+                let location = Path::from(format!("segment/{variable}"));
+                let view = SegmentView::new(
+                    Arc::clone(&self.store),
+                    self.container.clone(),
+                    entry.seg_offset,
+                    entry.seg_len,
+                    SEGMENT_TAIL_WINDOW,
+                    location.clone(),
+                );
+                let config = ReadConfig {
+                    cache: Some(Arc::clone(&self.cache)),
+                    ..ReadConfig::default()
+                };
+                ArrayFile::open(Arc::new(view), location, config)
+                    .await
+                    .map_err(|e| self.segment_error(&segment.name, e))
+            })
+            .await
     }
 }

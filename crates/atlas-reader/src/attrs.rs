@@ -5,8 +5,10 @@
 
 use crate::atlas::Atlas;
 use crate::error::AtlasError;
+use crate::stats::unnamed_entry;
 use crate::view::DatasetView;
 use array_format::ArrayFile;
+use atlas_footer::{DType, DATASETS_SEGMENT};
 use atlas_model::Attr;
 
 impl DatasetView<'_> {
@@ -16,7 +18,7 @@ impl DatasetView<'_> {
             return Ok(Vec::new());
         }
         let file = self.datasets_file().await?;
-        Ok(collect(file, self.name()))
+        collect(self, file, DATASETS_SEGMENT, self.schema().attrs())
     }
 
     /// Dataset-level attribute `key`; an undeclared key costs no request.
@@ -25,7 +27,10 @@ impl DatasetView<'_> {
             return Ok(None);
         }
         let file = self.datasets_file().await?;
-        Ok(file.get_attribute(self.name(), key).map(Attr::from_stored))
+        match file.get_attribute(self.name(), key) {
+            Some(value) => Ok(Some(Attr::from_stored(value))),
+            None => Err(missing(self, DATASETS_SEGMENT, key)),
+        }
     }
 
     /// Every attribute of `array`. An array that declares none costs no request.
@@ -35,7 +40,7 @@ impl DatasetView<'_> {
             return Ok(Vec::new());
         }
         let (file, _) = self.segment_entry(&meta).await?;
-        Ok(collect(file, self.name()))
+        collect(self, file, meta.name(), meta.attrs())
     }
 
     /// Attribute `key` of `array`; an undeclared key costs no request.
@@ -49,7 +54,10 @@ impl DatasetView<'_> {
             return Ok(None);
         }
         let (file, _) = self.segment_entry(&meta).await?;
-        Ok(file.get_attribute(self.name(), key).map(Attr::from_stored))
+        match file.get_attribute(self.name(), key) {
+            Some(value) => Ok(Some(Attr::from_stored(value))),
+            None => Err(missing(self, meta.name(), key)),
+        }
     }
 
     async fn datasets_file(&self) -> Result<&ArrayFile, AtlasError> {
@@ -65,14 +73,43 @@ impl DatasetView<'_> {
     }
 }
 
-fn collect(file: &ArrayFile, dataset: &str) -> Vec<(String, Attr)> {
-    file.attributes(dataset)
-        .map(|attrs| {
-            attrs
-                .map(|(k, v)| (k.to_string(), Attr::from_stored(v)))
-                .collect()
-        })
-        .unwrap_or_default()
+/// The dataset's attributes in `segment`, which must hold every key the footer declares for it
+/// (`declared`): a promised attribute the segment lacks is `CorruptCollection`.
+fn collect<'a>(
+    view: &DatasetView<'_>,
+    file: &ArrayFile,
+    segment: &str,
+    declared: impl Iterator<Item = (&'a str, &'a DType)>,
+) -> Result<Vec<(String, Attr)>, AtlasError> {
+    let stored: Vec<(String, Attr)> = file
+        .attributes(view.name())
+        .ok_or_else(|| {
+            AtlasError::corrupt(
+                view.atlas().container.as_ref(),
+                format!("segment '{segment}'"),
+                format!("holds no entry for dataset '{}'", view.name()),
+            )
+        })?
+        .map(|(k, v)| (k.to_string(), Attr::from_stored(v)))
+        .collect();
+    for (key, _) in declared {
+        if !stored.iter().any(|(k, _)| k == key) {
+            return Err(missing(view, segment, key));
+        }
+    }
+    Ok(stored)
+}
+
+/// A declared attribute `key` of the dataset that `segment` does not hold.
+fn missing(view: &DatasetView<'_>, segment: &str, key: &str) -> AtlasError {
+    AtlasError::corrupt(
+        view.atlas().container.as_ref(),
+        format!("segment '{segment}'"),
+        format!(
+            "lacks attribute '{key}' of dataset '{}', which the footer declares",
+            view.name()
+        ),
+    )
 }
 
 impl Atlas {
@@ -92,18 +129,26 @@ impl Atlas {
             return Ok(Vec::new());
         };
         let file = self.segment(variable).await?;
-        let Some(column) = file.attribute_column(key) else {
-            return Ok(Vec::new());
-        };
+        let column = file.attribute_column(key);
         let deleted = self.deleted();
         let mut out = Vec::new();
         let mut ordinals = crate::stats::OrdinalCursor::new(self);
-        for (info, value) in file.arrays().iter().zip(column) {
-            let live = ordinals
-                .ordinal(&info.name)
-                .is_some_and(|o| !deleted.contains(o));
-            if let (true, Some(value)) = (live, value) {
-                out.push((info.name.to_string(), Attr::from_stored(value)));
+        for (i, info) in file.arrays().iter().enumerate() {
+            let ordinal = ordinals.ordinal(&info.name).ok_or_else(|| {
+                unnamed_entry(self.container.as_ref(), DATASETS_SEGMENT, &info.name)
+            })?;
+            if deleted.contains(ordinal) {
+                continue;
+            }
+            match column.and_then(|c| c.get(i)).and_then(Option::as_ref) {
+                Some(value) => out.push((info.name.to_string(), Attr::from_stored(value))),
+                None => {
+                    if let Some(view) = self.dataset_at(ordinal) {
+                        if view.schema().attr(key).is_some() {
+                            return Err(missing(&view, DATASETS_SEGMENT, key));
+                        }
+                    }
+                }
             }
         }
         Ok(out)

@@ -37,6 +37,9 @@ pub enum AtlasError {
     /// No live dataset has this name.
     #[error("no dataset named '{0}'")]
     DatasetNotFound(String),
+    /// No dataset of the collection declares an array of this name.
+    #[error("no dataset declares an array named '{0}'")]
+    NoSuchArray(String),
     /// The dataset declares no array of this name.
     #[error("dataset '{dataset}' has no array '{array}'")]
     ArrayNotFound {
@@ -126,6 +129,7 @@ impl AtlasError {
             | Self::UnsupportedVersion { .. }
             | Self::CorruptCollection { .. }
             | Self::DatasetNotFound(_)
+            | Self::NoSuchArray(_)
             | Self::ArrayNotFound { .. }
             | Self::TypeMismatch { .. }
             | Self::InvalidSelection { .. }

@@ -134,7 +134,7 @@ fn row(dataset: &str, ordinal: u32, stats: Option<&ArrayStats>) -> DatasetStats 
 
 impl Atlas {
     /// One row per live dataset holding `array`, in segment (= ordinal) order, from one open of
-    /// that variable's segment. An unknown array yields no rows and no request.
+    /// that variable's segment. An array no dataset declares is `NoSuchArray`, without a request.
     pub async fn array_stats_by_dataset(
         &self,
         array: &str,
@@ -148,7 +148,8 @@ impl Atlas {
     }
 
     /// `array`'s statistics folded over every live dataset: one segment open, one pass over its
-    /// arrays, linear in datasets, and no per-dataset row is built.
+    /// arrays, linear in datasets, and no per-dataset row is built. An array no dataset declares
+    /// is `NoSuchArray`, without a request.
     pub async fn array_stats(&self, array: &str) -> Result<CollectionStats, AtlasError> {
         let mut total = CollectionStats::default();
         self.for_each_live_array(array, |info, _| total.add(info.stats.as_ref()))
@@ -157,30 +158,39 @@ impl Atlas {
     }
 
     /// Calls `f` with every live dataset's entry in the segment of `array`, in segment (=
-    /// ordinal) order, from one open of that segment. An unknown array calls nothing and makes
-    /// no request.
+    /// ordinal) order, from one open of that segment. An unknown array is `NoSuchArray`, before
+    /// any request; an entry for a dataset the footer does not name is `CorruptCollection`.
     async fn for_each_live_array(
         &self,
         array: &str,
         mut f: impl FnMut(&ArrayInfo, u32),
     ) -> Result<(), AtlasError> {
-        let Some(variable) = self.variable_named(array) else {
-            return Ok(());
-        };
+        let variable = self
+            .variable_named(array)
+            .filter(|&v| Some(v) != self.datasets_segment())
+            .ok_or_else(|| AtlasError::NoSuchArray(array.to_owned()))?;
         let file = self.segment(variable).await?;
         let deleted = self.deleted();
         let mut ordinals = OrdinalCursor::new(self);
         for info in file.arrays() {
-            let Some(ordinal) = ordinals.ordinal(&info.name) else {
-                tracing::warn!(array, dataset = %info.name, "segment holds a dataset the footer does not name");
-                continue;
-            };
+            let ordinal = ordinals
+                .ordinal(&info.name)
+                .ok_or_else(|| unnamed_entry(self.container.as_ref(), array, &info.name))?;
             if !deleted.contains(ordinal) {
                 f(info, ordinal);
             }
         }
         Ok(())
     }
+}
+
+/// A segment entry for a dataset the footer does not name: the segment and the footer disagree.
+pub(crate) fn unnamed_entry(container: &str, segment: &str, dataset: &str) -> AtlasError {
+    AtlasError::corrupt(
+        container,
+        format!("segment '{segment}'"),
+        format!("holds an entry for dataset '{dataset}', which the footer does not name"),
+    )
 }
 
 impl DatasetView<'_> {

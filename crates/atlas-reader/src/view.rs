@@ -3,13 +3,112 @@
 use crate::atlas::Atlas;
 use crate::error::AtlasError;
 use array_format::{ArrayElement, ArrayFile, ArrayInfo, FillValue};
-use atlas_footer::{CollectionFooter, DType, IndexPairs, InternedSchema};
+use atlas_footer::validate::VariableIndex;
+use atlas_footer::{CollectionFooter, DType, IndexPairs};
 use atlas_model::from_segment_dtype;
 use ndarray::{ArcArray, IxDyn};
+use smol_str::SmolStr;
 
-/// What an index resolves to if validation were ever bypassed: never reached for a validated
-/// footer, and never a panic.
-static UNRESOLVED_DTYPE: DType = DType::Binary;
+/// A footer schema with every pool index resolved, once, at open: names, dtypes and the segment
+/// of each array, so no lookup is left that could fail while the collection is in use.
+#[derive(Debug)]
+pub(crate) struct ResolvedSchema {
+    arrays: Vec<ResolvedArray>,
+    attrs: Vec<(SmolStr, DType)>,
+}
+
+#[derive(Debug)]
+struct ResolvedArray {
+    name: SmolStr,
+    dtype: DType,
+    /// The segment holding this array.
+    variable: u32,
+    attrs: Vec<(SmolStr, DType)>,
+}
+
+/// Resolves every schema of the pool; an index that does not resolve is `CorruptCollection`
+/// (a validated footer has none).
+pub(crate) fn resolve_schemas(
+    container: &str,
+    footer: &CollectionFooter,
+    variables: &VariableIndex,
+) -> Result<Vec<ResolvedSchema>, AtlasError> {
+    footer
+        .schema_pool
+        .iter()
+        .enumerate()
+        .map(|(i, schema)| {
+            let at = format!("schema_pool[{i}]");
+            let arrays = schema
+                .arrays
+                .iter()
+                .enumerate()
+                .map(|(position, &(name, dtype))| {
+                    let field = format!("{at}.arrays[{position}]");
+                    let (name_text, dtype) =
+                        resolve_pair(container, footer, (name, dtype), &field)?;
+                    let variable = variables.variable_of(name).ok_or_else(|| {
+                        AtlasError::corrupt(container, field.clone(), "names no segment")
+                    })?;
+                    let attrs = schema
+                        .array_attrs
+                        .iter()
+                        .filter(|(p, _)| usize::try_from(*p).ok() == Some(position))
+                        .flat_map(|(_, pairs)| pairs.iter())
+                        .map(|&pair| {
+                            resolve_pair(container, footer, pair, &format!("{at}.array_attrs"))
+                        })
+                        .collect::<Result<_, _>>()?;
+                    Ok(ResolvedArray {
+                        name: name_text,
+                        dtype,
+                        variable,
+                        attrs,
+                    })
+                })
+                .collect::<Result<_, AtlasError>>()?;
+            Ok(ResolvedSchema {
+                arrays,
+                attrs: resolve_pairs(container, footer, &schema.attrs, &format!("{at}.attrs"))?,
+            })
+        })
+        .collect()
+}
+
+fn resolve_pairs(
+    container: &str,
+    footer: &CollectionFooter,
+    pairs: &IndexPairs,
+    field: &str,
+) -> Result<Vec<(SmolStr, DType)>, AtlasError> {
+    pairs
+        .iter()
+        .map(|&pair| resolve_pair(container, footer, pair, field))
+        .collect()
+}
+
+fn resolve_pair(
+    container: &str,
+    footer: &CollectionFooter,
+    (name, dtype): (u32, u32),
+    field: &str,
+) -> Result<(SmolStr, DType), AtlasError> {
+    let name = footer.string(name).ok_or_else(|| {
+        AtlasError::corrupt(
+            container,
+            field,
+            format!("string index {name} is past the pool"),
+        )
+    })?;
+    let dtype = footer.dtype(dtype).ok_or_else(|| {
+        AtlasError::corrupt(
+            container,
+            field,
+            format!("dtype index {dtype} is past the pool"),
+        )
+    })?;
+    Ok((SmolStr::new(name), dtype.clone()))
+}
 
 /// One live dataset of an open collection.
 #[derive(Clone, Copy)]
@@ -17,7 +116,7 @@ pub struct DatasetView<'a> {
     atlas: &'a Atlas,
     ordinal: u32,
     name: &'a str,
-    schema: &'a InternedSchema,
+    schema: &'a ResolvedSchema,
 }
 
 impl std::fmt::Debug for DatasetView<'_> {
@@ -31,7 +130,7 @@ impl std::fmt::Debug for DatasetView<'_> {
 
 impl<'a> DatasetView<'a> {
     pub(crate) fn new(atlas: &'a Atlas, ordinal: u32, name: &'a str, schema: u32) -> Option<Self> {
-        let schema = atlas.footer.schema(schema)?;
+        let schema = atlas.resolved_schema(schema)?;
         Some(Self {
             atlas,
             ordinal,
@@ -57,7 +156,6 @@ impl<'a> DatasetView<'a> {
     /// The dataset's schema, borrowing the footer.
     pub fn schema(&self) -> SchemaView<'a> {
         SchemaView {
-            footer: &self.atlas.footer,
             schema: self.schema,
         }
     }
@@ -97,17 +195,7 @@ impl<'a> DatasetView<'a> {
         &self,
         array: &ArrayMeta<'a>,
     ) -> Result<(&'a ArrayFile, &'a ArrayInfo), AtlasError> {
-        let variable = self
-            .atlas
-            .variable_of_string(array.name_index())
-            .ok_or_else(|| {
-                AtlasError::corrupt(
-                    self.atlas.container.as_ref(),
-                    "variables",
-                    format!("no segment for '{}'", array.name()),
-                )
-            })?;
-        let file = self.atlas.segment(variable).await?;
+        let file = self.atlas.segment(array.variable()).await?;
         let corrupt = |reason: String| {
             AtlasError::corrupt(
                 self.atlas.container.as_ref(),
@@ -163,13 +251,9 @@ impl<'a> DatasetView<'a> {
         }
         let (file, info) = self.segment_entry(&meta).await?;
         check_selection(array, &info.shape, &start, &shape)?;
-        let variable = self
-            .atlas
-            .variable_of_string(meta.name_index())
-            .unwrap_or(u32::MAX);
         file.read_array::<T>(self.name, start, shape)
             .await
-            .map_err(|e| self.atlas.segment_error(variable, e))
+            .map_err(|e| self.atlas.segment_error(meta.name(), e))
     }
 }
 
@@ -205,11 +289,10 @@ fn check_selection(
     Ok(())
 }
 
-/// A dataset's schema, borrowing the footer; names resolve on demand, nothing is copied.
+/// A dataset's schema, borrowing the open collection; nothing is copied.
 #[derive(Clone, Copy)]
 pub struct SchemaView<'a> {
-    footer: &'a CollectionFooter,
-    schema: &'a InternedSchema,
+    schema: &'a ResolvedSchema,
 }
 
 impl std::fmt::Debug for SchemaView<'_> {
@@ -223,12 +306,7 @@ impl std::fmt::Debug for SchemaView<'_> {
 impl<'a> SchemaView<'a> {
     /// The declared arrays, in the order the writer received them.
     pub fn arrays(&self) -> impl Iterator<Item = ArrayMeta<'a>> + 'a {
-        let (footer, schema) = (self.footer, self.schema);
-        (0..schema.arrays.len()).map(move |position| ArrayMeta {
-            footer,
-            schema,
-            position,
-        })
+        self.schema.arrays.iter().map(|array| ArrayMeta { array })
     }
 
     /// The array called `name`.
@@ -238,7 +316,7 @@ impl<'a> SchemaView<'a> {
 
     /// Dataset-level attribute keys with their value types.
     pub fn attrs(&self) -> impl Iterator<Item = (&'a str, &'a DType)> + 'a {
-        resolve_pairs(self.footer, &self.schema.attrs)
+        pairs(&self.schema.attrs)
     }
 
     /// The value type of dataset attribute `key`, if declared.
@@ -247,24 +325,14 @@ impl<'a> SchemaView<'a> {
     }
 }
 
-fn resolve_pairs<'a>(
-    footer: &'a CollectionFooter,
-    pairs: &'a IndexPairs,
-) -> impl Iterator<Item = (&'a str, &'a DType)> + 'a {
-    pairs.iter().map(move |(k, d)| {
-        (
-            footer.string(*k).unwrap_or(""),
-            footer.dtype(*d).unwrap_or(&UNRESOLVED_DTYPE),
-        )
-    })
+fn pairs(pairs: &[(SmolStr, DType)]) -> impl Iterator<Item = (&str, &DType)> + '_ {
+    pairs.iter().map(|(k, d)| (k.as_str(), d))
 }
 
 /// One declared array of a schema.
 #[derive(Clone, Copy)]
 pub struct ArrayMeta<'a> {
-    footer: &'a CollectionFooter,
-    schema: &'a InternedSchema,
-    position: usize,
+    array: &'a ResolvedArray,
 }
 
 impl std::fmt::Debug for ArrayMeta<'_> {
@@ -277,39 +345,24 @@ impl std::fmt::Debug for ArrayMeta<'_> {
 }
 
 impl<'a> ArrayMeta<'a> {
-    fn pair(&self) -> (u32, u32) {
-        self.schema
-            .arrays
-            .get(self.position)
-            .copied()
-            .unwrap_or((u32::MAX, u32::MAX))
-    }
-
-    pub(crate) fn name_index(&self) -> u32 {
-        self.pair().0
+    /// The segment holding this array.
+    pub(crate) fn variable(&self) -> u32 {
+        self.array.variable
     }
 
     /// The array's name.
     pub fn name(&self) -> &'a str {
-        self.footer.string(self.pair().0).unwrap_or("")
+        &self.array.name
     }
 
     /// The array's element type.
     pub fn dtype(&self) -> &'a DType {
-        self.footer
-            .dtype(self.pair().1)
-            .unwrap_or(&UNRESOLVED_DTYPE)
+        &self.array.dtype
     }
 
     /// The array's attribute keys with their value types.
     pub fn attrs(&self) -> impl Iterator<Item = (&'a str, &'a DType)> + 'a {
-        let footer = self.footer;
-        let position = self.position;
-        self.schema
-            .array_attrs
-            .iter()
-            .filter(move |(p, _)| *p as usize == position)
-            .flat_map(move |(_, pairs)| resolve_pairs(footer, pairs))
+        pairs(&self.array.attrs)
     }
 
     /// The value type of this array's attribute `key`, if declared.
