@@ -1,18 +1,25 @@
 //! `cargo xtask test`: the whole test suite with everything it needs started first.
 //!
 //! It starts the local S3-compatible server (`.ci/s3-server.sh`: moto on 127.0.0.1, installed
-//! from PyPI when missing) so the Atlas S3 tests run instead of skipping, runs
-//! `cargo test --workspace --locked` with the server's environment (the hardened
-//! `atlas-array-format` is a workspace member, so its own tests run too), then the Python
+//! from PyPI when missing), runs `cargo test --workspace --locked` with the server's environment
+//! (the hardened `atlas-array-format` is a workspace member, so its own tests run too), then the
+//! Atlas S3 tests, which a plain `cargo test` reports as ignored: `cargo test -p atlas-reader
+//! -p atlas-collections-cli --test s3 -- --ignored`, failing unless every one of them ran and
+//! passed (`check_s3_run`). Then the Python
 //! packages' pytest suites against the same server (`python.rs`; `--python-only` runs only
 //! those), and stops the server whatever happened. The whole suite also runs the downstream
 //! crates (`tests/downstream`, `downstream.rs`) and packages every publishable crate
-//! (`package.rs`). `--no-s3` runs the suite without it (the S3 tests then say they skip).
+//! (`package.rs`). `--no-s3` runs the suite without the server (the S3 tests stay ignored and
+//! the run says so); extra arguments (a narrower `cargo test`) skip the S3 stage too.
 
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 const BUCKET: &str = "atlas-ci";
+
+/// The packages whose `s3` test target needs the server (each test there is `#[ignore]`d).
+const S3_PACKAGES: &[&str] = &["atlas-reader", "atlas-collections-cli"];
 
 /// Runs the suite; extra arguments go to `cargo test` after `--workspace --locked`.
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
@@ -34,6 +41,14 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     } else {
         cargo_test(&root, &env, &passthrough)
     };
+    // The S3 tests are ignored in a plain `cargo test`; here they must run, every one of them.
+    if result.is_ok() && passthrough.is_empty() && !python_only {
+        if no_s3 {
+            eprintln!("xtask: --no-s3: the Atlas S3 tests were not run (reported as ignored)");
+        } else {
+            result = cargo_test_s3(&root, &env);
+        }
+    }
     // Only the whole suite checks the crates as another project sees them.
     if result.is_ok() && passthrough.is_empty() && !python_only {
         result = crate::downstream::check(&root).and_then(|()| crate::package::run(&root, false));
@@ -118,9 +133,121 @@ fn cargo_test(
     }
 }
 
+/// Runs every `#[ignore]`d S3 test against the server, echoing cargo's output, and fails
+/// unless each S3 test binary ran at least one test and none was skipped or failed.
+fn cargo_test_s3(root: &Path, env: &[(String, String)]) -> Result<(), String> {
+    let mut command = Command::new(env!("CARGO"));
+    command.current_dir(root).args(["test", "--locked"]);
+    for package in S3_PACKAGES {
+        command.args(["-p", package]);
+    }
+    let mut child = command
+        .args(["--test", "s3", "--", "--ignored"])
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("running cargo test for the S3 tests: {e}"))?;
+    let mut stdout = String::new();
+    if let Some(out) = child.stdout.take() {
+        for line in BufReader::new(out).lines() {
+            let line = line.map_err(|e| format!("reading cargo test's output: {e}"))?;
+            println!("{line}");
+            stdout.push_str(&line);
+            stdout.push('\n');
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| format!("waiting for cargo test: {e}"))?;
+    if !status.success() {
+        return Err(format!("the S3 tests failed: {status}"));
+    }
+    let ran = check_s3_run(&stdout)?;
+    println!("xtask: {ran} S3 tests ran and passed");
+    Ok(())
+}
+
+/// Checks libtest's summary lines of the S3 run: one per package in [`S3_PACKAGES`], each with
+/// at least one test passed and none failed or ignored. Returns how many passed in all.
+fn check_s3_run(stdout: &str) -> Result<u64, String> {
+    let summaries: Vec<&str> = stdout
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("test result: "))
+        .collect();
+    if summaries.len() != S3_PACKAGES.len() {
+        return Err(format!(
+            "expected {} S3 test binaries to report, found {}",
+            S3_PACKAGES.len(),
+            summaries.len()
+        ));
+    }
+    let mut total = 0;
+    for summary in summaries {
+        let count = |what: &str| -> Result<u64, String> {
+            summary
+                .split(';')
+                .find_map(|part| part.trim().strip_suffix(what))
+                .map(|n| n.rsplit(' ').find(|w| !w.is_empty()).unwrap_or(n))
+                .and_then(|n| n.trim().parse().ok())
+                .ok_or_else(|| format!("no '{what}' count in the S3 summary '{summary}'"))
+        };
+        let (passed, failed, ignored) = (count(" passed")?, count(" failed")?, count(" ignored")?);
+        if passed == 0 || failed > 0 || ignored > 0 {
+            return Err(format!(
+                "the S3 tests did not all run: {summary} (every S3 test must run and pass)"
+            ));
+        }
+        total += passed;
+    }
+    Ok(total)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_s3_stage_fails_unless_every_s3_test_ran() {
+        let ok = "running 8 tests\ntest result: ok. 8 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 9.1s\n\
+                  test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 3.0s\n";
+        assert_eq!(check_s3_run(ok), Ok(10));
+        // A binary that ran nothing (its tests not ignored any more, or filtered away).
+        let none = ok.replace("ok. 2 passed", "ok. 0 passed");
+        assert!(check_s3_run(&none).is_err());
+        let ignored = ok.replace(
+            "0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 3.0s",
+            "0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 3.0s",
+        );
+        assert!(check_s3_run(&ignored).is_err());
+        // A binary missing from the run.
+        assert!(check_s3_run(ok.lines().next().unwrap_or("")).is_err());
+        assert!(check_s3_run("").is_err());
+    }
+
+    /// Every test in an S3 test file is `#[ignore]`d with the reason, so a plain `cargo test`
+    /// cannot count it as passed when no server is configured.
+    #[test]
+    fn every_s3_test_is_ignored_with_the_reason() {
+        let root = workspace_root();
+        for package in S3_PACKAGES {
+            let path = root.join("crates").join(package).join("tests/s3.rs");
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().map(str::trim).collect();
+            let tests: Vec<usize> = (0..lines.len())
+                .filter(|&i| lines[i] == "#[test]" || lines[i].starts_with("#[tokio::test"))
+                .collect();
+            assert!(!tests.is_empty(), "no tests in {}", path.display());
+            for i in tests {
+                assert_eq!(
+                    lines.get(i + 1).copied(),
+                    Some(r#"#[ignore = "needs the S3 test server; cargo xtask test runs them"]"#),
+                    "{}: the test at line {} is not ignored",
+                    path.display(),
+                    i + 1
+                );
+            }
+        }
+    }
 
     #[test]
     fn reads_the_servers_env_file() {

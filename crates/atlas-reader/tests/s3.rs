@@ -1,9 +1,11 @@
 //! Atlas on a real S3-compatible server (moto, started by `.ci/s3-server.sh`).
 //!
 //! Configured from the environment the script writes: `ATLAS_S3_TEST_BUCKET` plus the standard
-//! `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`. Without
-//! `ATLAS_S3_TEST_BUCKET` every test here prints why and passes without doing anything; CI always
-//! sets it. Only loopback endpoints are accepted. Every test runs under a time limit, the client
+//! `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`. Every test
+//! here is `#[ignore]`d, so a plain `cargo test` reports them as ignored rather than passed;
+//! `cargo xtask test` starts the server and runs them with `--ignored` (and fails if none ran).
+//! Run by hand without `ATLAS_S3_TEST_BUCKET`, a test fails and says how to start the server.
+//! Only loopback endpoints are accepted. Every test runs under a time limit, the client
 //! has bounded retries and timeouts, and each test writes under a prefix of its own.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code: small known values.
 
@@ -28,14 +30,14 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 /// Upper bound on any one test.
 const TEST_LIMIT: Duration = Duration::from_secs(240);
 
-/// The bucket to test in, or `None` (after saying so) when no server is configured.
-fn bucket(test: &str) -> Option<String> {
+/// The bucket to test in; without a configured server the test fails (it was asked to run).
+fn bucket(test: &str) -> String {
     let Ok(bucket) = std::env::var("ATLAS_S3_TEST_BUCKET") else {
-        eprintln!(
-            "SKIPPED {test}: ATLAS_S3_TEST_BUCKET is not set, so no S3 server is configured. \
-             Start one with `bash .ci/s3-server.sh start DIR` and `source DIR/env` (.ci/run does)."
+        panic!(
+            "{test}: ATLAS_S3_TEST_BUCKET is not set, so no S3 server is configured. \
+             Run `cargo xtask test`, or start one with `bash .ci/s3-server.sh start DIR` and \
+             `source DIR/env` first."
         );
-        return None;
     };
     let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_default();
     assert!(
@@ -43,7 +45,7 @@ fn bucket(test: &str) -> Option<String> {
         "ATLAS_S3_TEST_BUCKET is set but AWS_ENDPOINT_URL ('{endpoint}') is not an http URL on \
          127.0.0.1/localhost; these tests only talk to a local server"
     );
-    Some(bucket)
+    bucket
 }
 
 fn is_loopback(endpoint: &str) -> bool {
@@ -140,9 +142,10 @@ async fn open_counted(store: &Arc<dyn ObjectStore>, prefix: &Path) -> (Atlas, Co
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the S3 test server; cargo xtask test runs them"]
 async fn the_server_answers_suffix_ranges_and_conditional_puts() {
     let test = "server_features";
-    let Some(bucket) = bucket(test) else { return };
+    let bucket = bucket(test);
     let store = s3_store(&bucket);
     bounded(test, async {
         let path = unique_prefix(test).join("object");
@@ -224,9 +227,10 @@ async fn the_server_answers_suffix_ranges_and_conditional_puts() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the S3 test server; cargo xtask test runs them"]
 async fn write_open_in_budget_read_fold_stats_and_attributes() {
     let test = "round_trip";
-    let Some(bucket) = bucket(test) else { return };
+    let bucket = bucket(test);
     let store = s3_store(&bucket);
     bounded(test, async {
         let prefix = unique_prefix(test);
@@ -359,9 +363,10 @@ fn scattered(n: usize) -> impl Iterator<Item = DatasetSpec> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the S3 test server; cargo xtask test runs them"]
 async fn a_footer_larger_than_the_probe_opens_in_three_requests() {
     let test = "large_footer";
-    let Some(bucket) = bucket(test) else { return };
+    let bucket = bucket(test);
     let store = s3_store(&bucket);
     bounded(test, async {
         let prefix = unique_prefix(test);
@@ -398,9 +403,10 @@ async fn a_footer_larger_than_the_probe_opens_in_three_requests() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the S3 test server; cargo xtask test runs them"]
 async fn eight_concurrent_deleters_lose_nothing_with_conditional_put() {
     let test = "concurrent_deletes";
-    let Some(bucket) = bucket(test) else { return };
+    let bucket = bucket(test);
     let store = s3_store(&bucket);
     bounded(test, async {
         let prefix = unique_prefix(test);
@@ -449,13 +455,14 @@ async fn eight_concurrent_deleters_lose_nothing_with_conditional_put() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the S3 test server; cargo xtask test runs them"]
 async fn without_conditional_put_a_delete_still_lands_whole() {
     // A client with conditional PUT disabled is what a server without it looks like: the
     // committer falls back to an unconditional PUT (last-writer-wins: deletes that truly race
     // can lose one another, see docs/format/atlas.md). Each delete still reads the current mask
     // first, so sequential deletes from stale instances, and every name of one call, land.
     let test = "last_writer_wins";
-    let Some(bucket) = bucket(test) else { return };
+    let bucket = bucket(test);
     let store = s3_store_with(&bucket, None, false);
     bounded(test, async {
         let prefix = unique_prefix(test);
@@ -487,9 +494,10 @@ async fn without_conditional_put_a_delete_still_lands_whole() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the S3 test server; cargo xtask test runs them"]
 async fn truncated_containers_are_refused_by_type() {
     let test = "truncated";
-    let Some(bucket) = bucket(test) else { return };
+    let bucket = bucket(test);
     let store = s3_store(&bucket);
     bounded(test, async {
         let source = unique_prefix(test).join("whole");
@@ -655,9 +663,10 @@ fn big(values: &[f32]) -> DatasetSpec {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the S3 test server; cargo xtask test runs them"]
 async fn a_server_stopped_mid_session_gives_retryable_store_errors_and_no_data() {
     let test = "server_stopped";
-    let Some(_) = bucket(test) else { return };
+    bucket(test);
     let server = PrivateServer::start("atlas-private");
     let store = server.store();
     bounded(test, async {
@@ -719,9 +728,10 @@ async fn a_server_stopped_mid_session_gives_retryable_store_errors_and_no_data()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the S3 test server; cargo xtask test runs them"]
 async fn a_server_killed_during_a_large_read_gives_all_or_a_retryable_error() {
     let test = "killed_during_read";
-    let Some(_) = bucket(test) else { return };
+    bucket(test);
     let server = PrivateServer::start("atlas-private");
     let store = server.store();
     bounded(test, async {
