@@ -273,3 +273,14 @@ def test_concurrent_local_deletes_from_processes_lose_nothing(tmp_path):
             w.write(name, {"v": np.zeros(2, "f4")})
     run_concurrent_deletes(str(path), names[:32], processes=4)
     assert ac.open(path).names == names[32:]
+
+
+def test_read_many_reads_one_array_of_every_dataset(collection_dir):
+    from conftest import small_dataset
+
+    c = ac.open(collection_dir)
+    got = c.read_many("t2m")
+    assert list(got) == c.names
+    for i, name in enumerate(c.names):
+        np.testing.assert_array_equal(got[name], small_dataset(i)["t2m"][1])
+    assert list(c.read_many("count", ["ds_003"])) == ["ds_003"]

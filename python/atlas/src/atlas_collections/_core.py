@@ -124,6 +124,12 @@ class Collection:
         """Every array name in the collection (one segment each), in container order."""
         return [v for v in self._native.variables() if not v.startswith("_")]
 
+    def read_many(self, array: str, names: Optional[Sequence[str]] = None) -> Dict[str, np.ndarray]:
+        """``array`` read whole from each dataset in ``names`` (default: every live dataset), in
+        one call with the GIL released throughout: ``{dataset: ndarray}``."""
+        names = self.names if names is None else list(names)
+        return {n: from_native(t) for n, t in zip(names, self._native.read_many(names, array))}
+
     # -- statistics and attributes ----------------------------------------------------------
     def _tag_of(self, array: str) -> Optional[str]:
         for name in self._native.names():
