@@ -28,11 +28,18 @@ pub(crate) struct Package {
 }
 
 /// Every Python package built and tested by `cargo xtask test`.
-pub(crate) const PACKAGES: &[Package] = &[Package {
-    name: "datasetrt",
-    dir: "python/datasetrt",
-    tests: "python/datasetrt/tests",
-}];
+pub(crate) const PACKAGES: &[Package] = &[
+    Package {
+        name: "datasetrt",
+        dir: "python/datasetrt",
+        tests: "python/datasetrt/tests",
+    },
+    Package {
+        name: "atlas-collections",
+        dir: "python/atlas",
+        tests: "python/atlas/tests",
+    },
+];
 
 /// The pinned test requirements, shared by all packages.
 pub(crate) const REQUIREMENTS: &str = "python/requirements-test.txt";
