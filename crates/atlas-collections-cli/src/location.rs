@@ -3,13 +3,12 @@
 use atlas::object_store::path::Path;
 use atlas::object_store::ObjectStore;
 use atlas::Atlas;
-use std::error::Error;
 use std::sync::Arc;
 
-type BoxError = Box<dyn Error + Send + Sync>;
+use crate::error::CliError;
 
 /// Opens a collection named by a local directory or an object-store URL.
-pub(crate) async fn open(collection: &str) -> Result<Atlas, BoxError> {
+pub(crate) async fn open(collection: &str) -> Result<Atlas, CliError> {
     if let Some(dir) = file_url_path(collection)? {
         // A `file://` URL is local disk: the flock delete path, not last-writer-wins.
         Ok(Atlas::open_local(dir).await?)
@@ -22,23 +21,29 @@ pub(crate) async fn open(collection: &str) -> Result<Atlas, BoxError> {
 }
 
 /// The local directory a `file://` URL names, if `collection` is one.
-pub(crate) fn file_url_path(collection: &str) -> Result<Option<std::path::PathBuf>, BoxError> {
+pub(crate) fn file_url_path(collection: &str) -> Result<Option<std::path::PathBuf>, CliError> {
     if !collection.starts_with("file://") {
         return Ok(None);
     }
-    let url = url::Url::parse(collection).map_err(|e| format!("{collection}: {e}"))?;
+    let url =
+        url::Url::parse(collection).map_err(|e| CliError::Usage(format!("{collection}: {e}")))?;
     let path = url
         .to_file_path()
-        .map_err(|()| format!("{collection}: not a local file path"))?;
+        .map_err(|()| CliError::Usage(format!("{collection}: not a local file path")))?;
     Ok(Some(path))
 }
 
 /// A store and prefix for a URL, configured from `AWS_*` environment variables.
-pub(crate) fn parse_url(collection: &str) -> Result<(Arc<dyn ObjectStore>, Path), BoxError> {
-    let url = url::Url::parse(collection).map_err(|e| format!("{collection}: {e}"))?;
+pub(crate) fn parse_url(collection: &str) -> Result<(Arc<dyn ObjectStore>, Path), CliError> {
+    let url =
+        url::Url::parse(collection).map_err(|e| CliError::Usage(format!("{collection}: {e}")))?;
     let options = std::env::vars()
         .filter(|(k, _)| k.starts_with("AWS_"))
         .map(|(k, v)| (k.to_ascii_lowercase(), v));
-    let (store, prefix) = object_store::parse_url_opts(&url, options)?;
+    let (store, prefix) =
+        object_store::parse_url_opts(&url, options).map_err(|source| CliError::Store {
+            collection: collection.to_owned(),
+            source,
+        })?;
     Ok((Arc::from(store), prefix))
 }

@@ -2,18 +2,31 @@
 //!
 //! A collection is named by a local directory or by a URL object_store parses
 //! (`s3://bucket/prefix`, configured from the usual `AWS_*` environment variables). Output is a
-//! table for people, or JSON with `--json`. Errors go to stderr with a non-zero exit code.
+//! table for people, or JSON with `--json`. Errors go to stderr; the exit status says which
+//! kind (see [`error`]): 1 a runtime error or a failed verification, 2 a usage error, 130
+//! interrupted, as for `dsrt`.
 #![forbid(unsafe_code)]
 
 mod commands;
+mod error;
 mod location;
 
 use clap::{Parser, Subcommand};
+use error::{CliError, EXIT_FAILURE};
 use std::process::ExitCode;
 
 /// Inspect, read, verify and delete from Atlas collections.
 #[derive(Debug, Parser)]
-#[command(name = "atlas", version)]
+#[command(name = "atlas", version, propagate_version = true)]
+#[command(after_help = "\
+Exit status: 0 success, 1 a runtime error (store, I/O, a damaged collection) or a collection
+that failed verification, 2 a usage error, 130 interrupted (Ctrl-C).
+
+Examples:
+  atlas demo /tmp/collection --datasets 100
+  atlas info /tmp/collection
+  atlas verify --full /tmp/collection
+  atlas read /tmp/collection month_001 temperature --start 0,1 --shape 1,2")]
 struct Cli {
     /// Print JSON instead of tables.
     #[arg(long, global = true)]
@@ -53,8 +66,15 @@ enum Command {
         #[arg(required = true)]
         names: Vec<String>,
     },
-    /// Opens every segment and cross-checks every dataset's arrays against the footer.
-    Verify { collection: String },
+    /// Checks the leading header, opens every segment and cross-checks every live dataset's
+    /// arrays against the footer; with --full, also decodes every chunk of every array. Prints
+    /// every problem found (the same report with --json, ok or not); exit 1 if any.
+    Verify {
+        collection: String,
+        /// Also read and decode every data block (every written chunk of every array).
+        #[arg(long)]
+        full: bool,
+    },
     /// Writes a small synthetic collection into a local directory or to a URL (`s3://...`).
     Demo {
         out: String,
@@ -65,6 +85,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // clap prints usage errors itself and exits 2, `--help` and `--version` exit 0.
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -73,14 +94,31 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("atlas: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(EXIT_FAILURE);
         }
     };
-    match runtime.block_on(commands::run(cli.command, cli.json)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("atlas: {e}");
-            ExitCode::FAILURE
+    let result = runtime.block_on(async {
+        tokio::select! {
+            result = commands::run(cli.command, cli.json) => result,
+            _ = tokio::signal::ctrl_c() => Err(CliError::Interrupted),
         }
+    });
+    // A store call blocked in a worker thread (a hung file system, a FIFO) must not hold the
+    // exit up once the answer is known.
+    runtime.shutdown_background();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => report(&error),
     }
+}
+
+/// Prints `error` the way Unix tools do and picks the exit status.
+fn report(error: &CliError) -> ExitCode {
+    if error.is_broken_pipe() {
+        return ExitCode::SUCCESS;
+    }
+    if !error.already_reported() {
+        eprintln!("atlas: {error}");
+    }
+    ExitCode::from(error.exit_status())
 }

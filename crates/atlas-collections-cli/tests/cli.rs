@@ -59,7 +59,7 @@ fn demo_info_ls_stats_attrs_read_verify() {
     ]);
     let read: serde_json::Value = serde_json::from_str(&stdout(&read)).unwrap();
     assert_eq!(read["values"], serde_json::json!([1.5, 2.0]));
-    assert!(stdout(&atlas(&["verify", &c])).starts_with("ok: 15 arrays"));
+    assert!(stdout(&atlas(&["verify", &c])).starts_with("ok: 4 segments, 15 arrays"));
 }
 
 #[test]

@@ -47,7 +47,8 @@ pub use atlas_model::{validate_name, Attr, NameError, NameKind};
 pub use atlas_reader::{
     ArrayLayout, ArrayMeta, ArraySchema, Atlas, AtlasError, CollectionStats, CommitOutcome,
     CommitStep, ConditionalPutCommitter, DatasetSchema, DatasetStats, DatasetView, DeleteReport,
-    IntoAtlasStore, LocalFlockCommitter, MaskCommitter, MergeFn, SchemaView, StepHook,
+    IntoAtlasStore, LocalFlockCommitter, MaskCommitter, MergeFn, SchemaView, StepHook, VerifyDepth,
+    VerifyProblem, VerifyReport, MAX_VERIFY_CHUNK_ELEMENTS,
 };
 pub use atlas_writer::{
     ArraySpec, AtlasWriter, DatasetSpec, WriteError, WriteSummary, WriterOptions,

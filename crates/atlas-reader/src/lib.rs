@@ -24,6 +24,7 @@ mod error;
 mod local;
 mod open;
 mod stats;
+mod verify;
 mod view;
 
 pub use atlas::{Atlas, IntoAtlasStore};
@@ -32,4 +33,5 @@ pub use delete::{CommitOutcome, ConditionalPutCommitter, DeleteReport, MaskCommi
 pub use error::AtlasError;
 pub use local::{CommitStep, LocalFlockCommitter, StepHook};
 pub use stats::{CollectionStats, DatasetStats};
+pub use verify::{VerifyDepth, VerifyProblem, VerifyReport, MAX_VERIFY_CHUNK_ELEMENTS};
 pub use view::{ArrayLayout, ArrayMeta, ArraySchema, DatasetSchema, DatasetView, SchemaView};

@@ -1,0 +1,100 @@
+//! The CLI's error type and the exit status of each failure, the same statuses `dsrt` uses.
+
+use atlas::{AtlasError, WriteError};
+use std::io;
+use thiserror::Error;
+
+/// Exit status of a runtime error (store, I/O, a damaged collection) or of a collection that
+/// failed verification.
+pub(crate) const EXIT_FAILURE: u8 = 1;
+
+/// Exit status of a usage error: what clap refuses itself, and what only the command can check
+/// (a selection that does not fit the array, a read past `--max-elements`).
+pub(crate) const EXIT_USAGE: u8 = 2;
+
+/// Exit status after Ctrl-C, as shells report a SIGINT death (128 + 2).
+pub(crate) const EXIT_INTERRUPTED: u8 = 130;
+
+/// Why a subcommand failed.
+#[derive(Debug, Error)]
+pub(crate) enum CliError {
+    /// Opening, reading or deleting from a collection failed; the library's text names the
+    /// collection and what is wrong.
+    #[error(transparent)]
+    Atlas(#[from] AtlasError),
+    /// Writing a collection (`demo`) failed.
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    /// The store named by a URL cannot be set up.
+    #[error("{collection}: {source}")]
+    Store {
+        /// The collection argument.
+        collection: String,
+        /// What object_store said.
+        #[source]
+        source: atlas::object_store::Error,
+    },
+    /// A file operation outside the collection failed.
+    #[error("{path}: {action}: {source}")]
+    Io {
+        /// The file or directory involved.
+        path: String,
+        /// What was being done.
+        action: &'static str,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// Writing to stdout failed (a closed pipe is told apart by [`CliError::is_broken_pipe`]).
+    #[error("writing to stdout: {0}")]
+    Stdout(#[source] io::Error),
+    /// Something about the command line that clap cannot check.
+    #[error("{0}")]
+    Usage(String),
+    /// `verify` found problems; the report was printed already.
+    #[error("{problems} problem(s) found")]
+    VerificationFailed {
+        /// Problems found.
+        problems: usize,
+    },
+    /// Ctrl-C stopped the command.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+impl CliError {
+    /// An I/O error about `path`.
+    pub(crate) fn io(
+        path: impl Into<String>,
+        action: &'static str,
+    ) -> impl FnOnce(io::Error) -> Self {
+        let path = path.into();
+        move |source| Self::Io {
+            path,
+            action,
+            source,
+        }
+    }
+
+    /// Whether stdout's reader went away (`atlas ls | head`): a quiet, successful exit.
+    pub(crate) fn is_broken_pipe(&self) -> bool {
+        matches!(self, Self::Stdout(e) if e.kind() == io::ErrorKind::BrokenPipe)
+    }
+
+    /// Whether the details were printed already, so only the exit status is left to set.
+    pub(crate) fn already_reported(&self) -> bool {
+        matches!(self, Self::VerificationFailed { .. })
+    }
+
+    /// The exit status for this error.
+    pub(crate) fn exit_status(&self) -> u8 {
+        match self {
+            Self::Interrupted => EXIT_INTERRUPTED,
+            Self::Usage(_)
+            | Self::Atlas(AtlasError::InvalidSelection { .. } | AtlasError::TypeMismatch { .. }) => {
+                EXIT_USAGE
+            }
+            _ => EXIT_FAILURE,
+        }
+    }
+}
