@@ -261,4 +261,48 @@ mod tests {
             ]
         );
     }
+
+    /// A test file that re-runs its own binary as a child process is `harness = false`: under
+    /// libtest its child entry point would be a `#[test]` that passes empty in a normal run.
+    #[test]
+    fn self_re_running_test_binaries_do_not_use_libtest() {
+        let crates = workspace_root().join("crates");
+        let mut checked = 0;
+        for krate in std::fs::read_dir(&crates).unwrap() {
+            let dir = krate.unwrap().path();
+            let Ok(tests) = std::fs::read_dir(dir.join("tests")) else {
+                continue;
+            };
+            let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+            for file in tests {
+                let path = file.unwrap().path();
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                if path.extension().is_none_or(|e| e != "rs") || !text.contains("current_exe()") {
+                    continue;
+                }
+                let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+                let declared = manifest.split("[[test]]").skip(1).any(|table| {
+                    let table = table.split("\n[").next().unwrap_or(table);
+                    table.contains(&format!("name = \"{stem}\""))
+                        && table.contains("harness = false")
+                });
+                assert!(
+                    declared,
+                    "{}: re-runs its own binary but is not a `harness = false` [[test]] in {}",
+                    path.display(),
+                    dir.join("Cargo.toml").display()
+                );
+                assert!(
+                    !text.contains("#[test]"),
+                    "{}: a harness = false test has no #[test] functions",
+                    path.display()
+                );
+                checked += 1;
+            }
+        }
+        assert!(
+            checked >= 6,
+            "only {checked} self-re-running test files found"
+        );
+    }
 }

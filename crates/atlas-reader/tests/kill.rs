@@ -2,14 +2,15 @@
 //! as it was or as the commit made it, never torn; the kernel drops its directory lock, so the
 //! next delete succeeds; and that delete clears any temp file the dead one left behind.
 //!
-//! The deleter is this test binary run again as a child process (`child_deleter` below, which
-//! does nothing unless the parent sets [`CHILD_DIR`]). Its committer carries a step hook that,
+//! The deleter is this test binary run again as a child process (`harness = false`: `main` runs
+//! `child_deleter` when the parent sets [`CHILD_DIR`], so the child is not a test). Its committer carries a step hook that,
 //! at the chosen [`CommitStep`], prints a marker and blocks on stdin with the lock held, so the
 //! parent kills it at exactly that point instead of at a racy moment.
-#![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code: small known values.
+#![cfg_attr(not(unix), allow(dead_code, unused_imports))]
 
 mod common;
+mod runner;
 
 use atlas_reader::{Atlas, CommitStep, LocalFlockCommitter};
 use common::*;
@@ -17,7 +18,7 @@ use object_store::local::LocalFileSystem;
 use object_store::ObjectStore;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
@@ -40,13 +41,24 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// Unix only: the test relies on SIGKILL and on the local committer's `flock`.
+#[cfg(not(unix))]
+fn main() {}
+
+#[cfg(unix)]
+fn main() -> ExitCode {
+    if let Ok(dir) = std::env::var(CHILD_DIR) {
+        child_deleter(&dir);
+        return ExitCode::SUCCESS;
+    }
+    runner::run(&[(
+        "a_deleter_killed_mid_commit_leaves_the_old_or_the_new_mask",
+        a_deleter_killed_mid_commit_leaves_the_old_or_the_new_mask,
+    )])
+}
+
 /// The child's body: deletes one dataset and stops at the chosen step until killed.
-/// Run on its own (no environment variable), it returns at once.
-#[test]
-fn child_deleter() {
-    let Ok(dir) = std::env::var(CHILD_DIR) else {
-        return;
-    };
+fn child_deleter(dir: &str) {
     let wanted = std::env::var(CHILD_STEP).unwrap();
     let name = std::env::var(CHILD_NAME).unwrap();
     let (_, step) = STEPS.into_iter().find(|(n, _)| *n == wanted).unwrap();
@@ -96,12 +108,6 @@ fn entries(dir: &Path) -> Vec<String> {
 /// Starts a deleter of `name` that stops at `step`, and returns once it has stopped there.
 fn start_paused_deleter(collection: &Path, step: &str, name: &str) -> std::process::Child {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "child_deleter",
-            "--nocapture",
-            "--test-threads=1",
-        ])
         .env(CHILD_DIR, collection)
         .env(CHILD_STEP, step)
         .env(CHILD_NAME, name)
@@ -136,7 +142,6 @@ fn local_collection(datasets: usize) -> (tempfile::TempDir, PathBuf) {
     (dir, collection)
 }
 
-#[test]
 fn a_deleter_killed_mid_commit_leaves_the_old_or_the_new_mask() {
     for (step, at) in STEPS {
         let (_dir, collection) = local_collection(8);

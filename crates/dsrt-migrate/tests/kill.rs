@@ -1,16 +1,19 @@
 //! A migrating process SIGKILLed before each of its file operations leaves every manifest
 //! either the old v2 or the new v3, never torn, and a retry in the original order completes.
 //!
-//! The child is this test binary re-run with `DSRT_MIGRATE_CHILD` set; its file system announces
-//! each operation on stdout and waits for a go-ahead on stdin, so the kill lands exactly there.
+//! The child is this test binary (`harness = false`, so the child is not a test) re-run with
+//! `DSRT_MIGRATE_CHILD` set; its file system announces each operation on stdout and waits for a
+//! go-ahead on stdin, so the kill lands exactly there.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
+
+mod runner;
 
 use dsrt_manifest::Manifest;
 use dsrt_migrate::update_manifests;
 use durable_fs::{CancelToken, DurableFile, FileSystem, StdFileSystem};
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 
 const CHILD_ENV: &str = "DSRT_MIGRATE_CHILD";
 const HEX: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
@@ -81,32 +84,33 @@ fn caches_under(root: &Path) -> Vec<PathBuf> {
     (0..3).map(|i| root.join(format!("cache{i}"))).collect()
 }
 
-/// Runs only as the child.
-#[test]
-fn migrate_child() {
-    let Ok(root) = std::env::var(CHILD_ENV) else {
-        return;
-    };
+fn main() -> ExitCode {
+    if let Ok(root) = std::env::var(CHILD_ENV) {
+        migrate_child(&root);
+        return ExitCode::SUCCESS;
+    }
+    runner::run(&[(
+        "sigkill_at_every_step_leaves_old_or_new_manifests",
+        sigkill_at_every_step_leaves_old_or_new_manifests,
+    )])
+}
+
+/// The child: migrates, announcing every file operation.
+fn migrate_child(root: &str) {
     update_manifests(
-        &caches_under(Path::new(&root)),
+        &caches_under(Path::new(root)),
         3,
         &SteppingFs,
         &CancelToken::new(),
     )
     .unwrap();
-    step("done", Path::new(&root));
+    step("done", Path::new(root));
 }
 
 /// Starts a child migration and kills it at its `kill_at`-th step; returns how many steps it
 /// announced in all (`None` when it finished before `kill_at`).
 fn run_child(root: &Path, kill_at: usize) -> usize {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "migrate_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
         .env(CHILD_ENV, root)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -131,11 +135,7 @@ fn run_child(root: &Path, kill_at: usize) -> usize {
     steps
 }
 
-#[test]
 fn sigkill_at_every_step_leaves_old_or_new_manifests() {
-    if std::env::var(CHILD_ENV).is_ok() {
-        return;
-    }
     let texts: Vec<String> = (0..3).map(|i| v2_text(&format!("s{i}"))).collect();
     let setup = || {
         let root = tempfile::tempdir().unwrap();

@@ -6,16 +6,20 @@
 //!
 //! `kill.rs` kills before each file operation through a handshake; this loop kills inside the
 //! byte stream, at points no handshake names. The mix: six caches, one already v3, one reached
-//! through a symlink.
-#![cfg(unix)]
+//! through a symlink. The child is this test binary (`harness = false`, so the child is not a
+//! test) re-run with `DSRT_MIGRATE_KILL_LOOP_CHILD` set. Unix only (it reads the kill signal).
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
+#![cfg_attr(not(unix), allow(dead_code, unused_imports))]
+
+mod runner;
 
 use dsrt_migrate::update_manifests;
 use durable_fs::{CancelToken, DurableFile, FileSystem, StdFileSystem};
 use std::io::{self, Write};
+#[cfg(unix)]
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -146,35 +150,44 @@ fn migrate(root: &Path, fs: &dyn FileSystem) {
     update_manifests(&caches_under(root), 3, fs, &CancelToken::new()).unwrap();
 }
 
-/// Runs only as the child: migrates with a byte budget, dying when it runs out.
-#[test]
-fn kill_loop_child_migration() {
-    let (Ok(root), Ok(budget)) = (std::env::var(CHILD_ENV), std::env::var(BUDGET_ENV)) else {
-        return;
-    };
+#[cfg(not(unix))]
+fn main() {}
+
+#[cfg(unix)]
+fn main() -> ExitCode {
+    if let (Ok(root), Ok(budget)) = (std::env::var(CHILD_ENV), std::env::var(BUDGET_ENV)) {
+        kill_loop_child_migration(&root, &budget);
+        return ExitCode::SUCCESS;
+    }
+    runner::run(&[(
+        "a_hundred_random_kills_leave_every_manifest_old_or_new",
+        a_hundred_random_kills_leave_every_manifest_old_or_new,
+    )])
+}
+
+/// The child: migrates with a byte budget, dying when it runs out.
+fn kill_loop_child_migration(root: &str, budget: &str) {
     let fs = DyingFs {
         written: Arc::new(AtomicU64::new(0)),
         budget: budget.parse().unwrap(),
     };
-    migrate(Path::new(&root), &fs);
+    migrate(Path::new(root), &fs);
 }
 
 /// Runs the child with `budget` bytes; true if it was killed, false if it finished.
 fn run_child(root: &Path, budget: u64) -> bool {
     let status = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "kill_loop_child_migration",
-            "--nocapture",
-            "--test-threads=1",
-        ])
         .env(CHILD_ENV, root)
         .env(BUDGET_ENV, budget.to_string())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
         .unwrap();
-    match status.signal() {
+    #[cfg(unix)]
+    let signal = status.signal();
+    #[cfg(not(unix))]
+    let signal: Option<i32> = None;
+    match signal {
         Some(9) => true,
         _ => {
             assert!(
@@ -194,11 +207,7 @@ fn splitmix(x: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-#[test]
 fn a_hundred_random_kills_leave_every_manifest_old_or_new() {
-    if std::env::var(CHILD_ENV).is_ok() {
-        return;
-    }
     // An uninterrupted migration: the new bytes, and how many bytes it writes in all.
     let reference = setup();
     let old = manifests(reference.path());

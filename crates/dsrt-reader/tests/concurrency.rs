@@ -1,15 +1,19 @@
 //! Sharing: one `Cache` read by 8 threads at once, each in its own order and through both read
 //! paths, returns exactly what a single thread reads; four processes reading one cache at the
 //! same time all see the same bytes. The thread-safety promises are checked by the compiler.
+//!
+//! The reader processes are this test binary (`harness = false`, so the child is not a test)
+//! re-run with `DSRT_CONCURRENCY_CHILD` set.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
 
 mod common;
+mod runner;
 
 use dsrt_manifest::CompressionAlgo;
 use dsrt_reader::{Cache, CacheError, OpenOptions, Sample, SampleBuf};
 use sha2::{Digest, Sha256};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 
 /// The types a training job shares between loader threads, or moves into one.
 const _: () = {
@@ -38,7 +42,23 @@ fn digest(cache: &Cache) -> String {
     format!("{:x}", hash.finalize())
 }
 
-#[test]
+fn main() -> ExitCode {
+    if let Ok(path) = std::env::var(CHILD_ENV) {
+        concurrency_child_reader(&path);
+        return ExitCode::SUCCESS;
+    }
+    runner::run(&[
+        (
+            "eight_threads_share_one_cache",
+            eight_threads_share_one_cache,
+        ),
+        (
+            "four_processes_read_one_cache_at_once",
+            four_processes_read_one_cache_at_once,
+        ),
+    ])
+}
+
 fn eight_threads_share_one_cache() {
     let root = tempfile::tempdir().unwrap();
     let (path, _) = common::write_cache(root.path(), "shared", SAMPLES, CompressionAlgo::Lz4);
@@ -68,31 +88,18 @@ fn eight_threads_share_one_cache() {
     });
 }
 
-/// Runs only as a child: opens the cache, validated, and prints its digest.
-#[test]
-fn concurrency_child_reader() {
-    if let Ok(path) = std::env::var(CHILD_ENV) {
-        let cache = Cache::open(Path::new(&path), OpenOptions::validated()).unwrap();
-        println!("DIGEST:{}", digest(&cache));
-    }
+/// The child: opens the cache, validated, and prints its digest.
+fn concurrency_child_reader(path: &str) {
+    let cache = Cache::open(Path::new(path), OpenOptions::validated()).unwrap();
+    println!("DIGEST:{}", digest(&cache));
 }
 
-#[test]
 fn four_processes_read_one_cache_at_once() {
-    if std::env::var(CHILD_ENV).is_ok() {
-        return;
-    }
     let root = tempfile::tempdir().unwrap();
     let (path, _) = common::write_cache(root.path(), "shared", SAMPLES, CompressionAlgo::None);
     let children: Vec<_> = (0..PROCESSES)
         .map(|_| {
             Command::new(std::env::current_exe().unwrap())
-                .args([
-                    "--exact",
-                    "concurrency_child_reader",
-                    "--nocapture",
-                    "--test-threads=1",
-                ])
                 .env(CHILD_ENV, &path)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit())

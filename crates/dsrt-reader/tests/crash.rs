@@ -2,12 +2,14 @@
 //! the kill came after the manifest's rename, a fully valid cache), and nothing outside the
 //! target directory changes.
 //!
-//! The child is this same test binary, re-run with `DSRT_CRASH_CHILD` set: it writes a cache,
-//! reports each step on stdout and waits for a go-ahead line on stdin, so the parent's SIGKILL
-//! lands exactly at the chosen step, however loaded the machine is.
+//! The child is this same test binary (`harness = false`, so the child is not a test), re-run
+//! with `DSRT_CRASH_CHILD` set: it writes a cache, reports each step on stdout and waits for a
+//! go-ahead line on stdin, so the parent's SIGKILL lands exactly at the chosen step, however
+//! loaded the machine is.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
 
 mod common;
+mod runner;
 
 use dsrt_manifest::CompressionAlgo;
 use dsrt_reader::{Cache, CacheError, OpenOptions};
@@ -15,21 +17,28 @@ use dsrt_writer::{CacheWriter, WriterOptions};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 
 const CHILD_ENV: &str = "DSRT_CRASH_CHILD";
 const SAMPLES: u64 = 400;
 
-/// Runs only as the child: writes a cache, announcing progress.
-#[test]
-fn crash_child_writer() {
-    let Ok(target) = std::env::var(CHILD_ENV) else {
-        return;
-    };
+fn main() -> ExitCode {
+    if let Ok(target) = std::env::var(CHILD_ENV) {
+        crash_child_writer(&target);
+        return ExitCode::SUCCESS;
+    }
+    runner::run(&[(
+        "sigkill_at_any_point_never_publishes_a_broken_cache",
+        sigkill_at_any_point_never_publishes_a_broken_cache,
+    )])
+}
+
+/// The child: writes a cache, announcing progress.
+fn crash_child_writer(target: &str) {
     let options = WriterOptions::new("crash", common::schema())
         .compression(CompressionAlgo::Lz4)
         .max_shard_bytes(4096);
-    let mut writer = CacheWriter::create(&target, options).unwrap();
+    let mut writer = CacheWriter::create(target, options).unwrap();
     step("created");
     for i in 0..SAMPLES {
         writer
@@ -77,12 +86,6 @@ fn run_and_kill_at(kill_line: &str) -> (tempfile::TempDir, PathBuf, bool) {
     let target = root.path().join("cache");
     let before = snapshot(root.path(), &target);
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "crash_child_writer",
-            "--nocapture",
-            "--test-threads=1",
-        ])
         .env(CHILD_ENV, &target)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -93,7 +96,6 @@ fn run_and_kill_at(kill_line: &str) -> (tempfile::TempDir, PathBuf, bool) {
     let mut stdin = child.stdin.take().unwrap();
     let mut reached = false;
     for line in BufReader::new(stdout).lines() {
-        // libtest may print its own prefix on the same line as the first step.
         if line.unwrap().split("STEP:").nth(1) == Some(kill_line) {
             reached = true;
             child.kill().unwrap();
@@ -112,11 +114,7 @@ fn run_and_kill_at(kill_line: &str) -> (tempfile::TempDir, PathBuf, bool) {
     (root, target, status.success())
 }
 
-#[test]
 fn sigkill_at_any_point_never_publishes_a_broken_cache() {
-    if std::env::var(CHILD_ENV).is_ok() {
-        return;
-    }
     let points = [
         "created",
         "sample 0",

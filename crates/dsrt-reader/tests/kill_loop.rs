@@ -6,16 +6,18 @@
 //! `crash.rs` kills at chosen steps through a handshake; this loop has no handshake: the parent
 //! polls the directory's size while the child writes at full speed (background shard hashing,
 //! writing and fsync included), so kills land wherever the bytes are, in the middle of any file
-//! or between any two system calls.
+//! or between any two system calls. The child is this test binary (`harness = false`, so the
+//! child is not a test) re-run with `DSRT_KILL_LOOP_CHILD` set.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
 
 mod common;
+mod runner;
 
 use dsrt_manifest::CompressionAlgo;
 use dsrt_reader::{Cache, CacheError, OpenOptions};
 use dsrt_writer::{CacheWriter, WriterOptions};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 
 const CHILD_ENV: &str = "DSRT_KILL_LOOP_CHILD";
 const SAMPLES: u64 = 600;
@@ -38,12 +40,16 @@ fn write(target: &Path) {
     writer.finish().unwrap();
 }
 
-/// Runs only as the child: writes the cache at full speed.
-#[test]
-fn kill_loop_child_writer() {
+fn main() -> ExitCode {
+    // The child: writes the cache at full speed.
     if let Ok(target) = std::env::var(CHILD_ENV) {
         write(Path::new(&target));
+        return ExitCode::SUCCESS;
     }
+    runner::run(&[(
+        "a_hundred_random_kills_never_publish_a_broken_cache",
+        a_hundred_random_kills_never_publish_a_broken_cache,
+    )])
 }
 
 /// splitmix64: a seeded, dependency-free source of kill points.
@@ -81,12 +87,6 @@ struct Outcomes {
 /// the child finished on its own first.
 fn run_child(target: &Path, kill_at: u64) -> bool {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "kill_loop_child_writer",
-            "--nocapture",
-            "--test-threads=1",
-        ])
         .env(CHILD_ENV, target)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -127,11 +127,7 @@ fn check(target: &Path, kill_at: u64, outcomes: &mut Outcomes) {
     }
 }
 
-#[test]
 fn a_hundred_random_kills_never_publish_a_broken_cache() {
-    if std::env::var(CHILD_ENV).is_ok() {
-        return;
-    }
     // A reference write tells how many bytes a whole cache is.
     let reference = tempfile::tempdir().unwrap();
     write(&reference.path().join("cache"));

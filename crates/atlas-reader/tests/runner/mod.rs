@@ -1,0 +1,82 @@
+//! A small test runner for the test binaries that re-run themselves as a child process
+//! (`harness = false` in Cargo.toml).
+//!
+//! Such a binary's `main` first checks its child environment variable and, when set, does the
+//! child's work and exits; otherwise it runs its tests here. The child's entry point is
+//! therefore never a test: under libtest it was a `#[test]` that passed empty in every normal
+//! run. Understands what `cargo test` passes on: name filters, `--exact`, `--skip NAME`,
+//! `--list`, `--ignored` (none of these tests is ignored, so nothing runs) and
+//! `--include-ignored`; other flags (`--nocapture`, `--test-threads N`, ...) are accepted and
+//! have no effect (the tests run one after another, their output not captured).
+#![allow(dead_code, unreachable_pub)]
+
+use std::process::ExitCode;
+
+/// One test: its name and body (a panic fails it).
+pub type Test = (&'static str, fn());
+
+/// Runs the `tests` that the command line selects, libtest style; fails if any fails.
+pub fn run(tests: &[Test]) -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (mut filters, mut skips) = (Vec::new(), Vec::new());
+    let (mut exact, mut list, mut only_ignored) = (false, false, false);
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--exact" => exact = true,
+            "--list" => list = true,
+            "--ignored" => only_ignored = true,
+            "--skip" => skips.extend(args.next().cloned()),
+            // Flags that take a separate value; the value is not a filter.
+            "--test-threads" | "--color" | "--format" | "--logfile" | "-Z" => {
+                args.next();
+            }
+            flag if flag.starts_with('-') => {}
+            filter => filters.push(filter.to_owned()),
+        }
+    }
+    let matches = |name: &str, pattern: &String| {
+        if exact {
+            name == pattern
+        } else {
+            name.contains(pattern.as_str())
+        }
+    };
+    let selected: Vec<&Test> = tests
+        .iter()
+        .filter(|_| !only_ignored)
+        .filter(|(name, _)| filters.is_empty() || filters.iter().any(|f| matches(name, f)))
+        .filter(|(name, _)| !skips.iter().any(|s| matches(name, s)))
+        .collect();
+    if list {
+        for (name, _) in &selected {
+            println!("{name}: test");
+        }
+        return ExitCode::SUCCESS;
+    }
+    println!("\nrunning {} tests", selected.len());
+    let mut failed = Vec::new();
+    for &&(name, body) in &selected {
+        println!("test {name} ... started");
+        match std::panic::catch_unwind(body) {
+            Ok(()) => println!("test {name} ... ok"),
+            Err(_) => {
+                println!("test {name} ... FAILED");
+                failed.push(name);
+            }
+        }
+    }
+    let passed = selected.len() - failed.len();
+    let outcome = if failed.is_empty() { "ok" } else { "FAILED" };
+    println!(
+        "\ntest result: {outcome}. {passed} passed; {} failed; 0 ignored; 0 measured; {} filtered out\n",
+        failed.len(),
+        tests.len() - selected.len()
+    );
+    if failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        println!("failures: {}", failed.join(", "));
+        ExitCode::FAILURE
+    }
+}
