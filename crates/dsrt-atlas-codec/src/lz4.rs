@@ -10,9 +10,20 @@ use thiserror::Error;
 /// LZ4 cannot expand one input byte to more than 255 output bytes (a literal-free match run).
 const MAX_EXPANSION: u64 = 255;
 
-/// Why an LZ4 payload could not be decoded.
+/// Why an LZ4 payload could not be encoded or decoded.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Lz4Error {
+    /// The input is longer than the `u32` size prefix can say (4 GiB - 1 bytes).
+    #[error(
+        "LZ4 payload of {len} bytes is larger than the {max} bytes its u32 size prefix can hold"
+    )]
+    TooLarge {
+        /// The input's length.
+        len: usize,
+        /// The largest length the prefix holds.
+        max: u32,
+    },
     /// Fewer than the four prefix bytes.
     #[error("LZ4 payload of {len} bytes is shorter than its 4-byte size prefix")]
     MissingPrefix {
@@ -29,23 +40,40 @@ pub enum Lz4Error {
         /// Largest size the caller accepts.
         limit: u64,
     },
-    /// The block itself is malformed, or decodes to another length than the prefix says.
+    /// The block itself is malformed, or decodes to another length than the prefix says (or,
+    /// compressing, the encoder failed).
     #[error("LZ4 block is corrupt: {0}")]
     Corrupt(String),
 }
 
-/// Compresses `input` into a prefixed LZ4 block appended to `out`.
-pub fn compress_into(input: &[u8], out: &mut Vec<u8>) {
-    let size = u32::try_from(input.len()).expect("LZ4 payloads are limited to u32::MAX bytes");
-    out.extend_from_slice(&size.to_le_bytes());
+/// The size prefix of an input of `len` bytes; `TooLarge` past `u32::MAX`.
+pub fn size_prefix(len: usize) -> Result<[u8; 4], Lz4Error> {
+    u32::try_from(len)
+        .map(u32::to_le_bytes)
+        .map_err(|_| Lz4Error::TooLarge { len, max: u32::MAX })
+}
+
+/// Compresses `input` into a prefixed LZ4 block appended to `out`. An input the prefix cannot
+/// describe (over `u32::MAX` bytes) is `TooLarge`, and `out` is left as it was.
+pub fn compress_into(input: &[u8], out: &mut Vec<u8>) -> Result<(), Lz4Error> {
+    let prefix = size_prefix(input.len())?;
+    let before = out.len();
+    out.extend_from_slice(&prefix);
     let start = out.len();
     out.resize(
         start + lz4_flex::block::get_maximum_output_size(input.len()),
         0,
     );
-    let written = lz4_flex::block::compress_into(input, &mut out[start..])
-        .expect("output buffer is sized by get_maximum_output_size");
-    out.truncate(start + written);
+    match lz4_flex::block::compress_into(input, &mut out[start..]) {
+        Ok(written) => {
+            out.truncate(start + written);
+            Ok(())
+        }
+        Err(e) => {
+            out.truncate(before);
+            Err(Lz4Error::Corrupt(format!("compressing: {e}")))
+        }
+    }
 }
 
 /// Returns the uncompressed length a prefixed block declares, after plausibility checks.
@@ -104,8 +132,37 @@ mod tests {
     fn matches_lz4_flex_prepend_size_bytes() {
         let input = b"abcabcabcabcabcabcabcabcabc hello hello hello".repeat(10);
         let mut ours = Vec::new();
-        compress_into(&input, &mut ours);
+        compress_into(&input, &mut ours).unwrap();
         assert_eq!(ours, lz4_flex::block::compress_prepend_size(&input));
+    }
+
+    #[test]
+    fn a_length_past_the_u32_prefix_is_an_error() {
+        assert_eq!(
+            size_prefix(u32::MAX as usize).unwrap(),
+            u32::MAX.to_le_bytes()
+        );
+        assert_eq!(
+            size_prefix(u32::MAX as usize + 1),
+            Err(Lz4Error::TooLarge {
+                len: u32::MAX as usize + 1,
+                max: u32::MAX
+            })
+        );
+    }
+
+    /// The 4 GiB input is zeroed memory the allocator maps lazily (`calloc`): refused before
+    /// anything reads it, it costs address space, not RAM.
+    #[cfg(target_pointer_width = "64")]
+    #[test]
+    fn compressing_more_than_4_gib_is_an_error_not_a_panic() {
+        let input = vec![0u8; u32::MAX as usize + 1];
+        let mut out = b"kept".to_vec();
+        assert!(matches!(
+            compress_into(&input, &mut out),
+            Err(Lz4Error::TooLarge { .. })
+        ));
+        assert_eq!(out, b"kept", "nothing is appended on error");
     }
 
     #[test]
@@ -127,7 +184,7 @@ mod tests {
     #[test]
     fn refuses_length_mismatch_and_garbage() {
         let mut stored = Vec::new();
-        compress_into(b"hello world", &mut stored);
+        compress_into(b"hello world", &mut stored).unwrap();
         stored[0] += 1;
         assert!(matches!(
             decompress(&stored, 1 << 20),
@@ -140,7 +197,7 @@ mod tests {
     #[test]
     fn caller_limit_is_enforced() {
         let mut stored = Vec::new();
-        compress_into(&[7u8; 1000], &mut stored);
+        compress_into(&[7u8; 1000], &mut stored).unwrap();
         assert!(matches!(
             decompress(&stored, 999),
             Err(Lz4Error::ImplausibleSize { .. })
@@ -153,7 +210,7 @@ mod tests {
         fn round_trips(input in proptest::collection::vec(any::<u8>(), 0..4096), repeat in 1usize..8) {
             let input: Vec<u8> = input.repeat(repeat);
             let mut stored = Vec::new();
-            compress_into(&input, &mut stored);
+            compress_into(&input, &mut stored).unwrap();
             prop_assert_eq!(decompress(&stored, u64::MAX).unwrap(), input);
         }
 

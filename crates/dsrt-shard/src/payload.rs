@@ -1,10 +1,18 @@
 use crate::RecordError;
 use dsrt_manifest::CompressionAlgo;
 
-/// Appends the stored form of `payload` to `out`.
-pub fn store_payload(algo: CompressionAlgo, payload: &[u8], out: &mut Vec<u8>) {
+/// Appends the stored form of `payload` to `out`. An LZ4 payload over `u32::MAX` bytes (what
+/// its size prefix can say) is an error.
+pub fn store_payload(
+    algo: CompressionAlgo,
+    payload: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), dsrt_atlas_codec::lz4::Lz4Error> {
     match algo {
-        CompressionAlgo::None => out.extend_from_slice(payload),
+        CompressionAlgo::None => {
+            out.extend_from_slice(payload);
+            Ok(())
+        }
         CompressionAlgo::Lz4 => dsrt_atlas_codec::lz4::compress_into(payload, out),
     }
 }

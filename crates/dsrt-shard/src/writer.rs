@@ -59,7 +59,8 @@ impl ShardSetWriter {
             CompressionAlgo::None => payload,
             CompressionAlgo::Lz4 => {
                 self.compressed.clear();
-                store_payload(self.algo, payload, &mut self.compressed);
+                store_payload(self.algo, payload, &mut self.compressed)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
                 &self.compressed
             }
         };
