@@ -6,7 +6,8 @@ pub const RECORD_HEADER_LEN: usize = 8;
 /// Splits a whole record into its metadata JSON and its stored payload.
 pub fn split_record(record: &[u8]) -> Result<(&[u8], &[u8]), RecordError> {
     let record_len = record.len() as u64;
-    let json_len = dsrt_atlas_codec::le::u64_at(record, 0).ok_or(RecordError::Short { record_len })?;
+    let json_len =
+        dsrt_atlas_codec::le::u64_at(record, 0).ok_or(RecordError::Short { record_len })?;
     let body = &record[RECORD_HEADER_LEN..];
     let json_end = usize::try_from(json_len)
         .ok()
