@@ -9,45 +9,24 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// What `cargo xtask bench` was asked to do.
-#[derive(Debug, Default)]
-struct BenchArgs {
-    benches: Vec<String>,
-    save: Option<String>,
-    compare: Option<String>,
-    threshold: f64,
-}
-
-fn parse(args: &[String]) -> Result<BenchArgs, String> {
-    let mut parsed = BenchArgs {
-        threshold: 5.0,
-        ..BenchArgs::default()
-    };
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        let mut value = |flag: &str| {
-            args.next()
-                .cloned()
-                .ok_or_else(|| format!("{flag} needs a value"))
-        };
-        match arg.as_str() {
-            "--save" => parsed.save = Some(value("--save")?),
-            "--compare" => parsed.compare = Some(value("--compare")?),
-            "--threshold" => {
-                let text = value("--threshold")?;
-                parsed.threshold = text
-                    .parse()
-                    .map_err(|_| format!("--threshold {text}: not a number"))?;
-            }
-            flag if flag.starts_with("--") => return Err(format!("unknown flag {flag}")),
-            bench => parsed.benches.push(bench.to_owned()),
-        }
-    }
-    Ok(parsed)
+#[derive(Debug, clap::Args)]
+pub(crate) struct BenchArgs {
+    /// Bench targets to run (default: all), e.g. `dsrt_read`.
+    #[arg(value_name = "BENCH")]
+    pub(crate) benches: Vec<String>,
+    /// Stores this run as the criterion baseline NAME.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) save: Option<String>,
+    /// Compares this run with the saved baseline NAME and fails on a regression.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) compare: Option<String>,
+    /// With --compare: the largest allowed slowdown of a median, in percent.
+    #[arg(long, value_name = "PCT", default_value_t = 5.0)]
+    pub(crate) threshold: f64,
 }
 
 /// Runs `cargo bench` (optionally only the named bench targets), then reports.
-pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    let args = parse(args)?;
+pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
     let mut command = Command::new(env!("CARGO"));
     command.args(["bench", "-p", "dsrt-atlas-benches"]);
     for bench in &args.benches {
@@ -328,20 +307,6 @@ fn human_ns(ns: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_flags_and_bench_names() {
-        let args: Vec<String> = ["--save", "main", "dsrt_read", "--threshold", "2.5"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        let parsed = parse(&args).unwrap();
-        assert_eq!(parsed.save.as_deref(), Some("main"));
-        assert_eq!(parsed.benches, vec!["dsrt_read"]);
-        assert!((parsed.threshold - 2.5).abs() < 1e-9);
-        assert!(parse(&["--compare".to_string()]).is_err());
-        assert!(parse(&["--bogus".to_string()]).is_err());
-    }
 
     /// A criterion directory tree in a fresh temporary directory, removed on drop.
     struct Tree(PathBuf);

@@ -9,21 +9,8 @@ pub(crate) fn workspace_root() -> PathBuf {
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
-/// The value following `flag` in `args`, if any.
-pub(crate) fn flag_value<'a>(args: &'a [String], flag: &str) -> Result<Option<&'a str>, String> {
-    match args.iter().position(|a| a == flag) {
-        None => Ok(None),
-        Some(i) => args
-            .get(i + 1)
-            .map(|v| Some(v.as_str()))
-            .ok_or_else(|| format!("{flag} needs a value")),
-    }
-}
-
-/// Replaces the generated folders under `--out` (default `fixtures/`) with fresh output.
-pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    let out =
-        flag_value(args, "--out")?.map_or_else(|| workspace_root().join("fixtures"), PathBuf::from);
+/// Replaces the generated folders under `out` (`--out`, default `fixtures/`) with fresh output.
+pub(crate) fn run(out: &Path) -> Result<(), String> {
     for generated in ["dsrt", "atlas"] {
         let dir = out.join(generated);
         if dir.exists() {
@@ -32,7 +19,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         }
     }
     let files =
-        dsrt_atlas_fixtures::generate(&out).map_err(|e| format!("generating fixtures: {e}"))?;
+        dsrt_atlas_fixtures::generate(out).map_err(|e| format!("generating fixtures: {e}"))?;
     let mut total = 0u64;
     for file in &files {
         let len = std::fs::metadata(out.join(file)).map_or(0, |m| m.len());

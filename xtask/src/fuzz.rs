@@ -1,18 +1,16 @@
 //! `cargo xtask fuzz-seed` and `cargo xtask fuzz [TARGET] [--seconds N]`: corpus seeding and
 //! cargo-fuzz runs of the targets in `crates/dsrt-atlas-fuzz-targets`.
 
-use crate::fixtures::{flag_value, workspace_root};
-use std::path::PathBuf;
+use crate::fixtures::workspace_root;
+use std::path::Path;
 use std::process::{Command, Stdio};
 
-/// Writes one `seed-*` file per seed into `fuzz/corpus/<target>/`, from `--fixtures DIR`
-/// (default `fixtures/`). Other corpus files are kept.
-pub(crate) fn seed(args: &[String]) -> Result<(), String> {
+/// Writes one `seed-*` file per seed into `fuzz/corpus/<target>/`, from `fixtures`
+/// (`--fixtures DIR`, default `fixtures/`). Other corpus files are kept.
+pub(crate) fn seed(fixtures: &Path) -> Result<(), String> {
     let root = workspace_root();
-    let fixtures =
-        flag_value(args, "--fixtures")?.map_or_else(|| root.join("fixtures"), PathBuf::from);
     let seeds =
-        dsrt_atlas_fuzz_targets::seeds(&fixtures).map_err(|e| format!("reading fixtures: {e}"))?;
+        dsrt_atlas_fuzz_targets::seeds(fixtures).map_err(|e| format!("reading fixtures: {e}"))?;
     for seed in &seeds {
         let dir = root.join("fuzz").join("corpus").join(seed.target);
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -23,19 +21,11 @@ pub(crate) fn seed(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs one target (or all, one after another) for `--seconds N` each (default 60) with
-/// cargo-fuzz on the stable toolchain (`RUSTC_BOOTSTRAP=1`), then prints executions per target.
-pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    let seconds = flag_value(args, "--seconds")?.unwrap_or("60");
-    seconds
-        .parse::<u64>()
-        .map_err(|e| format!("--seconds {seconds}: {e}"))?;
-    let named: Vec<&str> = args
-        .iter()
-        .enumerate()
-        .filter(|(i, a)| !a.starts_with("--") && (*i == 0 || args[i - 1] != "--seconds"))
-        .map(|(_, a)| a.as_str())
-        .collect();
+/// Runs the `named` targets (or all, one after another) for `seconds` each (`--seconds N`,
+/// default 60) with cargo-fuzz on the stable toolchain (`RUSTC_BOOTSTRAP=1`), then prints
+/// executions per target.
+pub(crate) fn run(named: &[String], seconds: u64) -> Result<(), String> {
+    let named: Vec<&str> = named.iter().map(String::as_str).collect();
     let targets: Vec<&str> = if named.is_empty() {
         dsrt_atlas_fuzz_targets::TARGETS
             .iter()

@@ -6,7 +6,8 @@
 //!
 //! What it is not for: anything a library or the CLIs need at run time.
 //!
-//! Layering: outside the library stack; it runs cargo and reads cargo's output.
+//! Layering: outside the library stack; it runs cargo and reads cargo's output. The command
+//! line is parsed with clap, so every task and flag answers `--help`.
 #![forbid(unsafe_code)]
 
 mod bench;
@@ -18,53 +19,89 @@ mod package;
 mod python;
 mod test;
 
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask <task>
+/// Project automation for this workspace.
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
 
-tasks:
-  test [--no-s3] [--python-only] [ARGS...]
-                       the whole test suite: starts the local S3 test server, runs
-                       `cargo test --workspace --locked ARGS`, then (without ARGS) builds the
-                       Python packages into a cached virtualenv and runs their pytest suites,
-                       stops the server; --python-only runs only the Python part
-  bench [BENCH...] [--save NAME] [--compare NAME] [--threshold PCT]
-                       run criterion benchmarks (all, or the named targets) and report ratios;
-                       --save stores a criterion baseline, --compare fails on a regression
-                       beyond PCT percent (default 5)
-  bench-report         report ratios from the last benchmark run without running anything
-  package [--verify]   cargo package every publishable crate, in dependency order (--verify
-                       also builds each from its package alone)
-  deny [ARGS...]       cargo deny check (licenses, advisories, bans, sources) per deny.toml
-  fixtures [--out DIR] regenerate the golden fixtures (default fixtures/)
-  fuzz-seed [--fixtures DIR]
-                       write seed inputs from the fixtures into fuzz/corpus/<target>/
-  fuzz [TARGET...] [--seconds N]
-                       run cargo-fuzz on one, several or all targets, N seconds each (default 60)
-";
+#[derive(Debug, Subcommand)]
+enum Task {
+    /// Runs the whole test suite, with the local S3 test server.
+    ///
+    /// Starts the server, runs `cargo test --workspace --locked ARGS`, then (without ARGS) the
+    /// S3 tests, which a plain `cargo test` reports as ignored (the task fails unless every one
+    /// ran and passed), the downstream crates, `cargo package`, and the Python packages'
+    /// pytest suites in a cached virtualenv; stops the server whatever happened.
+    Test(test::TestArgs),
+    /// Runs criterion benchmarks and reports each as a ratio to its group's baseline.
+    ///
+    /// Runs all bench targets, or the named ones; --save stores the run as a criterion
+    /// baseline, --compare fails on a median slower than that baseline by more than
+    /// --threshold percent. Any benchmark that cannot be reported or compared is an error.
+    Bench(bench::BenchArgs),
+    /// Reports ratios from the last benchmark run without running anything.
+    ///
+    /// Fails, naming them, on groups with no estimates and benchmarks without a baseline.
+    BenchReport,
+    /// Runs `cargo package` on every publishable crate, in dependency order.
+    Package {
+        /// Also build each crate from its package alone.
+        #[arg(long)]
+        verify: bool,
+    },
+    /// Runs `cargo deny check` (licenses, advisories, bans, sources) per deny.toml.
+    ///
+    /// Fails, rather than passes, when cargo-deny is not installed.
+    Deny {
+        /// Arguments for `cargo deny check`, e.g. the checks to run (`licenses bans`).
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "ARGS"
+        )]
+        args: Vec<String>,
+    },
+    /// Regenerates the golden fixtures.
+    Fixtures {
+        /// Where to write them.
+        #[arg(long, value_name = "DIR", default_value_os_t = fixtures::workspace_root().join("fixtures"))]
+        out: PathBuf,
+    },
+    /// Writes seed inputs derived from the fixtures into fuzz/corpus/<target>/.
+    FuzzSeed {
+        /// The fixtures to derive the seeds from.
+        #[arg(long, value_name = "DIR", default_value_os_t = fixtures::workspace_root().join("fixtures"))]
+        fixtures: PathBuf,
+    },
+    /// Runs cargo-fuzz on one, several or all targets, one after another.
+    Fuzz {
+        /// The targets to run (default: all).
+        #[arg(value_name = "TARGET")]
+        targets: Vec<String>,
+        /// Seconds per target.
+        #[arg(long, value_name = "N", default_value_t = 60)]
+        seconds: u64,
+    },
+}
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.first().map(String::as_str) {
-        Some("test") => test::run(&args[1..]),
-        Some("bench") => bench::run(&args[1..]),
-        Some("bench-report") => bench::report(),
-        Some("package") => package::run(
-            &test::workspace_root(),
-            args[1..].iter().any(|a| a == "--verify"),
-        ),
-        Some("deny") => deny::run(&args[1..]),
-        Some("fixtures") => fixtures::run(&args[1..]),
-        Some("fuzz-seed") => fuzz::seed(&args[1..]),
-        Some("fuzz") => fuzz::run(&args[1..]),
-        Some("-h" | "--help") => {
-            print!("{USAGE}");
-            Ok(())
-        }
-        _ => {
-            eprint!("{USAGE}");
-            return ExitCode::from(2);
-        }
+    let cli = Cli::parse();
+    let result = match cli.task {
+        Task::Test(args) => test::run(&args),
+        Task::Bench(args) => bench::run(&args),
+        Task::BenchReport => bench::report(),
+        Task::Package { verify } => package::run(&test::workspace_root(), verify),
+        Task::Deny { args } => deny::run(&args),
+        Task::Fixtures { out } => fixtures::run(&out),
+        Task::FuzzSeed { fixtures } => fuzz::seed(&fixtures),
+        Task::Fuzz { targets, seconds } => fuzz::run(&targets, seconds),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -72,5 +109,114 @@ fn main() -> ExitCode {
             eprintln!("xtask: {message}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("cargo-xtask").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    /// `--help` on every task prints help (clap's `DisplayHelp`), not an error.
+    #[test]
+    fn every_task_answers_help() {
+        let tasks = [
+            "test",
+            "bench",
+            "bench-report",
+            "package",
+            "deny",
+            "fixtures",
+            "fuzz-seed",
+            "fuzz",
+        ];
+        let names: Vec<String> = Cli::command()
+            .get_subcommands()
+            .map(|c| c.get_name().to_owned())
+            .collect();
+        assert_eq!(names, tasks);
+        for task in tasks {
+            for help in ["--help", "-h"] {
+                let error = parse(&[task, help]).unwrap_err();
+                assert_eq!(
+                    error.kind(),
+                    clap::error::ErrorKind::DisplayHelp,
+                    "{task} {help}"
+                );
+            }
+        }
+        assert_eq!(
+            parse(&["--help"]).unwrap_err().kind(),
+            clap::error::ErrorKind::DisplayHelp
+        );
+        let help = Cli::command()
+            .find_subcommand_mut("bench")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        for flag in ["--save", "--compare", "--threshold"] {
+            assert!(help.contains(flag), "{help}");
+        }
+    }
+
+    #[test]
+    fn test_passes_its_arguments_through_to_cargo_test() {
+        let Task::Test(args) =
+            parse(&["test", "--no-s3", "-p", "dsrt-reader", "--", "--nocapture"])
+                .unwrap()
+                .task
+        else {
+            panic!("not the test task");
+        };
+        assert!(args.no_s3 && !args.python_only);
+        assert_eq!(args.cargo_args, ["-p", "dsrt-reader", "--", "--nocapture"]);
+        let Task::Test(args) = parse(&["test", "--python-only"]).unwrap().task else {
+            panic!("not the test task");
+        };
+        assert!(args.python_only && args.cargo_args.is_empty());
+    }
+
+    #[test]
+    fn flags_keep_their_meaning() {
+        let Task::Bench(args) =
+            parse(&["bench", "dsrt_read", "--save", "main", "--threshold", "2.5"])
+                .unwrap()
+                .task
+        else {
+            panic!("not the bench task");
+        };
+        assert_eq!(args.benches, ["dsrt_read"]);
+        assert_eq!(args.save.as_deref(), Some("main"));
+        assert!((args.threshold - 2.5).abs() < 1e-9);
+        assert!(parse(&["bench", "--compare"]).is_err());
+        assert!(parse(&["bench", "--bogus"]).is_err());
+        assert!(parse(&["bench", "--threshold", "x"]).is_err());
+        let Task::Fuzz { targets, seconds } =
+            parse(&["fuzz", "mask", "--seconds", "5"]).unwrap().task
+        else {
+            panic!("not the fuzz task");
+        };
+        assert_eq!((targets, seconds), (vec!["mask".to_owned()], 5));
+        let Task::Deny { args } = parse(&["deny", "licenses", "--hide-inclusion-graph"])
+            .unwrap()
+            .task
+        else {
+            panic!("not the deny task");
+        };
+        assert_eq!(args, ["licenses", "--hide-inclusion-graph"]);
+        assert!(matches!(
+            parse(&["package", "--verify"]).unwrap().task,
+            Task::Package { verify: true }
+        ));
+        assert!(parse(&["no-such-task"]).is_err());
     }
 }

@@ -21,11 +21,32 @@ const BUCKET: &str = "atlas-ci";
 /// The packages whose `s3` test target needs the server (each test there is `#[ignore]`d).
 const S3_PACKAGES: &[&str] = &["atlas-reader", "atlas-collections-cli"];
 
+/// What `cargo xtask test` was asked to do.
+#[derive(Debug, clap::Args)]
+pub(crate) struct TestArgs {
+    /// Runs without the S3 test server (the S3 tests are then not run, and the run says so).
+    #[arg(long)]
+    pub(crate) no_s3: bool,
+    /// Runs only the Python packages' pytest suites.
+    #[arg(long)]
+    pub(crate) python_only: bool,
+    /// Arguments for `cargo test --workspace --locked` (e.g. `-p dsrt-reader -- --nocapture`);
+    /// with any, only that `cargo test` runs.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "ARGS"
+    )]
+    pub(crate) cargo_args: Vec<String>,
+}
+
 /// Runs the suite; extra arguments go to `cargo test` after `--workspace --locked`.
-pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    let no_s3 = args.iter().any(|a| a == "--no-s3");
-    let python_only = args.iter().any(|a| a == "--python-only");
+pub(crate) fn run(args: &TestArgs) -> Result<(), String> {
+    // `--no-s3` and `--python-only` keep their meaning after other arguments, as they always had.
+    let no_s3 = args.no_s3 || args.cargo_args.iter().any(|a| a == "--no-s3");
+    let python_only = args.python_only || args.cargo_args.iter().any(|a| a == "--python-only");
     let passthrough: Vec<&String> = args
+        .cargo_args
         .iter()
         .filter(|a| *a != "--no-s3" && *a != "--python-only")
         .collect();
