@@ -1,13 +1,14 @@
 //! Targets for the DatasetRT parsers and the whole-cache read path.
 
 use crate::MAX_VISITS;
+use dsrt_atlas_fixtures::{cache_row, cache_schema, cache_specs, CacheSpec};
+use dsrt_dataset::SampleTable;
 use dsrt_index::IndexView;
 use dsrt_manifest::{CompressionAlgo, Manifest};
 use dsrt_metadata::MetadataTable;
 use dsrt_reader::{Cache, OpenOptions, SampleBuf};
 use dsrt_schema::{Schema, ValueRef};
 use dsrt_shard::{check_envelope, load_payload, parse_envelope, split_record};
-use dsrt_atlas_fixtures::{cache_row, cache_schema, cache_specs, CacheSpec};
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
@@ -117,6 +118,22 @@ pub fn metadata(data: &[u8]) {
             let _ = view.values().take(4096).count();
         }
     }
+}
+
+/// `sample_table`: the input is a whole sample table file (Arrow IPC, `cache_id` and
+/// `sample_id` `UInt64` columns), as `SampleTable::load` reads it. A table that decodes must
+/// encode and decode back to itself.
+pub fn sample_table(data: &[u8]) {
+    let Ok(table) = SampleTable::from_ipc_bytes(data) else {
+        return;
+    };
+    let _ = table.keys().iter().take(4096).count();
+    let bytes = table.to_ipc_bytes().expect("a decoded table encodes");
+    assert_eq!(
+        SampleTable::from_ipc_bytes(&bytes).as_ref(),
+        Ok(&table),
+        "sample table round trip"
+    );
 }
 
 /// The caches the whole-cache target overwrites one file of: the multi-shard `v3` fixture and

@@ -17,7 +17,7 @@ mod dsrt_targets;
 mod seed;
 
 pub use atlas_targets::{bounded_selection, collection, footer, mask, trailer};
-pub use dsrt_targets::{cache, cache_files, index, manifest, metadata, shard_record};
+pub use dsrt_targets::{cache, cache_files, index, manifest, metadata, sample_table, shard_record};
 pub use seed::{seeds, Seed};
 
 /// A fuzz target: arbitrary bytes in, nothing out, never a panic.
@@ -25,11 +25,12 @@ pub type Target = fn(&[u8]);
 
 /// Every target by name; the names are the `fuzz/fuzz_targets/*.rs` file stems and the
 /// `fuzz/corpus/*` directory names.
-pub const TARGETS: [(&str, Target); 9] = [
+pub const TARGETS: [(&str, Target); 10] = [
     ("manifest", manifest),
     ("index", index),
     ("shard_record", shard_record),
     ("metadata", metadata),
+    ("sample_table", sample_table),
     ("footer", footer),
     ("trailer", trailer),
     ("mask", mask),
@@ -48,7 +49,8 @@ pub(crate) const MAX_VISITS: u64 = 4096;
 
 /// Replaces libFuzzer's aborting panic hook with one that only prints, once per process.
 ///
-/// `dsrt-metadata` turns a panic inside arrow's IPC decoder into a typed error with
+/// `dsrt-metadata` turns a panic inside arrow's IPC decoder (metadata.arrow, sample tables)
+/// into a typed error with
 /// `catch_unwind`; libfuzzer-sys's hook would abort on that already-handled panic. A panic that
 /// escapes a target still reaches libfuzzer-sys's own `catch_unwind`, which aborts: a crash.
 pub fn quiet_caught_panics() {

@@ -1,8 +1,8 @@
 //! Seed inputs for every target, taken from a golden fixtures folder.
 
 use atlas::format::wire;
-use dsrt_index::{IndexRow, ROW_BYTES};
 use dsrt_atlas_fixtures::{cache_specs, ATLAS_DIR, DATASET_DIR, SAMPLE_TABLE};
+use dsrt_index::{IndexRow, ROW_BYTES};
 use std::path::Path;
 
 /// One seed input.
@@ -80,11 +80,13 @@ pub fn seeds(root: &Path) -> std::io::Result<Vec<Seed>> {
             }
         }
     }
+    let sample_table = read(&root.join(DATASET_DIR).join(SAMPLE_TABLE))?;
     push(
         "metadata",
         "sample-table.arrow".into(),
-        read(&root.join(DATASET_DIR).join(SAMPLE_TABLE))?,
+        sample_table.clone(),
     );
+    push("sample_table", "sample-table.arrow".into(), sample_table);
 
     // Whole caches: one seed per (template, file), each the fixture's own bytes.
     for (template, (spec, files)) in [1usize, 2]

@@ -9,8 +9,8 @@
 mod common;
 
 use common::{variant, Limiting, Outcome, Tally};
-use dsrt_reader::{Cache, OpenOptions, Sample};
 use dsrt_atlas_fixtures::cache_specs;
+use dsrt_reader::{Cache, OpenOptions, Sample};
 use std::path::{Path, PathBuf};
 
 #[global_allocator]

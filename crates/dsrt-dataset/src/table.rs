@@ -1,11 +1,7 @@
 use crate::DatasetError;
-use arrow_array::{Array, RecordBatch, UInt64Array};
-use arrow_ipc::reader::FileReader;
-use arrow_ipc::writer::FileWriter;
-use arrow_schema::{DataType, Field, Schema};
+use dsrt_metadata::{decode_u64_columns, encode_u64_columns, U64ColumnsError};
 use durable_fs::{publish, StdFileSystem};
 use std::path::Path;
-use std::sync::Arc;
 
 /// Temporary-file prefix for sample tables being saved.
 const TABLE_TEMP_PREFIX: &str = ".sample-table.tmp-";
@@ -26,12 +22,8 @@ pub struct SampleTable {
     keys: Vec<SampleKey>,
 }
 
-fn arrow_schema() -> Arc<Schema> {
-    Arc::new(Schema::new(vec![
-        Field::new("cache_id", DataType::UInt64, false),
-        Field::new("sample_id", DataType::UInt64, false),
-    ]))
-}
+/// The table's two columns, in file order.
+const COLUMNS: [&str; 2] = ["cache_id", "sample_id"];
 
 impl SampleTable {
     /// A table of `keys`.
@@ -56,29 +48,35 @@ impl SampleTable {
 
     /// Saves the table crash-safely (temporary file, fsync, rename, directory fsync).
     pub fn save(&self, path: &Path) -> Result<(), DatasetError> {
-        let bytes = self.to_ipc_bytes().map_err(|reason| DatasetError::Table {
+        let bytes = self.to_ipc_bytes().map_err(|e| DatasetError::Table {
             path: path.to_path_buf(),
-            reason,
+            reason: e.to_string(),
         })?;
         publish(&StdFileSystem, path, TABLE_TEMP_PREFIX, &bytes)?;
         Ok(())
     }
 
-    fn to_ipc_bytes(&self) -> Result<Vec<u8>, String> {
-        let cache_ids = UInt64Array::from_iter_values(self.keys.iter().map(|k| k.cache_id));
-        let sample_ids = UInt64Array::from_iter_values(self.keys.iter().map(|k| k.sample_id));
-        let schema = arrow_schema();
-        let batch = RecordBatch::try_new(
-            Arc::clone(&schema),
-            vec![Arc::new(cache_ids), Arc::new(sample_ids)],
-        )
-        .map_err(|e| e.to_string())?;
-        let mut bytes = Vec::new();
-        let mut writer = FileWriter::try_new(&mut bytes, &schema).map_err(|e| e.to_string())?;
-        writer.write(&batch).map_err(|e| e.to_string())?;
-        writer.finish().map_err(|e| e.to_string())?;
-        drop(writer);
-        Ok(bytes)
+    /// The table as the bytes of an Arrow IPC file with two non-null `UInt64` columns,
+    /// `cache_id` and `sample_id`.
+    pub fn to_ipc_bytes(&self) -> Result<Vec<u8>, U64ColumnsError> {
+        let cache_ids: Vec<u64> = self.keys.iter().map(|k| k.cache_id).collect();
+        let sample_ids: Vec<u64> = self.keys.iter().map(|k| k.sample_id).collect();
+        encode_u64_columns(COLUMNS, [&cache_ids, &sample_ids])
+    }
+
+    /// Decodes the bytes of an Arrow IPC file with those two columns (others are ignored).
+    /// The bytes are untrusted: anything malformed is an error, never a panic.
+    pub fn from_ipc_bytes(bytes: &[u8]) -> Result<Self, U64ColumnsError> {
+        let [caches, samples] = decode_u64_columns(bytes, COLUMNS)?;
+        let keys = caches
+            .into_iter()
+            .zip(samples)
+            .map(|(cache_id, sample_id)| SampleKey {
+                cache_id,
+                sample_id,
+            })
+            .collect();
+        Ok(Self { keys })
     }
 
     /// Loads a table saved by [`SampleTable::save`] (or any Arrow IPC file with those two
@@ -88,41 +86,7 @@ impl SampleTable {
             path: path.to_path_buf(),
             reason,
         };
-        let file = std::fs::File::open(path).map_err(|e| fail(e.to_string()))?;
-        let reader = FileReader::try_new(std::io::BufReader::new(file), None)
-            .map_err(|e| fail(e.to_string()))?;
-        let schema = reader.schema();
-        let column = |name: &str| {
-            schema
-                .index_of(name)
-                .ok()
-                .filter(|&i| schema.field(i).data_type() == &DataType::UInt64)
-                .ok_or_else(|| fail(format!("no UInt64 column {name:?}")))
-        };
-        let (cache_col, sample_col) = (column("cache_id")?, column("sample_id")?);
-        let mut keys = Vec::new();
-        for batch in reader {
-            let batch = batch.map_err(|e| fail(e.to_string()))?;
-            let as_u64 = |i: usize| {
-                batch
-                    .column(i)
-                    .as_any()
-                    .downcast_ref::<UInt64Array>()
-                    .cloned()
-            };
-            let (caches, samples) = as_u64(cache_col)
-                .zip(as_u64(sample_col))
-                .ok_or_else(|| fail("columns are not UInt64".into()))?;
-            if caches.null_count() > 0 || samples.null_count() > 0 {
-                return Err(fail("null keys".into()));
-            }
-            keys.extend(caches.values().iter().zip(samples.values()).map(
-                |(&cache_id, &sample_id)| SampleKey {
-                    cache_id,
-                    sample_id,
-                },
-            ));
-        }
-        Ok(Self { keys })
+        let bytes = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
+        Self::from_ipc_bytes(&bytes).map_err(|e| fail(e.to_string()))
     }
 }
