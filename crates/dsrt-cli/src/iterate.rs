@@ -11,7 +11,7 @@ use datasetrt::{
 };
 use serde::Serialize;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -161,6 +161,34 @@ impl IterateArgs {
     }
 }
 
+/// Publishes the state file crash-safely (temp file beside it, fsync, rename, directory
+/// fsync), so a crash or a full disk leaves the previous state whole rather than a torn one.
+fn save_state(path: &Path, state: &IterState) -> Result<(), CliError> {
+    let json = serde_json::to_vec_pretty(state).map_err(|e| CliError::Invalid(e.to_string()))?;
+    let name = path
+        .file_name()
+        .map_or_else(|| "state".into(), |n| n.to_string_lossy());
+    let published = durable_fs::publish(
+        &durable_fs::StdFileSystem,
+        path,
+        &format!(".{name}.tmp-"),
+        &json,
+    )
+    .map_err(|e| CliError::Io {
+        path: path.to_path_buf(),
+        action: "write state file",
+        source: std::io::Error::new(e.source.kind(), format!("{}: {}", e.step, e.source)),
+    })?;
+    if let durable_fs::Published::DurabilityUnknown(e) = published {
+        eprintln!(
+            "warning: {}: state file written, but fsyncing its directory failed ({e}); \
+             a power loss may bring back the previous state",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
 /// Runs `dsrt iterate`.
 pub(crate) fn run(args: &IterateArgs) -> Result<(), CliError> {
     if args.rank >= args.world_size {
@@ -213,9 +241,7 @@ pub(crate) fn run(args: &IterateArgs) -> Result<(), CliError> {
     let elapsed = started.elapsed();
     let state = loader.state();
     if let Some(path) = &args.save_state {
-        let json =
-            serde_json::to_vec_pretty(&state).map_err(|e| CliError::Invalid(e.to_string()))?;
-        std::fs::write(path, json).map_err(CliError::io(path, "write state file"))?;
+        save_state(path, &state)?;
     }
     let summary = Summary {
         rank: args.rank,

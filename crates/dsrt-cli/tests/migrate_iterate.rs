@@ -159,6 +159,36 @@ fn iterate_prints_the_per_rank_length_and_ranks_cover_the_epoch() {
     dsrt_in(dir.path(), &["iterate", "a", "--world-size", "0"]).fails(2);
 }
 
+/// The state file is replaced by a rename (durable-fs's publication), not rewritten in place:
+/// another hard link to the old file keeps the old bytes, and no temporary file is left.
+#[cfg(unix)]
+#[test]
+fn iterate_publishes_the_state_file_by_rename() {
+    let dir = tempfile::tempdir().unwrap();
+    pack(dir.path(), "a", 20);
+    std::fs::write(dir.path().join("s.json"), b"old state").unwrap();
+    std::fs::hard_link(dir.path().join("s.json"), dir.path().join("link.json")).unwrap();
+    dsrt_in(
+        dir.path(),
+        &["iterate", "a", "--limit", "7", "--save-state", "s.json"],
+    )
+    .ok();
+    assert_eq!(
+        std::fs::read(dir.path().join("link.json")).unwrap(),
+        b"old state",
+        "the state file was written in place"
+    );
+    let state: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("s.json")).unwrap()).unwrap();
+    assert_eq!(state["position"], json!(7), "{state}");
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["a", "link.json", "s.json"]);
+}
+
 #[test]
 fn iterate_saves_and_resumes_state() {
     let dir = tempfile::tempdir().unwrap();
