@@ -31,6 +31,18 @@ fn _atlas(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<collection::Collection>()?;
     m.add_class::<writer::Writer>()?;
     m.add_function(wrap_pyfunction!(writer::check_name, m)?)?;
+    m.add_function(wrap_pyfunction!(panic_for_tests, m)?)?;
     m.add("FORMAT_VERSION", atlas::format::FORMAT_VERSION)?;
     Ok(())
+}
+
+/// Panics inside the GIL-free call path, so the tests can check that a Rust panic surfaces as
+/// `atlas_collections.errors.AtlasPanicError` and leaves the interpreter working.
+#[pyfunction]
+fn panic_for_tests(py: Python<'_>, message: String) -> PyResult<()> {
+    errors::detached(
+        py,
+        "panic_for_tests",
+        move || -> Result<(), errors::Failure> { panic!("{message}") },
+    )
 }

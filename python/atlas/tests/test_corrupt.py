@@ -164,3 +164,23 @@ def test_a_refused_store_connection_is_a_retryable_storage_error(monkeypatch):
         ac.open("s3://bucket/prefix")
     assert info.value.retryable is True
     assert "s3://bucket/prefix" in info.value.path
+
+
+def test_a_rust_panic_is_a_python_exception_and_the_module_keeps_working(coll):
+    from atlas_collections import _atlas
+
+    with pytest.raises(ac.AtlasPanicError) as info:
+        _atlas.panic_for_tests("boom")
+    assert "boom" in str(info.value) and info.value.reason == "boom"
+    assert ac.open(coll).names == ["ds_000", "ds_001", "ds_002"]
+
+
+def test_reads_release_the_gil_so_threads_share_a_collection(coll):
+    from concurrent.futures import ThreadPoolExecutor
+
+    c = ac.open(coll)
+    want = {n: c[n]["t2m"][:] for n in c.names}
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda n: (n, c[n]["t2m"][2:9, ::2]), c.names * 20))
+    for n, a in got:
+        np.testing.assert_array_equal(a, want[n][2:9, ::2])

@@ -12,6 +12,7 @@ FORMAT_VERSION: int
 Tagged = Tuple[str, Any]
 
 def check_name(kind: str, name: str) -> None: ...
+def panic_for_tests(message: str) -> None: ...
 
 class Collection:
     @staticmethod

@@ -204,6 +204,8 @@ class Collection:
         return None
 
     def __repr__(self) -> str:
+        if not hasattr(self, "_native"):
+            return "<atlas_collections.Collection (not open)>"
         return f"<atlas_collections.Collection {self.location!r}: {len(self)} datasets>"
 
 
