@@ -46,8 +46,8 @@ pub use array_format::{FillValue, StatValue, TimestampNs};
 pub use atlas_model::{validate_name, Attr, NameError, NameKind};
 pub use atlas_reader::{
     ArrayLayout, ArrayMeta, ArraySchema, Atlas, AtlasError, CollectionStats, CommitOutcome,
-    CommitStep, ConditionalPutCommitter, DatasetSchema, DatasetStats, DatasetView, DeleteReport,
-    IntoAtlasStore, LocalFlockCommitter, MaskCommitter, MergeFn, SchemaView, StepHook, VerifyDepth,
+    ConditionalPutCommitter, DatasetSchema, DatasetStats, DatasetView, DeleteReport,
+    IntoAtlasStore, LocalFlockCommitter, MaskCommitter, MergeFn, SchemaView, VerifyDepth,
     VerifyProblem, VerifyReport, MAX_VERIFY_CHUNK_ELEMENTS,
 };
 pub use atlas_writer::{
@@ -66,3 +66,27 @@ pub mod format {
 pub mod store {
     pub use atlas_store::*;
 }
+
+/// Compile-time checks of the public surface (doctests only).
+///
+/// Error enums grow: a match from outside the crate needs a wildcard arm.
+/// ```compile_fail,E0004
+/// fn kind(e: &atlas::AtlasError) -> u8 {
+///     use atlas::AtlasError::*;
+///     match e {
+///         NotAnAtlasCollection { .. } | UnsupportedVersion { .. } | CorruptCollection { .. } => 0,
+///         DatasetNotFound(_) | NoSuchArray(_) | ArrayNotFound { .. } => 1,
+///         TypeMismatch { .. } | InvalidSelection { .. } => 2,
+///         Mask { .. } | DeleteConflict { .. } | Segment { .. } | Store(_) | Io { .. } => 3,
+///     }
+/// }
+/// ```
+/// The delete committer's test hooks are not part of the API.
+/// ```compile_fail,E0432
+/// use atlas::StepHook;
+/// ```
+/// ```compile_fail,E0432
+/// use atlas::CommitStep;
+/// ```
+#[cfg(doctest)]
+pub struct SurfaceChecks;

@@ -14,6 +14,7 @@ type FastSet<T> = IndexSet<T, foldhash::fast::RandomState>;
 
 /// Why the builder refused an addition.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum BuildError {
     /// A dataset of this name was already added.
     #[error("dataset name '{0}' was already written to this collection")]

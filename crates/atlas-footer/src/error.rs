@@ -4,6 +4,7 @@ use thiserror::Error;
 
 /// A container or footer that cannot be used.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FooterError {
     /// The object does not carry the Atlas magic where it must.
     #[error("not an Atlas collection: {reason}")]

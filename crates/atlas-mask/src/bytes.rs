@@ -13,6 +13,7 @@ pub const MASK_HEADER_SIZE: usize = 12;
 
 /// A mask that cannot be read at all.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MaskError {
     /// The object at the mask's path is not a mask: a foreign file deserves a report, not a
     /// silent "nothing deleted".

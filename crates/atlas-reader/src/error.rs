@@ -5,6 +5,7 @@ use thiserror::Error;
 
 /// A read or delete that failed.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum AtlasError {
     /// The object at the prefix is not an Atlas container (or there is none).
     #[error("{path}: not an Atlas collection: {reason}")]
@@ -152,6 +153,12 @@ impl AtlasError {
                 path,
                 field,
                 reason,
+            },
+            // A refusal this reader does not know by name is still a refusal of the bytes.
+            other => Self::CorruptCollection {
+                path,
+                field: "container".into(),
+                reason: other.to_string(),
             },
         }
     }

@@ -31,7 +31,11 @@ pub use atlas::{Atlas, IntoAtlasStore};
 pub use atlas_model::Attr;
 pub use delete::{CommitOutcome, ConditionalPutCommitter, DeleteReport, MaskCommitter, MergeFn};
 pub use error::AtlasError;
-pub use local::{CommitStep, LocalFlockCommitter, StepHook};
+pub use local::LocalFlockCommitter;
+/// Test hooks: stop a local delete at a chosen step (the crash-safety tests). Only with the
+/// `test-hooks` feature; not part of the supported API.
+#[cfg(feature = "test-hooks")]
+pub use local::{CommitStep, StepHook};
 pub use stats::{CollectionStats, DatasetStats};
 pub use verify::{VerifyDepth, VerifyProblem, VerifyReport, MAX_VERIFY_CHUNK_ELEMENTS};
 pub use view::{ArrayLayout, ArrayMeta, ArraySchema, DatasetSchema, DatasetView, SchemaView};

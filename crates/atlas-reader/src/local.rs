@@ -24,8 +24,11 @@ const TEMP_PREFIX: &str = ".deleted.mask.";
 /// The steps come in this order; a process that dies after any of them leaves `deleted.mask`
 /// as it was before the commit (up to and including [`CommitStep::TempWritten`]) or as the
 /// commit made it ([`CommitStep::Renamed`]).
+///
+/// Only exported with the `test-hooks` feature: it exists for the crash-safety tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
+#[cfg_attr(not(feature = "test-hooks"), allow(unreachable_pub))]
 pub enum CommitStep {
     /// The directory lock is held; nothing is read yet.
     Locked,
@@ -37,7 +40,9 @@ pub enum CommitStep {
     Renamed,
 }
 
-/// Called at each [`CommitStep`] of a commit, while the lock is held.
+/// Called at each [`CommitStep`] of a commit, while the lock is held. Only exported with the
+/// `test-hooks` feature.
+#[cfg_attr(not(feature = "test-hooks"), allow(unreachable_pub))]
 pub type StepHook = Arc<dyn Fn(CommitStep) + Send + Sync>;
 
 /// Commits `deleted.mask` in a local collection directory under a directory `flock`.
@@ -69,7 +74,8 @@ impl LocalFlockCommitter {
     ///
     /// For tests and instrumentation: the crash-safety test stops a deleter process at a chosen
     /// step and kills it there. A hook that blocks holds the lock, and so blocks every other
-    /// deleter of the collection on this host.
+    /// deleter of the collection on this host. Only with the `test-hooks` feature.
+    #[cfg(feature = "test-hooks")]
     pub fn with_step_hook(mut self, hook: StepHook) -> Self {
         self.hook = Some(hook);
         self

@@ -5,6 +5,7 @@ use thiserror::Error;
 
 /// A write that was refused or failed.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum WriteError {
     /// A name broke the naming rule.
     #[error(transparent)]

@@ -66,3 +66,25 @@ pub mod raw {
         check_envelope, parse_envelope, split_record, EnvelopeError, RecordError, SHARDS_DIR_NAME,
     };
 }
+
+/// Compile-time checks of the public surface (doctests only).
+///
+/// Error enums grow: a match from outside the crate needs a wildcard arm.
+/// ```compile_fail,E0004
+/// fn kind(e: &datasetrt::DatasetError) -> u8 {
+///     use datasetrt::DatasetError::*;
+///     match e {
+///         Cache(_) | DuplicateCacheId { .. } | DuplicatePath { .. } | UnknownCache { .. } => 0,
+///         Path { .. } | Table { .. } | Plan(_) | WorkerStopped | TableWrite(_) => 1,
+///     }
+/// }
+/// ```
+/// The fault-injection entry point of migration is a test hook, not part of the API.
+/// ```compile_fail,E0599
+/// fn migrate(dataset: &datasetrt::Dataset) {
+///     let fs = datasetrt::StdFileSystem;
+///     let _ = dataset.update_manifests_with(3, &fs, &datasetrt::CancelToken::new());
+/// }
+/// ```
+#[cfg(doctest)]
+pub struct SurfaceChecks;

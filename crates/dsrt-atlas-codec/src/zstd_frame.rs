@@ -8,6 +8,7 @@ use thiserror::Error;
 
 /// Why a zstd frame could not be decoded.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum ZstdError {
     /// The frame decodes to more than the caller allows.
     #[error("zstd frame decodes to more than the limit of {limit} bytes")]

@@ -4,7 +4,7 @@ use dsrt_metadata::RowView;
 use dsrt_migrate::{ManifestUpdateError, ManifestUpdateReport};
 use dsrt_reader::{Cache, OpenOptions, Sample, SampleBuf, SampleRef};
 use dsrt_schema::ValueRef;
-use durable_fs::{CancelToken, FileSystem, StdFileSystem};
+use durable_fs::{CancelToken, StdFileSystem};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -174,14 +174,17 @@ impl Dataset {
         version: u64,
         cancel: &CancelToken,
     ) -> Result<ManifestUpdateReport, ManifestUpdateError> {
-        self.update_manifests_with(version, &StdFileSystem, cancel)
+        let paths: Vec<PathBuf> = self.caches.iter().map(|c| c.path.clone()).collect();
+        dsrt_migrate::update_manifests(&paths, version, &StdFileSystem, cancel)
     }
 
     /// [`Dataset::update_manifests`] through a given file system (fault injection in tests).
+    /// Only with the `test-hooks` feature, for tests.
+    #[cfg(feature = "test-hooks")]
     pub fn update_manifests_with(
         &self,
         version: u64,
-        fs: &dyn FileSystem,
+        fs: &dyn durable_fs::FileSystem,
         cancel: &CancelToken,
     ) -> Result<ManifestUpdateReport, ManifestUpdateError> {
         let paths: Vec<PathBuf> = self.caches.iter().map(|c| c.path.clone()).collect();

@@ -3,6 +3,7 @@ use thiserror::Error;
 
 /// Why a dataset, a sample or a sample table is unusable.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum DatasetError {
     /// A cache failed to open or to serve a sample.
     #[error(transparent)]

@@ -2,6 +2,7 @@ use thiserror::Error;
 
 /// Why index.bin cannot be used. The reader adds the cache path.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum IndexError {
     /// The file could not be opened or mapped.
     #[error("index.bin: {0}")]

@@ -15,7 +15,10 @@ fn write_index(rows: &[IndexRow]) -> (tempfile::TempDir, std::path::PathBuf) {
     let (mut file, digest, count) = writer.finish().unwrap();
     file.flush().unwrap();
     assert_eq!(count, rows.len() as u64);
-    assert_eq!(digest, dsrt_atlas_codec::sha::sha256(&std::fs::read(&path).unwrap()));
+    assert_eq!(
+        digest,
+        dsrt_atlas_codec::sha::sha256(&std::fs::read(&path).unwrap())
+    );
     (dir, path)
 }
 

@@ -2,6 +2,7 @@ use thiserror::Error;
 
 /// Why bytes are not a valid manifest. The reader adds the path.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum ManifestError {
     /// Not JSON, or a field of the wrong type, missing or repeated (serde_json names line and
     /// column).

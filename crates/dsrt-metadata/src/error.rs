@@ -3,6 +3,7 @@ use thiserror::Error;
 
 /// Why metadata.arrow cannot be written or used. The reader adds the cache path.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum MetadataError {
     /// Reading or mapping the file failed.
     #[error("metadata.arrow: {0}")]

@@ -5,6 +5,7 @@ use thiserror::Error;
 
 /// Why a migration stopped.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum UpdateCause {
     /// Only `version = 3` is a migration target.
     #[error("cannot migrate to format_version {0}: the only target is 3")]

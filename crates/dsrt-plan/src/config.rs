@@ -54,6 +54,7 @@ pub struct PlanConfig {
 
 /// Why a plan cannot be built.
 #[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum PlanError {
     /// Weights must be finite and non-negative, one per cache, not all zero.
     #[error("invalid weights: {0}")]

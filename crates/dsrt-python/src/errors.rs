@@ -131,6 +131,8 @@ pub(crate) fn cache_error(py: Python<'_>, err: &RsCacheError) -> PyErr {
             Some(*sample),
         ),
         RsCacheError::Io { file, .. } => ("io", Some(file.to_string()), None),
+        // The enum is `#[non_exhaustive]`: a variant added later is still reported.
+        _ => ("other", None, None),
     };
     let reason = match err {
         RsCacheError::Incomplete { .. } => "manifest.json is missing".to_owned(),
@@ -179,6 +181,7 @@ pub(crate) fn dataset_error(py: Python<'_>, err: &RsDatasetError) -> PyErr {
         RsDatasetError::Plan(_) => (None, "plan"),
         RsDatasetError::WorkerStopped => (None, "worker_stopped"),
         RsDatasetError::TableWrite(_) => (None, "table_write"),
+        _ => (None, "other"),
     };
     let attrs = [
         ("path", path.map_or_else(|| py.None(), |p| path_obj(py, p))),
@@ -200,6 +203,7 @@ pub(crate) fn write_error(py: Python<'_>, err: &RsWriteError) -> PyErr {
         RsWriteError::Poisoned { path } => (Some(path), "poisoned"),
         RsWriteError::Publish(_) => (None, "publish"),
         RsWriteError::DurabilityUnknown { path, .. } => (Some(path), "durability_unknown"),
+        _ => (None, "other"),
     };
     let reason = match err {
         RsWriteError::TargetNotEmpty { .. } | RsWriteError::Poisoned { .. } => {
@@ -249,6 +253,7 @@ pub(crate) fn manifest_update_error(py: Python<'_>, err: &RsManifestUpdateError)
         UpdateCause::Publish(_) => "publish",
         UpdateCause::Sync { .. } => "sync",
         UpdateCause::Interrupted => "interrupted",
+        _ => "other",
     };
     let reason = cause.to_string();
     // Every cache the cause names, each with the reason.

@@ -32,6 +32,7 @@ impl fmt::Display for CacheFile {
 
 /// Why a cache cannot be opened or a sample cannot be served. Every variant names the cache.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum CacheError {
     /// The path is missing or not a directory.
     #[error("{path}: not a cache directory: {source}")]

@@ -113,6 +113,7 @@ pub(crate) fn check_value(
 
 /// What is wrong with one field of a row.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum RowProblem {
     /// The schema has the column, the row does not.
     Missing,

@@ -61,6 +61,7 @@ impl Column {
 
 /// Why a list of columns is not a schema.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SchemaError {
     /// A column name is the empty string.
     #[error("metadata column {position} has an empty name")]

@@ -7,6 +7,7 @@ use thiserror::Error;
 
 /// Why an embedded envelope is unusable or differs from metadata.arrow.
 #[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum EnvelopeError {
     /// Not a single JSON object of primitive values.
     #[error("embedded metadata is not a valid JSON object: {0}")]

@@ -2,6 +2,7 @@ use thiserror::Error;
 
 /// Why a record's bytes cannot be used. The reader adds cache path and sample.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum RecordError {
     /// The JSON length runs past the record's end (including hostile lengths like 2^63).
     #[error("record of {record_len} bytes declares a {json_len}-byte metadata JSON, which runs past its end")]

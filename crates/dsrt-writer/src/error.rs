@@ -4,6 +4,7 @@ use thiserror::Error;
 
 /// Why a cache could not be written. Every variant names the cache directory.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum WriteError {
     /// The target directory already holds something.
     #[error(
