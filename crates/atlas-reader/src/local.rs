@@ -3,15 +3,18 @@
 //! object_store's `LocalFileSystem` has no conditional update, so this committer takes an
 //! advisory `flock` on the collection directory itself (no lock file, so none is ever left
 //! behind; the kernel drops the lock when its holder dies, so a crashed deleter never blocks the
-//! next), and under it reads the mask, merges, and replaces the mask by temp file + fsync +
-//! rename + directory fsync. A reader therefore sees the old mask or the new one, never a torn one.
+//! next), and under it reads the mask, merges, and replaces the mask through `durable-fs`
+//! (temp file + fsync + rename + directory fsync). A reader therefore sees the old mask or the
+//! new one, never a torn one. Waiting for the lock and the file operations run on Tokio's
+//! blocking pool, never on an async worker thread.
 
 use crate::delete::{CommitOutcome, MaskCommitter, MergeFn};
 use crate::error::AtlasError;
 use atlas_footer::MASK_OBJECT;
+use durable_fs::{DurableFile, FileSystem, Published, StdFileSystem};
 use futures::future::BoxFuture;
 use std::fs::File;
-use std::io::{ErrorKind, Write};
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -85,53 +88,126 @@ impl LocalFlockCommitter {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
-
-    fn step(&self, step: CommitStep) {
-        if let Some(hook) = &self.hook {
-            hook(step);
-        }
-    }
-
-    /// The whole attempt runs without an await, so the lock is never held across a yield: a
-    /// task that waits for it blocks only its own thread, never the holder.
-    fn commit_locked(&self, merge: &MergeFn<'_>) -> Result<CommitOutcome, AtlasError> {
-        let io = |path: &Path| {
-            let path = path.display().to_string();
-            move |source| AtlasError::Io { path, source }
-        };
-        let dir = File::open(&self.dir).map_err(io(&self.dir))?;
-        lock_exclusive(&dir).map_err(io(&self.dir))?;
-        self.step(CommitStep::Locked);
-        remove_stale_temps(&self.dir);
-        let mask = self.dir.join(MASK_OBJECT);
-        let current = match std::fs::read(&mask) {
-            Ok(bytes) => Some(bytes),
-            Err(e) if e.kind() == ErrorKind::NotFound => None,
-            Err(e) => return Err(io(&mask)(e)),
-        };
-        let merged = merge(current.as_deref())?;
-        self.step(CommitStep::Merged);
-        let mut temp = tempfile::Builder::new()
-            .prefix(TEMP_PREFIX)
-            .tempfile_in(&self.dir)
-            .map_err(io(&self.dir))?;
-        temp.write_all(&merged).map_err(io(temp.path()))?;
-        temp.as_file().sync_all().map_err(io(temp.path()))?;
-        self.step(CommitStep::TempWritten);
-        temp.persist(&mask).map_err(|e| io(&mask)(e.error))?;
-        self.step(CommitStep::Renamed);
-        dir.sync_all().map_err(io(&self.dir))?;
-        // Dropping `dir` closes the descriptor, which releases the lock.
-        Ok(CommitOutcome::Committed)
-    }
 }
 
 impl MaskCommitter for LocalFlockCommitter {
+    /// The blocking parts (waiting for the lock, reading, publishing) run on Tokio's blocking
+    /// pool, so a deleter waiting for the lock never holds up an async worker thread; only the
+    /// merge runs on the calling task. The lock is held from the first blocking part to the end
+    /// of the second; dropping the attempt in between closes the directory and so releases it.
     fn attempt<'a>(
         &'a self,
         merge: &'a MergeFn<'a>,
     ) -> BoxFuture<'a, Result<CommitOutcome, AtlasError>> {
-        Box::pin(async move { self.commit_locked(merge) })
+        Box::pin(async move {
+            let (dir, hook) = (self.dir.clone(), self.hook.clone());
+            let (locked, current) =
+                blocking(&self.dir, move || lock_and_read(&dir, hook.as_ref())).await?;
+            let merged = merge(current.as_deref())?;
+            let (dir, hook) = (self.dir.clone(), self.hook.clone());
+            blocking(&self.dir, move || {
+                publish_locked(&dir, &locked, &merged, hook.as_ref())
+            })
+            .await
+        })
+    }
+}
+
+/// Runs `work` on Tokio's blocking pool; a panic there resumes here.
+async fn blocking<T: Send + 'static>(
+    dir: &Path,
+    work: impl FnOnce() -> Result<T, AtlasError> + Send + 'static,
+) -> Result<T, AtlasError> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => result,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(AtlasError::Io {
+            path: dir.display().to_string(),
+            source: std::io::Error::other(format!("mask commit task cancelled: {e}")),
+        }),
+    }
+}
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> AtlasError {
+    let path = path.display().to_string();
+    move |source| AtlasError::Io { path, source }
+}
+
+fn step(hook: Option<&StepHook>, step: CommitStep) {
+    if let Some(hook) = hook {
+        hook(step);
+    }
+}
+
+/// Blocking: opens and locks the collection directory (the returned file holds the lock until
+/// it is dropped), removes temp files a crashed commit left, and reads the current mask.
+fn lock_and_read(
+    dir: &Path,
+    hook: Option<&StepHook>,
+) -> Result<(File, Option<Vec<u8>>), AtlasError> {
+    let locked = File::open(dir).map_err(io_error(dir))?;
+    lock_exclusive(&locked).map_err(io_error(dir))?;
+    step(hook, CommitStep::Locked);
+    remove_stale_temps(dir);
+    let mask = dir.join(MASK_OBJECT);
+    let current = match std::fs::read(&mask) {
+        Ok(bytes) => Some(bytes),
+        Err(e) if e.kind() == ErrorKind::NotFound => None,
+        Err(e) => return Err(io_error(&mask)(e)),
+    };
+    Ok((locked, current))
+}
+
+/// Blocking, with the lock held (`_locked`): publishes `merged` as the mask through
+/// durable-fs (temp file, fsync, rename, directory fsync). A failed directory fsync is an
+/// error, as the commit's durability is unknown.
+fn publish_locked(
+    dir: &Path,
+    _locked: &File,
+    merged: &[u8],
+    hook: Option<&StepHook>,
+) -> Result<CommitOutcome, AtlasError> {
+    step(hook, CommitStep::Merged);
+    let mask = dir.join(MASK_OBJECT);
+    let fs = SteppingFs { hook };
+    match durable_fs::publish(&fs, &mask, TEMP_PREFIX, merged) {
+        Ok(Published::Durable) => Ok(CommitOutcome::Committed),
+        Ok(Published::DurabilityUnknown(e)) => Err(io_error(dir)(e)),
+        Err(e) => Err(io_error(&e.target)(std::io::Error::new(
+            e.source.kind(),
+            format!("{}: {}", e.step, e.source),
+        ))),
+    }
+}
+
+/// The real file system, reporting [`CommitStep::TempWritten`] before the rename (the temp
+/// file is written and fsynced then) and [`CommitStep::Renamed`] after it.
+struct SteppingFs<'h> {
+    hook: Option<&'h StepHook>,
+}
+
+impl FileSystem for SteppingFs<'_> {
+    fn create_new(&self, path: &Path) -> std::io::Result<Box<dyn DurableFile>> {
+        StdFileSystem.create_new(path)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        step(self.hook, CommitStep::TempWritten);
+        StdFileSystem.rename(from, to)?;
+        step(self.hook, CommitStep::Renamed);
+        Ok(())
+    }
+
+    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+        StdFileSystem.sync_dir(dir)
+    }
+
+    fn sync_existing(&self, path: &Path) -> std::io::Result<()> {
+        StdFileSystem.sync_existing(path)
+    }
+
+    fn remove_file(&self, path: &Path) -> std::io::Result<()> {
+        StdFileSystem.remove_file(path)
     }
 }
 
@@ -153,7 +229,7 @@ fn remove_stale_temps(dir: &Path) {
         return;
     };
     for entry in entries.flatten() {
-        if entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
+        if durable_fs::is_temp_name(&entry.file_name().to_string_lossy(), TEMP_PREFIX) {
             if let Err(e) = std::fs::remove_file(entry.path()) {
                 tracing::warn!(path = %entry.path().display(), %e, "could not remove a stale mask temp file");
             }
