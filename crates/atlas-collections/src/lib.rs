@@ -56,10 +56,38 @@ pub use atlas_writer::{
 pub use ndarray;
 pub use object_store;
 
-/// The format's own types: footer, pools, trailer, mask.
+/// The format's own types and byte-level functions: the footer and its pools, the container's
+/// framing, the footer's wire form, its validation, and the deletion mask. Each item is exported
+/// once: types and constants here, functions in the submodule of their job.
 pub mod format {
-    pub use atlas_footer::*;
+    pub use atlas_footer::builder::BuildError;
+    pub use atlas_footer::{
+        Codec, CollectionFooter, DType, DatasetMap, FooterBuilder, FooterError, FooterLocation,
+        IndexPairs, InlineList, InternedSchema, Trailer, VariableEntry, CONTAINER_OBJECT,
+        DATASETS_SEGMENT, FOOTER_ZSTD_LEVEL, FORMAT_VERSION, HEADER_SIZE, MAGIC, MASK_OBJECT,
+        MAX_DECODED_FOOTER, TAIL_PROBE, TRAILER_SIZE,
+    };
     pub use atlas_mask::{DeletedSet, MaskError};
+
+    /// The container's framing: the 8-byte header, the 16-byte trailer, the tail probe.
+    pub mod trailer {
+        pub use atlas_footer::trailer::{
+            check_header, encode_header, encode_trailer, locate_footer, parse_trailer,
+            slice_of_probe,
+        };
+    }
+
+    /// The footer's wire form: msgpack, in a zstd frame.
+    pub mod wire {
+        pub use atlas_footer::wire::{
+            decode_and_validate, decode_footer, encode_footer, from_msgpack, to_msgpack,
+        };
+    }
+
+    /// The checks a decoded footer passes before use.
+    pub mod validate {
+        pub use atlas_footer::validate::{validate, VariableIndex};
+    }
 }
 
 /// The object-store adapters: segment view, append sink, request counter.
@@ -80,6 +108,16 @@ pub mod store {
 ///         Mask { .. } | DeleteConflict { .. } | Segment { .. } | Store(_) | Io { .. } => 3,
 ///     }
 /// }
+/// ```
+/// `format` exports each item once: no internal module of `atlas-footer` comes along.
+/// ```compile_fail,E0432
+/// use atlas::format::consts::MAGIC;
+/// ```
+/// ```compile_fail,E0432
+/// use atlas::format::dtype::DType;
+/// ```
+/// ```compile_fail,E0432
+/// use atlas::format::trailer::Trailer; // it is `atlas::format::Trailer`
 /// ```
 /// The delete committer's test hooks are not part of the API.
 /// ```compile_fail,E0432

@@ -53,12 +53,9 @@ pub use dsrt_writer::{
 };
 pub use durable_fs::{CancelToken, FileSystem, StdFileSystem};
 
-/// The lower-level pieces, for tools that inspect caches byte by byte.
+/// The lower-level pieces, for tools that inspect caches byte by byte: only what the crate root
+/// does not export.
 pub mod raw {
-    pub use dsrt_dataset::{
-        Dataset, DatasetCache, DatasetError, LoadedSample, Loader, LoaderConfig, SampleKey,
-        SampleTable, SelectRow,
-    };
     pub use dsrt_index::{IndexError, IndexRow, IndexView, INDEX_FILE_NAME, ROW_BYTES};
     pub use dsrt_manifest::{MANIFEST_FILE_NAME, MANIFEST_TEMP_PREFIX};
     pub use dsrt_metadata::METADATA_FILE_NAME;
@@ -78,6 +75,10 @@ pub mod raw {
 ///         Path { .. } | Table { .. } | Plan(_) | WorkerStopped | TableWrite(_) => 1,
 ///     }
 /// }
+/// ```
+/// `raw` holds only what the root does not export.
+/// ```compile_fail,E0432
+/// use datasetrt::raw::Dataset; // it is `datasetrt::Dataset`
 /// ```
 /// The fault-injection entry point of migration is a test hook, not part of the API.
 /// ```compile_fail,E0599
