@@ -10,12 +10,12 @@
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 #![allow(clippy::cast_possible_truncation)] // a small bench cache
 
-use dsrt_atlas_benches::atlas::time_iters;
-use dsrt_atlas_benches::{read_workload, ReadWorkload};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use datasetrt::{
     Cache, Dataset, Loader, LoaderConfig, OpenOptions, PlanConfig, SampleBuf, Shuffle,
 };
+use dsrt_atlas_benches::atlas::time_iters;
+use dsrt_atlas_benches::{read_workload, ReadWorkload};
 use std::sync::Arc;
 
 const SAMPLES: usize = 20_000;
@@ -71,7 +71,8 @@ fn iterate(c: &mut Criterion) {
                             ..PlanConfig::default()
                         },
                         workers,
-                        prefetch: 64,
+                        // Chunks of 256 steps, one queued per worker besides the one it fills.
+                        prefetch: 512,
                         ..LoaderConfig::default()
                     };
                     let loader = Loader::new(Arc::clone(&dataset), config).expect("loader starts");

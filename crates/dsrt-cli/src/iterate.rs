@@ -64,9 +64,10 @@ pub(crate) struct IterateArgs {
     /// Prefetching worker threads (0: read on the main thread).
     #[arg(long, default_value_t = 2)]
     workers: usize,
-    /// Samples each worker reads ahead.
-    #[arg(long, default_value_t = 16)]
-    prefetch: usize,
+    /// Samples each worker may read ahead of the consumer: workers hand over chunks of
+    /// min(PREFETCH, 256) samples and hold at most PREFETCH; the order does not depend on it.
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    prefetch: u64,
     /// Stop after this many samples (the state then points at the next one).
     #[arg(long)]
     limit: Option<u64>,
@@ -155,7 +156,7 @@ impl IterateArgs {
                 PolicyArg::Drop => RemainderPolicy::Drop,
             },
             workers: self.workers,
-            prefetch: self.prefetch.max(1),
+            prefetch: usize::try_from(self.prefetch).unwrap_or(usize::MAX),
             resume,
         })
     }

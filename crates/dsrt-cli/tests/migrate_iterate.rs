@@ -159,6 +159,42 @@ fn iterate_prints_the_per_rank_length_and_ranks_cover_the_epoch() {
     dsrt_in(dir.path(), &["iterate", "a", "--world-size", "0"]).fails(2);
 }
 
+/// `--prefetch` bounds how far workers read ahead (dsrt-dataset's loader tests count it); the
+/// order is the same for any value and any number of workers.
+#[test]
+fn iterate_order_does_not_depend_on_prefetch_or_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    pack(dir.path(), "a", 40);
+    let keys = |workers: &str, prefetch: &str| {
+        dsrt_in(
+            dir.path(),
+            &[
+                "iterate",
+                "a",
+                "--keys",
+                "--seed",
+                "4",
+                "--workers",
+                workers,
+                "--prefetch",
+                prefetch,
+            ],
+        )
+        .ok()
+        .stdout_text()
+    };
+    let reference = keys("0", "512");
+    assert_eq!(reference.lines().count(), 40);
+    for (workers, prefetch) in [("1", "1"), ("2", "3"), ("3", "16"), ("2", "300")] {
+        assert_eq!(
+            keys(workers, prefetch),
+            reference,
+            "{workers} workers, prefetch {prefetch}"
+        );
+    }
+    dsrt_in(dir.path(), &["iterate", "a", "--prefetch", "0"]).fails(2);
+}
+
 /// The state file is replaced by a rename (durable-fs's publication), not rewritten in place:
 /// another hard link to the old file keeps the old bytes, and no temporary file is left.
 #[cfg(unix)]

@@ -7,6 +7,7 @@ use dsrt_metadata::RowView;
 use dsrt_plan::{CacheShape, EpochPlan, IterState, Partition, PlanConfig, RemainderPolicy};
 use dsrt_reader::SampleBuf;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -26,8 +27,11 @@ pub struct LoaderConfig {
     pub policy: RemainderPolicy,
     /// Worker threads reading ahead; 0 reads on the calling thread.
     pub workers: usize,
-    /// Samples each worker may read ahead of the consumer; workers hand over chunks of 256
-    /// steps, so at least one chunk is always in flight per worker.
+    /// Samples each worker may have read (or be reading) that the loader has not received yet
+    /// (0 is taken as 1). Workers hand over chunks of `min(prefetch, 256)` consecutive steps;
+    /// a worker's queue plus the chunk it fills never exceed `prefetch` samples, so at most
+    /// `workers × prefetch` samples plus the chunk being consumed are read ahead of the consumer.
+    /// The order never depends on it.
     pub prefetch: usize,
     /// Resume from a saved state instead of the start of the epoch.
     pub resume: Option<IterState>,
@@ -87,6 +91,34 @@ struct Steps {
     dataset: Arc<Dataset>,
     plan: Arc<EpochPlan>,
     partition: Partition,
+    /// Steps per chunk: `min(prefetch, 256)`, at least 1.
+    chunk_steps: u64,
+    read_ahead: ReadAhead,
+}
+
+/// Samples read ahead of the consumer, counted per chunk: samples of the chunks loading has
+/// started minus samples of the chunks the consumer has finished, and the most it has been
+/// (checked by the tests against `workers × prefetch + one chunk`). Two atomic additions per
+/// chunk.
+#[derive(Debug, Default)]
+struct ReadAhead {
+    started: AtomicU64,
+    finished: AtomicU64,
+    max: AtomicU64,
+}
+
+impl ReadAhead {
+    /// Loading of a chunk of `samples` begins.
+    fn start(&self, samples: u64) {
+        let started = self.started.fetch_add(samples, Ordering::SeqCst) + samples;
+        let ahead = started.saturating_sub(self.finished.load(Ordering::SeqCst));
+        self.max.fetch_max(ahead, Ordering::Relaxed);
+    }
+
+    /// The consumer has yielded every sample of a chunk of `samples`.
+    fn finish(&self, samples: u64) {
+        self.finished.fetch_add(samples, Ordering::SeqCst);
+    }
 }
 
 /// Where one step's payload lies in its chunk's buffer.
@@ -128,6 +160,7 @@ impl Steps {
 
     /// Reads steps `range` into one shared payload buffer from the pool.
     fn load_chunk(&self, range: std::ops::Range<u64>, scratch: &mut Scratch) -> Chunk {
+        self.read_ahead.start(range.end - range.start);
         let buffers = self.dataset.chunk_buffers();
         let mut data = buffers.take();
         let mut used = 0;
@@ -207,22 +240,22 @@ impl Loader {
             start,
             plan.len(),
         )?;
+        let prefetch = config.prefetch.max(1);
+        let chunk_steps = prefetch.min(MAX_CHUNK_STEPS);
         let steps = Arc::new(Steps {
             dataset,
             plan,
             partition,
+            chunk_steps: chunk_steps as u64,
+            read_ahead: ReadAhead::default(),
         });
         let len = partition.len();
+        // A worker holds the chunk it fills (or is handing over) plus `queue` sent ones:
+        // (queue + 1) × chunk_steps <= prefetch.
+        // (The channel allocates its slots up front, hence the cap on absurd values.)
+        let queue = (prefetch / chunk_steps - 1).min(MAX_QUEUED_CHUNKS);
         let workers = (0..config.workers)
-            .map(|w| {
-                spawn_worker(
-                    &steps,
-                    w as u64,
-                    config.workers as u64,
-                    len,
-                    config.prefetch,
-                )
-            })
+            .map(|w| spawn_worker(&steps, w as u64, config.workers as u64, len, queue))
             .collect();
         Ok(Self {
             steps,
@@ -263,25 +296,31 @@ impl Loader {
     }
 }
 
-/// Steps a worker reads per message: one channel hand-off per chunk, not per sample.
-const CHUNK_STEPS: u64 = 256;
-const CHUNK_STEPS_USIZE: usize = 256;
+/// The most steps a chunk (one channel hand-off, one payload buffer) holds: with a larger
+/// `prefetch`, workers queue more chunks rather than larger ones.
+const MAX_CHUNK_STEPS: usize = 256;
 
-/// The steps of chunk `chunk` in an epoch share of `len` steps.
-fn chunk_range(chunk: u64, len: u64) -> std::ops::Range<u64> {
-    chunk * CHUNK_STEPS..((chunk + 1) * CHUNK_STEPS).min(len)
+/// The most chunks a worker's queue holds (about a million samples).
+const MAX_QUEUED_CHUNKS: usize = 4096;
+
+impl Steps {
+    /// The steps of chunk `chunk` in an epoch share of `len` steps.
+    fn chunk_range(&self, chunk: u64, len: u64) -> std::ops::Range<u64> {
+        chunk * self.chunk_steps..((chunk + 1) * self.chunk_steps).min(len)
+    }
 }
 
 /// Starts worker `first` of `stride`: it reads chunks `first, first + stride, ...` (each
-/// [`CHUNK_STEPS`] consecutive steps) and sends each chunk whole, in order.
-fn spawn_worker(steps: &Arc<Steps>, first: u64, stride: u64, len: u64, prefetch: usize) -> Worker {
-    let (sender, receiver) = sync_channel(prefetch.div_ceil(CHUNK_STEPS_USIZE).max(1));
+/// `chunk_steps` consecutive steps) and sends each chunk whole, in order, through a channel
+/// that holds `queue` chunks (0: each hand-over waits for the consumer).
+fn spawn_worker(steps: &Arc<Steps>, first: u64, stride: u64, len: u64, queue: usize) -> Worker {
+    let (sender, receiver) = sync_channel(queue);
     let steps = Arc::clone(steps);
     let handle = std::thread::spawn(move || {
         let mut scratch = Scratch::default();
         let mut chunk = first;
-        while chunk * CHUNK_STEPS < len {
-            let samples = steps.load_chunk(chunk_range(chunk, len), &mut scratch);
+        while chunk * steps.chunk_steps < len {
+            let samples = steps.load_chunk(steps.chunk_range(chunk, len), &mut scratch);
             // A closed channel means the loader was dropped: stop quietly.
             if sender.send(samples).is_err() {
                 return;
@@ -302,11 +341,15 @@ impl Iterator for Loader {
         let step = self.next_step;
         self.next_step += 1;
         if self.ready.is_empty() {
-            let chunk = step / CHUNK_STEPS;
+            let chunk = step / self.steps.chunk_steps;
+            // Every chunk before this one is fully yielded (they are all whole chunks).
+            if step > 0 {
+                self.steps.read_ahead.finish(self.steps.chunk_steps);
+            }
             if self.workers.is_empty() {
                 self.ready = self
                     .steps
-                    .load_chunk(chunk_range(chunk, self.len), &mut self.inline);
+                    .load_chunk(self.steps.chunk_range(chunk, self.len), &mut self.inline);
             } else {
                 // Worker `chunk % n` produces exactly the chunks congruent to it, in order, so
                 // receiving round-robin restores the plan's order without a reorder buffer.
@@ -335,6 +378,89 @@ impl Drop for Loader {
         for (receiver, handle) in self.workers.drain(..) {
             drop(receiver);
             let _ = handle.join();
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: small known values
+mod tests {
+    use super::*;
+    use dsrt_plan::Shuffle;
+    use dsrt_reader::OpenOptions;
+    use dsrt_schema::{Column, ColumnType, Row, Schema};
+    use dsrt_writer::{CacheWriter, WriterOptions};
+
+    /// One cache of `samples` small payloads in several shards.
+    fn dataset(root: &std::path::Path, samples: i64) -> Arc<Dataset> {
+        let schema = Schema::new(vec![Column::new("n", ColumnType::Int64, false)]).unwrap();
+        let path = root.join("cache");
+        let mut writer = CacheWriter::create(
+            &path,
+            WriterOptions::new("read-ahead", schema).max_shard_bytes(4096),
+        )
+        .unwrap();
+        for i in 0..samples {
+            writer
+                .add(format!("sample {i}").as_bytes(), &Row::new().with("n", i))
+                .unwrap();
+        }
+        writer.finish().unwrap();
+        Arc::new(Dataset::open(&[path], OpenOptions::default()).unwrap())
+    }
+
+    fn config(workers: usize, prefetch: usize) -> LoaderConfig {
+        LoaderConfig {
+            plan: PlanConfig {
+                seed: 5,
+                shuffle: Shuffle::Full,
+                ..PlanConfig::default()
+            },
+            world_size: 1,
+            workers,
+            prefetch,
+            ..LoaderConfig::default()
+        }
+    }
+
+    /// What `prefetch` promises, counted exactly rather than timed: at no point have more than
+    /// `workers × prefetch` samples plus the chunk being consumed been read (or been being
+    /// read) ahead of the consumer, and chunks hold `min(prefetch, 256)` steps. The order is
+    /// the same for every number of workers and every prefetch.
+    #[test]
+    fn samples_read_ahead_stay_within_workers_times_prefetch_plus_one_chunk() {
+        let root = tempfile::tempdir().unwrap();
+        let dataset = dataset(root.path(), 1500);
+        let reference: Vec<SampleKey> = Loader::new(Arc::clone(&dataset), config(0, 256))
+            .unwrap()
+            .map(|s| s.unwrap().key)
+            .collect();
+        assert_eq!(reference.len(), 1500);
+        for workers in [0, 1, 2, 3] {
+            for prefetch in [1, 2, 7, 16, 100, 256, 300, 512, 1000] {
+                let mut loader =
+                    Loader::new(Arc::clone(&dataset), config(workers, prefetch)).unwrap();
+                let chunk = prefetch.min(256) as u64;
+                assert_eq!(loader.steps.chunk_steps, chunk);
+                let mut keys = Vec::new();
+                for (i, sample) in loader.by_ref().enumerate() {
+                    keys.push(sample.unwrap().key);
+                    // A consumer that sometimes lags, so the workers run as far ahead as they
+                    // may; the bound does not depend on it.
+                    if i % 97 == 0 {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                }
+                assert_eq!(keys, reference, "{workers} workers, prefetch {prefetch}");
+                let max = loader.steps.read_ahead.max.load(Ordering::SeqCst);
+                let bound = workers as u64 * prefetch as u64 + chunk;
+                assert!(
+                    max <= bound,
+                    "{workers} workers, prefetch {prefetch}: {max} samples read ahead, more \
+                     than {bound}"
+                );
+                assert!(max >= chunk, "at least the first chunk is read ahead");
+            }
         }
     }
 }
