@@ -21,8 +21,8 @@
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use atlas::format::{wire, Codec, CollectionFooter, DType, FOOTER_ZSTD_LEVEL, MAX_DECODED_FOOTER};
-use dsrt_atlas_benches::atlas::{footer_frame, time_iters};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use dsrt_atlas_benches::atlas::{footer_frame, time_iters};
 use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;

@@ -23,9 +23,9 @@
 
 use atlas::format::DeletedSet;
 use atlas_mask::{MASK_HEADER_SIZE, MASK_MAGIC, MASK_VERSION};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use dsrt_atlas_benches::atlas::time_iters;
 use dsrt_atlas_benches::SplitMix;
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::collections::BTreeSet;
 use std::hint::black_box;
 

@@ -18,10 +18,10 @@ use atlas::object_store::local::LocalFileSystem;
 use atlas::object_store::path::Path;
 use atlas::object_store::ObjectStore;
 use atlas::Atlas;
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use dsrt_atlas_benches::atlas::{
     float_fields, runtime, time_iters, write_field_collection, write_field_file,
 };
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
 use std::sync::Arc;
 

@@ -14,8 +14,10 @@ use atlas::object_store::memory::InMemory;
 use atlas::object_store::path::Path;
 use atlas::object_store::ObjectStore;
 use atlas::Atlas;
-use dsrt_atlas_benches::atlas::{copy_segment_out, runtime, time_batched, write_station_collection};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use dsrt_atlas_benches::atlas::{
+    copy_segment_out, runtime, time_batched, write_station_collection,
+};
 use std::sync::Arc;
 
 /// What the baseline folds: the same four numbers `CollectionStats` carries.

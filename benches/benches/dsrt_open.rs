@@ -7,10 +7,10 @@
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 #![allow(clippy::cast_possible_truncation)] // small known sizes
 
-use dsrt_atlas_benches::bench_schema;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use datasetrt::raw::{IndexRow, INDEX_FILE_NAME};
 use datasetrt::{Cache, CacheWriter, Dataset, OpenOptions, ValueRef, WriterOptions};
+use dsrt_atlas_benches::bench_schema;
 use std::path::Path;
 
 fn write_small_samples(path: &Path, samples: u64) {

@@ -5,10 +5,10 @@
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 #![allow(clippy::cast_possible_truncation)] // record lengths of a small bench cache
 
-use dsrt_atlas_benches::{read_workload, ReadWorkload};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use datasetrt::raw::{IndexView, INDEX_FILE_NAME};
 use datasetrt::{Cache, OpenOptions, SampleBuf};
+use dsrt_atlas_benches::{read_workload, ReadWorkload};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 

@@ -4,9 +4,9 @@
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 #![allow(clippy::cast_possible_truncation)] // record lengths of a small bench cache
 
-use dsrt_atlas_benches::{bench_schema, payloads, write_cache};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use datasetrt::{CompressionAlgo, WriterOptions};
+use dsrt_atlas_benches::{bench_schema, payloads, write_cache};
 use sha2::{Digest, Sha256};
 use std::io::{BufWriter, Write};
 

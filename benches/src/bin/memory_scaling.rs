@@ -22,16 +22,24 @@
 //! Atlas: the footer of `dsrt_atlas_benches::atlas::footer_frame` (one schema of five f32 variables,
 //! names `station_NNNNNN_2024`) at 1,000, 10,000 and 100,000 datasets, through
 //! `wire::decode_and_validate`, as `Atlas::open` does.
+//!
+//! Atlas writer: the datasets `atlas demo` writes, at 10,000, 100,000 and 1,000,000 datasets
+//! (`MEMORY_SCALING_WRITER_SIZES=10000,100000` to choose), written by `AtlasWriter` to local
+//! disk; the peak heap covers writing and `finish`.
 #![allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)] // reporting arithmetic
 
 use atlas::format::wire;
-use dsrt_atlas_benches::atlas::footer_frame;
-use dsrt_atlas_benches::write_tiny_cache;
+use atlas::ndarray::{ArrayD, IxDyn};
+use atlas::object_store::{local::LocalFileSystem, path::Path, ObjectStore};
+use atlas::{ArraySpec, AtlasWriter, Attr, DatasetSpec, FillValue, WriterOptions};
 use datasetrt::raw::{INDEX_FILE_NAME, METADATA_FILE_NAME};
 use datasetrt::{Cache, OpenOptions};
+use dsrt_atlas_benches::atlas::footer_frame;
+use dsrt_atlas_benches::write_tiny_cache;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Runs per measured size; the median time is reported.
@@ -291,7 +299,81 @@ fn atlas_footer_decode() {
     println!("\n{}\n", marginal(&rows, "dataset"));
 }
 
+/// One dataset as `atlas demo` writes it: a chunked 4x8 f32 array with an attribute, a
+/// one-element string array, a declared 4-element f64 array, and a dataset attribute.
+fn demo_dataset(i: usize) -> DatasetSpec {
+    let base = i as f32;
+    let temperature = ArrayD::from_shape_vec(
+        IxDyn(&[4, 8]),
+        (0..32).map(|j| base + j as f32 * 0.5).collect(),
+    )
+    .expect("4x8 values");
+    let station =
+        ArrayD::from_shape_vec(IxDyn(&[1]), vec![format!("station-{}", i % 3)]).expect("one value");
+    DatasetSpec::new(format!("month_{i:03}"))
+        .array(
+            ArraySpec::new("temperature", temperature)
+                .dims(["y", "x"])
+                .chunks(vec![2, 4])
+                .attr("units", "celsius"),
+        )
+        .array(ArraySpec::new("station", station))
+        .array(ArraySpec::declared::<f64>("pressure", vec![4]).fill(FillValue::Float(f64::NAN)))
+        .attr("month", Attr::Int64(i as i64))
+}
+
+/// `AtlasWriter` on local disk, the datasets of `atlas demo`: one run per size (the largest
+/// takes a while), heap peak over writing and `finish` together.
+fn atlas_writer() {
+    let sizes: Vec<u64> = std::env::var("MEMORY_SCALING_WRITER_SIZES")
+        .ok()
+        .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![10_000, 100_000, 1_000_000]);
+    println!("### Atlas `AtlasWriter` (the datasets of `atlas demo`, local disk)\n");
+    println!(
+        "| datasets | write + finish | µs/dataset | container | peak heap | peak B/dataset | \
+         allocations |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    let runtime = dsrt_atlas_benches::atlas::runtime();
+    let mut rows = Vec::new();
+    for datasets in sizes {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store: Arc<dyn ObjectStore> =
+            Arc::new(LocalFileSystem::new_with_prefix(dir.path()).expect("local store"));
+        let probe = Probe::start();
+        let start = Instant::now();
+        let mut writer = AtlasWriter::new(store, &Path::from("demo"), WriterOptions::default());
+        for i in 0..datasets as usize {
+            writer
+                .write_dataset(demo_dataset(i))
+                .expect("dataset is valid");
+        }
+        let summary = runtime
+            .block_on(writer.finish())
+            .expect("collection written");
+        let time_taken = start.elapsed();
+        let heap = probe.finish();
+        println!(
+            "| {datasets} | {} | {:.2} | {} | {} | {} | {} |",
+            time(time_taken),
+            time_taken.as_secs_f64() * 1e6 / datasets as f64,
+            bytes(summary.container_bytes),
+            bytes(heap.peak as u64),
+            per(heap.peak as f64, datasets),
+            heap.allocations,
+        );
+        rows.push(Row {
+            items: datasets,
+            time: time_taken,
+            heap,
+        });
+    }
+    println!("\n{}\n", marginal(&rows, "dataset"));
+}
+
 fn main() {
     datasetrt_open();
     atlas_footer_decode();
+    atlas_writer();
 }

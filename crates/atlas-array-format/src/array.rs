@@ -215,7 +215,8 @@ fn decode_offsets(bytes: &[u8]) -> Vec<Vec<u8>> {
     (0..n)
         .map(|i| {
             let (start, end) = (offset_at(i)?, offset_at(i + 1)?);
-            let value = bytes.get(values_base.checked_add(start)?..values_base.checked_add(end)?)?;
+            let value =
+                bytes.get(values_base.checked_add(start)?..values_base.checked_add(end)?)?;
             Some(value.to_vec())
         })
         .collect::<Option<Vec<_>>>()

@@ -61,7 +61,8 @@ impl IoCache {
                 let slab = self.load_slab(path, slab_idx, storage).await?;
                 let slab_start = slab_idx * IO_SLAB_SIZE;
                 let from = (range.start.max(slab_start) - slab_start) as usize;
-                let to = (range.end.min(slab_start.saturating_add(IO_SLAB_SIZE)) - slab_start) as usize;
+                let to =
+                    (range.end.min(slab_start.saturating_add(IO_SLAB_SIZE)) - slab_start) as usize;
                 out.extend_from_slice(&slab[from..to.min(slab.len())]);
             }
             Ok(Bytes::from(out))

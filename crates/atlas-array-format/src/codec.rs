@@ -149,7 +149,9 @@ impl CompressionCodec for Lz4Codec {
     /// now equal the block table's size and be possible for the input length.
     fn decompress(&self, data: &[u8], uncompressed_size: usize) -> Result<Vec<u8>> {
         let Some((prefix, block)) = data.split_first_chunk::<4>() else {
-            return Err(Error::Codec("lz4: block shorter than its size prefix".into()));
+            return Err(Error::Codec(
+                "lz4: block shorter than its size prefix".into(),
+            ));
         };
         let claimed = u32::from_le_bytes(*prefix) as usize;
         check_decoded_len("lz4", claimed, uncompressed_size)?;

@@ -101,6 +101,7 @@ pub mod array;
 mod block_cache;
 mod block_writer;
 mod nd;
+mod pending;
 pub mod reader;
 pub mod timestamp;
 pub mod writer;

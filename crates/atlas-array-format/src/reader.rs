@@ -135,7 +135,9 @@ impl ArrayInfo {
         for entry in &self.chunks {
             let coord = entry.coord.as_slice();
             if coord.len() != ndim || coord.iter().zip(&grid).any(|(&c, &n)| c >= n) {
-                return Err(bad(format!("chunk {coord:?} lies outside the grid {grid:?}")));
+                return Err(bad(format!(
+                    "chunk {coord:?} lies outside the grid {grid:?}"
+                )));
             }
             if previous.is_some_and(|p| p >= coord) {
                 return Err(bad(format!("chunk {coord:?} is out of order")));

@@ -6,7 +6,6 @@
 //! packed into compressed blocks in a temp file as they arrive, so memory use
 //! does not grow with the data.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ecow::EcoString;
@@ -24,6 +23,7 @@ use crate::{
     footer::{ArrayMeta, FOOTER_VERSION, Footer},
     layout::{ChunkEntry, FillValue},
     nd,
+    pending::{AttributeTable, ChunkTable},
     reader::{ArrayFile, ReadConfig},
     stats::{ArrayStats, StatValue, compute_chunk_partial, merge_partial},
     storage::{ObjectStoreBackend, Storage, write_file_then_bytes},
@@ -69,9 +69,9 @@ struct PendingArray {
     fill_value: Option<FillValue>,
     /// Keyed by coordinate, so `finish` emits the chunk table already sorted.
     /// A coordinate written twice keeps only the last write.
-    chunks: BTreeMap<Vec<u32>, WrittenChunk>,
-    /// Insertion order, so the footer is deterministic.
-    attributes: IndexMap<EcoString, AttributeValue>,
+    chunks: ChunkTable<WrittenChunk>,
+    /// One entry per key; `finish` sorts them by key.
+    attributes: AttributeTable,
 }
 
 /// Shape information the n-dimensional write path needs.
@@ -221,8 +221,8 @@ impl ArrayWriter {
                 dimension_names,
                 chunk_shape: chunk_shape_u32,
                 fill_value,
-                chunks: BTreeMap::new(),
-                attributes: IndexMap::new(),
+                chunks: ChunkTable::default(),
+                attributes: AttributeTable::default(),
             },
         );
         Ok(())
@@ -294,7 +294,7 @@ impl ArrayWriter {
             let mut stats = ArrayStats::new(name.clone());
             let mut written_non_null = 0u64;
             let mut chunks = Vec::with_capacity(array.chunks.len());
-            for (coord, written) in array.chunks {
+            for (coord, written) in array.chunks.into_sorted() {
                 written_non_null += written.row_count - written.null_count;
                 merge_partial(
                     &mut stats,
@@ -312,10 +312,10 @@ impl ArrayWriter {
             stats.null_count = shape_product - written_non_null;
 
             // Sorted by key, so the reader can binary search without a sort.
-            let mut entries: Vec<(&EcoString, &AttributeValue)> = array.attributes.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            let attributes = entries
-                .into_iter()
+            let attributes = array
+                .attributes
+                .into_sorted()
+                .iter()
                 .map(|(key, value)| (strings.intern(key), values.intern(value)))
                 .collect();
 
