@@ -2,7 +2,8 @@
 
 use crate::error::CliError;
 use crate::location::{file_url_path, open, parse_url};
-use crate::Command;
+use crate::npy::{self, NpyElement};
+use crate::{Command, ReadArgs};
 use atlas::format::DType;
 use atlas::ndarray::{ArcArray, ArrayD, IxDyn};
 use atlas::object_store::local::LocalFileSystem;
@@ -12,7 +13,10 @@ use atlas::{
     ArraySpec, Atlas, AtlasError, AtlasWriter, Attr, DatasetSpec, DatasetView, FillValue,
     StatValue, VerifyDepth, WriterOptions,
 };
+use comfy_table::{presets, CellAlignment, Table};
+use indicatif::HumanBytes;
 use serde_json::{json, Value};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 pub(crate) async fn run(command: Command, as_json: bool) -> Result<(), CliError> {
@@ -24,18 +28,12 @@ pub(crate) async fn run(command: Command, as_json: bool) -> Result<(), CliError>
             variable,
         } => stats(&open(&collection).await?, &variable).await?,
         Command::Attrs { collection, key } => attrs(&open(&collection).await?, &key).await?,
-        Command::Read {
-            collection,
-            dataset,
-            variable,
-            start,
-            shape,
-        } => {
-            let atlas = open(&collection).await?;
+        Command::Read(args) => {
+            let atlas = open(&args.collection).await?;
             let view = atlas
-                .dataset(&dataset)
-                .ok_or_else(|| AtlasError::DatasetNotFound(dataset.clone()))?;
-            read(&view, &variable, start, shape).await?
+                .dataset(&args.dataset)
+                .ok_or_else(|| AtlasError::DatasetNotFound(args.dataset.clone()))?;
+            read(&view, args).await?
         }
         Command::Delete { collection, names } => {
             let report = open(&collection).await?.delete(&names).await?;
@@ -70,6 +68,13 @@ impl Output {
         self
     }
 
+    /// Appends `table`'s lines.
+    fn table(mut self, table: &Table) -> Self {
+        self.lines
+            .extend(table.lines().map(|l| l.trim_end().to_owned()));
+        self
+    }
+
     /// Writes to stdout; `println!` would panic when the reader has gone (`atlas ls | head`).
     fn print(&self, as_json: bool) -> std::io::Result<()> {
         use std::io::Write;
@@ -85,13 +90,38 @@ impl Output {
     }
 }
 
+/// A table for people: columns as wide as their widest cell, whatever the names' lengths.
+fn table(header: &[&str], right_aligned: &[usize]) -> Table {
+    let mut table = Table::new();
+    table
+        .load_preset(presets::NOTHING)
+        .set_header(header.to_vec());
+    for column in table.column_iter_mut() {
+        column.set_padding((0, 2));
+    }
+    for &column in right_aligned {
+        if let Some(column) = table.column_mut(column) {
+            column.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    table
+}
+
 fn info(atlas: &Atlas) -> Output {
     let footer = atlas.footer();
     let segments: Vec<Value> = atlas
         .variables()
         .map(|(name, v)| json!({"name": name, "offset": v.seg_offset, "length": v.seg_len}))
         .collect();
-    let mut out = Output::new(json!({
+    let mut table = table(&["SEGMENT", "OFFSET", "SIZE"], &[1, 2]);
+    for (name, v) in atlas.variables() {
+        table.add_row(vec![
+            name.to_owned(),
+            v.seg_offset.to_string(),
+            HumanBytes(v.seg_len).to_string(),
+        ]);
+    }
+    Output::new(json!({
         "container": atlas.container_path().to_string(),
         "format_version": footer.version,
         "codec": footer.codec.to_string(),
@@ -119,37 +149,26 @@ fn info(atlas: &Atlas) -> Output {
         footer.dtype_pool.len(),
         footer.schema_pool.len()
     ))
-    .line(format!(
-        "{:<24} {:>14} {:>14}",
-        "SEGMENT", "OFFSET", "BYTES"
-    ));
-    for (name, v) in atlas.variables() {
-        out = out.line(format!("{name:<24} {:>14} {:>14}", v.seg_offset, v.seg_len));
-    }
-    out
+    .table(&table)
 }
 
 fn ls(atlas: &Atlas) -> Output {
     let mut rows = Vec::new();
-    let mut lines = vec![format!("{:>8}  {:<32} ARRAYS", "ORDINAL", "DATASET")];
+    let mut table = table(&["ORDINAL", "DATASET", "ARRAYS"], &[0]);
     for dataset in atlas.datasets() {
         let arrays: Vec<String> = dataset
             .schema()
             .arrays()
             .map(|a| format!("{}:{}", a.name(), a.dtype()))
             .collect();
-        lines.push(format!(
-            "{:>8}  {:<32} {}",
-            dataset.ordinal(),
-            dataset.name(),
-            arrays.join(", ")
-        ));
+        table.add_row(vec![
+            dataset.ordinal().to_string(),
+            dataset.name().to_owned(),
+            arrays.join(", "),
+        ]);
         rows.push(json!({"ordinal": dataset.ordinal(), "name": dataset.name(), "arrays": arrays}));
     }
-    Output {
-        json: Value::Array(rows),
-        lines,
-    }
+    Output::new(Value::Array(rows)).table(&table)
 }
 
 fn stat_json(value: &Option<StatValue>) -> Value {
@@ -165,36 +184,34 @@ fn stat_json(value: &Option<StatValue>) -> Value {
 async fn stats(atlas: &Atlas, variable: &str) -> Result<Output, CliError> {
     let s = atlas.array_stats(variable).await?;
     let (min, max) = (stat_json(&s.min), stat_json(&s.max));
+    let mut table = table(
+        &["ARRAY", "DATASETS", "MIN", "MAX", "NULLS", "ROWS"],
+        &[1, 2, 3, 4, 5],
+    );
+    table.add_row(vec![
+        variable.to_owned(),
+        s.datasets.to_string(),
+        min.to_string(),
+        max.to_string(),
+        s.null_count.to_string(),
+        s.row_count.to_string(),
+    ]);
     Ok(Output::new(
         json!({"array": variable, "datasets": s.datasets, "min": min, "max": max,
         "null_count": s.null_count, "row_count": s.row_count}),
     )
-    .line(format!(
-        "{:<10} {:>10} {:>16} {:>16} {:>12} {:>12}",
-        "ARRAY", "DATASETS", "MIN", "MAX", "NULLS", "ROWS"
-    ))
-    .line(format!(
-        "{variable:<10} {:>10} {:>16} {:>16} {:>12} {:>12}",
-        s.datasets,
-        min.to_string(),
-        max.to_string(),
-        s.null_count,
-        s.row_count
-    )))
+    .table(&table))
 }
 
 async fn attrs(atlas: &Atlas, key: &str) -> Result<Output, CliError> {
     let values = atlas.attributes_by_dataset(key).await?;
-    let mut lines = vec![format!("{:<32} {key}", "DATASET")];
+    let mut table = table(&["DATASET", key], &[]);
     let mut rows = serde_json::Map::new();
     for (dataset, value) in values {
-        lines.push(format!("{dataset:<32} {}", attr_text(&value)));
+        table.add_row(vec![dataset.clone(), attr_text(&value)]);
         rows.insert(dataset, attr_json(&value));
     }
-    Ok(Output {
-        json: Value::Object(rows),
-        lines,
-    })
+    Ok(Output::new(Value::Object(rows)).table(&table))
 }
 
 fn attr_json(value: &Attr) -> Value {
@@ -210,79 +227,126 @@ fn attr_text(value: &Attr) -> String {
     }
 }
 
-async fn read(
-    view: &DatasetView<'_>,
-    variable: &str,
-    start: Vec<usize>,
-    shape: Vec<usize>,
-) -> Result<Output, CliError> {
+/// Elements in a region of `shape`; saturates instead of overflowing.
+fn elements(shape: impl IntoIterator<Item = u64>) -> u64 {
+    shape.into_iter().fold(1u64, u64::saturating_mul)
+}
+
+async fn read(view: &DatasetView<'_>, args: ReadArgs) -> Result<Output, CliError> {
+    let ReadArgs {
+        variable,
+        start,
+        shape,
+        max_elements,
+        all,
+        npy,
+        ..
+    } = args;
     let meta = view
         .schema()
-        .array(variable)
+        .array(&variable)
         .ok_or_else(|| AtlasError::ArrayNotFound {
             dataset: view.name().to_owned(),
-            array: variable.to_owned(),
+            array: variable.clone(),
         })?;
-    let (shape_out, values) = match meta.dtype() {
-        DType::Float32 => values(view.read_array::<f32>(variable, start, shape).await?, |v| {
-            json!(v)
-        }),
-        DType::Float64 => values(view.read_array::<f64>(variable, start, shape).await?, |v| {
-            json!(v)
-        }),
-        DType::Int8 => values(view.read_array::<i8>(variable, start, shape).await?, |v| {
-            json!(v)
-        }),
-        DType::Int16 => values(view.read_array::<i16>(variable, start, shape).await?, |v| {
-            json!(v)
-        }),
-        DType::Int32 => values(view.read_array::<i32>(variable, start, shape).await?, |v| {
-            json!(v)
-        }),
-        DType::Int64 => values(view.read_array::<i64>(variable, start, shape).await?, |v| {
-            json!(v)
-        }),
-        DType::UInt8 => values(view.read_array::<u8>(variable, start, shape).await?, |v| {
-            json!(v)
-        }),
-        DType::UInt16 => values(view.read_array::<u16>(variable, start, shape).await?, |v| {
-            json!(v)
-        }),
-        DType::UInt32 => values(view.read_array::<u32>(variable, start, shape).await?, |v| {
-            json!(v)
-        }),
-        DType::UInt64 => values(view.read_array::<u64>(variable, start, shape).await?, |v| {
-            json!(v)
-        }),
-        DType::String => values(
-            view.read_array::<String>(variable, start, shape).await?,
-            |v| json!(v),
-        ),
-        DType::Binary => values(
-            view.read_array::<Vec<u8>>(variable, start, shape).await?,
-            |v| json!(v),
-        ),
-        DType::TimestampNs => values(
-            view.read_array::<atlas::TimestampNs>(variable, start, shape)
-                .await?,
-            |v| json!(v.0),
-        ),
+    // The size is known before a value is read: from the selection, or from the segment.
+    let count = if shape.is_empty() {
+        let layout = view.array_layout(&variable).await?;
+        elements(layout.shape.iter().map(|&n| u64::from(n)))
+    } else {
+        elements(shape.iter().map(|&n| n as u64))
+    };
+    if npy.is_none() && !all && count > max_elements {
+        return Err(CliError::Usage(format!(
+            "{}/{variable}: the region holds {count} elements, more than --max-elements \
+             {max_elements}; select a smaller region (--start, --shape), raise --max-elements, \
+             pass --all, or write it to a file with --npy FILE",
+            view.name()
+        )));
+    }
+    let target = Target {
+        dataset: view.name(),
+        variable: &variable,
+        npy,
+    };
+    macro_rules! read_as {
+        ($t:ty, $json:expr) => {
+            target.emit(view.read_array::<$t>(&variable, start, shape).await?, $json)?
+        };
+    }
+    Ok(match meta.dtype() {
+        DType::Float32 => read_as!(f32, |v| json!(v)),
+        DType::Float64 => read_as!(f64, |v| json!(v)),
+        DType::Int8 => read_as!(i8, |v| json!(v)),
+        DType::Int16 => read_as!(i16, |v| json!(v)),
+        DType::Int32 => read_as!(i32, |v| json!(v)),
+        DType::Int64 => read_as!(i64, |v| json!(v)),
+        DType::UInt8 => read_as!(u8, |v| json!(v)),
+        DType::UInt16 => read_as!(u16, |v| json!(v)),
+        DType::UInt32 => read_as!(u32, |v| json!(v)),
+        DType::UInt64 => read_as!(u64, |v| json!(v)),
+        DType::String => read_as!(String, |v| json!(v)),
+        DType::Binary => read_as!(Vec<u8>, |v| json!(v)),
+        DType::TimestampNs => read_as!(atlas::TimestampNs, |v| json!(v.0)),
         other => {
             return Err(CliError::Usage(format!(
                 "reading {other} arrays is not supported by the CLI"
             )))
         }
-    };
-    let text: Vec<String> = values.iter().map(Value::to_string).collect();
-    Ok(Output::new(
-        json!({"dataset": view.name(), "array": variable, "shape": shape_out, "values": values}),
-    )
-    .line(format!("{}/{variable} shape {shape_out:?}", view.name()))
-    .line(text.join(" ")))
+    })
 }
 
-fn values<T>(array: ArcArray<T, IxDyn>, to_json: impl Fn(&T) -> Value) -> (Vec<usize>, Vec<Value>) {
-    (array.shape().to_vec(), array.iter().map(to_json).collect())
+/// Where `read` sends the values: stdout, or a `.npy` file.
+struct Target<'a> {
+    dataset: &'a str,
+    variable: &'a str,
+    npy: Option<PathBuf>,
+}
+
+/// Temp-file prefix of a `.npy` file being published.
+const NPY_TEMP_PREFIX: &str = ".atlas-npy.tmp-";
+
+impl Target<'_> {
+    fn emit<T: NpyElement + Clone>(
+        &self,
+        array: ArcArray<T, IxDyn>,
+        to_json: impl Fn(&T) -> Value,
+    ) -> Result<Output, CliError> {
+        let (dataset, variable) = (self.dataset, self.variable);
+        let shape = array.shape().to_vec();
+        let Some(path) = &self.npy else {
+            let values: Vec<Value> = array.iter().map(to_json).collect();
+            let text: Vec<String> = values.iter().map(Value::to_string).collect();
+            return Ok(Output::new(
+                json!({"dataset": dataset, "array": variable, "shape": shape, "values": values}),
+            )
+            .line(format!("{dataset}/{variable} shape {shape:?}"))
+            .line(text.join(" ")));
+        };
+        // C order whatever the array's memory layout.
+        let values: Vec<T> = array.iter().cloned().collect();
+        let bytes = npy::encode(&shape, &values).ok_or_else(|| {
+            CliError::Usage(format!(
+                "{dataset}/{variable}: shape {shape:?} does not fit a .npy 1.0 header"
+            ))
+        })?;
+        let shown = path.display().to_string();
+        match durable_fs::publish(&durable_fs::StdFileSystem, path, NPY_TEMP_PREFIX, &bytes) {
+            Ok(durable_fs::Published::DurabilityUnknown(e)) => {
+                eprintln!("atlas: {shown}: written, but the directory fsync failed: {e}");
+            }
+            Ok(_) => {}
+            Err(e) => return Err(e.into()),
+        }
+        Ok(Output::new(
+            json!({"dataset": dataset, "array": variable, "shape": shape,
+            "npy": shown, "bytes": bytes.len()}),
+        )
+        .line(format!(
+            "{dataset}/{variable} shape {shape:?}: {} to {shown}",
+            HumanBytes(bytes.len() as u64)
+        )))
+    }
 }
 
 /// `atlas verify`: one report, printed the same way whether the collection passes or not (a

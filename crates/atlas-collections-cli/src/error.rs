@@ -45,6 +45,9 @@ pub(crate) enum CliError {
         #[source]
         source: io::Error,
     },
+    /// Publishing an output file (`read --npy`) failed; the text names the file and the step.
+    #[error(transparent)]
+    Publish(#[from] durable_fs::PublishError),
     /// Writing to stdout failed (a closed pipe is told apart by [`CliError::is_broken_pipe`]).
     #[error("writing to stdout: {0}")]
     Stdout(#[source] io::Error),

@@ -10,6 +10,7 @@
 mod commands;
 mod error;
 mod location;
+mod npy;
 
 use clap::{Parser, Subcommand};
 use error::{CliError, EXIT_FAILURE};
@@ -48,18 +49,8 @@ enum Command {
     },
     /// One dataset-level attribute of every live dataset.
     Attrs { collection: String, key: String },
-    /// Reads one array of one dataset.
-    Read {
-        collection: String,
-        dataset: String,
-        variable: String,
-        /// Start of the region, comma separated (default: the whole array).
-        #[arg(long, value_delimiter = ',')]
-        start: Vec<usize>,
-        /// Shape of the region, comma separated.
-        #[arg(long, value_delimiter = ',')]
-        shape: Vec<usize>,
-    },
+    /// Reads one array of one dataset: prints it (up to --max-elements) or writes a .npy file.
+    Read(ReadArgs),
     /// Hides datasets by name (the container is never modified).
     Delete {
         collection: String,
@@ -82,6 +73,33 @@ enum Command {
         #[arg(long, default_value_t = 12)]
         datasets: usize,
     },
+}
+
+/// `atlas read`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+The region's size is checked before anything is read: printing more than --max-elements values
+is refused (exit 2) unless --all is given. --npy writes any size to a NumPy .npy file (format
+1.0; strings as fixed-width '<U', binary as fixed-width '|S'), published crash-safely.")]
+struct ReadArgs {
+    collection: String,
+    dataset: String,
+    variable: String,
+    /// Start of the region, comma separated (default: the whole array).
+    #[arg(long, value_delimiter = ',')]
+    start: Vec<usize>,
+    /// Shape of the region, comma separated.
+    #[arg(long, value_delimiter = ',')]
+    shape: Vec<usize>,
+    /// Largest number of values printed; a larger region is refused.
+    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    max_elements: u64,
+    /// Print the region whatever its size.
+    #[arg(long)]
+    all: bool,
+    /// Write the values to this .npy file instead of printing them (no size limit).
+    #[arg(long, value_name = "FILE")]
+    npy: Option<std::path::PathBuf>,
 }
 
 fn main() -> ExitCode {
