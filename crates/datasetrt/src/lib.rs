@@ -44,7 +44,9 @@ pub use dsrt_plan::{
     CacheShape, EpochPlan, IterState, Partition, PlanConfig, PlanError, PlannedSample,
     RemainderPolicy, Sampling, Shuffle,
 };
-pub use dsrt_reader::{Cache, CacheError, CacheFile, OpenOptions, Sample, SampleBuf, SampleRef};
+pub use dsrt_reader::{
+    Cache, CacheError, CacheFile, MappedPayload, OpenOptions, Sample, SampleBuf, SampleRef,
+};
 pub use dsrt_schema::{
     Column, ColumnType, Row, RowError, RowProblem, Schema, SchemaError, Value, ValueRef,
 };

@@ -2,29 +2,87 @@
 
 use crate::errors::{cache_error, detach};
 use crate::values::{arrow_type, row_dict, schema_to_arrow};
-use datasetrt::{Cache, CacheError, Dataset, OpenOptions, SampleBuf};
+use datasetrt::{Cache, CacheError, Dataset, MappedPayload, OpenOptions, SampleBuf};
 use pyo3::exceptions::{PyIndexError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyList, PyMemoryView, PySlice};
 use std::cell::RefCell;
 use std::ops::Range;
 use std::sync::Arc;
 
-/// A cache, owned alone or as one of a dataset's caches.
+/// Zero-copy payload views: per cache of an owner, per shard, a `memoryview` of a read-only
+/// Python `mmap` of the shard file, made on first use. Slices of it keep the mapping alive
+/// after the cache is dropped.
+pub(crate) struct ShardViews(Vec<Vec<PyOnceLock<Py<PyAny>>>>);
+
+impl ShardViews {
+    pub(crate) fn new<'c>(caches: impl Iterator<Item = &'c Cache>) -> Arc<Self> {
+        Arc::new(Self(
+            caches
+                .map(|c| {
+                    (0..c.manifest().description().shards.len())
+                        .map(|_| PyOnceLock::new())
+                        .collect()
+                })
+                .collect(),
+        ))
+    }
+}
+
+/// A cache, owned alone or as one of a dataset's caches, with its payload views.
 #[derive(Clone)]
 pub(crate) enum CacheRef {
     /// Opened by `datasetrt.Cache(...)`.
-    Own(Arc<Cache>),
+    Own(Arc<Cache>, Arc<ShardViews>),
     /// The `usize`-th cache of a dataset.
-    InDataset(Arc<Dataset>, usize),
+    InDataset(Arc<Dataset>, usize, Arc<ShardViews>),
 }
 
 impl CacheRef {
     pub(crate) fn get(&self) -> &Cache {
         match self {
-            Self::Own(cache) => cache,
-            Self::InDataset(dataset, i) => &dataset.caches()[*i].cache,
+            Self::Own(cache, _) => cache,
+            Self::InDataset(dataset, i, _) => &dataset.caches()[*i].cache,
         }
+    }
+
+    /// `len` bytes at `offset` of shard `shard`, as a read-only memoryview of the mapped file.
+    pub(crate) fn view<'py>(
+        &self,
+        py: Python<'py>,
+        shard: u64,
+        offset: u64,
+        len: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (views, i) = match self {
+            Self::Own(_, v) => (v, 0),
+            Self::InDataset(_, i, v) => (v, *i),
+        };
+        let cell = usize::try_from(shard)
+            .ok()
+            .and_then(|s| views.0.get(i)?.get(s))
+            .ok_or_else(|| PyIndexError::new_err(format!("no shard {shard}")))?;
+        let whole = cell.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+            let path = self
+                .get()
+                .shard_path(shard)
+                .ok_or_else(|| PyIndexError::new_err(format!("no shard {shard}")))?;
+            let mmap = py.import("mmap")?;
+            let file = py.import("builtins")?.call_method1("open", (path, "rb"))?;
+            let fileno = file.call_method0("fileno")?;
+            let kwargs = PyDict::new(py);
+            kwargs.set_item("access", mmap.getattr("ACCESS_READ")?)?;
+            let map = mmap.call_method("mmap", (fileno, 0), Some(&kwargs))?;
+            // The mapping outlives the descriptor.
+            file.call_method0("close")?;
+            Ok(PyMemoryView::from(&map)?.into_any().unbind())
+        })?;
+        let start = isize::try_from(offset).map_err(|_| PyIndexError::new_err("offset"))?;
+        let end = start
+            .checked_add(isize::try_from(len).map_err(|_| PyIndexError::new_err("length"))?)
+            .ok_or_else(|| PyIndexError::new_err("length"))?;
+        whole.bind(py).get_item(PySlice::new(py, start, end, 1))
     }
 }
 
@@ -33,29 +91,19 @@ thread_local! {
     static SCRATCH: RefCell<(SampleBuf, Vec<u8>)> = RefCell::new((SampleBuf::new(), Vec::new()));
 }
 
-/// Reads sample `sample` of `cache` into this thread's scratch buffer without the GIL and
-/// returns it as `bytes` (the one copy: from the read buffer into the bytes object).
-pub(crate) fn read_one<'py>(
-    py: Python<'py>,
-    cache: &Cache,
-    sample: u64,
-) -> PyResult<Bound<'py, PyBytes>> {
-    let range: Result<Range<usize>, CacheError> = detach(py, || {
-        SCRATCH.with(|scratch| {
-            let (buf, out) = &mut *scratch.borrow_mut();
-            cache.read_at(sample, buf, out, 0)
-        })
-    })?;
-    let range = range.map_err(|e| cache_error(py, &e))?;
-    // The GIL is held again on the same thread: the scratch buffer still holds the payload.
-    Ok(SCRATCH.with(|scratch| PyBytes::new(py, &scratch.borrow().1[range])))
+/// Where one read put its payload: in place in a shard (zero-copy) or in the batch buffer.
+pub(crate) enum Located {
+    /// Stored uncompressed at `offset` of shard `shard`.
+    InShard(u64, u64, usize),
+    /// Decoded into the batch buffer at this range.
+    Buffer(Range<usize>),
 }
 
-/// Many payloads in one buffer: the buffer and each payload's range in it.
-pub(crate) type Batch = (Vec<u8>, Vec<Range<usize>>);
+/// Many reads: each payload's location and the buffer holding the decoded ones.
+pub(crate) type Batch = (Vec<u8>, Vec<Located>);
 
-/// Reads many samples into one buffer without the GIL; returns the buffer and the payload
-/// ranges in order.
+/// Checks many samples (mapped reads, the GIL released), decoding compressed payloads into
+/// one buffer; uncompressed payloads are not touched.
 pub(crate) fn read_batch(
     py: Python<'_>,
     items: &[(&Cache, u64)],
@@ -63,12 +111,85 @@ pub(crate) fn read_batch(
     detach(py, || {
         let mut buf = SampleBuf::new();
         let mut out = Vec::new();
+        let mut located = Vec::with_capacity(items.len());
+        for &(cache, sample) in items {
+            located.push(match cache.read_mapped_location(sample, &mut buf)? {
+                MappedPayload::InShard { shard, offset, len } => {
+                    Located::InShard(shard, offset, len)
+                }
+                MappedPayload::Decoded(payload) => {
+                    let at = out.len();
+                    out.extend_from_slice(payload);
+                    Located::Buffer(at..out.len())
+                }
+            });
+        }
+        Ok((out, located))
+    })
+}
+
+/// Payloads copied into one buffer, and each one's range in it.
+pub(crate) type Copied = (Vec<u8>, Vec<Range<usize>>);
+
+/// Reads many samples (mapped reads, the GIL released) into one contiguous buffer; returns it
+/// and each payload's range.
+pub(crate) fn read_copied(
+    py: Python<'_>,
+    items: &[(&Cache, u64)],
+) -> PyResult<Result<Copied, CacheError>> {
+    detach(py, || {
+        let mut buf = SampleBuf::new();
+        let mut out = Vec::new();
         let mut ranges = Vec::with_capacity(items.len());
         for &(cache, sample) in items {
-            ranges.push(cache.read_append(sample, &mut buf, &mut out)?);
+            let payload = cache.read_mapped(sample, &mut buf)?.payload;
+            let at = out.len();
+            out.extend_from_slice(payload);
+            ranges.push(at..out.len());
         }
         Ok((out, ranges))
     })
+}
+
+/// The payload object of one located read: a memoryview of the mapped shard (uncompressed) or
+/// `bytes` (decoded).
+pub(crate) fn payload_object<'py>(
+    py: Python<'py>,
+    cache: &CacheRef,
+    buffer: &[u8],
+    located: &Located,
+) -> PyResult<Bound<'py, PyAny>> {
+    match located {
+        Located::InShard(shard, offset, len) => cache.view(py, *shard, *offset, *len),
+        Located::Buffer(range) => Ok(PyBytes::new(py, &buffer[range.clone()]).into_any()),
+    }
+}
+
+/// Reads one sample (see [`read_batch`]) and returns its payload object.
+pub(crate) fn read_one<'py>(
+    py: Python<'py>,
+    cache: &CacheRef,
+    sample: u64,
+) -> PyResult<Bound<'py, PyAny>> {
+    let inner = cache.get();
+    let read: Result<Located, CacheError> = detach(py, || {
+        SCRATCH.with(|scratch| {
+            let (buf, out) = &mut *scratch.borrow_mut();
+            Ok(match inner.read_mapped_location(sample, buf)? {
+                MappedPayload::InShard { shard, offset, len } => {
+                    Located::InShard(shard, offset, len)
+                }
+                MappedPayload::Decoded(payload) => {
+                    out.clear();
+                    out.extend_from_slice(payload);
+                    Located::Buffer(0..out.len())
+                }
+            })
+        })
+    })?;
+    let located = read.map_err(|e| cache_error(py, &e))?;
+    // The GIL is held again on the same thread: the scratch buffer still holds the payload.
+    SCRATCH.with(|scratch| payload_object(py, cache, &scratch.borrow().1, &located))
 }
 
 /// Normalises a Python index (negative counts from the end).
@@ -94,7 +215,7 @@ pub(crate) struct PySample {
     pub(crate) cache: CacheRef,
     pub(crate) cache_id: Option<u64>,
     pub(crate) sample_id: u64,
-    pub(crate) payload: Py<PyBytes>,
+    pub(crate) payload: Py<PyAny>,
     pub(crate) step: Option<u64>,
     pub(crate) global_position: Option<u64>,
     pub(crate) padding: bool,
@@ -120,9 +241,11 @@ impl PySample {
         self.cache_id.map(|c| (c, self.sample_id))
     }
 
-    /// The payload bytes, decompressed.
+    /// The payload, decompressed: a read-only `memoryview` of the mapped shard when it is
+    /// stored uncompressed (zero-copy; it keeps the mapping alive), else `bytes`. Both are
+    /// bytes-like (buffer protocol); `bytes(sample.payload)` copies it.
     #[getter]
-    fn payload(&self, py: Python<'_>) -> Py<PyBytes> {
+    fn payload(&self, py: Python<'_>) -> Py<PyAny> {
         self.payload.clone_ref(py)
     }
 
@@ -157,7 +280,7 @@ impl PySample {
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
-        let len = self.payload.bind(py).as_bytes().len();
+        let len = self.payload.bind(py).len().unwrap_or(0);
         match self.cache_id {
             Some(c) => format!(
                 "Sample(cache_id={c}, sample_id={}, payload=<{len} bytes>)",
@@ -190,7 +313,7 @@ pub(crate) struct PyCache {
 }
 
 impl PyCache {
-    fn sample(&self, sample_id: u64, payload: Bound<'_, PyBytes>) -> PySample {
+    fn sample(&self, sample_id: u64, payload: Bound<'_, PyAny>) -> PySample {
         PySample {
             cache: self.cache.clone(),
             cache_id: self.cache_id,
@@ -211,7 +334,10 @@ impl PyCache {
         let options = OpenOptions { validate_cache };
         let cache = detach(py, || Cache::open(&path, options))?.map_err(|e| cache_error(py, &e))?;
         Ok(Self {
-            cache: CacheRef::Own(Arc::new(cache)),
+            cache: {
+                let views = ShardViews::new(std::iter::once(&cache));
+                CacheRef::Own(Arc::new(cache), views)
+            },
             cache_id: None,
         })
     }
@@ -224,7 +350,7 @@ impl PyCache {
     fn __getitem__(&self, py: Python<'_>, index: i64) -> PyResult<PySample> {
         let cache = self.cache.get();
         let sample = normalise(index, cache.len())?;
-        let payload = read_one(py, cache, sample)?;
+        let payload = read_one(py, &self.cache, sample)?;
         Ok(self.sample(sample, payload))
     }
 
@@ -238,10 +364,10 @@ impl PyCache {
             .map(|&i| normalise(i, len))
             .collect::<PyResult<Vec<u64>>>()?;
         let items: Vec<(&Cache, u64)> = samples.iter().map(|&s| (cache, s)).collect();
-        let (data, ranges) = read_batch(py, &items)?.map_err(|e| cache_error(py, &e))?;
+        let (data, located) = read_batch(py, &items)?.map_err(|e| cache_error(py, &e))?;
         let list = PyList::empty(py);
-        for (&sample, range) in samples.iter().zip(ranges) {
-            let payload = PyBytes::new(py, &data[range]);
+        for (&sample, at) in samples.iter().zip(&located) {
+            let payload = payload_object(py, &self.cache, &data, at)?;
             list.append(self.sample(sample, payload))?;
         }
         Ok(list)

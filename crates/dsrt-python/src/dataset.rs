@@ -1,12 +1,12 @@
 //! `datasetrt.Dataset`, `datasetrt.SampleTable` and the manifest-update report.
 
-use crate::cache::{read_batch, read_one, CacheRef, PyCache, PySample};
+use crate::cache::{payload_object, read_batch, read_one, CacheRef, PyCache, PySample, ShardViews};
 use crate::errors::{cache_error, dataset_error, detach, entry_dict, manifest_update_error};
 use crate::values::row_dict;
 use datasetrt::{Cache, CancelToken, Dataset, OpenOptions, SampleKey, SampleTable};
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList};
+use pyo3::types::{PyDict, PyList};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -24,6 +24,7 @@ type Reduced<'py> = (Bound<'py, PyAny>, (Vec<String>, bool));
 #[pyclass(module = "datasetrt", name = "Dataset", frozen)]
 pub(crate) struct PyDataset {
     pub(crate) dataset: Arc<Dataset>,
+    pub(crate) views: Arc<ShardViews>,
     pub(crate) paths: Vec<PathBuf>,
     pub(crate) validate_cache: bool,
 }
@@ -35,9 +36,13 @@ impl PyDataset {
         })
     }
 
-    fn sample(&self, position: usize, sample_id: u64, payload: Bound<'_, PyBytes>) -> PySample {
+    pub(crate) fn cache_ref(&self, position: usize) -> CacheRef {
+        CacheRef::InDataset(Arc::clone(&self.dataset), position, Arc::clone(&self.views))
+    }
+
+    fn sample(&self, position: usize, sample_id: u64, payload: Bound<'_, PyAny>) -> PySample {
         PySample {
-            cache: CacheRef::InDataset(Arc::clone(&self.dataset), position),
+            cache: self.cache_ref(position),
             cache_id: Some(self.dataset.caches()[position].cache_id),
             sample_id,
             payload: payload.unbind(),
@@ -67,8 +72,10 @@ impl PyDataset {
         let options = OpenOptions { validate_cache };
         let dataset =
             detach(py, || Dataset::open(&paths, options))?.map_err(|e| dataset_error(py, &e))?;
+        let views = ShardViews::new(dataset.caches().iter().map(|c| &c.cache));
         Ok(Self {
             dataset: Arc::new(dataset),
+            views,
             paths,
             validate_cache,
         })
@@ -84,8 +91,7 @@ impl PyDataset {
         let (cache_id, sample_id) = key;
         let position = self.locate(cache_id)?;
         self.check_sample(position, sample_id)?;
-        let cache = &self.dataset.caches()[position].cache;
-        let payload = read_one(py, cache, sample_id)?;
+        let payload = read_one(py, &self.cache_ref(position), sample_id)?;
         Ok(self.sample(position, sample_id, payload))
     }
 
@@ -106,10 +112,11 @@ impl PyDataset {
             .iter()
             .map(|&(p, s)| (&self.dataset.caches()[p].cache, s))
             .collect();
-        let (data, ranges) = read_batch(py, &items)?.map_err(|e| cache_error(py, &e))?;
+        let (data, at) = read_batch(py, &items)?.map_err(|e| cache_error(py, &e))?;
         let list = PyList::empty(py);
-        for (&(position, sample_id), range) in located.iter().zip(ranges) {
-            list.append(self.sample(position, sample_id, PyBytes::new(py, &data[range])))?;
+        for (&(position, sample_id), at) in located.iter().zip(&at) {
+            let payload = payload_object(py, &self.cache_ref(position), &data, at)?;
+            list.append(self.sample(position, sample_id, payload))?;
         }
         Ok(list)
     }
@@ -122,7 +129,7 @@ impl PyDataset {
             .iter()
             .enumerate()
             .map(|(i, c)| PyCache {
-                cache: CacheRef::InDataset(Arc::clone(&self.dataset), i),
+                cache: self.cache_ref(i),
                 cache_id: Some(c.cache_id),
             })
             .collect()
@@ -153,7 +160,7 @@ impl PyDataset {
     fn cache(&self, cache_id: u64) -> PyResult<PyCache> {
         let position = self.locate(cache_id)?;
         Ok(PyCache {
-            cache: CacheRef::InDataset(Arc::clone(&self.dataset), position),
+            cache: self.cache_ref(position),
             cache_id: Some(cache_id),
         })
     }

@@ -54,6 +54,45 @@ fn cache_id_for_source(source: &str) -> u64 {
     datasetrt::cache_id_for_source(source)
 }
 
+/// Benchmark baseline (not API): writes `lengths.len()` samples whose payloads are consecutive
+/// slices of `payloads` and whose one int64 column `label` is `labels`, with the Rust writer in
+/// one Rust loop (GIL released), exactly as `CacheWriter.add` would from Python. Returns the
+/// seconds the loop and `finish` took.
+#[pyfunction]
+#[pyo3(signature = (path, source, payloads, lengths, labels, compression = "none"))]
+fn _rust_write_benchmark(
+    py: Python<'_>,
+    path: PathBuf,
+    source: String,
+    payloads: &[u8],
+    lengths: Vec<usize>,
+    labels: Vec<i64>,
+    compression: &str,
+) -> PyResult<f64> {
+    use datasetrt::{Column, ColumnType, CompressionAlgo, Row, Schema, WriterOptions};
+    let schema = Schema::new(vec![Column::new("label", ColumnType::Int64, false)])
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+    let algo = if compression == "lz4" {
+        CompressionAlgo::Lz4
+    } else {
+        CompressionAlgo::None
+    };
+    let result = errors::detach(py, || {
+        let start = std::time::Instant::now();
+        let options = WriterOptions::new(source, schema).compression(algo);
+        let mut writer = datasetrt::CacheWriter::create(&path, options)?;
+        let mut at = 0;
+        for (len, label) in lengths.iter().zip(&labels) {
+            let end = (at + len).min(payloads.len());
+            writer.add(&payloads[at..end], &Row::new().with("label", *label))?;
+            at = end;
+        }
+        writer.finish()?;
+        Ok::<f64, datasetrt::WriteError>(start.elapsed().as_secs_f64())
+    })?;
+    result.map_err(|e| errors::write_error(py, &e))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
@@ -67,6 +106,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::PyRankPlan>()?;
     m.add_function(wrap_pyfunction!(update_manifests, m)?)?;
     m.add_function(wrap_pyfunction!(cache_id_for_source, m)?)?;
+    m.add_function(wrap_pyfunction!(_rust_write_benchmark, m)?)?;
     m.add(
         "DEFAULT_MAX_SHARD_BYTES",
         datasetrt::DEFAULT_MAX_SHARD_BYTES,

@@ -1,11 +1,11 @@
 //! `datasetrt.Loader` and the per-rank step plan the PyTorch dataset reads through.
 
-use crate::cache::{CacheRef, PySample};
+use crate::cache::{payload_object, read_batch, read_copied, PySample, ShardViews};
 use crate::dataset::PyDataset;
 use crate::errors::{cache_error, dataset_error, detach};
 use datasetrt::{
     Dataset, DatasetError, EpochPlan, IterState, Loader, LoaderConfig, Partition, PlanConfig,
-    RemainderPolicy, SampleBuf, Sampling, Shuffle,
+    RemainderPolicy, Sampling, Shuffle,
 };
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyValueError};
 use pyo3::prelude::*;
@@ -86,6 +86,7 @@ pub(crate) fn state_from_dict(dict: &Bound<'_, PyDict>) -> PyResult<IterState> {
 fn loaded_sample(
     py: Python<'_>,
     dataset: &Arc<Dataset>,
+    views: &Arc<ShardViews>,
     sample: datasetrt::LoadedSample,
 ) -> PyResult<PySample> {
     let position = dataset.position(sample.key.cache_id).ok_or_else(|| {
@@ -97,10 +98,10 @@ fn loaded_sample(
         )
     })?;
     Ok(PySample {
-        cache: CacheRef::InDataset(Arc::clone(dataset), position),
+        cache: crate::cache::CacheRef::InDataset(Arc::clone(dataset), position, Arc::clone(views)),
         cache_id: Some(sample.key.cache_id),
         sample_id: sample.key.sample_id,
-        payload: PyBytes::new(py, &sample.payload).unbind(),
+        payload: PyBytes::new(py, &sample.payload).into_any().unbind(),
         step: Some(sample.step),
         global_position: Some(sample.global_position),
         padding: sample.padding,
@@ -121,6 +122,7 @@ fn loaded_sample(
 #[pyclass(module = "datasetrt", name = "Loader", frozen)]
 pub(crate) struct PyLoader {
     dataset: Arc<Dataset>,
+    views: Arc<ShardViews>,
     base: LoaderConfig,
     loader: Mutex<Loader>,
 }
@@ -165,6 +167,7 @@ impl PyLoader {
         workers: usize,
         prefetch: usize,
     ) -> PyResult<Self> {
+        let views = Arc::clone(&dataset.get().views);
         let dataset = Arc::clone(&dataset.get().dataset);
         let base = LoaderConfig {
             plan: plan_config(
@@ -189,6 +192,7 @@ impl PyLoader {
             detach(py, move || Loader::new(shared, config))?.map_err(|e| dataset_error(py, &e))?;
         Ok(Self {
             dataset,
+            views,
             base,
             loader: Mutex::new(loader),
         })
@@ -206,7 +210,7 @@ impl PyLoader {
         };
         match next {
             None => Ok(None),
-            Some(Ok(sample)) => loaded_sample(py, &self.dataset, sample).map(Some),
+            Some(Ok(sample)) => loaded_sample(py, &self.dataset, &self.views, sample).map(Some),
             Some(Err(e)) => Err(dataset_error(py, &e)),
         }
     }
@@ -222,7 +226,7 @@ impl PyLoader {
         let list = PyList::empty(py);
         for item in batch {
             let sample = item.map_err(|e| dataset_error(py, &e))?;
-            list.append(loaded_sample(py, &self.dataset, sample)?)?;
+            list.append(loaded_sample(py, &self.dataset, &self.views, sample)?)?;
         }
         Ok(list)
     }
@@ -273,6 +277,7 @@ impl PyLoader {
 #[pyclass(module = "datasetrt", name = "RankPlan", frozen)]
 pub(crate) struct PyRankPlan {
     dataset: Arc<Dataset>,
+    views: Arc<ShardViews>,
     plan: Arc<EpochPlan>,
     partition: Partition,
     seed: u64,
@@ -320,6 +325,7 @@ impl PyRankPlan {
         policy: &str,
         start: u64,
     ) -> PyResult<Self> {
+        let views = Arc::clone(&dataset.get().views);
         let dataset = Arc::clone(&dataset.get().dataset);
         let config = plan_config(
             seed,
@@ -342,6 +348,7 @@ impl PyRankPlan {
             .map_err(|e| dataset_error(py, &DatasetError::Plan(e)))?;
         Ok(Self {
             dataset,
+            views,
             plan: Arc::new(plan),
             partition,
             seed,
@@ -383,6 +390,66 @@ impl PyRankPlan {
             .collect()
     }
 
+    /// Reads `steps` (GIL released) as one columnar batch, with no Python object per sample
+    /// but the metadata values: a dict with `payload` (a bytearray of the payloads one after
+    /// another), `offsets` (`len(steps) + 1` ints: payload `i` is
+    /// `payload[offsets[i]:offsets[i+1]]`), `keys` (a bytearray of little-endian u64
+    /// `(cache_id, sample_id)` pairs), `padding`
+    /// (bools), `steps`, and `metadata` (a dict of column name to list of values; a column
+    /// some cache lacks is None there).
+    fn read_columnar<'py>(&self, py: Python<'py>, steps: Vec<u64>) -> PyResult<Bound<'py, PyDict>> {
+        let located = steps
+            .iter()
+            .map(|&s| self.locate(s))
+            .collect::<PyResult<Vec<_>>>()?;
+        let dataset = &self.dataset;
+        let items: Vec<(&datasetrt::Cache, u64)> = located
+            .iter()
+            .map(|&(cache, sample, _, _)| (&dataset.caches()[cache].cache, sample))
+            .collect();
+        let (data, ranges) = read_copied(py, &items)?.map_err(|e| cache_error(py, &e))?;
+        let batch = PyDict::new(py);
+        batch.set_item("payload", pyo3::types::PyByteArray::new(py, &data))?;
+        let mut offsets = Vec::with_capacity(ranges.len() + 1);
+        offsets.push(0usize);
+        offsets.extend(ranges.iter().map(|r| r.end));
+        batch.set_item("offsets", offsets)?;
+        // Keys as little-endian u64 pairs (cache_id, sample_id): one buffer, no object per key.
+        let mut keys = Vec::with_capacity(located.len() * 16);
+        for &(cache, sample, _, _) in &located {
+            keys.extend_from_slice(&dataset.caches()[cache].cache_id.to_le_bytes());
+            keys.extend_from_slice(&sample.to_le_bytes());
+        }
+        batch.set_item("keys", pyo3::types::PyByteArray::new(py, &keys))?;
+        let padding: Vec<bool> = located.iter().map(|l| l.3).collect();
+        batch.set_item("padding", padding)?;
+        batch.set_item("steps", steps)?;
+        // Columns in the order the caches first name them.
+        let mut names: Vec<&str> = Vec::new();
+        for c in dataset.caches() {
+            for column in c.cache.schema().columns() {
+                if !names.contains(&column.name.as_str()) {
+                    names.push(&column.name);
+                }
+            }
+        }
+        let metadata = PyDict::new(py);
+        for name in names {
+            let values = PyList::empty(py);
+            for &(cache, sample) in &items {
+                let value = cache
+                    .schema()
+                    .position(name)
+                    .and_then(|i| cache.metadata().value(sample, i))
+                    .unwrap_or(datasetrt::ValueRef::Null);
+                values.append(crate::values::value_to_py(py, value)?)?;
+            }
+            metadata.set_item(name, values)?;
+        }
+        batch.set_item("metadata", metadata)?;
+        Ok(batch)
+    }
+
     /// Reads `steps` (GIL released) and returns their samples in order, each with `key`,
     /// `payload`, `metadata`, `step`, `global_position` and `padding`.
     fn read<'py>(&self, py: Python<'py>, steps: Vec<u64>) -> PyResult<Bound<'py, PyList>> {
@@ -391,29 +458,25 @@ impl PyRankPlan {
             .map(|&s| self.locate(s))
             .collect::<PyResult<Vec<_>>>()?;
         let dataset = &self.dataset;
-        let read = detach(py, || {
-            let mut buf = SampleBuf::new();
-            let mut out = Vec::new();
-            let mut ranges = Vec::with_capacity(located.len());
-            for &(cache, sample, _, _) in &located {
-                ranges.push(
-                    dataset.caches()[cache]
-                        .cache
-                        .read_append(sample, &mut buf, &mut out)?,
-                );
-            }
-            Ok::<_, datasetrt::CacheError>((out, ranges))
-        })?;
-        let (data, ranges) = read.map_err(|e| cache_error(py, &e))?;
+        let items: Vec<(&datasetrt::Cache, u64)> = located
+            .iter()
+            .map(|&(cache, sample, _, _)| (&dataset.caches()[cache].cache, sample))
+            .collect();
+        let (data, at) = read_batch(py, &items)?.map_err(|e| cache_error(py, &e))?;
         let list = PyList::empty(py);
-        for ((&step, &(cache, sample, position, padding)), range) in
-            steps.iter().zip(&located).zip(ranges)
+        for ((&step, &(cache, sample, position, padding)), at) in
+            steps.iter().zip(&located).zip(&at)
         {
+            let cache_ref = crate::cache::CacheRef::InDataset(
+                Arc::clone(dataset),
+                cache,
+                Arc::clone(&self.views),
+            );
             list.append(PySample {
-                cache: CacheRef::InDataset(Arc::clone(dataset), cache),
                 cache_id: Some(dataset.caches()[cache].cache_id),
                 sample_id: sample,
-                payload: PyBytes::new(py, &data[range]).unbind(),
+                payload: payload_object(py, &cache_ref, &data, at)?.unbind(),
+                cache: cache_ref,
                 step: Some(step),
                 global_position: Some(position),
                 padding,

@@ -36,6 +36,8 @@ pub(crate) struct Shard {
     /// Opened on first read, so a cache of many shards holds descriptors only for the shards
     /// it serves.
     file: OnceLock<File>,
+    /// Mapped read-only on the first [`Cache::read_mapped`] of one of its samples.
+    map: OnceLock<memmap2::Mmap>,
 }
 
 impl Shard {
@@ -45,6 +47,21 @@ impl Shard {
         }
         let file = File::open(&self.path)?;
         Ok(self.file.get_or_init(|| file))
+    }
+
+    pub(crate) fn map(&self) -> io::Result<&memmap2::Mmap> {
+        if let Some(map) = self.map.get() {
+            return Ok(map);
+        }
+        let file = self.file()?;
+        // SAFETY: the format makes published cache files immutable while readers are alive
+        // (docs/format/datasetrt.md), as for the mapped index.bin and metadata.arrow: the
+        // mapping is read-only and nothing in this process writes the file. A shard truncated
+        // by another process behind the reader's back would make a later access fault
+        // (SIGBUS); callers who cannot rule that out use `Cache::read`, which uses `pread`.
+        #[allow(unsafe_code)]
+        let map = unsafe { memmap2::Mmap::map(file)? };
+        Ok(self.map.get_or_init(|| map))
     }
 }
 
@@ -112,6 +129,7 @@ impl Cache {
                 algo: entry.compression.algo,
                 path: shards_dir.join(&entry.name),
                 file: OnceLock::new(),
+                map: OnceLock::new(),
             })
             .collect();
         let envelope = EnvelopeCodec::new(&description.metadata_schema);
@@ -148,6 +166,14 @@ impl Cache {
     /// Whether the cache holds no sample.
     pub fn is_empty(&self) -> bool {
         self.index.is_empty()
+    }
+
+    /// The file of shard `shard`, or `None` if the manifest lists no such shard.
+    pub fn shard_path(&self, shard: u64) -> Option<&Path> {
+        usize::try_from(shard)
+            .ok()
+            .and_then(|i| self.shards.get(i))
+            .map(|s| s.path.as_path())
     }
 
     /// The mapped index.bin (validated at open).

@@ -10,7 +10,8 @@
 //! facade), and writing (`dsrt-writer`).
 //!
 //! Layering: above every DatasetRT file crate; re-exported by the `datasetrt` facade.
-#![forbid(unsafe_code)]
+// One `unsafe` block: mapping a shard for `Cache::read_mapped` (see its SAFETY comment).
+#![deny(unsafe_code)]
 
 mod cache;
 mod error;
@@ -19,4 +20,4 @@ mod validate;
 
 pub use cache::{Cache, OpenOptions};
 pub use error::{CacheError, CacheFile};
-pub use sample::{Sample, SampleBuf, SampleRef};
+pub use sample::{MappedPayload, Sample, SampleBuf, SampleRef};

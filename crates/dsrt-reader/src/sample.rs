@@ -47,6 +47,23 @@ impl SampleRef<'_> {
     }
 }
 
+/// Where [`Cache::read_mapped_location`] found a payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MappedPayload<'a> {
+    /// Stored uncompressed: `len` bytes at byte `offset` of shard `shard`'s file
+    /// ([`Cache::shard_path`]).
+    InShard {
+        /// Shard id.
+        shard: u64,
+        /// Offset of the payload's first byte in the shard file.
+        offset: u64,
+        /// Payload length.
+        len: usize,
+    },
+    /// Stored compressed: the decoded bytes, in the caller's [`SampleBuf`].
+    Decoded(&'a [u8]),
+}
+
 /// An owned sample.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
@@ -187,6 +204,84 @@ impl Cache {
             })
             .map_err(|e| record_error(RecordError::Envelope(e)))?;
         Ok((record.len() - stored.len()..record.len(), metadata))
+    }
+
+    /// Reads sample `sample` like [`Cache::read`], but from a read-only memory map of its
+    /// shard instead of a positional read: an uncompressed payload is returned as a slice of
+    /// the mapping (no system call, no copy), an LZ4 payload is decoded into `buf`. The same
+    /// checks run (index row, record envelope against metadata.arrow, payload decoding).
+    ///
+    /// The shard is mapped on its first mapped read and stays mapped while the cache is open.
+    /// The format's rule that published caches are immutable while readers are alive matters
+    /// more here than for [`Cache::read`]: a shard truncated behind the reader's back makes an
+    /// access to the vanished part fault (`SIGBUS`) instead of returning an I/O error; a record
+    /// lying past the end of the mapping is reported as [`CacheError::Io`].
+    pub fn read_mapped<'a>(
+        &'a self,
+        sample: u64,
+        buf: &'a mut SampleBuf,
+    ) -> Result<SampleRef<'a>, CacheError> {
+        let (row, shard, record, stored_at, metadata) = self.mapped_record(sample)?;
+        let payload = load_payload(shard.algo, &record[stored_at..], &mut buf.decoded)
+            .map_err(|source| self.record_error(sample, &row, source))?;
+        Ok(SampleRef {
+            sample,
+            payload,
+            metadata,
+        })
+    }
+
+    /// Checks sample `sample` like [`Cache::read_mapped`] and says where its payload is,
+    /// without touching the payload bytes when they are stored uncompressed: for zero-copy
+    /// readers that map the shard file themselves ([`Cache::shard_path`]). An LZ4 payload is
+    /// decoded into `buf`.
+    pub fn read_mapped_location<'a>(
+        &'a self,
+        sample: u64,
+        buf: &'a mut SampleBuf,
+    ) -> Result<MappedPayload<'a>, CacheError> {
+        let (row, shard, record, stored_at, _) = self.mapped_record(sample)?;
+        if shard.algo == dsrt_manifest::CompressionAlgo::None {
+            return Ok(MappedPayload::InShard {
+                shard: row.shard_id,
+                offset: row.offset + stored_at as u64,
+                len: record.len() - stored_at,
+            });
+        }
+        load_payload(shard.algo, &record[stored_at..], &mut buf.decoded)
+            .map(MappedPayload::Decoded)
+            .map_err(|source| self.record_error(sample, &row, source))
+    }
+
+    /// The mapped record of `sample`, checked against metadata.arrow: its index row, shard,
+    /// bytes, the stored payload's start within them, and the metadata row.
+    #[allow(clippy::type_complexity)]
+    fn mapped_record(
+        &self,
+        sample: u64,
+    ) -> Result<(IndexRow, &Shard, &[u8], usize, RowView<'_>), CacheError> {
+        let (row, shard, len) = self.locate(sample)?;
+        let map = shard
+            .map()
+            .map_err(self.io_error(CacheFile::Shard(row.shard_id)))?;
+        let record = usize::try_from(row.offset)
+            .ok()
+            .and_then(|start| map.get(start..start.checked_add(len)?))
+            .ok_or_else(|| {
+                self.io_error(CacheFile::Shard(row.shard_id))(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "the record lies past the end of the mapped shard",
+                ))
+            })?;
+        let record_error = |source| self.record_error(sample, &row, source);
+        let metadata = self.metadata_row(sample)?;
+        let (json, stored) = split_record(record).map_err(record_error)?;
+        self.envelope
+            .check(json, self.schema(), |c| {
+                metadata.get(c).unwrap_or(ValueRef::Null)
+            })
+            .map_err(|e| record_error(RecordError::Envelope(e)))?;
+        Ok((row, shard, record, record.len() - stored.len(), metadata))
     }
 
     /// Reads sample `sample` into a new owned [`Sample`].

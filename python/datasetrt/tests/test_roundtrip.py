@@ -174,3 +174,18 @@ def test_help_describes_every_public_class_and_function():
     assert issubclass(datasetrt.ManifestUpdateError, datasetrt.Error)
     assert issubclass(datasetrt.WriteError, datasetrt.Error)
     assert issubclass(datasetrt.Error, Exception)
+
+
+def test_uncompressed_payloads_are_zero_copy_views_that_outlive_the_cache(tmp_path):
+    plain = datasetrt.Cache(write_cache(tmp_path / "plain", 20))
+    view = plain[7].payload
+    assert isinstance(view, memoryview) and view.readonly and view.format == "B"
+    many = plain.read_many([3, 4])
+    assert all(isinstance(s.payload, memoryview) for s in many)
+    del plain, many
+    import gc
+
+    gc.collect()
+    assert bytes(view) == payload(7)  # the view keeps the shard mapping alive
+    packed = datasetrt.Cache(write_cache(tmp_path / "lz4", 20, compression="lz4"))
+    assert isinstance(packed[7].payload, bytes) and packed[7].payload == payload(7)

@@ -77,6 +77,33 @@ def test_num_workers_0_2_3_yield_the_same_sequence(caches, batch_size):
         assert [k for b in batched for k in b] == runs[0]
 
 
+def test_columnar_batches_keep_the_order_and_the_bytes(caches):
+    kw = dict(seed=11, epoch=2, shuffle="full", rank=0, world_size=1)
+    expected = reference(caches, **{k: v for k, v in kw.items() if k not in ("rank", "world_size")})
+    ids = datasetrt.Dataset(caches).cache_ids
+    base = {ids[0]: 0, ids[1]: 211, ids[2]: 361}
+    for workers in (0, 2, 3):
+        ds = StreamingDataset(caches, batch_size=50, collate="columnar", **kw)
+        keys = []
+        for batch in DataLoader(ds, batch_size=None, num_workers=workers):
+            assert batch["payload"].dtype == torch.uint8 and batch["offsets"].dtype == torch.int64
+            assert batch["keys"].dtype == torch.uint64 and batch["keys"].shape[1] == 2
+            assert len(batch["keys"]) == len(batch["padding"]) == len(batch["offsets"]) - 1
+            assert batch["metadata"]["label"].dtype == torch.int64  # a column without nulls
+            assert isinstance(batch["metadata"]["name"], list)  # a nullable utf8 column
+            for j, key in enumerate(batch["keys"].tolist()):
+                key = tuple(key)
+                a, b = batch["offsets"][j].item(), batch["offsets"][j + 1].item()
+                i = base[key[0]] + key[1]
+                assert bytes(batch["payload"][a:b].numpy()) == payload(i)
+                assert batch["metadata"]["label"][j].item() == i % 10
+                assert batch["metadata"]["name"][j] == (None if i % 5 == 0 else f"sample-{i}")
+                keys.append(key)
+        assert keys == expected, workers
+    with pytest.raises(ValueError):
+        StreamingDataset(caches, collate="columnar")
+
+
 def test_weights_epochs_and_local_shuffle(caches):
     kw = dict(seed=5, weights=[3, 1, 1], samples_per_epoch=300, rank=0, world_size=1)
     ds = StreamingDataset(caches, **kw)

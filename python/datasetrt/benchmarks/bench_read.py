@@ -1,0 +1,175 @@
+"""DatasetRT from Python: the four ratios of issue 13, measured in one run.
+
+    python python/datasetrt/benchmarks/bench_read.py [--samples 100000] [--dir /tmp/dsrt-bench]
+
+Writes a cache of N samples (payloads of 256 B to 4 KiB, one int64 column) with the Python
+CacheWriter and, on the same samples, with the Rust writer in one Rust loop; warms the page
+cache; then times, in random order over the same samples:
+
+1. ``cache[i]``                         vs a bare ``os.pread`` loop over the same payload byte
+                                          ranges (offsets precomputed in a list)   target >= 0.8
+2. ``cache.read_many`` (batches of 256) vs that bare loop                          target >= 2
+3. ``DataLoader(StreamingDataset, num_workers=2, batch_size=None)`` vs the single-process
+   ``cache[i]`` loop (samples per second)                                         target >= 1.5
+4. ``CacheWriter.add`` from Python      vs the Rust writer                         target >= 0.5
+
+Each figure is a ratio of throughputs (higher is better for DatasetRT), best of --repeat runs.
+Use a release build of the package (``maturin build --release``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import struct
+import sys
+import time
+
+import datasetrt
+
+
+def best(fn, repeat):
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--samples", type=int, default=100_000)
+    ap.add_argument("--dir", default="/tmp/dsrt-bench")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--skip-loader", action="store_true", help="skip the DataLoader figure")
+    args = ap.parse_args()
+    n = args.samples
+    rng = random.Random(args.seed)
+    lengths = [rng.randint(256, 4096) for _ in range(n)]
+    blob = rng.randbytes(sum(lengths))
+    labels = [i % 1000 for i in range(n)]
+    offsets = []
+    at = 0
+    for length in lengths:
+        offsets.append(at)
+        at += length
+    payloads = [blob[o : o + length] for o, length in zip(offsets, lengths)]
+
+    shutil.rmtree(args.dir, ignore_errors=True)
+    os.makedirs(args.dir)
+
+    # 4. Writing: Python CacheWriter.add vs the Rust writer, same samples, same options.
+    def write_python(path):
+        t0 = time.perf_counter()
+        with datasetrt.CacheWriter(path, source="bench", schema={"label": "int64"}) as w:
+            add = w.add
+            for p, label in zip(payloads, labels):
+                add(p, label=label)
+        return time.perf_counter() - t0
+
+    write_py, write_rs = [], []
+    for r in range(max(1, args.repeat // 2)):
+        py_dir = os.path.join(args.dir, f"py{r}")
+        rs_dir = os.path.join(args.dir, f"rs{r}")
+        write_py.append(write_python(py_dir))
+        write_rs.append(datasetrt._native._rust_write_benchmark(rs_dir, "bench", blob, lengths, labels))
+        if r > 0:
+            shutil.rmtree(py_dir)
+            shutil.rmtree(rs_dir)
+    path = os.path.join(args.dir, "py0")
+    cache = datasetrt.Cache(path)
+    assert len(cache) == n
+
+    # The bare baseline: os.pread of each payload's byte range, offsets precomputed.
+    index = open(os.path.join(path, "index.bin"), "rb").read()
+    fds = {}
+    ranges = []
+    for i in range(n):
+        shard, offset, _length = struct.unpack_from("<QQQ", index, 24 * i)
+        if shard not in fds:
+            fds[shard] = os.open(os.path.join(path, "shards", f"{shard:06}.bin"), os.O_RDONLY)
+        header = os.pread(fds[shard], 8, offset)
+        (json_len,) = struct.unpack("<Q", header)
+        ranges.append((fds[shard], lengths[i], offset + 8 + json_len))
+    order = list(range(n))
+    rng.shuffle(order)
+    work = [ranges[i] for i in order]
+    assert os.pread(*work[0]) == payloads[order[0]]
+    assert bytes(cache[order[0]].payload) == payloads[order[0]]
+
+    # Warm the page cache.
+    for fd in fds.values():
+        while os.read(fd, 1 << 20):
+            pass
+    for fd, length, offset in work:
+        os.pread(fd, length, offset)
+
+    pread = os.pread
+
+    def bare():
+        for fd, length, offset in work:
+            pread(fd, length, offset)
+
+    def getitem():
+        c = cache
+        for i in order:
+            c[i].payload
+
+    batches = [order[k : k + 256] for k in range(0, n, 256)]
+
+    def read_many():
+        rm = cache.read_many
+        for b in batches:
+            for s in rm(b):
+                s.payload
+
+    t_bare = best(bare, args.repeat)
+    t_get = best(getitem, args.repeat)
+    t_many = best(read_many, args.repeat)
+
+    t_loader = None
+    if not args.skip_loader:
+        import torch.utils.data
+
+        from datasetrt.torch import StreamingDataset
+
+        ds = StreamingDataset(
+            [path], seed=3, shuffle="full", rank=0, world_size=1, batch_size=256, collate="columnar"
+        )
+
+        def loader():
+            count = 0
+            for batch in torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2, prefetch_factor=4):
+                count += batch["keys"].shape[0]
+            assert count == n, count
+
+        t_loader = best(loader, max(2, args.repeat // 2))
+
+    print(f"samples: {n}, payload bytes: {sum(lengths)} ({sum(lengths) / n:.0f} B mean), shards: {len(fds)}")
+    print(f"python {sys.version.split()[0]}, datasetrt from {os.path.dirname(datasetrt.__file__)}")
+    rows = [
+        ("bare os.pread loop", n / t_bare, None, None),
+        ("cache[i] loop", n / t_get, (t_bare / t_get), 0.8),
+        ("read_many(256)", n / t_many, (t_bare / t_many), 2.0),
+    ]
+    if t_loader is not None:
+        rows.append(("DataLoader(StreamingDataset, 2 workers)", n / t_loader, t_get / t_loader, 1.5))
+    rows.append(("Rust writer", n / min(write_rs), None, None))
+    rows.append(("CacheWriter.add from Python", n / min(write_py), min(write_rs) / min(write_py), 0.5))
+    print(f"{'measure':42} {'samples/s':>12} {'ratio':>7} {'target':>7}")
+    for name, rate, ratio, target in rows:
+        r = f"{ratio:7.2f}" if ratio is not None else " " * 7
+        t = f">= {target:<4}" if target is not None else ""
+        ok = "" if ratio is None else ("  ok" if ratio >= target else "  MISSED")
+        print(f"{name:42} {rate:12,.0f} {r} {t:>7}{ok}")
+    print("ratios: cache[i] and read_many against the bare loop; DataLoader against cache[i];")
+    print("        Python writer against the Rust writer (throughput over throughput)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
