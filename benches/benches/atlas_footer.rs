@@ -1,13 +1,13 @@
 //! Footer decode + validation against a naive decode of the same bytes, and footer encode
 //! against a naive encode of the same content.
 //!
-//! Target (issue 4, Performance): decoding and validating a 100,000-dataset footer (one schema,
+//! Target: decoding and validating a 100,000-dataset footer (one schema,
 //! five variables, names like `station_000123_2024`) takes at most 0.6x the time of a naive
 //! decode of the same frame: the same zstd stream decode, then rmp-serde into a mirror struct
 //! with `String` names, `Vec` pools and a std `HashMap<String, u32>` for the datasets, with no
 //! validation at all. 1,000 and 10,000 datasets show how both scale.
 //!
-//! Encode (issue 6, `atlas_footer_encode_*`): `atlas_encode` is `wire::encode_footer`, what
+//! Encode (`atlas_footer_encode_*`): `atlas_encode` is `wire::encode_footer`, what
 //! `AtlasWriter::finish` calls on the built footer (rmp-serde compact of `CollectionFooter`
 //! with its `SmolStr`-keyed `IndexMap`, then a zstd frame at `FOOTER_ZSTD_LEVEL`). The baseline
 //! serializes the same content from a naive mirror (`String` pools and names, `Vec` schemas,

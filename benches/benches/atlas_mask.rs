@@ -1,6 +1,6 @@
 //! Reading and writing `deleted.mask` against a naive set of deleted ordinals.
 //!
-//! Issue 6: mask read and write. A container of 1,000,000 datasets with 1,000 (0.1%) and
+//! Mask read and write. A container of 1,000,000 datasets with 1,000 (0.1%) and
 //! 100,000 (10%) deleted ordinals, drawn with [`SplitMix`]. The mask bytes are the format's
 //! (`ATLM`, version, count, increasing u32 LE ordinals), so both sides read and write exactly
 //! the same bytes.

@@ -1,6 +1,6 @@
 //! `Atlas::open` at 1,000, 10,000 and 100,000 datasets, and lookup by name at 100,000.
 //!
-//! Open (issue 6): an `InMemory` store holding a collection written by `AtlasWriter` (one
+//! Open: an `InMemory` store holding a collection written by `AtlasWriter` (one
 //! `temperature` f32[24] per dataset, names `station_NNNNNN_2024`, no `deleted.mask`).
 //! `atlas_open` is the whole `Atlas::open`: the suffix GET of the last 64 KiB (a second range
 //! GET would follow for a footer larger than that, but these sequential names compress so well
@@ -18,7 +18,7 @@
 //! baseline on `InMemory`, where a GET costs about half a microsecond: they are shown as a
 //! reference line, `reads_only`, not used as the baseline.
 //!
-//! Lookup (issue 6): `Atlas::dataset(name)` for 1,000 existing names drawn at random
+//! Lookup: `Atlas::dataset(name)` for 1,000 existing names drawn at random
 //! ([`SplitMix`]) from the 100,000, and for 1,000 absent names (`station_NNNNNN_2025`). The
 //! baseline is a std `HashMap<String, u32>` (SipHash) from each name to its ordinal, asked
 //! `get` for the same names. Both sides return the ordinal, summed so nothing is optimised away.

@@ -1,7 +1,7 @@
 //! Reading whole arrays from a local collection against reading the same arrays from a
 //! standalone array-format file with `ArrayFile`.
 //!
-//! Target (issue 4, Performance): at least 50% of the baseline's throughput. 64 datasets of one
+//! Target: at least 50% of the baseline's throughput. 64 datasets of one
 //! f32 variable, 256 x 512 each (512 KiB, 32 MiB in all), chunked 64 x 512, zstd level 3 and
 //! 8 MiB blocks on both sides, on `LocalFileSystem` in a temp dir (warm page cache).
 //! - `atlas_read_warm`: one open `Atlas` / `ArrayFile`, block cache warm: Atlas's own overhead

@@ -1,7 +1,7 @@
 //! `Atlas::array_stats` over every dataset against reading the same segment's footer
 //! statistics straight through array-format.
 //!
-//! Target (issue 4, Performance): one segment open, linear in datasets (10,000 and 100,000
+//! Target: one segment open, linear in datasets (10,000 and 100,000
 //! datasets, one f32 variable). Both sides start cold: a fresh `Atlas` (opened outside the
 //! timing) whose segment is not yet open, and a fresh `ArrayFile::open` of the segment copied
 //! out of `data.atlas` as a standalone object in the same store. Results are dropped outside

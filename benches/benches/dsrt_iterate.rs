@@ -2,7 +2,7 @@
 //! workload: the same cache, the same number of samples, single-threaded `Cache::read` in a
 //! shuffled order.
 //!
-//! Target (issue 3): iteration with 2 workers reaches at least 80% of the random-read
+//! Target: iteration with 2 workers reaches at least 80% of the random-read
 //! throughput per core. On the wall clock (the default) that is the 2-worker throughput over
 //! twice the baseline's; with `BENCH_CLOCK=cpu` every function is timed by the CPU time of all
 //! the process's threads, so the ratio of throughputs is already per core, and it holds on a

@@ -1,6 +1,6 @@
 //! Random-access sample reads against a bare `pread` of the same byte ranges in the same order.
 //!
-//! Target (issue 2): `cache.read` reaches at least 50% of the baseline's throughput with a warm
+//! Target: `cache.read` reaches at least 50% of the baseline's throughput with a warm
 //! page cache, uncompressed payloads of 256 B to 4 KiB.
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 #![allow(clippy::cast_possible_truncation)] // record lengths of a small bench cache

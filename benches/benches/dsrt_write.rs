@@ -1,6 +1,6 @@
 //! Cache writing against SHA-256 over the same payload bytes plus a buffered write of them.
 //!
-//! Target (issue 2): the writer reaches at least 60% of the baseline's throughput.
+//! Target: the writer reaches at least 60% of the baseline's throughput.
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 #![allow(clippy::cast_possible_truncation)] // record lengths of a small bench cache
 

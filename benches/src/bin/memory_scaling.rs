@@ -1,5 +1,5 @@
-//! Time and heap scaling of DatasetRT `Cache::open` and the Atlas footer decode (issue 6,
-//! item 3), printed as markdown tables.
+//! Time and heap scaling of DatasetRT `Cache::open` and the Atlas footer decode against the
+//! number of samples and datasets, printed as markdown tables.
 //!
 //! ```sh
 //! cargo run --release -p dsrt-atlas-benches --bin memory_scaling

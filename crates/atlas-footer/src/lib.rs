@@ -10,8 +10,8 @@
 //! `atlas-reader`), the deletion mask (`atlas-mask`), or any I/O. Everything here works on byte
 //! slices, so it can be tested and fuzzed without a store.
 //!
-//! Layering: the bottom Atlas layer. It depends only on the shared `codec` crate; every other
-//! `atlas-*` crate may depend on it, and it depends on none of them.
+//! Layering: the bottom Atlas layer. It depends only on the shared `dsrt-atlas-codec` crate;
+//! every other `atlas-*` crate may depend on it, and it depends on none of them.
 #![forbid(unsafe_code)]
 
 pub mod builder;

@@ -1,4 +1,4 @@
-//! Issue 9: a deleter killed with SIGKILL in the middle of a commit leaves `deleted.mask` either
+//! A deleter killed with SIGKILL in the middle of a commit leaves `deleted.mask` either
 //! as it was or as the commit made it, never torn; the kernel drops its directory lock, so the
 //! next delete succeeds; and that delete clears any temp file the dead one left behind.
 //!

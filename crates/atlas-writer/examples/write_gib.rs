@@ -1,6 +1,6 @@
 //! Writes about 1 GiB of f32 array data to a collection on local disk and reports peak RSS.
 //!
-//! Issue 4, item 3: memory stays bounded while writing. 4 variables x 256 datasets of
+//! Memory stays bounded while writing, whatever the amount of data. 4 variables x 256 datasets of
 //! 256 x 1024 f32 (1 MiB each), generated one dataset at a time, to a `LocalFileSystem`
 //! collection in a temp dir (or in the directory given as the first argument). Peak RSS is
 //! the kernel's high-water mark, `VmHWM` in `/proc/self/status` (Linux). `WRITE_GIB_DATASETS`

@@ -8,7 +8,7 @@
 //! What it is not for: reading records (`dsrt-shard`) or knowing the manifest; the scan takes
 //! the shard lengths as plain numbers.
 //!
-//! Layering: above `codec`; used by the writer and the reader.
+//! Layering: above `dsrt-atlas-codec`; used by the writer and the reader.
 #![deny(unsafe_code)]
 
 mod error;

@@ -6,9 +6,9 @@
 //! source name ([`cache_id_for_source`]).
 //!
 //! What it is not for: reading files or checking a manifest against the files it describes (the
-//! reader does that), and rewriting manifests on disk (migration lives above, in `datasetrt`).
+//! reader does that), and rewriting manifests on disk (migration lives above, in `dsrt-migrate`).
 //!
-//! Layering: above `dsrt-schema` and `codec`; used by the writer, the reader and migration.
+//! Layering: above `dsrt-schema` and `dsrt-atlas-codec`; used by the writer, the reader and migration.
 #![forbid(unsafe_code)]
 
 mod cache_id;

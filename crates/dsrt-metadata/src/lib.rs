@@ -10,7 +10,8 @@
 //! What it is not for: payloads, or deciding which rows to sample (the dataset layer filters
 //! with the column views this crate hands out).
 //!
-//! Layering: above `dsrt-schema` and `codec`; used by the writer, the reader and datasets.
+//! Layering: above `dsrt-schema` and `dsrt-atlas-codec`; used by the writer, the reader and
+//! datasets (sample tables).
 #![deny(unsafe_code)]
 
 mod arrow_types;

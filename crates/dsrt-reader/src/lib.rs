@@ -6,8 +6,8 @@
 //! index row, one positional read of the record, the embedded metadata checked against
 //! metadata.arrow, the payload decoded. Metadata is available without opening any shard.
 //!
-//! What it is not for: joining caches into datasets, sampling or iteration (the `datasetrt`
-//! facade), and writing (`dsrt-writer`).
+//! What it is not for: joining caches into datasets, selections and iteration (`dsrt-dataset`,
+//! with epoch plans from `dsrt-plan`), and writing (`dsrt-writer`).
 //!
 //! Layering: above every DatasetRT file crate; re-exported by the `datasetrt` facade.
 // One `unsafe` block: mapping a shard for `Cache::read_mapped` (see its SAFETY comment).

@@ -10,8 +10,8 @@
 //! What it is not for: deciding which record to read (the index) or validating whole caches
 //! (the reader).
 //!
-//! Layering: above `dsrt-schema`, `dsrt-manifest`, `dsrt-index` and `codec`; used by the writer
-//! and the reader.
+//! Layering: above `dsrt-schema`, `dsrt-manifest`, `dsrt-index` and `dsrt-atlas-codec`; used
+//! by the writer and the reader.
 #![forbid(unsafe_code)]
 
 mod envelope;
