@@ -11,7 +11,7 @@ from torch.utils.data import DataLoader
 from torchdata.stateful_dataloader import StatefulDataLoader
 
 import datasetrt
-from datasetrt.torch import StreamingDataset, rank_and_world_size
+from datasetrt.torch import ColumnarBatch, StreamingDataset, rank_and_world_size
 from conftest import payload, write_cache
 
 SIZES = {"a": 211, "b": 150, "c": 97}
@@ -86,6 +86,7 @@ def test_columnar_batches_keep_the_order_and_the_bytes(caches):
         ds = StreamingDataset(caches, batch_size=50, collate="columnar", **kw)
         keys = []
         for batch in DataLoader(ds, batch_size=None, num_workers=workers):
+            assert isinstance(batch, ColumnarBatch) and len(batch) <= 50
             assert batch["payload"].dtype == torch.uint8 and batch["offsets"].dtype == torch.int64
             assert batch["keys"].dtype == torch.uint64 and batch["keys"].shape[1] == 2
             assert len(batch["keys"]) == len(batch["padding"]) == len(batch["offsets"]) - 1

@@ -24,7 +24,7 @@ import torch.utils.data
 
 from ._native import Dataset, RankPlan
 
-__all__ = ["StreamingDataset", "rank_and_world_size"]
+__all__ = ["ColumnarBatch", "StreamingDataset", "rank_and_world_size"]
 
 _STATE_TAG = "__datasetrt_streaming__"
 
@@ -74,14 +74,11 @@ class StreamingDataset(torch.utils.data.IterableDataset):
       DataLoader worker processes, a zero-copy ``memoryview`` of the mapped shard in the main
       process for uncompressed caches), ``metadata`` (dict) and ``padding`` (bool). With ``batch_size``, items are lists of that many samples (the last
       one may be shorter); use ``DataLoader(..., batch_size=None)`` with it.
-    - ``collate="columnar"`` (with ``batch_size``): each item is one batch dict instead of a
-      list: ``payload`` (a uint8 tensor of the payloads one after another), ``offsets`` (an
-      int64 tensor, sample ``i`` is ``payload[offsets[i]:offsets[i+1]]``), ``keys`` (a uint64
-      tensor of shape ``(n, 2)``: cache_id, sample_id), ``padding`` (a bool tensor), ``steps``
-      and ``metadata`` (column name to a tensor for bool, int and float columns without nulls,
-      else a list); ``transform`` then receives the batch. A batch crosses from a worker
-      to the training process as one shared-memory tensor, not as one object per sample:
-      the fast path for high sample rates.
+    - ``collate="columnar"`` (with ``batch_size``): each item is one :class:`ColumnarBatch`
+      (read like a dict of tensors: ``payload``, ``offsets``, ``keys``, ``padding``,
+      ``steps``, ``metadata``) instead of a list; ``transform`` then receives the batch. A
+      batch crosses from a worker to the training process as a few byte buffers, not as one
+      object per sample: the fast path for high sample rates.
     - ``read_ahead``: samples each worker reads per native call (GIL released).
     """
 
@@ -220,7 +217,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         if self.collate == "columnar":
             for chunk in mine:
                 wanted = list(range(chunk * unit, min((chunk + 1) * unit, steps)))
-                batch = _columnar(plan.read_columnar(wanted))
+                batch = ColumnarBatch(plan.read_columnar(wanted))
                 progress["chunks_done"] += 1
                 progress["steps_done"] += len(wanted)
                 yield transform(batch) if transform is not None else batch
@@ -317,22 +314,66 @@ def _tensor(data: bytearray, dtype: "torch.dtype") -> "torch.Tensor":
     return torch.frombuffer(data, dtype=dtype) if len(data) else torch.empty(0, dtype=dtype)
 
 
-def _columnar(batch: Dict[str, Any]) -> Dict[str, Any]:
-    """The native columnar batch as tensors, so that collating and sending it between
-    processes costs a few objects per batch, not per sample."""
-    batch["payload"] = _tensor(batch["payload"], torch.uint8)
-    batch["keys"] = _tensor(batch["keys"], torch.uint64).view(-1, 2)
-    batch["offsets"] = torch.tensor(batch["offsets"], dtype=torch.int64)
-    batch["padding"] = torch.tensor(batch["padding"], dtype=torch.bool)
-    batch["steps"] = torch.tensor(batch["steps"], dtype=torch.int64)
-    metadata = batch["metadata"]
-    for name, values in metadata.items():
-        # Columns of bools, ints or floats without nulls become tensors; others stay lists.
-        if values and None not in values and type(values[0]) in (bool, int, float):
-            kind = type(values[0])
-            if all(type(v) is kind for v in values):
-                metadata[name] = torch.tensor(values)
-    return batch
+class ColumnarBatch:
+    """One batch of ``StreamingDataset(collate="columnar")``, read as a dict: ``payload`` (a
+    uint8 tensor of the payloads one after another), ``offsets`` (int64, ``len + 1``: sample
+    ``i`` is ``payload[offsets[i]:offsets[i+1]]``), ``keys`` (uint64, shape ``(len, 2)``:
+    cache_id, sample_id), ``padding`` (bool), ``steps`` (int64) and ``metadata`` (column name
+    to a tensor for bool, int and float columns without nulls, else a list).
+
+    It crosses from a DataLoader worker to the training process as a few byte buffers (one
+    pickle, no shared-memory segment per tensor); the tensors are made on first access,
+    without copying the payload buffer.
+    """
+
+    __slots__ = ("_raw", "_cache")
+    _NAMES = ("payload", "offsets", "keys", "padding", "steps", "metadata")
+
+    def __init__(self, raw: Dict[str, Any]) -> None:
+        self._raw = raw
+        self._cache: Dict[str, Any] = {}
+
+    def __reduce__(self):
+        return (ColumnarBatch, (self._raw,))
+
+    def __len__(self) -> int:
+        return len(self._raw["padding"])
+
+    def keys(self):
+        return list(self._NAMES)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._NAMES
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self._cache:
+            return self._cache[name]
+        raw = self._raw
+        if name == "payload":
+            value = _tensor(raw["payload"], torch.uint8)
+        elif name == "keys":
+            value = _tensor(raw["keys"], torch.uint64).view(-1, 2)
+        elif name == "offsets":
+            value = torch.tensor(raw["offsets"], dtype=torch.int64)
+        elif name == "padding":
+            value = torch.tensor(raw["padding"], dtype=torch.bool)
+        elif name == "steps":
+            value = torch.tensor(raw["steps"], dtype=torch.int64)
+        elif name == "metadata":
+            value = {}
+            for column, values in raw["metadata"].items():
+                kind = type(values[0]) if values else None
+                if kind in (bool, int, float) and all(type(v) is kind for v in values):
+                    value[column] = torch.tensor(values)
+                else:
+                    value[column] = values
+        else:
+            raise KeyError(name)
+        self._cache[name] = value
+        return value
+
+    def __repr__(self) -> str:
+        return f"ColumnarBatch(<{len(self)} samples, {len(self._raw['payload'])} payload bytes>)"
 
 
 def _find_states(obj: Any) -> Iterator[Dict[str, Any]]:
