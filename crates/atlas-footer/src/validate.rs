@@ -70,7 +70,9 @@ fn validate_variables(
                     footer.string_pool.len(),
                 )
             })?;
-        if slot.replace(index_u32(i)).is_some() {
+        let index = u32::try_from(i)
+            .map_err(|_| FooterError::corrupt("variables", "more segments than a u32 can count"))?;
+        if slot.replace(index).is_some() {
             return Err(FooterError::corrupt(
                 field("name"),
                 "two segments carry this name",
@@ -197,7 +199,8 @@ fn has_datasets_segment(footer: &CollectionFooter, variables: &VariableIndex) ->
         .string_pool
         .iter()
         .position(|s| s == DATASETS_SEGMENT)
-        .is_some_and(|i| variables.variable_of(index_u32(i)).is_some())
+        .and_then(|i| u32::try_from(i).ok())
+        .is_some_and(|i| variables.variable_of(i).is_some())
 }
 
 fn out_of_pool(field: String, index: u32, pool: &str, len: usize) -> FooterError {
@@ -205,9 +208,4 @@ fn out_of_pool(field: String, index: u32, pool: &str, len: usize) -> FooterError
         field,
         format!("index {index} is past the {pool} pool of {len} entries"),
     )
-}
-
-/// Positions in decoded vectors; a u32 index always fits, since the indices being checked are u32.
-fn index_u32(i: usize) -> u32 {
-    u32::try_from(i).unwrap_or(u32::MAX)
 }

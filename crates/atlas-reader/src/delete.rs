@@ -11,7 +11,7 @@
 
 use crate::atlas::Atlas;
 use crate::error::AtlasError;
-use crate::open::decode_mask;
+use crate::open::{decode_mask, read_mask};
 use atlas_mask::DeletedSet;
 use bytes::Bytes;
 use futures::future::BoxFuture;
@@ -178,11 +178,18 @@ impl Atlas {
         for attempt in 1..=MAX_ATTEMPTS {
             match self.committer.attempt(&merge).await? {
                 CommitOutcome::Committed => {
-                    let set = committed
+                    let merged = committed
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
-                        .take()
-                        .unwrap_or_default();
+                        .take();
+                    // A committer that reports a commit without merging leaves the truth in the
+                    // store: read it back rather than assume an empty mask.
+                    let set = match merged {
+                        Some(set) => set,
+                        None => {
+                            read_mask(self.store.as_ref(), &self.mask_path, dataset_count).await?
+                        }
+                    };
                     let total_deleted = set.len();
                     self.replace_deleted(set);
                     let newly_deleted = total_deleted.saturating_sub(before);

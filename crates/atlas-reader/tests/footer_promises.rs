@@ -8,13 +8,36 @@ mod common;
 use atlas_footer::trailer::{encode_header, encode_trailer, parse_trailer};
 use atlas_footer::wire::{decode_footer, encode_footer};
 use atlas_footer::{CollectionFooter, DType, HEADER_SIZE};
-use atlas_reader::{Atlas, AtlasError};
+use atlas_reader::{Atlas, AtlasError, CommitOutcome, MaskCommitter, MergeFn};
 use atlas_writer::{ArraySpec, Attr, DatasetSpec};
 use common::{prefix, write};
 use ndarray::{ArrayD, IxDyn};
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use smol_str::SmolStr;
 use std::sync::Arc;
+
+/// A committer that reports a commit without calling the merge: it wrote a mask (dataset `b`
+/// deleted) itself.
+#[derive(Debug)]
+struct WritesItsOwnMask(Arc<dyn ObjectStore>);
+
+impl MaskCommitter for WritesItsOwnMask {
+    fn attempt<'a>(
+        &'a self,
+        _merge: &'a MergeFn<'a>,
+    ) -> futures::future::BoxFuture<'a, Result<CommitOutcome, AtlasError>> {
+        Box::pin(async move {
+            let mut set = atlas_mask::DeletedSet::new(2);
+            set.insert(1);
+            let path = prefix().join("deleted.mask");
+            self.0
+                .put(&path, PutPayload::from(atlas_mask::encode(&set)))
+                .await
+                .unwrap();
+            Ok(CommitOutcome::Committed)
+        })
+    }
+}
 
 fn dataset(name: &str, value: f32) -> DatasetSpec {
     DatasetSpec::new(name)
@@ -162,4 +185,17 @@ async fn attributes_the_footer_promises_and_the_segment_lacks_are_corrupt() {
         a.get_attribute("month").await.unwrap(),
         Some(Attr::Int64(1))
     );
+}
+
+#[tokio::test]
+async fn a_commit_that_skipped_the_merge_leaves_the_stores_mask_not_an_empty_one() {
+    let store = write([dataset("a", 1.0), dataset("b", 2.0)]).await;
+    let atlas = Atlas::open(Arc::clone(&store), &prefix())
+        .await
+        .unwrap()
+        .with_committer(Arc::new(WritesItsOwnMask(Arc::clone(&store))));
+    let report = atlas.delete(&["a"]).await.unwrap();
+    assert_eq!(report.total_deleted, 1, "what the store holds");
+    assert!(atlas.dataset("b").is_none(), "b is deleted in the store");
+    assert!(atlas.dataset("a").is_some());
 }
