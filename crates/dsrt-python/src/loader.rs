@@ -9,6 +9,7 @@ use datasetrt::{
 };
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use std::sync::{Arc, Mutex};
 
@@ -128,9 +129,10 @@ pub(crate) struct PyLoader {
 }
 
 impl PyLoader {
-    fn lock(&self) -> PyResult<std::sync::MutexGuard<'_, Loader>> {
+    /// Locks the loader, waiting (if another thread iterates it) with the GIL released.
+    fn lock(&self, py: Python<'_>) -> PyResult<std::sync::MutexGuard<'_, Loader>> {
         self.loader
-            .lock()
+            .lock_py_attached(py)
             .map_err(|_| PyValueError::new_err("the loader failed in another thread"))
     }
 
@@ -138,7 +140,7 @@ impl PyLoader {
         let dataset = Arc::clone(&self.dataset);
         let fresh =
             detach(py, move || Loader::new(dataset, config))?.map_err(|e| dataset_error(py, &e))?;
-        let mut guard = self.lock()?;
+        let mut guard = self.lock(py)?;
         let old = std::mem::replace(&mut *guard, fresh);
         drop(guard);
         // Joining the old workers may wait for a chunk in flight.
@@ -204,7 +206,7 @@ impl PyLoader {
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<PySample>> {
         let next = {
-            let mut guard = self.lock()?;
+            let mut guard = self.lock(py)?;
             let loader = &mut *guard;
             detach(py, || loader.next())?
         };
@@ -219,7 +221,7 @@ impl PyLoader {
     /// at the end of the epoch.
     fn next_batch<'py>(&self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyList>> {
         let batch: Vec<_> = {
-            let mut guard = self.lock()?;
+            let mut guard = self.lock(py)?;
             let loader = &mut *guard;
             detach(py, || loader.by_ref().take(n).collect())?
         };
@@ -232,20 +234,20 @@ impl PyLoader {
     }
 
     /// Samples this rank yields in the epoch (the same on every rank).
-    fn __len__(&self) -> PyResult<usize> {
-        Ok(usize::try_from(self.lock()?.len()).unwrap_or(usize::MAX))
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(usize::try_from(self.lock(py)?.len()).unwrap_or(usize::MAX))
     }
 
     /// Samples the whole epoch holds, before partitioning between ranks.
     #[getter]
-    fn epoch_len(&self) -> PyResult<u64> {
-        Ok(self.lock()?.epoch_len())
+    fn epoch_len(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.lock(py)?.epoch_len())
     }
 
     /// The state after the samples yielded so far, as a dict (`seed`, `epoch`, `position`,
     /// `epoch_len`). Ranks in lockstep produce equal states.
     fn state_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let state = self.lock()?.state();
+        let state = self.lock(py)?.state();
         state_to_dict(py, &state)
     }
 

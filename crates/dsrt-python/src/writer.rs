@@ -5,6 +5,7 @@ use crate::values::{row_from_dict, schema_from_py};
 use datasetrt::{CacheWriter, CompressionAlgo, ManifestVersion, WriterOptions};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
 use pyo3::types::{PyBytes, PyDict};
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -32,10 +33,14 @@ fn closed() -> PyErr {
 }
 
 impl PyCacheWriter {
-    fn with_writer<T>(&self, f: impl FnOnce(&mut CacheWriter) -> PyResult<T>) -> PyResult<T> {
+    fn with_writer<T>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut CacheWriter) -> PyResult<T>,
+    ) -> PyResult<T> {
         let mut guard = self
             .writer
-            .lock()
+            .lock_py_attached(py)
             .map_err(|_| PyValueError::new_err("the CacheWriter failed in another thread"))?;
         let writer = guard.as_mut().ok_or_else(closed)?;
         f(writer)
@@ -126,7 +131,7 @@ impl PyCacheWriter {
         } else {
             return Err(PyTypeError::new_err("payload must be bytes-like"));
         };
-        self.with_writer(|writer| {
+        self.with_writer(py, |writer| {
             detach(py, || writer.add(bytes, &row))?.map_err(|e| write_error(py, &e))
         })
     }
@@ -136,7 +141,7 @@ impl PyCacheWriter {
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let writer = self
             .writer
-            .lock()
+            .lock_py_attached(py)
             .map_err(|_| PyValueError::new_err("the CacheWriter failed in another thread"))?
             .take()
             .ok_or_else(closed)?;
@@ -156,7 +161,7 @@ impl PyCacheWriter {
     fn abort(&self, py: Python<'_>) -> PyResult<()> {
         let writer = self
             .writer
-            .lock()
+            .lock_py_attached(py)
             .map_err(|_| PyValueError::new_err("the CacheWriter failed in another thread"))?
             .take();
         detach(py, move || drop(writer))
@@ -164,8 +169,8 @@ impl PyCacheWriter {
 
     /// Samples added so far.
     #[getter]
-    fn samples(&self) -> PyResult<u64> {
-        self.with_writer(|w| Ok(w.samples()))
+    fn samples(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with_writer(py, |w| Ok(w.samples()))
     }
 
     /// The cache directory.
@@ -189,7 +194,7 @@ impl PyCacheWriter {
         let failed = exc_type.is_some_and(|t| !t.is_none());
         let open = self
             .writer
-            .lock()
+            .lock_py_attached(py)
             .map_err(|_| PyValueError::new_err("the CacheWriter failed in another thread"))?
             .is_some();
         if failed {
