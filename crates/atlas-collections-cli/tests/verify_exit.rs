@@ -144,6 +144,40 @@ fn full_verify_decodes_every_block_and_reports_every_problem() {
 }
 
 #[test]
+fn a_segment_that_does_not_open_is_one_problem_and_the_rest_is_still_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = demo(dir.path(), 6);
+    // The last byte of the `temperature` segment (its own trailer) is the byte before `station`.
+    let station = segment_offset(&c, "station");
+    flip(&c, station - 1, 0xff);
+    damage_first_block(&c, "station");
+    let report = atlas(&["verify", "--full", &c, "--json"]);
+    assert_eq!(code(&report), 1);
+    let report = json(&report);
+    let locations: Vec<&str> = report["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["location"].as_str().unwrap())
+        .collect();
+    let temperature: Vec<&&str> = locations
+        .iter()
+        .filter(|l| l.contains("temperature"))
+        .collect();
+    assert_eq!(temperature, [&"segment 'temperature'"], "{locations:?}");
+    assert!(
+        locations.iter().any(|l| l.ends_with("/station chunk [0]")),
+        "the other segments are still decoded: {locations:?}"
+    );
+    assert_eq!(report["segments_checked"], 4);
+    assert_eq!(
+        report["arrays_checked"],
+        6 * 2,
+        "station and pressure of 6 datasets"
+    );
+}
+
+#[test]
 fn a_wrong_leading_magic_fails_verify_even_when_open_skips_it() {
     let dir = tempfile::tempdir().unwrap();
     // Large enough that the open's tail probe does not reach offset 0.

@@ -79,11 +79,15 @@ impl Atlas {
         let mut report = VerifyReport::default();
         self.verify_header(&mut report).await;
         let mut opened: Vec<(String, &ArrayFile)> = Vec::new();
+        let mut unopened = std::collections::HashSet::new();
         for (variable, (name, _)) in (0u32..).zip(self.variables()) {
             report.segments_checked += 1;
             match self.segment(variable).await {
                 Ok(file) => opened.push((name.to_owned(), file)),
-                Err(error) => report.problem(format!("segment '{name}'"), error),
+                Err(error) => {
+                    unopened.insert(variable);
+                    report.problem(format!("segment '{name}'"), error);
+                }
             }
         }
         for (name, file) in &opened {
@@ -99,6 +103,11 @@ impl Atlas {
         }
         for dataset in self.datasets() {
             for array in dataset.schema().arrays() {
+                // A segment that does not open is reported once, not once per dataset (and
+                // is not asked for again).
+                if unopened.contains(&array.variable()) {
+                    continue;
+                }
                 report.arrays_checked += 1;
                 if let Err(error) = dataset.segment_entry(&array).await {
                     report.problem(format!("{}/{}", dataset.name(), array.name()), error);
