@@ -1,4 +1,4 @@
-"""DatasetRT from Python: the four ratios of issue 13, measured in one run.
+"""DatasetRT from Python: the four throughput ratios of its performance targets, in one run.
 
     python python/datasetrt/benchmarks/bench_read.py [--samples 100000] [--dir /tmp/dsrt-bench]
 
