@@ -178,32 +178,39 @@ pub(crate) async fn read_footer(storage: &(dyn Storage + Sync)) -> Result<Footer
     Footer::deserialize(&read_footer_bytes(storage).await?.0)
 }
 
+/// How many bytes at the end of a file the first read takes (patched: 0.15.0 read the 12-byte
+/// trailer, then the footer, always two requests). A footer that fits in the probe costs one
+/// request; on object storage a round trip costs far more than 256 KiB of transfer.
+pub(crate) const FOOTER_PROBE_BYTES: u64 = 256 * 1024;
+
 /// Reads the footer bytes, trailer included, from storage, and returns them
 /// with the end of the data region (where the footer starts).
 ///
-/// Two reads: the 12-byte trailer to learn the footer size, then the footer.
-/// The footer size is untrusted: it must fit in the file (patched: 0.15.0
-/// subtracted without a check, which panics or wraps on a hostile size).
+/// One read of the last [`FOOTER_PROBE_BYTES`] (or the whole file, if smaller); a second read
+/// only for the part of a larger footer that the probe missed. The footer size is untrusted:
+/// it must fit in the file (patched: 0.15.0 subtracted without a check, which panics or wraps
+/// on a hostile size).
 pub(crate) async fn read_footer_bytes(storage: &(dyn Storage + Sync)) -> Result<(Bytes, u64)> {
     let file_size = storage.size().await?;
     if file_size < TRAILER_SIZE as u64 {
         return Err(Error::InvalidFooter("file too short for trailer".into()));
     }
-
-    let trailer = storage
-        .read_range(file_size - TRAILER_SIZE as u64..file_size)
-        .await?;
-    if trailer.len() != TRAILER_SIZE {
+    let probe_start = file_size - file_size.min(FOOTER_PROBE_BYTES);
+    let probe = storage.read_range(probe_start..file_size).await?;
+    if probe.len() as u64 != file_size - probe_start {
         return Err(Error::InvalidFooter(format!(
-            "trailer read returned {} bytes, expected {TRAILER_SIZE}",
-            trailer.len()
+            "footer probe returned {} bytes, expected {}",
+            probe.len(),
+            file_size - probe_start
         )));
     }
-
+    let trailer = &probe[probe.len() - TRAILER_SIZE..];
     if trailer[8..] != MAGIC {
         return Err(Error::InvalidFooter("invalid magic bytes".into()));
     }
-    let footer_size = u64::from_le_bytes(trailer[..8].try_into().unwrap());
+    let mut size_bytes = [0u8; 8];
+    size_bytes.copy_from_slice(&trailer[..8]);
+    let footer_size = u64::from_le_bytes(size_bytes);
     let data_end = footer_size
         .checked_add(TRAILER_SIZE as u64)
         .and_then(|total| file_size.checked_sub(total))
@@ -212,8 +219,16 @@ pub(crate) async fn read_footer_bytes(storage: &(dyn Storage + Sync)) -> Result<
                 "footer size {footer_size} exceeds the file size {file_size}"
             ))
         })?;
-    let bytes = storage.read_range(data_end..file_size).await?;
-    Ok((bytes, data_end))
+    if data_end >= probe_start {
+        let skip = usize::try_from(data_end - probe_start)
+            .map_err(|_| Error::InvalidFooter("footer offset overflows usize".into()))?;
+        return Ok((probe.slice(skip..), data_end));
+    }
+    let head = storage.read_range(data_end..probe_start).await?;
+    let mut bytes = Vec::with_capacity(head.len() + probe.len());
+    bytes.extend_from_slice(&head);
+    bytes.extend_from_slice(&probe);
+    Ok((Bytes::from(bytes), data_end))
 }
 
 #[cfg(test)]
@@ -364,5 +379,71 @@ mod tests {
         file.extend(footer.serialize().unwrap());
         let storage = InMemoryStorage::from_bytes(file);
         assert_eq!(read_footer(&storage).await.unwrap(), footer);
+    }
+
+    /// Counts the reads it forwards, to pin the footer's request budget.
+    struct CountingStorage {
+        inner: InMemoryStorage,
+        reads: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Storage for CountingStorage {
+        fn read_range(
+            &self,
+            range: std::ops::Range<u64>,
+        ) -> futures::future::BoxFuture<'_, Result<Bytes>> {
+            self.reads
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.inner.read_range(range)
+        }
+        fn size(&self) -> futures::future::BoxFuture<'_, Result<u64>> {
+            self.inner.size()
+        }
+        fn write_multipart(
+            &self,
+        ) -> futures::future::BoxFuture<'_, Result<Box<dyn crate::storage::MultipartWriter>>>
+        {
+            self.inner.write_multipart()
+        }
+    }
+
+    async fn footer_reads(data_region: usize, footer_bytes: &[u8]) -> (Bytes, u64, usize) {
+        let mut file = vec![0xAAu8; data_region];
+        file.extend_from_slice(footer_bytes);
+        let storage = CountingStorage {
+            inner: InMemoryStorage::from_bytes(file),
+            reads: Default::default(),
+        };
+        let (bytes, data_end) = read_footer_bytes(&storage).await.unwrap();
+        (bytes, data_end, storage.reads.into_inner())
+    }
+
+    #[tokio::test]
+    async fn a_footer_inside_the_probe_costs_one_read_a_larger_one_two() {
+        let footer = sample_footer().serialize().unwrap();
+        // Small file, large file with a small footer: one read, the same bytes.
+        for region in [0usize, 100, 3 * FOOTER_PROBE_BYTES as usize] {
+            let (bytes, data_end, reads) = footer_reads(region, &footer).await;
+            assert_eq!(
+                (&bytes[..], data_end, reads),
+                (&footer[..], region as u64, 1)
+            );
+        }
+        // A footer larger than the probe: the probe, then the part it missed.
+        let mut big = vec![0x55u8; FOOTER_PROBE_BYTES as usize + 1000];
+        let size = big.len() as u64;
+        big.extend_from_slice(&size.to_le_bytes());
+        big.extend_from_slice(&MAGIC);
+        let (bytes, data_end, reads) = footer_reads(4096, &big).await;
+        assert_eq!((&bytes[..], data_end, reads), (&big[..], 4096, 2));
+        // A hostile size is refused after the first read.
+        let mut hostile = vec![0u8; 64];
+        hostile.extend_from_slice(&(u64::MAX - 3).to_le_bytes());
+        hostile.extend_from_slice(&MAGIC);
+        let storage = InMemoryStorage::from_bytes(hostile);
+        assert!(matches!(
+            read_footer_bytes(&storage).await,
+            Err(Error::InvalidFooter(_))
+        ));
     }
 }
