@@ -22,6 +22,11 @@ use tokio::sync::OnceCell;
 
 /// Bytes of a segment's tail fetched with its trailer, so a small segment opens in one request.
 const SEGMENT_TAIL_WINDOW: u64 = 64 * 1024;
+/// A segment footer's bytes per array, a little above what a one-chunk array with statistics
+/// and an attribute takes (about 340 bytes: 688 KB for 2,000 arrays).
+const FOOTER_BYTES_PER_ARRAY: u64 = 512;
+/// The most one segment's first read fetches, however many arrays it holds.
+const MAX_SEGMENT_TAIL_WINDOW: u64 = 16 * 1024 * 1024;
 
 /// What [`Atlas::open`] accepts as a store: `Arc<dyn ObjectStore>`, or `Arc<S>` of any concrete
 /// store `S`.
@@ -80,6 +85,9 @@ pub struct Atlas {
 struct Segment {
     name: String,
     entry: VariableEntry,
+    /// How many arrays the segment holds (one per dataset that has this variable): its
+    /// footer grows with them, so the tail read that fetches the footer is sized by them.
+    arrays: u64,
     file: OnceCell<ArrayFile>,
 }
 
@@ -137,10 +145,13 @@ impl Atlas {
                 Ok(Segment {
                     name: name.to_owned(),
                     entry: *entry,
+                    arrays: 0,
                     file: OnceCell::new(),
                 })
             })
             .collect::<Result<Vec<_>, AtlasError>>()?;
+        let mut segments = segments;
+        count_segment_arrays(&opened.footer, &mut segments);
         let datasets_segment = segments
             .iter()
             .position(|s| s.name == DATASETS_SEGMENT)
@@ -307,7 +318,7 @@ impl Atlas {
                     self.container.clone(),
                     entry.seg_offset,
                     entry.seg_len,
-                    SEGMENT_TAIL_WINDOW,
+                    tail_window(segment.arrays),
                     location.clone(),
                 );
                 let config = ReadConfig {
@@ -319,5 +330,44 @@ impl Atlas {
                     .map_err(|e| self.segment_error(&segment.name, e))
             })
             .await
+    }
+}
+
+/// The bytes a segment's first read fetches from its end: enough for the trailer and footer of
+/// a segment of `arrays` arrays, so that opening it costs one request. A footer that is larger
+/// than the estimate (arrays of many chunks) costs one more; the window never exceeds the
+/// segment (`SegmentView` clamps it).
+fn tail_window(arrays: u64) -> u64 {
+    arrays
+        .saturating_mul(FOOTER_BYTES_PER_ARRAY)
+        .saturating_add(SEGMENT_TAIL_WINDOW)
+        .min(MAX_SEGMENT_TAIL_WINDOW)
+}
+
+/// Counts, for each segment, the arrays it holds: each dataset has one array in the segment of
+/// every array name its schema lists, and one in `_datasets` when it has attributes.
+fn count_segment_arrays(footer: &CollectionFooter, segments: &mut [Segment]) {
+    let mut datasets_per_schema = vec![0u64; footer.schema_pool.len()];
+    for &schema in footer.datasets.values() {
+        if let Some(count) = datasets_per_schema.get_mut(schema as usize) {
+            *count += 1;
+        }
+    }
+    let segment_of_name: std::collections::HashMap<u32, usize> = footer
+        .variables
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (v.name, i))
+        .collect();
+    let datasets_segment = segments.iter().position(|s| s.name == DATASETS_SEGMENT);
+    for (schema, &count) in footer.schema_pool.iter().zip(&datasets_per_schema) {
+        for &(name, _) in schema.arrays.iter() {
+            if let Some(&i) = segment_of_name.get(&name) {
+                segments[i].arrays += count;
+            }
+        }
+        if let (Some(i), false) = (datasets_segment, schema.attrs.is_empty()) {
+            segments[i].arrays += count;
+        }
     }
 }

@@ -127,6 +127,33 @@ async fn a_segment_is_opened_once_and_shared_across_tasks() {
     assert!(counting.count() <= 2, "{:?}", counting.requests());
 }
 
+/// The Python benchmark's shape: 2,000 datasets of three 24 x 32 f32 variables. Each segment's
+/// footer is about 690 KB, far past the default 64 KiB tail window; the window grows with the
+/// segment's array count, so a segment still opens in one request.
+#[tokio::test]
+async fn open_and_read_one_variable_of_one_of_2000_datasets_in_four_requests() {
+    let specs = (0..2000).map(|d| {
+        let mut spec = atlas_writer::DatasetSpec::new(format!("run_{d:05}"));
+        for (v, name) in ["t2m", "precip", "wind"].into_iter().enumerate() {
+            let values = (0..24 * 32).map(|i| (d * 3 + v) as f32 + i as f32 * 1e-3).collect();
+            let data = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[24, 32]), values).unwrap();
+            spec = spec.array(atlas_writer::ArraySpec::new(name, data).dims(["y", "x"]));
+        }
+        spec
+    });
+    let (atlas, counting) = open_counted(write(specs).await).await;
+    let values = atlas
+        .dataset("run_01234")
+        .unwrap()
+        .read_array::<f32>("precip", vec![], vec![])
+        .await
+        .unwrap();
+    assert_eq!(values[[0, 0]], (1234 * 3 + 1) as f32);
+    let requests = counting.requests();
+    // Container tail, deleted.mask, the segment's tail window (trailer and footer), one block.
+    assert_eq!(requests.len(), 4, "{requests:?}");
+}
+
 async fn put(store: &Arc<dyn ObjectStore>, bytes: Vec<u8>) {
     store
         .put(&prefix().join("data.atlas"), PutPayload::from(bytes))
