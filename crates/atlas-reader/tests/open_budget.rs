@@ -135,7 +135,9 @@ async fn open_and_read_one_variable_of_one_of_2000_datasets_in_four_requests() {
     let specs = (0..2000).map(|d| {
         let mut spec = atlas_writer::DatasetSpec::new(format!("run_{d:05}"));
         for (v, name) in ["t2m", "precip", "wind"].into_iter().enumerate() {
-            let values = (0..24 * 32).map(|i| (d * 3 + v) as f32 + i as f32 * 1e-3).collect();
+            let values = (0..24 * 32)
+                .map(|i| (d * 3 + v) as f32 + i as f32 * 1e-3)
+                .collect();
             let data = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[24, 32]), values).unwrap();
             spec = spec.array(atlas_writer::ArraySpec::new(name, data).dims(["y", "x"]));
         }
