@@ -313,21 +313,24 @@ impl Atlas {
             .file
             .get_or_try_init(|| async move {
                 let location = Path::from(format!("segment/{variable}"));
-                let view = SegmentView::new(
+                let view = Arc::new(SegmentView::new(
                     Arc::clone(&self.store),
                     self.container.clone(),
                     entry.seg_offset,
                     entry.seg_len,
                     tail_window(segment.arrays),
                     location.clone(),
-                );
+                ));
                 let config = ReadConfig {
                     cache: Some(Arc::clone(&self.cache)),
                     ..ReadConfig::default()
                 };
-                ArrayFile::open(Arc::new(view), location, config)
+                let file = ArrayFile::open(view.clone(), location, config)
                     .await
-                    .map_err(|e| self.segment_error(&segment.name, e))
+                    .map_err(|e| self.segment_error(&segment.name, e))?;
+                // The footer is parsed; its bytes (up to the window) need not stay in memory.
+                view.release_tail().await;
+                Ok(file)
             })
             .await
     }

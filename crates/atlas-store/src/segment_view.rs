@@ -14,7 +14,7 @@ use object_store::{
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
-use tokio::sync::OnceCell;
+use tokio::sync::Mutex;
 
 const NAME: &str = "SegmentView";
 
@@ -23,15 +23,25 @@ const NAME: &str = "SegmentView";
 ///
 /// A HEAD answers from `len` without a request. The last `tail_window` bytes are fetched on the
 /// first read that falls inside them and then served from memory, so array-format's trailer
-/// read and (for a small segment) its footer read cost one request together.
+/// read and its footer read cost one request together when the window holds the footer. Once
+/// the segment is open, [`SegmentView::release_tail`] frees them.
 pub struct SegmentView {
     inner: Arc<dyn ObjectStore>,
     container: Path,
     offset: u64,
     len: u64,
     tail_window: u64,
-    tail: OnceCell<Bytes>,
+    tail: Mutex<Tail>,
     location: Path,
+}
+
+/// The cached end of the segment. The lock is held across the fetch, so concurrent first reads
+/// fetch it once.
+enum Tail {
+    NotFetched,
+    Fetched(Bytes),
+    /// Freed after the footer was read: later reads go to the store.
+    Released,
 }
 
 impl SegmentView {
@@ -54,7 +64,7 @@ impl SegmentView {
             offset,
             len,
             tail_window,
-            tail: OnceCell::new(),
+            tail: Mutex::new(Tail::NotFetched),
             location,
         }
     }
@@ -87,18 +97,26 @@ impl SegmentView {
         Ok(resolved)
     }
 
+    /// Frees the cached tail (the segment's footer, once parsed, is not read again); reads that
+    /// fall inside it from now on go to the store.
+    pub async fn release_tail(&self) {
+        *self.tail.lock().await = Tail::Released;
+    }
+
     async fn read(&self, range: Range<u64>) -> Result<Bytes> {
         let tail_start = self.len - self.tail_window;
         if range.start >= tail_start && self.tail_window > 0 {
-            let tail = self
-                .tail
-                .get_or_try_init(|| self.fetch(tail_start..self.len))
-                .await?;
-            // Both ends lie inside the tail, whose length is `tail_window`.
-            let from = usize::try_from(range.start - tail_start).unwrap_or(usize::MAX);
-            let to = usize::try_from(range.end - tail_start).unwrap_or(usize::MAX);
-            if let Some(slice) = tail.get(from..to) {
-                return Ok(tail.slice_ref(slice));
+            let mut tail = self.tail.lock().await;
+            if matches!(*tail, Tail::NotFetched) {
+                *tail = Tail::Fetched(self.fetch(tail_start..self.len).await?);
+            }
+            if let Tail::Fetched(bytes) = &*tail {
+                // Both ends lie inside the tail, whose length is `tail_window`.
+                let from = usize::try_from(range.start - tail_start).unwrap_or(usize::MAX);
+                let to = usize::try_from(range.end - tail_start).unwrap_or(usize::MAX);
+                if let Some(slice) = bytes.get(from..to) {
+                    return Ok(bytes.slice_ref(slice));
+                }
             }
         }
         self.fetch(range).await

@@ -90,3 +90,31 @@ async fn segment_view_maps_ranges_and_answers_head_without_a_request() {
         .await
         .is_err());
 }
+
+#[tokio::test]
+async fn a_released_tail_is_freed_and_later_reads_go_to_the_store() {
+    let memory: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let path = Path::from("data.atlas");
+    memory
+        .put(&path, PutPayload::from_static(b"0123456789abcdef"))
+        .await
+        .unwrap();
+    let counting = CountingStore::new(memory);
+    let view = SegmentView::new(Arc::new(counting.clone()), path, 4, 8, 3, segment_path());
+    for _ in 0..3 {
+        let tail = view.get_range(&segment_path(), 6..8).await.unwrap();
+        assert_eq!(tail, &b"ab"[..]);
+    }
+    assert_eq!(counting.count(), 1, "the tail window is fetched once");
+    view.release_tail().await;
+    let tail = view.get_range(&segment_path(), 6..8).await.unwrap();
+    assert_eq!(tail, &b"ab"[..]);
+    assert_eq!(
+        counting.count(),
+        2,
+        "after release, a tail read is a request"
+    );
+    assert!(
+        matches!(counting.requests()[1].kind, RequestKind::GetRange(GetRange::Bounded(ref r)) if *r == (10..12))
+    );
+}
