@@ -84,3 +84,43 @@ fn mapped_locations_point_at_the_payload_bytes() {
         assert!(cache.shard_path(999).is_none());
     }
 }
+
+/// A shard shortened after the cache was opened but before it is first mapped: a record past
+/// the new end is a typed I/O error naming the shard, never a fault. (A shard shortened after
+/// it was mapped cannot be detected without a system call per read: docs/format/datasetrt.md.)
+#[test]
+fn a_shard_truncated_before_it_is_mapped_is_a_typed_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = write_cache(dir.path(), "c", 12, CompressionAlgo::None);
+    let cache = Cache::open(&path, OpenOptions::default()).unwrap();
+    let shard = path.join("shards/000000.bin");
+    let len = std::fs::metadata(&shard).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&shard)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    let mut buf = SampleBuf::new();
+    let last_in_shard = (0..12)
+        .rev()
+        .find(|&i| matches!(cache.read_mapped(i, &mut buf), Err(_)))
+        .expect("a record past the cut");
+    let err = cache.read_mapped(last_in_shard, &mut buf).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            CacheError::Io {
+                file: dsrt_reader::CacheFile::Shard(0),
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("past the end"), "{err}");
+    // The first sample still lies inside what is left of the shard.
+    assert_eq!(
+        cache.read_mapped(0, &mut buf).unwrap().to_owned().payload,
+        payload(0)
+    );
+}
