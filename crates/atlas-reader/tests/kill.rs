@@ -10,7 +10,7 @@
 #![cfg_attr(not(unix), allow(dead_code, unused_imports))]
 
 mod common;
-mod runner;
+use dsrt_atlas_test_runner as runner;
 
 use atlas_reader::{Atlas, CommitStep, LocalFlockCommitter};
 use common::*;

@@ -6,7 +6,7 @@
 //! go-ahead on stdin, so the kill lands exactly there.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
 
-mod runner;
+use dsrt_atlas_test_runner as runner;
 
 use dsrt_manifest::Manifest;
 use dsrt_migrate::update_manifests;

@@ -11,7 +11,7 @@
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
 #![cfg_attr(not(unix), allow(dead_code, unused_imports))]
 
-mod runner;
+use dsrt_atlas_test_runner as runner;
 
 use dsrt_migrate::update_manifests;
 use durable_fs::{CancelToken, DurableFile, FileSystem, StdFileSystem};

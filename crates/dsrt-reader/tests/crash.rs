@@ -9,7 +9,7 @@
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
 
 mod common;
-mod runner;
+use dsrt_atlas_test_runner as runner;
 
 use dsrt_manifest::CompressionAlgo;
 use dsrt_reader::{Cache, CacheError, OpenOptions};

@@ -1,5 +1,10 @@
 //! A small test runner for the test binaries that re-run themselves as a child process
-//! (`harness = false` in Cargo.toml).
+//! (`harness = false` in Cargo.toml): the crash, kill-loop and concurrency tests of
+//! `dsrt-reader`, `dsrt-migrate` and `atlas-reader`, which depend on it as a dev-dependency.
+//!
+//! What it is not for: ordinary tests (libtest runs those) or anything outside tests.
+//!
+//! Layering: a tool beside the library stack; nothing depends on it but test targets.
 //!
 //! Such a binary's `main` first checks its child environment variable and, when set, does the
 //! child's work and exits; otherwise it runs its tests here. The child's entry point is
@@ -8,7 +13,7 @@
 //! `--list`, `--ignored` (none of these tests is ignored, so nothing runs) and
 //! `--include-ignored`; other flags (`--nocapture`, `--test-threads N`, ...) are accepted and
 //! have no effect (the tests run one after another, their output not captured).
-#![allow(dead_code, unreachable_pub)]
+#![forbid(unsafe_code)]
 
 use std::process::ExitCode;
 
