@@ -81,7 +81,7 @@ pub(crate) fn detach<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> P
 }
 
 /// Builds an exception of type `T` with message `message` and the given attributes.
-fn with_attrs<T: pyo3::PyTypeInfo>(
+pub(crate) fn with_attrs<T: pyo3::PyTypeInfo>(
     py: Python<'_>,
     message: String,
     attrs: &[(&str, Py<PyAny>)],

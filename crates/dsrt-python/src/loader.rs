@@ -1,6 +1,6 @@
 //! `datasetrt.Loader` and the per-rank step plan the PyTorch dataset reads through.
 
-use crate::cache::{payload_object, read_batch, read_copied, PySample, ShardViews};
+use crate::cache::{payload_object, read_batch, read_copied, Located, PySample, ShardViews};
 use crate::dataset::PyDataset;
 use crate::errors::{cache_error, dataset_error, detach};
 use datasetrt::{
@@ -10,7 +10,7 @@ use datasetrt::{
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
-use pyo3::types::{PyBytes, PyDict, PyList};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList};
 use std::sync::{Arc, Mutex};
 
 /// The order-deciding settings shared by `Loader` and `RankPlan`.
@@ -305,6 +305,53 @@ impl PyRankPlan {
             self.partition.is_padding(step),
         ))
     }
+
+    /// The columns a columnar batch has besides its payloads: `keys`, `padding`, `steps` and
+    /// `metadata` (see `read_columnar`).
+    fn columnar_columns(
+        &self,
+        py: Python<'_>,
+        batch: &Bound<'_, PyDict>,
+        steps: &[u64],
+        located: &[(usize, u64, u64, bool)],
+        items: &[(&datasetrt::Cache, u64)],
+    ) -> PyResult<()> {
+        let dataset = &self.dataset;
+        // Keys as little-endian u64 pairs (cache_id, sample_id): one buffer, no object per key.
+        let mut keys = Vec::with_capacity(located.len() * 16);
+        for &(cache, sample, _, _) in located {
+            keys.extend_from_slice(&dataset.caches()[cache].cache_id.to_le_bytes());
+            keys.extend_from_slice(&sample.to_le_bytes());
+        }
+        batch.set_item("keys", pyo3::types::PyByteArray::new(py, &keys))?;
+        let padding: Vec<bool> = located.iter().map(|l| l.3).collect();
+        batch.set_item("padding", padding)?;
+        batch.set_item("steps", steps)?;
+        // Columns in the order the caches first name them.
+        let mut names: Vec<&str> = Vec::new();
+        for c in dataset.caches() {
+            for column in c.cache.schema().columns() {
+                if !names.contains(&column.name.as_str()) {
+                    names.push(&column.name);
+                }
+            }
+        }
+        let metadata = PyDict::new(py);
+        for name in names {
+            let values = PyList::empty(py);
+            for &(cache, sample) in items {
+                let value = cache
+                    .schema()
+                    .position(name)
+                    .and_then(|i| cache.metadata().value(sample, i))
+                    .unwrap_or(datasetrt::ValueRef::Null);
+                values.append(crate::values::value_to_py(py, value)?)?;
+            }
+            metadata.set_item(name, values)?;
+        }
+        batch.set_item("metadata", metadata)?;
+        Ok(())
+    }
 }
 
 #[pymethods]
@@ -416,39 +463,64 @@ impl PyRankPlan {
         offsets.push(0usize);
         offsets.extend(ranges.iter().map(|r| r.end));
         batch.set_item("offsets", offsets)?;
-        // Keys as little-endian u64 pairs (cache_id, sample_id): one buffer, no object per key.
-        let mut keys = Vec::with_capacity(located.len() * 16);
-        for &(cache, sample, _, _) in &located {
-            keys.extend_from_slice(&dataset.caches()[cache].cache_id.to_le_bytes());
-            keys.extend_from_slice(&sample.to_le_bytes());
-        }
-        batch.set_item("keys", pyo3::types::PyByteArray::new(py, &keys))?;
-        let padding: Vec<bool> = located.iter().map(|l| l.3).collect();
-        batch.set_item("padding", padding)?;
-        batch.set_item("steps", steps)?;
-        // Columns in the order the caches first name them.
-        let mut names: Vec<&str> = Vec::new();
-        for c in dataset.caches() {
-            for column in c.cache.schema().columns() {
-                if !names.contains(&column.name.as_str()) {
-                    names.push(&column.name);
+        self.columnar_columns(py, &batch, &steps, &located, &items)?;
+        Ok(batch)
+    }
+
+    /// Checks `steps` (GIL released) like `read_columnar` but copies no uncompressed payload:
+    /// a dict with `shards` (the paths of the shard files this batch's payloads lie in),
+    /// `locations` (a bytearray of little-endian i64 triples `(shard, offset, length)` per
+    /// step: `length` bytes at `offset` of the file `shards[shard]`, or of `payload` when
+    /// `shard` is -1), `payload` (a bytearray of the decoded compressed payloads), and `keys`,
+    /// `padding`, `steps` and `metadata` as `read_columnar` gives them. For a reader that maps
+    /// the shard files itself.
+    fn read_located<'py>(&self, py: Python<'py>, steps: Vec<u64>) -> PyResult<Bound<'py, PyDict>> {
+        let located = steps
+            .iter()
+            .map(|&s| self.locate(s))
+            .collect::<PyResult<Vec<_>>>()?;
+        let dataset = &self.dataset;
+        let items: Vec<(&datasetrt::Cache, u64)> = located
+            .iter()
+            .map(|&(cache, sample, _, _)| (&dataset.caches()[cache].cache, sample))
+            .collect();
+        let (data, at) = read_batch(py, &items)?.map_err(|e| cache_error(py, &e))?;
+        // (cache, shard) -> its position in `paths`.
+        let mut shards: std::collections::HashMap<(usize, u64), usize> =
+            std::collections::HashMap::new();
+        let mut paths: Vec<std::path::PathBuf> = Vec::new();
+        let mut locations = Vec::with_capacity(at.len() * 24);
+        let to_i64 =
+            |v: u64| i64::try_from(v).map_err(|_| PyValueError::new_err("offset out of range"));
+        for (&(cache, _, _, _), place) in located.iter().zip(&at) {
+            let (shard, offset, len) = match *place {
+                Located::InShard(shard, offset, len) => {
+                    let at = match shards.get(&(cache, shard)) {
+                        Some(&at) => at,
+                        None => {
+                            let path = dataset.caches()[cache].cache.shard_path(shard).ok_or_else(
+                                || PyIndexError::new_err(format!("no shard {shard}")),
+                            )?;
+                            paths.push(path.to_path_buf());
+                            shards.insert((cache, shard), paths.len() - 1);
+                            paths.len() - 1
+                        }
+                    };
+                    (to_i64(at as u64)?, to_i64(offset)?, to_i64(len as u64)?)
                 }
-            }
+                Located::Buffer(ref range) => {
+                    (-1, to_i64(range.start as u64)?, to_i64(range.len() as u64)?)
+                }
+            };
+            locations.extend_from_slice(&shard.to_le_bytes());
+            locations.extend_from_slice(&offset.to_le_bytes());
+            locations.extend_from_slice(&len.to_le_bytes());
         }
-        let metadata = PyDict::new(py);
-        for name in names {
-            let values = PyList::empty(py);
-            for &(cache, sample) in &items {
-                let value = cache
-                    .schema()
-                    .position(name)
-                    .and_then(|i| cache.metadata().value(sample, i))
-                    .unwrap_or(datasetrt::ValueRef::Null);
-                values.append(crate::values::value_to_py(py, value)?)?;
-            }
-            metadata.set_item(name, values)?;
-        }
-        batch.set_item("metadata", metadata)?;
+        let batch = PyDict::new(py);
+        batch.set_item("shards", paths)?;
+        batch.set_item("locations", PyByteArray::new(py, &locations))?;
+        batch.set_item("payload", PyByteArray::new(py, &data))?;
+        self.columnar_columns(py, &batch, &steps, &located, &items)?;
         Ok(batch)
     }
 

@@ -251,3 +251,125 @@ def test_pickling_carries_paths_not_mappings(caches):
     assert pickle.loads(pickle.dumps(dataset)).cache_ids == dataset.cache_ids
     with pytest.raises(TypeError):
         pickle.dumps(dataset.caches[0])
+
+
+def _columnar_items(loader):
+    """Every sample of a columnar DataLoader: (key, payload bytes, metadata row, padding)."""
+    out = []
+    for batch in loader:
+        assert isinstance(batch, ColumnarBatch)
+        meta = batch["metadata"]
+        payloads = batch["payloads"]
+        whole, offsets = batch["payload"], batch["offsets"].tolist()
+        assert len(payloads) == len(batch) == len(offsets) - 1 == len(batch["keys"])
+        for j, key in enumerate(batch["keys"].tolist()):
+            data = bytes(payloads[j])
+            # The concatenated form holds the same bytes.
+            assert bytes(whole[offsets[j] : offsets[j + 1]].numpy()) == data
+            row_ = {c: (v[j].item() if isinstance(v, torch.Tensor) else v[j]) for c, v in meta.items()}
+            out.append((tuple(key), data, row_, bool(batch["padding"][j]), int(batch["steps"][j])))
+    return out
+
+
+@pytest.mark.parametrize("compression", ["none", "lz4"])
+def test_locations_transfer_yields_the_same_items_as_bytes(caches, tmp_path_factory, compression):
+    paths = caches
+    if compression == "lz4":
+        root = tmp_path_factory.mktemp("lz4")
+        paths = [
+            str(write_cache(root / "x", 120, compression="lz4", max_shard_bytes=3000)),
+            caches[1],  # an uncompressed cache beside it
+        ]
+    kw = dict(seed=11, epoch=2, shuffle="full", rank=0, world_size=1, batch_size=37, collate="columnar")
+    expected = _columnar_items(DataLoader(StreamingDataset(paths, **kw), batch_size=None, num_workers=0))
+    assert len(expected) == len(reference(paths, seed=11, epoch=2, shuffle="full"))
+    assert [k for k, *_ in expected] == reference(paths, seed=11, epoch=2, shuffle="full")
+    for workers in (0, 2, 3):
+        ds = StreamingDataset(paths, transfer="locations", **kw)
+        got = _columnar_items(DataLoader(ds, batch_size=None, num_workers=workers))
+        assert got == expected, workers
+    # Uncompressed payloads are zero-copy views of the mapped shard files.
+    batch = next(iter(DataLoader(StreamingDataset(caches, transfer="locations", **kw), batch_size=None, num_workers=2)))
+    assert all(isinstance(p, memoryview) and p.readonly for p in batch["payloads"])
+    assert "located in" in repr(batch)
+
+
+def test_locations_transfer_pads_drops_and_splits_ranks_like_bytes(caches, tmp_path):
+    odd = caches + [str(write_cache(tmp_path / "one", 1, offset=9999))]
+    for policy in ("pad", "drop"):
+        for rank in (0, 1):
+            kw = dict(seed=7, shuffle="full", rank=rank, world_size=2, policy=policy, batch_size=16, collate="columnar")
+            a = _columnar_items(DataLoader(StreamingDataset(odd, **kw), batch_size=None, num_workers=2))
+            b = _columnar_items(DataLoader(StreamingDataset(odd, transfer="locations", **kw), batch_size=None, num_workers=3))
+            assert a == b
+            ref = reference(odd, seed=7, shuffle="full", rank=rank, world_size=2, policy=policy)
+            assert [k for k, *_ in b] == ref
+
+
+def test_locations_transfer_resumes_with_other_num_workers(caches):
+    kw = dict(seed=9, shuffle="full", rank=0, world_size=1, batch_size=10, collate="columnar", transfer="locations")
+    # `steps` count from where a (resumed) plan starts: compare the rest.
+    def items(loader):
+        return [item[:4] for item in _columnar_items(loader)]
+
+    full = items(DataLoader(StreamingDataset(caches, **kw), batch_size=None, num_workers=0))
+    loader = StatefulDataLoader(StreamingDataset(caches, **kw), batch_size=None, num_workers=2)
+    it = iter(loader)
+    first = items([next(it) for _ in range(13)])
+    state = loader.state_dict()
+    del it, loader
+    assert first == full[:130]
+    ds = StreamingDataset(caches, **kw)
+    ds.load_state_dict(state)
+    assert first + items(StatefulDataLoader(ds, batch_size=None, num_workers=3)) == full
+    again = StatefulDataLoader(StreamingDataset(caches, **kw), batch_size=None, num_workers=2)
+    again.load_state_dict(state)
+    assert first + items(again) == full
+
+
+def test_locations_transfer_options_and_a_cut_shard(tmp_path):
+    path = str(write_cache(tmp_path / "c", 40, max_shard_bytes=100_000))
+    with pytest.raises(ValueError):
+        StreamingDataset([path], transfer="locations")  # needs collate="columnar"
+    with pytest.raises(ValueError):
+        StreamingDataset([path], batch_size=4, collate="columnar", transfer="pigeon")
+    ds = StreamingDataset([path], rank=0, world_size=1, batch_size=40, collate="columnar", transfer="locations")
+    plan = ds._plan()
+    raw = plan.read_located(list(range(len(plan))))
+    import pickle
+
+    batch = pickle.loads(pickle.dumps(ColumnarBatch(raw)))
+    # A mapping of the shard file as it is now (another process maps it for itself).
+    import datasetrt.torch as dt
+
+    dt._SHARD_VIEWS.clear()
+    shard = str(raw["shards"][0])
+    # What a worker saw of the shard file: the training process maps that file or refuses.
+    seen = dt._shard_identities(raw["shards"])
+    checked = ColumnarBatch({**raw, "shard_identities": seen})
+    assert bytes(checked["payloads"][0]) == payload(int(checked["keys"][0][1]))
+    with open(shard, "rb") as f:
+        original = f.read()
+    with open(shard + ".new", "wb") as f:
+        f.write(original[::-1])
+    os.replace(shard + ".new", shard)  # another file at the same path
+    # This process still maps the file the worker checked: its bytes, not the new file's.
+    again = ColumnarBatch({**raw, "shard_identities": seen})
+    assert bytes(again["payloads"][0]) == payload(int(again["keys"][0][1]))
+    dt._SHARD_VIEWS.clear()  # a process that maps it now finds another file
+    with pytest.raises(datasetrt.CorruptCacheError) as info:
+        ColumnarBatch({**raw, "shard_identities": seen})["payloads"]
+    assert "changed" in info.value.reason
+    with open(shard + ".new", "wb") as f:
+        f.write(original)
+    os.replace(shard + ".new", shard)
+    dt._SHARD_VIEWS.clear()
+    size = os.path.getsize(shard)
+    with open(shard, "r+b") as f:
+        f.truncate(size // 2)
+    try:
+        with pytest.raises(datasetrt.CorruptCacheError) as info:
+            batch["payloads"]
+        assert "past the end" in info.value.reason
+    finally:
+        dt._SHARD_VIEWS.clear()

@@ -16,13 +16,14 @@ taken with any ``num_workers`` (then build a new loader over the dataset with an
 
 from __future__ import annotations
 
+import mmap
 import os
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 import torch.utils.data
 
-from ._native import Dataset, RankPlan
+from ._native import Dataset, RankPlan, _payload_views
 
 __all__ = ["ColumnarBatch", "StreamingDataset", "rank_and_world_size"]
 
@@ -61,7 +62,8 @@ class StreamingDataset(torch.utils.data.IterableDataset):
 
     ``StreamingDataset(paths, *, seed=0, epoch=0, weights=None, samples_per_epoch=None,
     replacement=False, shuffle="local", window_shards=4, policy="pad", batch_size=None,
-    transform=None, rank=None, world_size=None, validate_cache=False, read_ahead=256)``
+    transform=None, rank=None, world_size=None, validate_cache=False, read_ahead=256,
+    collate="samples", transfer="bytes")``
 
     - ``paths``: cache directories (or a :class:`datasetrt.Dataset`, whose paths are used).
       Each process (and each DataLoader worker) opens the caches itself; pickling carries
@@ -79,6 +81,21 @@ class StreamingDataset(torch.utils.data.IterableDataset):
       ``steps``, ``metadata``) instead of a list; ``transform`` then receives the batch. A
       batch crosses from a worker to the training process as a few byte buffers, not as one
       object per sample: the fast path for high sample rates.
+    - ``transfer`` (with ``collate="columnar"``): how a batch crosses from a DataLoader
+      worker to the training process. ``"bytes"`` (default): its payloads are copied into
+      one buffer and pickled through the DataLoader's queue. ``"locations"``: the worker does
+      every check a read does (index row, record envelope against metadata.arrow) and sends
+      only where each payload lies (shard file, offset, length) with the keys and metadata;
+      the receiving process maps each shard file once (read-only ``mmap``, kept per process)
+      and ``batch["payloads"]`` gives zero-copy ``memoryview`` slices of it, each made when
+      it is taken (a sequence: index it or iterate it). Payloads stored
+      LZ4-compressed are still decoded in the worker and sent as bytes. The items are the
+      same in both modes (same keys, metadata, payload bytes and order); ``"locations"``
+      moves no payload byte through the queue, so it is the fast path when the training
+      process reads ``batch["payloads"]`` (``batch["payload"]`` then concatenates them,
+      a copy in the training process). The caches must stay unchanged while iterating (the
+      format's rule); a shard file cut shorter than its records raises
+      :class:`datasetrt.CorruptCacheError`.
     - ``read_ahead``: samples each worker reads per native call (GIL released).
     """
 
@@ -101,6 +118,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         validate_cache: bool = False,
         read_ahead: int = 256,
         collate: str = "samples",
+        transfer: str = "bytes",
     ) -> None:
         super().__init__()
         if isinstance(paths, Dataset):
@@ -126,7 +144,12 @@ class StreamingDataset(torch.utils.data.IterableDataset):
             raise ValueError('collate must be "samples" or "columnar"')
         if collate == "columnar" and batch_size is None:
             raise ValueError('collate="columnar" needs a batch_size')
+        if transfer not in ("bytes", "locations"):
+            raise ValueError('transfer must be "bytes" or "locations"')
+        if transfer == "locations" and collate != "columnar":
+            raise ValueError('transfer="locations" needs collate="columnar"')
         self.collate = collate
+        self.transfer = transfer
         self.read_ahead = read_ahead
         auto_rank, auto_world = rank_and_world_size()
         self.rank = auto_rank if rank is None else rank
@@ -217,7 +240,12 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         if self.collate == "columnar":
             for chunk in mine:
                 wanted = list(range(chunk * unit, min((chunk + 1) * unit, steps)))
-                batch = ColumnarBatch(plan.read_columnar(wanted))
+                if self.transfer == "locations":
+                    raw = plan.read_located(wanted)
+                    raw["shard_identities"] = _shard_identities(raw["shards"])
+                    batch = ColumnarBatch(raw)
+                else:
+                    batch = ColumnarBatch(plan.read_columnar(wanted))
                 progress["chunks_done"] += 1
                 progress["steps_done"] += len(wanted)
                 yield transform(batch) if transform is not None else batch
@@ -314,20 +342,80 @@ def _tensor(data: bytearray, dtype: "torch.dtype") -> "torch.Tensor":
     return torch.frombuffer(data, dtype=dtype) if len(data) else torch.empty(0, dtype=dtype)
 
 
+# Read-only mappings of shard files, per process: path -> (file identity, memoryview).
+_SHARD_VIEWS: Dict[Any, Tuple[Tuple[int, int, int, int], memoryview]] = {}
+_SHARD_VIEWS_PID = os.getpid()
+
+
+def _identity(st: os.stat_result) -> Tuple[int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _shard_identities(paths: Sequence[Any]) -> List[Tuple[int, int, int, int]]:
+    """What a worker saw of each shard file it checked: (device, inode, size, mtime)."""
+    return [_identity(os.stat(p)) for p in paths]
+
+
+def _changed(path: Any, reason: str) -> Exception:
+    from . import CorruptCacheError
+
+    err = CorruptCacheError(f"{path}: {reason}")
+    err.path = os.fspath(path)
+    err.reason = reason
+    return err
+
+
+def _shard_view(path: Any, identity: Optional[Tuple[int, int, int, int]] = None) -> memoryview:
+    """A memoryview of a read-only ``mmap`` of the shard file at ``path``, mapped once per
+    process (a forked child maps again) and kept. ``identity`` is what the worker that checked
+    the records saw of the file: a file replaced since is mapped again, and one that is not
+    that file raises :class:`datasetrt.CorruptCacheError`."""
+    global _SHARD_VIEWS_PID
+    if _SHARD_VIEWS_PID != os.getpid():
+        _SHARD_VIEWS.clear()
+        _SHARD_VIEWS_PID = os.getpid()
+    entry = _SHARD_VIEWS.get(path)
+    if entry is not None and (identity is None or entry[0] == identity):
+        return entry[1]
+    with open(path, "rb") as f:
+        found = _identity(os.fstat(f.fileno()))
+        if identity is not None and found != identity:
+            raise _changed(path, "the shard file changed after a DataLoader worker checked it")
+        if found[2] == 0:
+            view = memoryview(b"")
+        else:
+            view = memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
+    _SHARD_VIEWS[path] = (found, view)
+    return view
+
+
+def _located_payloads(raw: Dict[str, Any]) -> Sequence[Any]:
+    """The payloads of a ``RankPlan.read_located`` batch: zero-copy slices of the mapped
+    shard files (or of the batch's buffer of decoded payloads)."""
+    identities = raw.get("shard_identities") or [None] * len(raw["shards"])
+    sources = [_shard_view(path, ident) for path, ident in zip(raw["shards"], identities)]
+    sources.append(memoryview(raw["payload"]))
+    # Little-endian i64 triples (shard, offset, length), whatever the host.
+    return _payload_views(sources, bytes(raw["locations"]))
+
+
 class ColumnarBatch:
     """One batch of ``StreamingDataset(collate="columnar")``, read as a dict: ``payload`` (a
     uint8 tensor of the payloads one after another), ``offsets`` (int64, ``len + 1``: sample
-    ``i`` is ``payload[offsets[i]:offsets[i+1]]``), ``keys`` (uint64, shape ``(len, 2)``:
-    cache_id, sample_id), ``padding`` (bool), ``steps`` (int64) and ``metadata`` (column name
-    to a tensor for bool, int and float columns without nulls, else a list).
+    ``i`` is ``payload[offsets[i]:offsets[i+1]]``), ``payloads`` (a sequence of one
+    read-only ``memoryview`` per sample, zero-copy), ``keys`` (uint64, shape ``(len, 2)``: cache_id,
+    sample_id), ``padding`` (bool), ``steps`` (int64) and ``metadata`` (column name to a
+    tensor for bool, int and float columns without nulls, else a list).
 
     It crosses from a DataLoader worker to the training process as a few byte buffers (one
     pickle, no shared-memory segment per tensor); the tensors are made on first access,
-    without copying the payload buffer.
+    without copying the payload buffer. With ``transfer="locations"`` it carries where the
+    payloads lie instead of their bytes: ``payloads`` are then slices of the shard files
+    mapped in the receiving process, and ``payload`` / ``offsets`` are built from them (a copy).
     """
 
     __slots__ = ("_raw", "_cache")
-    _NAMES = ("payload", "offsets", "keys", "padding", "steps", "metadata")
+    _NAMES = ("payload", "offsets", "payloads", "keys", "padding", "steps", "metadata")
 
     def __init__(self, raw: Dict[str, Any]) -> None:
         self._raw = raw
@@ -349,12 +437,29 @@ class ColumnarBatch:
         if name in self._cache:
             return self._cache[name]
         raw = self._raw
-        if name == "payload":
-            value = _tensor(raw["payload"], torch.uint8)
+        located = "locations" in raw
+        if name == "payloads":
+            if located:
+                value = _located_payloads(raw)
+            else:
+                whole = memoryview(raw["payload"])
+                bounds = raw["offsets"]
+                value = [whole[a:b] for a, b in zip(bounds, bounds[1:])]
+        elif name == "payload":
+            if located:
+                value = _tensor(bytearray(b"".join(self["payloads"])), torch.uint8)
+            else:
+                value = _tensor(raw["payload"], torch.uint8)
         elif name == "keys":
             value = _tensor(raw["keys"], torch.uint64).view(-1, 2)
         elif name == "offsets":
-            value = torch.tensor(raw["offsets"], dtype=torch.int64)
+            if located:
+                bounds = [0]
+                for p in self["payloads"]:
+                    bounds.append(bounds[-1] + len(p))
+            else:
+                bounds = raw["offsets"]
+            value = torch.tensor(bounds, dtype=torch.int64)
         elif name == "padding":
             value = torch.tensor(raw["padding"], dtype=torch.bool)
         elif name == "steps":
@@ -373,7 +478,10 @@ class ColumnarBatch:
         return value
 
     def __repr__(self) -> str:
-        return f"ColumnarBatch(<{len(self)} samples, {len(self._raw['payload'])} payload bytes>)"
+        raw = self._raw
+        if "locations" in raw:
+            return f"ColumnarBatch(<{len(self)} samples, located in {len(raw['shards'])} shard files>)"
+        return f"ColumnarBatch(<{len(self)} samples, {len(raw['payload'])} payload bytes>)"
 
 
 def _find_states(obj: Any) -> Iterator[Dict[str, Any]]:
