@@ -306,6 +306,23 @@ impl PyRankPlan {
         ))
     }
 
+    /// Every step located (see [`Self::locate`]), and the `(cache, sample)` each one reads.
+    #[allow(clippy::type_complexity)]
+    fn locate_items(
+        &self,
+        steps: &[u64],
+    ) -> PyResult<(Vec<(usize, u64, u64, bool)>, Vec<(&datasetrt::Cache, u64)>)> {
+        let located = steps
+            .iter()
+            .map(|&s| self.locate(s))
+            .collect::<PyResult<Vec<_>>>()?;
+        let items = located
+            .iter()
+            .map(|&(cache, sample, _, _)| (&self.dataset.caches()[cache].cache, sample))
+            .collect();
+        Ok((located, items))
+    }
+
     /// The columns a columnar batch has besides its payloads: `keys`, `padding`, `steps` and
     /// `metadata` (see `read_columnar`).
     fn columnar_columns(
@@ -447,15 +464,7 @@ impl PyRankPlan {
     /// (bools), `steps`, and `metadata` (a dict of column name to list of values; a column
     /// some cache lacks is None there).
     fn read_columnar<'py>(&self, py: Python<'py>, steps: Vec<u64>) -> PyResult<Bound<'py, PyDict>> {
-        let located = steps
-            .iter()
-            .map(|&s| self.locate(s))
-            .collect::<PyResult<Vec<_>>>()?;
-        let dataset = &self.dataset;
-        let items: Vec<(&datasetrt::Cache, u64)> = located
-            .iter()
-            .map(|&(cache, sample, _, _)| (&dataset.caches()[cache].cache, sample))
-            .collect();
+        let (located, items) = self.locate_items(&steps)?;
         let (data, ranges) = read_copied(py, &items)?.map_err(|e| cache_error(py, &e))?;
         let batch = PyDict::new(py);
         batch.set_item("payload", pyo3::types::PyByteArray::new(py, &data))?;
@@ -475,15 +484,8 @@ impl PyRankPlan {
     /// `padding`, `steps` and `metadata` as `read_columnar` gives them. For a reader that maps
     /// the shard files itself.
     fn read_located<'py>(&self, py: Python<'py>, steps: Vec<u64>) -> PyResult<Bound<'py, PyDict>> {
-        let located = steps
-            .iter()
-            .map(|&s| self.locate(s))
-            .collect::<PyResult<Vec<_>>>()?;
+        let (located, items) = self.locate_items(&steps)?;
         let dataset = &self.dataset;
-        let items: Vec<(&datasetrt::Cache, u64)> = located
-            .iter()
-            .map(|&(cache, sample, _, _)| (&dataset.caches()[cache].cache, sample))
-            .collect();
         let (data, at) = read_batch(py, &items)?.map_err(|e| cache_error(py, &e))?;
         // (cache, shard) -> its position in `paths`.
         let mut shards: std::collections::HashMap<(usize, u64), usize> =
@@ -527,15 +529,8 @@ impl PyRankPlan {
     /// Reads `steps` (GIL released) and returns their samples in order, each with `key`,
     /// `payload`, `metadata`, `step`, `global_position` and `padding`.
     fn read<'py>(&self, py: Python<'py>, steps: Vec<u64>) -> PyResult<Bound<'py, PyList>> {
-        let located = steps
-            .iter()
-            .map(|&s| self.locate(s))
-            .collect::<PyResult<Vec<_>>>()?;
+        let (located, items) = self.locate_items(&steps)?;
         let dataset = &self.dataset;
-        let items: Vec<(&datasetrt::Cache, u64)> = located
-            .iter()
-            .map(|&(cache, sample, _, _)| (&dataset.caches()[cache].cache, sample))
-            .collect();
         let (data, at) = read_batch(py, &items)?.map_err(|e| cache_error(py, &e))?;
         let list = PyList::empty(py);
         for ((&step, &(cache, sample, position, padding)), at) in
