@@ -66,6 +66,8 @@ struct HashJob<'a> {
     file: CacheFile,
     file_path: PathBuf,
     expected: &'a str,
+    /// Its size, for scheduling only.
+    len: u64,
 }
 
 /// Hashes index.bin, metadata.arrow and every shard and compares with the manifest.
@@ -88,7 +90,7 @@ pub(crate) fn verify_checksums(
         return jobs.iter().try_for_each(|job| verify_file(path, job));
     }
     let mut order: Vec<usize> = (0..jobs.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(file_len(&jobs[i].file_path)));
+    order.sort_by_key(|&i| std::cmp::Reverse(jobs[i].len));
     let next = AtomicUsize::new(0);
     let first_failure = AtomicUsize::new(usize::MAX);
     let failures = Mutex::new(Vec::new());
@@ -124,11 +126,13 @@ fn hash_jobs<'a>(path: &Path, description: &'a CacheDescription) -> Vec<HashJob<
     let mut jobs = vec![
         HashJob {
             file: CacheFile::Index,
+            len: file_len(&path.join(INDEX_FILE_NAME)),
             file_path: path.join(INDEX_FILE_NAME),
             expected: &description.index_sha256,
         },
         HashJob {
             file: CacheFile::Metadata,
+            len: file_len(&path.join(METADATA_FILE_NAME)),
             file_path: path.join(METADATA_FILE_NAME),
             expected: &description.metadata_sha256,
         },
@@ -142,6 +146,8 @@ fn hash_jobs<'a>(path: &Path, description: &'a CacheDescription) -> Vec<HashJob<
                 file: CacheFile::Shard(id as u64),
                 file_path: shards_dir.join(&entry.name),
                 expected: &entry.sha256,
+                // `check_shard_files` has already found the file at this length.
+                len: entry.byte_len,
             }),
     );
     jobs
@@ -157,6 +163,7 @@ fn verify_file(path: &Path, job: &HashJob<'_>) -> Result<(), CacheError> {
         file,
         file_path,
         expected,
+        ..
     } = job;
     let io_error = |source| CacheError::Io {
         path: path.to_path_buf(),
