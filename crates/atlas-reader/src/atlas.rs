@@ -17,6 +17,7 @@ use object_store::path::Path;
 use object_store::ObjectStore;
 use std::any::Any;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use tokio::sync::OnceCell;
 
@@ -27,6 +28,14 @@ const SEGMENT_TAIL_WINDOW: u64 = 64 * 1024;
 const FOOTER_BYTES_PER_ARRAY: u64 = 512;
 /// The most one segment's first read fetches, however many arrays it holds.
 const MAX_SEGMENT_TAIL_WINDOW: u64 = 16 * 1024 * 1024;
+/// A segment no larger than this is fetched whole by its first read and kept, so a cold read of
+/// one of its arrays costs one request, not two (the footer, then the block). It is at most one
+/// array-format block target (8 MiB) more than the largest tail window a segment this size
+/// would fetch anyway.
+const WHOLE_SEGMENT_MAX: u64 = 16 * 1024 * 1024;
+/// The bytes of whole segments one open collection keeps; segments opened past it fetch only
+/// their tail, and free it once the footer is parsed.
+const RESIDENT_SEGMENTS_BUDGET: u64 = 64 * 1024 * 1024;
 
 /// What [`Atlas::open`] accepts as a store: `Arc<dyn ObjectStore>`, or `Arc<S>` of any concrete
 /// store `S`.
@@ -76,6 +85,8 @@ pub struct Atlas {
     /// One per variable, in container order.
     segments: Vec<Segment>,
     cache: Arc<BlockCache>,
+    /// Bytes of whole segments kept in memory (see [`WHOLE_SEGMENT_MAX`]).
+    resident: AtomicU64,
     pub(crate) committer: Arc<dyn MaskCommitter>,
     datasets_segment: Option<u32>,
 }
@@ -169,6 +180,7 @@ impl Atlas {
                 DEFAULT_CACHE_CAPACITY as u64,
                 DEFAULT_IO_CACHE_CAPACITY as u64,
             )),
+            resident: AtomicU64::new(0),
             committer,
             datasets_segment,
         })
@@ -313,26 +325,62 @@ impl Atlas {
             .file
             .get_or_try_init(|| async move {
                 let location = Path::from(format!("segment/{variable}"));
+                let whole = self.reserve_whole_segment(entry.seg_len);
+                let window = if whole {
+                    entry.seg_len
+                } else {
+                    tail_window(segment.arrays)
+                };
                 let view = Arc::new(SegmentView::new(
                     Arc::clone(&self.store),
                     self.container.clone(),
                     entry.seg_offset,
                     entry.seg_len,
-                    tail_window(segment.arrays),
+                    window,
                     location.clone(),
                 ));
                 let config = ReadConfig {
                     cache: Some(Arc::clone(&self.cache)),
                     ..ReadConfig::default()
                 };
-                let file = ArrayFile::open(view.clone(), location, config)
-                    .await
-                    .map_err(|e| self.segment_error(&segment.name, e))?;
-                // The footer is parsed; its bytes (up to the window) need not stay in memory.
-                view.release_tail().await;
+                let opened = ArrayFile::open(view.clone(), location, config).await;
+                let file = match opened {
+                    Ok(file) => file,
+                    Err(e) => {
+                        if whole {
+                            self.resident.fetch_sub(entry.seg_len, Ordering::Relaxed);
+                        }
+                        return Err(self.segment_error(&segment.name, e));
+                    }
+                };
+                if !whole {
+                    // The footer is parsed; its bytes (up to the window) need not stay in memory.
+                    view.release_tail().await;
+                }
                 Ok(file)
             })
             .await
+    }
+
+    /// Whether a segment of `len` bytes may be fetched whole and kept: it is small enough and
+    /// the collection's budget for such segments has room. Reserves the room when it has.
+    fn reserve_whole_segment(&self, len: u64) -> bool {
+        if len > WHOLE_SEGMENT_MAX {
+            return false;
+        }
+        self.resident
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+                held.checked_add(len)
+                    .filter(|&total| total <= RESIDENT_SEGMENTS_BUDGET)
+            })
+            .is_ok()
+    }
+
+    /// The bytes of whole segments this collection keeps in memory: segments of at most 16 MiB
+    /// are fetched whole on first use, up to 64 MiB in all, so that a cold read of one of
+    /// their arrays costs a single request.
+    pub fn resident_segment_bytes(&self) -> u64 {
+        self.resident.load(Ordering::Relaxed)
     }
 }
 

@@ -129,9 +129,10 @@ async fn a_segment_is_opened_once_and_shared_across_tasks() {
 
 /// The Python benchmark's shape: 2,000 datasets of three 24 x 32 f32 variables. Each segment's
 /// footer is about 690 KB, far past the default 64 KiB tail window; the window grows with the
-/// segment's array count, so a segment still opens in one request.
+/// segment's array count; and a segment this small (about 6 MB) is fetched whole, footer and
+/// block together.
 #[tokio::test]
-async fn open_and_read_one_variable_of_one_of_2000_datasets_in_four_requests() {
+async fn open_and_read_one_variable_of_one_of_2000_datasets_in_three_requests() {
     let specs = (0..2000).map(|d| {
         let mut spec = atlas_writer::DatasetSpec::new(format!("run_{d:05}"));
         for (v, name) in ["t2m", "precip", "wind"].into_iter().enumerate() {
@@ -152,8 +153,63 @@ async fn open_and_read_one_variable_of_one_of_2000_datasets_in_four_requests() {
         .unwrap();
     assert_eq!(values[[0, 0]], (1234 * 3 + 1) as f32);
     let requests = counting.requests();
-    // Container tail, deleted.mask, the segment's tail window (trailer and footer), one block.
-    assert_eq!(requests.len(), 4, "{requests:?}");
+    // Container tail, deleted.mask, the whole `precip` segment.
+    assert_eq!(requests.len(), 3, "{requests:?}");
+    let (_, precip) = atlas.variables().find(|(n, _)| *n == "precip").unwrap();
+    assert_eq!(atlas.resident_segment_bytes(), precip.seg_len);
+    // Every other dataset's precip is served from the kept segment.
+    counting.reset();
+    let other = atlas
+        .dataset("run_00007")
+        .unwrap()
+        .read_array::<f32>("precip", vec![], vec![])
+        .await
+        .unwrap();
+    assert_eq!(other[[0, 0]], (7 * 3 + 1) as f32);
+    assert_eq!(counting.count(), 0, "{:?}", counting.requests());
+}
+
+/// A segment past 16 MiB is not kept: its first read fetches the tail window, then the block.
+#[tokio::test]
+async fn a_large_segment_is_not_kept_in_memory() {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let values: Vec<f32> = (0..5_000_000)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            f32::from_bits((state as u32 & 0x007f_ffff) | 0x3f80_0000)
+        })
+        .collect();
+    let first = values[0];
+    let data = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[5_000_000]), values).unwrap();
+    let spec = atlas_writer::DatasetSpec::new("big").array(
+        atlas_writer::ArraySpec::new("noise", data)
+            .dims(["i"])
+            .chunks(vec![250_000]),
+    );
+    let (atlas, counting) = open_counted(write(std::iter::once(spec)).await).await;
+    let (_, noise) = atlas.variables().find(|(n, _)| *n == "noise").unwrap();
+    assert!(noise.seg_len > 16 * 1024 * 1024, "{}", noise.seg_len);
+    counting.reset();
+    let head = atlas
+        .dataset("big")
+        .unwrap()
+        .read_array::<f32>("noise", vec![0], vec![1])
+        .await
+        .unwrap();
+    assert_eq!(head[[0]], first);
+    assert_eq!(atlas.resident_segment_bytes(), 0);
+    let requests = counting.requests();
+    assert!(requests.len() >= 2, "tail, then a block: {requests:?}");
+    let fetched: u64 = requests
+        .iter()
+        .map(|r| match &r.kind {
+            RequestKind::GetRange(GetRange::Bounded(range)) => range.end - range.start,
+            other => panic!("only ranged reads expected, got {other:?}"),
+        })
+        .sum();
+    assert!(fetched < noise.seg_len, "{fetched} of {}", noise.seg_len);
 }
 
 async fn put(store: &Arc<dyn ObjectStore>, bytes: Vec<u8>) {
