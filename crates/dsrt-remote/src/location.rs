@@ -1,0 +1,155 @@
+//! From a command-line or API argument to a local directory or an object-store prefix.
+
+use crate::error::RemoteError;
+use object_store::path::Path;
+use object_store::ObjectStore;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Where a cache (or a dataset's sample table) lives.
+#[derive(Debug, Clone)]
+pub enum CacheLocation {
+    /// A local directory: a plain path, or a `file://` URL.
+    Local(PathBuf),
+    /// A prefix of an object store.
+    Remote(RemotePrefix),
+}
+
+/// A prefix of an object store, with the URL it came from (for messages).
+#[derive(Clone)]
+pub struct RemotePrefix {
+    store: Arc<dyn ObjectStore>,
+    prefix: Path,
+    url: String,
+}
+
+impl fmt::Debug for RemotePrefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RemotePrefix")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CacheLocation {
+    /// Parses `location`: a `file://` URL or a string without `://` is a local directory; any
+    /// other URL names a store prefix, configured from the environment as object_store reads
+    /// it (`AWS_*` for `s3://`, `GOOGLE_*` for `gs://`, `AZURE_*` for `az://`).
+    pub fn parse(location: &str) -> Result<Self, RemoteError> {
+        let refuse = |reason: String| RemoteError::Location {
+            location: location.to_owned(),
+            reason,
+        };
+        if !location.contains("://") {
+            return Ok(Self::Local(PathBuf::from(location)));
+        }
+        let url = url::Url::parse(location).map_err(|e| refuse(e.to_string()))?;
+        if url.scheme() == "file" {
+            let dir = url
+                .to_file_path()
+                .map_err(|()| refuse("not a local file path".to_owned()))?;
+            return Ok(Self::Local(dir));
+        }
+        let options = std::env::vars().filter_map(|(key, value)| {
+            let lower = key.to_ascii_lowercase();
+            let known = ["aws_", "google_", "azure_"]
+                .iter()
+                .any(|p| lower.starts_with(p));
+            known.then_some((lower, value))
+        });
+        let (store, prefix) =
+            object_store::parse_url_opts(&url, options).map_err(|e| refuse(e.to_string()))?;
+        Ok(Self::Remote(RemotePrefix {
+            store: Arc::from(store),
+            prefix,
+            url: location.trim_end_matches('/').to_owned(),
+        }))
+    }
+
+    /// The remote prefix, or `None` for a local directory.
+    pub fn as_remote(&self) -> Option<&RemotePrefix> {
+        match self {
+            Self::Remote(remote) => Some(remote),
+            Self::Local(_) => None,
+        }
+    }
+}
+
+impl RemotePrefix {
+    /// A prefix of `store` (for stores built in code, such as `InMemory` in tests); `url` is
+    /// what messages call it.
+    pub fn new(store: Arc<dyn ObjectStore>, prefix: Path, url: impl Into<String>) -> Self {
+        Self {
+            store,
+            prefix,
+            url: url.into(),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn ObjectStore> {
+        &self.store
+    }
+
+    /// The prefix inside the store.
+    pub fn prefix(&self) -> &Path {
+        &self.prefix
+    }
+
+    /// The URL of the prefix, without a trailing `/`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The object at `relative` (such as `shards/000000.bin`) under the prefix.
+    pub fn object(&self, relative: &str) -> Path {
+        relative
+            .split('/')
+            .fold(self.prefix.clone(), |path, part| path.join(part))
+    }
+
+    /// The URL of the object at `relative`, for messages.
+    pub fn object_url(&self, relative: &str) -> String {
+        format!("{}/{relative}", self.url)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_paths_and_file_urls_are_local() {
+        assert!(matches!(
+            CacheLocation::parse("some/dir").unwrap(),
+            CacheLocation::Local(p) if p == std::path::Path::new("some/dir")
+        ));
+        assert!(matches!(
+            CacheLocation::parse("file:///tmp/cache").unwrap(),
+            CacheLocation::Local(p) if p == std::path::Path::new("/tmp/cache")
+        ));
+    }
+
+    #[test]
+    fn an_s3_url_names_bucket_prefix_and_objects() {
+        let location = CacheLocation::parse("s3://bucket/caches/one/").unwrap();
+        let remote = location.as_remote().unwrap();
+        assert_eq!(remote.prefix().as_ref(), "caches/one");
+        assert_eq!(remote.url(), "s3://bucket/caches/one");
+        assert_eq!(
+            remote.object("shards/000001.bin").as_ref(),
+            "caches/one/shards/000001.bin"
+        );
+        assert_eq!(
+            remote.object_url("manifest.json"),
+            "s3://bucket/caches/one/manifest.json"
+        );
+    }
+
+    #[test]
+    fn an_unknown_scheme_is_a_location_error_naming_it() {
+        let error = CacheLocation::parse("nosuch://x/y").unwrap_err();
+        assert!(error.to_string().starts_with("nosuch://x/y:"), "{error}");
+    }
+}
