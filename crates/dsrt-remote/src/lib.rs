@@ -15,6 +15,7 @@
 
 mod error;
 mod location;
+pub(crate) mod runtime;
 
 pub use error::RemoteError;
 pub use location::{CacheLocation, RemotePrefix};
