@@ -14,7 +14,7 @@ use std::sync::Arc;
 pub struct DatasetCache {
     /// The resolved cache id.
     pub cache_id: u64,
-    /// The path as given to [`Dataset::open`].
+    /// The path as given to [`Dataset::open`] (or the name given to [`Dataset::from_caches`]).
     pub path: PathBuf,
     /// The open cache.
     pub cache: Cache,
@@ -52,23 +52,40 @@ impl<'a> SelectRow<'a> {
 impl Dataset {
     /// Opens every cache of `paths`, in order, and resolves their ids.
     pub fn open<P: AsRef<Path>>(paths: &[P], options: OpenOptions) -> Result<Self, DatasetError> {
+        let mut by_dir: HashMap<PathBuf, PathBuf> = HashMap::with_capacity(paths.len());
         let mut caches = Vec::with_capacity(paths.len());
-        let mut by_id = HashMap::with_capacity(paths.len());
-        let mut by_dir: HashMap<PathBuf, usize> = HashMap::with_capacity(paths.len());
-        for (position, path) in paths.iter().enumerate() {
+        for path in paths {
             let path = path.as_ref().to_path_buf();
             let resolved = std::fs::canonicalize(&path).map_err(|source| DatasetError::Path {
                 path: path.clone(),
                 source,
             })?;
-            if let Some(&earlier) = by_dir.get(&resolved) {
-                let first: &DatasetCache = &caches[earlier];
+            if let Some(first) = by_dir.get(&resolved) {
+                return Err(DatasetError::DuplicatePath {
+                    first: first.clone(),
+                    second: path,
+                });
+            }
+            by_dir.insert(resolved, path.clone());
+            let cache = Cache::open(&path, options)?;
+            caches.push((path, cache));
+        }
+        Self::from_caches(caches)
+    }
+
+    /// Joins caches opened elsewhere (such as caches on object storage, opened by
+    /// `dsrt-remote`), in order, each with the path or URL that names it, and resolves their
+    /// ids as [`Dataset::open`] does. Two entries with the same name are refused.
+    pub fn from_caches(opened: Vec<(PathBuf, Cache)>) -> Result<Self, DatasetError> {
+        let mut caches: Vec<DatasetCache> = Vec::with_capacity(opened.len());
+        let mut by_id = HashMap::with_capacity(opened.len());
+        for (position, (path, cache)) in opened.into_iter().enumerate() {
+            if let Some(first) = caches.iter().find(|c| c.path == path) {
                 return Err(DatasetError::DuplicatePath {
                     first: first.path.clone(),
                     second: path,
                 });
             }
-            let cache = Cache::open(&path, options)?;
             let cache_id = cache.manifest().resolved_cache_id(position);
             if let Some(&earlier) = by_id.get(&cache_id) {
                 let first: &DatasetCache = &caches[earlier];
@@ -78,7 +95,6 @@ impl Dataset {
                     second: path,
                 });
             }
-            by_dir.insert(resolved, position);
             by_id.insert(cache_id, position);
             caches.push(DatasetCache {
                 cache_id,
@@ -169,6 +185,8 @@ impl Dataset {
     /// Migrates this dataset's manifests (in its original list order) to `version`; see
     /// `dsrt_migrate::update_manifests`. The open dataset is not changed: ids stay the same,
     /// so every `(cache_id, sample_id)` made before still names the same sample.
+    ///
+    /// Local directories only: caches on object storage migrate through `dsrt-remote`.
     pub fn update_manifests(
         &self,
         version: u64,

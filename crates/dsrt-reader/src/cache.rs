@@ -1,5 +1,5 @@
 use crate::validate::{check_shard_files, verify_checksums};
-use crate::{CacheError, CacheFile};
+use crate::{CacheError, CacheFile, ShardSource};
 use dsrt_index::{IndexView, INDEX_FILE_NAME};
 use dsrt_manifest::{CompressionAlgo, Manifest, MANIFEST_FILE_NAME};
 use dsrt_metadata::{MetadataTable, RowView, METADATA_FILE_NAME};
@@ -8,7 +8,7 @@ use dsrt_shard::{EnvelopeCodec, SHARDS_DIR_NAME};
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// Largest manifest.json a reader accepts; a real one is a few KiB per thousand shards.
 const MAX_MANIFEST_BYTES: u64 = 256 << 20;
@@ -73,6 +73,8 @@ pub struct Cache {
     pub(crate) index: IndexView,
     pub(crate) metadata: MetadataTable,
     pub(crate) shards: Vec<Shard>,
+    /// Where shard bytes come from when they are not the files under `shards/`.
+    pub(crate) source: Option<Arc<dyn ShardSource>>,
     pub(crate) envelope: EnvelopeCodec,
 }
 
@@ -90,12 +92,37 @@ impl std::fmt::Debug for Cache {
 impl Cache {
     /// Opens and validates the cache at `path`; see [`OpenOptions`].
     pub fn open(path: impl AsRef<Path>, options: OpenOptions) -> Result<Self, CacheError> {
-        let path = path.as_ref().to_path_buf();
+        Self::open_inner(path.as_ref(), options, None)
+    }
+
+    /// Opens the cache at `path` (its manifest.json, index.bin and metadata.arrow) with its
+    /// shards served by `source` instead of the files under `path/shards/`, which need not
+    /// exist. Everything [`Cache::open`] validates is validated, except what the source
+    /// vouches for (see [`ShardSource`]): the shard files' presence and lengths, and, with
+    /// [`OpenOptions::validate_cache`], their SHA-256. Mapped reads fall back to positional
+    /// reads through the source, and [`Cache::shard_path`] is `None`.
+    pub fn open_with_source(
+        path: impl AsRef<Path>,
+        options: OpenOptions,
+        source: Arc<dyn ShardSource>,
+    ) -> Result<Self, CacheError> {
+        Self::open_inner(path.as_ref(), options, Some(source))
+    }
+
+    fn open_inner(
+        path: &Path,
+        options: OpenOptions,
+        source: Option<Arc<dyn ShardSource>>,
+    ) -> Result<Self, CacheError> {
+        let path = path.to_path_buf();
         let manifest = read_manifest(&path)?;
         let description = manifest.description();
-        let shard_lens = check_shard_files(&path, description)?;
+        let shard_lens = match source {
+            None => check_shard_files(&path, description)?,
+            Some(_) => description.shards.iter().map(|s| s.byte_len).collect(),
+        };
         if options.validate_cache {
-            verify_checksums(&path, description)?;
+            verify_checksums(&path, description, source.is_none())?;
         }
         let index_error = |source| CacheError::Index {
             path: path.clone(),
@@ -139,6 +166,7 @@ impl Cache {
             index,
             metadata,
             shards,
+            source,
             envelope,
         })
     }
@@ -168,12 +196,29 @@ impl Cache {
         self.index.is_empty()
     }
 
-    /// The file of shard `shard`, or `None` if the manifest lists no such shard.
+    /// The file of shard `shard`, or `None` if the manifest lists no such shard or the cache's
+    /// shards come from a [`ShardSource`].
     pub fn shard_path(&self, shard: u64) -> Option<&Path> {
+        if self.source.is_some() {
+            return None;
+        }
         usize::try_from(shard)
             .ok()
             .and_then(|i| self.shards.get(i))
             .map(|s| s.path.as_path())
+    }
+
+    /// Whether the shards come from a [`ShardSource`] (see [`Cache::open_with_source`]).
+    pub fn has_shard_source(&self) -> bool {
+        self.source.is_some()
+    }
+
+    /// Passes a hint on to the [`ShardSource`], if any: the shards a reader will need next,
+    /// in order. Does nothing for a local cache.
+    pub fn will_need(&self, shards: &[u64]) {
+        if let Some(source) = &self.source {
+            source.will_need(shards);
+        }
     }
 
     /// The mapped index.bin (validated at open).

@@ -5,6 +5,8 @@
 //! [`OpenOptions::validate_cache`] every SHA-256), then serves sample `i` in O(1): one mapped
 //! index row, one positional read of the record, the embedded metadata checked against
 //! metadata.arrow, the payload decoded. Metadata is available without opening any shard.
+//! [`Cache::open_with_source`] opens a cache whose shards come from a [`ShardSource`] instead
+//! of its directory (the hook `dsrt-remote` uses for caches on object storage).
 //!
 //! What it is not for: joining caches into datasets, selections and iteration (`dsrt-dataset`,
 //! with epoch plans from `dsrt-plan`), and writing (`dsrt-writer`).
@@ -16,8 +18,10 @@
 mod cache;
 mod error;
 mod sample;
+mod source;
 mod validate;
 
 pub use cache::{Cache, OpenOptions};
 pub use error::{CacheError, CacheFile};
 pub use sample::{MappedPayload, Sample, SampleBuf, SampleRef};
+pub use source::ShardSource;

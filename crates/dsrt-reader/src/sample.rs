@@ -191,11 +191,13 @@ impl Cache {
         record: &mut [u8],
     ) -> Result<(std::ops::Range<usize>, RowView<'_>), CacheError> {
         let record_error = |source| self.record_error(sample, row, source);
-        let file = shard
-            .file()
-            .map_err(self.io_error(CacheFile::Shard(row.shard_id)))?;
-        file.read_exact_at(record, row.offset)
-            .map_err(self.io_error(CacheFile::Shard(row.shard_id)))?;
+        let read = match &self.source {
+            None => shard
+                .file()
+                .and_then(|file| file.read_exact_at(record, row.offset)),
+            Some(source) => source.read_at(row.shard_id, row.offset, record),
+        };
+        read.map_err(self.io_error(CacheFile::Shard(row.shard_id)))?;
         let metadata = self.metadata_row(sample)?;
         let (json, stored) = split_record(record).map_err(record_error)?;
         self.envelope
@@ -216,11 +218,17 @@ impl Cache {
     /// more here than for [`Cache::read`]: a shard truncated behind the reader's back makes an
     /// access to the vanished part fault (`SIGBUS`) instead of returning an I/O error; a record
     /// lying past the end of the mapping is reported as [`CacheError::Io`].
+    ///
+    /// A cache opened with a [`ShardSource`](crate::ShardSource) has no file to map: this is
+    /// [`Cache::read`] there.
     pub fn read_mapped<'a>(
         &'a self,
         sample: u64,
         buf: &'a mut SampleBuf,
     ) -> Result<SampleRef<'a>, CacheError> {
+        if self.source.is_some() {
+            return self.read(sample, buf);
+        }
         let (row, shard, record, stored_at, metadata) = self.mapped_record(sample)?;
         let payload = load_payload(shard.algo, &record[stored_at..], &mut buf.decoded)
             .map_err(|source| self.record_error(sample, &row, source))?;
@@ -234,12 +242,17 @@ impl Cache {
     /// Checks sample `sample` like [`Cache::read_mapped`] and says where its payload is,
     /// without touching the payload bytes when they are stored uncompressed: for zero-copy
     /// readers that map the shard file themselves ([`Cache::shard_path`]). An LZ4 payload is
-    /// decoded into `buf`.
+    /// decoded into `buf`; so is every payload of a cache whose shards come from a
+    /// [`ShardSource`](crate::ShardSource), read through it.
     pub fn read_mapped_location<'a>(
         &'a self,
         sample: u64,
         buf: &'a mut SampleBuf,
     ) -> Result<MappedPayload<'a>, CacheError> {
+        if self.source.is_some() {
+            // No file to map: the payload is read through the source.
+            return Ok(MappedPayload::Decoded(self.read(sample, buf)?.payload));
+        }
         let (row, shard, record, stored_at, _) = self.mapped_record(sample)?;
         if shard.algo == dsrt_manifest::CompressionAlgo::None {
             return Ok(MappedPayload::InShard {

@@ -70,7 +70,8 @@ struct HashJob<'a> {
     len: u64,
 }
 
-/// Hashes index.bin, metadata.arrow and every shard and compares with the manifest.
+/// Hashes index.bin, metadata.arrow and (with `shards`) every shard and compares with the
+/// manifest.
 ///
 /// Files are hashed on a bounded pool of scoped threads (one per core, at most
 /// [`MAX_HASH_THREADS`]), largest first so one big shard does not finish last alone. The
@@ -80,8 +81,12 @@ struct HashJob<'a> {
 pub(crate) fn verify_checksums(
     path: &Path,
     description: &CacheDescription,
+    shards: bool,
 ) -> Result<(), CacheError> {
-    let jobs = hash_jobs(path, description);
+    let mut jobs = hash_jobs(path, description);
+    if !shards {
+        jobs.truncate(2);
+    }
     let threads = std::thread::available_parallelism()
         .map_or(1, std::num::NonZeroUsize::get)
         .clamp(1, MAX_HASH_THREADS)
