@@ -19,7 +19,12 @@ use std::process::{Command, Stdio};
 const BUCKET: &str = "atlas-ci";
 
 /// The packages whose `s3` test target needs the server (each test there is `#[ignore]`d).
-const S3_PACKAGES: &[&str] = &["atlas-reader", "atlas-collections-cli"];
+const S3_PACKAGES: &[&str] = &[
+    "atlas-reader",
+    "atlas-collections-cli",
+    "dsrt-remote",
+    "dsrt-cli",
+];
 
 /// What `cargo xtask test` was asked to do.
 #[derive(Debug, clap::Args)]

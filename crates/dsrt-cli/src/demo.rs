@@ -80,6 +80,7 @@ fn pack_demo(out: &Path) -> Result<PackReport, CliError> {
         source: "dsrt-demo".to_owned(),
         compression: CompressionAlgo::Lz4,
         max_shard_bytes: DEMO_MAX_SHARD_BYTES,
+        overwrite_partial: false,
     };
     pack_jsonl(job, &target)
 }

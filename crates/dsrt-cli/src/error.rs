@@ -65,6 +65,9 @@ pub(crate) enum CliError {
         /// Whether Ctrl-C stopped it (exit status 130).
         interrupted: bool,
     },
+    /// A store URL, an upload or a remote migration failed; the text names the URL or file.
+    #[error(transparent)]
+    Remote(#[from] dsrt_remote::RemoteError),
     /// Opening a dataset or iterating it failed.
     #[error(transparent)]
     Dataset(#[from] datasetrt::DatasetError),

@@ -10,8 +10,8 @@
 //! facade; this crate only turns shell input into library calls and library results into
 //! text, JSON and exit codes.
 //!
-//! Layering: the top of the DatasetRT stack, above `datasetrt` and nothing else of the
-//! workspace. One module per subcommand; a new subcommand is a new module and one line in
+//! Layering: the top of the DatasetRT stack, above `datasetrt` and `dsrt-remote` (store URLs
+//! for `pack --out` and `migrate`). One module per subcommand; a new subcommand is a new module and one line in
 //! [`Command`].
 #![forbid(unsafe_code)]
 
@@ -22,6 +22,7 @@ mod error;
 mod inspect;
 mod iterate;
 mod migrate;
+mod migrate_remote;
 mod output;
 mod pack;
 mod progress;

@@ -1,6 +1,7 @@
 //! `dsrt migrate`: rewrites v2 manifests as v3 with their positional ids, crash-safely.
 
 use crate::error::CliError;
+use crate::migrate_remote::{classify, Targets};
 use crate::output::{print, print_json};
 use clap::Args;
 use datasetrt::{
@@ -23,16 +24,23 @@ Every cache is checked before any manifest is replaced. Each manifest is replace
 formatting are kept. The caches are not one transaction: after a failure or Ctrl-C, rerun the
 same command to finish.
 
+Store URLs (s3://bucket/prefix, gs://, az://) work as well as directories, but not mixed in
+one list. Each manifest is read, all are checked, then each v2 manifest is replaced with a PUT
+conditional on the version read (If-Match on S3): if it changed in between, nothing is
+overwritten and the migration stops. A store without conditional PUT gets a plain PUT after
+re-reading the manifest unchanged, and a warning says that update could not be made atomic.
+
 Exit status: 0 all done, 1 an error (what was done is listed), 130 interrupted.
 
 Examples:
   dsrt migrate --to 3 train/ val/ test/
+  dsrt migrate --to 3 s3://bucket/caches/train s3://bucket/caches/val
   dsrt migrate --to 3 --json cache-*/ | jq '.entries[].outcome'")]
 pub(crate) struct MigrateArgs {
     /// Target format_version (only 3).
     #[arg(long = "to", value_name = "VERSION")]
     to: u64,
-    /// Cache directories, in the dataset's original order.
+    /// Cache directories or store URLs, in the dataset's original order.
     #[arg(required = true)]
     caches: Vec<PathBuf>,
     /// Print one JSON object instead of text.
@@ -91,14 +99,22 @@ fn entries_text(entries: &[ManifestUpdateEntry]) -> String {
     text
 }
 
-/// Runs `dsrt migrate`; Ctrl-C cancels between steps and removes the temporary file in flight.
+/// Runs `dsrt migrate`: directories here, store URLs in `migrate_remote`.
 pub(crate) fn run(args: &MigrateArgs) -> Result<(), CliError> {
+    match classify(&args.caches)? {
+        Targets::Local(caches) => run_local(args, &caches),
+        Targets::Remote(caches) => crate::migrate_remote::run(&caches, args.to, args.json),
+    }
+}
+
+/// Migrates directories; Ctrl-C cancels between steps and removes the temporary file in flight.
+fn run_local(args: &MigrateArgs, caches: &[PathBuf]) -> Result<(), CliError> {
     let cancel = CancelToken::new();
     let handler_token = cancel.clone();
     // A second handler cannot be installed in one process; only `migrate` installs one.
     ctrlc::set_handler(move || handler_token.cancel())
         .map_err(|e| CliError::Invalid(format!("installing the Ctrl-C handler: {e}")))?;
-    let result = datasetrt::update_manifests(&args.caches, args.to, &StdFileSystem, &cancel);
+    let result = datasetrt::update_manifests(caches, args.to, &StdFileSystem, &cancel);
     match result {
         Ok(report) => {
             if args.json {

@@ -6,6 +6,7 @@ mod infer;
 mod input_error;
 mod jsonl;
 mod payload;
+mod remote_out;
 mod summary;
 mod target;
 
@@ -40,12 +41,20 @@ with metadata columns `path` (relative, utf8) and `size` (int64). Symbolic links
 The summary goes to stdout (one JSON object with --json); the progress bar goes to stderr,
 only when stderr is a terminal. On failure the partly written cache is removed.
 
+A URL --out (s3://bucket/prefix, gs://, az://; configured by the usual AWS_*, GOOGLE_*,
+AZURE_* variables) packs into a temporary directory (under TMPDIR; it needs room for the
+cache), then uploads every shard, index.bin and metadata.arrow, and manifest.json last, only
+if the prefix holds none: no reader sees the cache before it is complete. A prefix holding
+anything is refused before any input is read; after a failed upload (no manifest.json, so no
+cache) rerun with --overwrite-partial to replace the objects it left.
+
 Examples:
   dsrt pack --jsonl train.jsonl --payload-field image --out train.cache --source train
   dsrt pack --jsonl - --payload-field text --payload-encoding text --out c/ --source s < in.jsonl
   dsrt pack --jsonl x.jsonl --payload-field blob --payload-encoding base64 \\
             --schema schema.json --compression lz4 --max-shard-bytes 64MiB --out c/ --source x
-  dsrt pack --from-dir images/ --out images.cache --source images --json")]
+  dsrt pack --from-dir images/ --out images.cache --source images --json
+  dsrt pack --jsonl train.jsonl --payload-field image --out s3://bucket/caches/train --source train")]
 pub(crate) struct PackArgs {
     /// JSONL file to pack, one sample per line; `-` reads stdin.
     #[arg(long, value_name = "FILE", requires = "payload_field")]
@@ -63,9 +72,15 @@ pub(crate) struct PackArgs {
     /// metadata_schema form) instead of inferring it.
     #[arg(long, value_name = "SCHEMA.json", requires = "jsonl")]
     schema: Option<PathBuf>,
-    /// The new cache's directory; must be empty or absent.
-    #[arg(long, value_name = "DIR")]
+    /// The new cache: a directory, empty or absent; or a store prefix (`s3://bucket/prefix`,
+    /// `gs://`, `az://`, `file://`) that holds no cache, packed in a temporary directory and
+    /// published there, manifest.json last.
+    #[arg(long, value_name = "DIR|URL")]
     out: PathBuf,
+    /// With a URL `--out`: publish even if the prefix holds objects but no manifest.json (what
+    /// a failed publish leaves), replacing them.
+    #[arg(long)]
+    overwrite_partial: bool,
     /// Source name; the v3 cache id is derived from its exact bytes.
     #[arg(long, value_name = "NAME")]
     source: String,
@@ -109,6 +124,8 @@ pub(crate) struct PackTarget {
     pub(crate) compression: CompressionAlgo,
     /// Shard rotation target.
     pub(crate) max_shard_bytes: u64,
+    /// For a URL `out`: replace what a failed publish left under the prefix.
+    pub(crate) overwrite_partial: bool,
 }
 
 impl PackTarget {
@@ -122,10 +139,11 @@ impl PackTarget {
 /// Runs `dsrt pack`.
 pub(crate) fn run(args: &PackArgs) -> Result<(), CliError> {
     let target = PackTarget {
-        out: args.out.clone(),
+        out: remote_out::local_out(&args.out)?,
         source: args.source.clone(),
         compression: args.compression.into(),
         max_shard_bytes: args.max_shard_bytes,
+        overwrite_partial: args.overwrite_partial,
     };
     let report = match (&args.jsonl, &args.from_dir) {
         (Some(file), _) => pack_jsonl(jsonl_job(args, file)?, &target)?,
@@ -165,7 +183,7 @@ fn jsonl_job(args: &PackArgs, file: &Path) -> Result<JsonlJob, CliError> {
 /// Packs JSONL input into `target`, timing the whole job (inference included).
 pub(crate) fn pack_jsonl(job: JsonlJob, target: &PackTarget) -> Result<PackReport, CliError> {
     let started = Instant::now();
-    let guard = target::prepare(&target.out)?;
+    let guard = target::prepare(&target.out, target)?;
     let summary = jsonl::pack(job, target, guard)?;
     Ok(PackReport::new(&summary, target, started.elapsed()))
 }
@@ -173,7 +191,7 @@ pub(crate) fn pack_jsonl(job: JsonlJob, target: &PackTarget) -> Result<PackRepor
 /// Packs the regular files below `dir` into `target`.
 pub(crate) fn pack_dir(dir: &Path, target: &PackTarget) -> Result<PackReport, CliError> {
     let started = Instant::now();
-    let guard = target::prepare(&target.out)?;
+    let guard = target::prepare(&target.out, target)?;
     let summary = from_dir::pack(dir, target, guard)?;
     Ok(PackReport::new(&summary, target, started.elapsed()))
 }

@@ -58,3 +58,22 @@ impl Drop for Progress {
         self.bar.finish_and_clear();
     }
 }
+
+/// Shown while a cache is uploaded.
+const BYTES_TEMPLATE: &str =
+    "{msg} [{elapsed_precise}] {wide_bar} {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec})";
+
+/// A bar over bytes uploaded (its length set once known), hidden unless stderr is a terminal.
+/// It is a plain `ProgressBar` so a publish callback running on other threads can own a clone.
+pub(crate) fn upload_bar(message: &'static str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(0);
+    let style = ProgressStyle::with_template(BYTES_TEMPLATE)
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_draw_target(ProgressDrawTarget::stderr());
+    bar.set_style(style);
+    bar.set_message(message);
+    bar
+}

@@ -1,6 +1,8 @@
 //! The `--out` directory: refused early when it holds anything, and cleaned up when packing
-//! fails, so a failed `dsrt pack` can simply be run again.
+//! fails, so a failed `dsrt pack` can simply be run again. An `--out` URL is a prefix: checked
+//! early too, packed into a staging directory and published (`remote_out`).
 
+use super::remote_out::RemoteOut;
 use super::PackTarget;
 use crate::error::CliError;
 use datasetrt::raw::{INDEX_FILE_NAME, METADATA_FILE_NAME, SHARDS_DIR_NAME};
@@ -14,11 +16,20 @@ use std::path::{Path, PathBuf};
 pub(crate) struct OutputDir {
     path: PathBuf,
     existed: bool,
+    /// Set when `--out` is a store URL; `path` is then unused.
+    remote: Option<RemoteOut>,
 }
 
 /// Checks `out` before any input is read: the writer refuses a non-empty directory too, but
 /// only after schema inference has read the whole input once.
-pub(crate) fn prepare(out: &Path) -> Result<OutputDir, CliError> {
+pub(crate) fn prepare(out: &Path, target: &PackTarget) -> Result<OutputDir, CliError> {
+    if let Some(remote) = RemoteOut::prepare(out, target)? {
+        return Ok(OutputDir {
+            path: out.to_path_buf(),
+            existed: false,
+            remote: Some(remote),
+        });
+    }
     match fs::read_dir(out).map(|mut entries| entries.next().is_none()) {
         Ok(false) => Err(CliError::OutputNotEmpty {
             path: out.to_path_buf(),
@@ -26,10 +37,12 @@ pub(crate) fn prepare(out: &Path) -> Result<OutputDir, CliError> {
         Ok(true) => Ok(OutputDir {
             path: out.to_path_buf(),
             existed: true,
+            remote: None,
         }),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(OutputDir {
             path: out.to_path_buf(),
             existed: false,
+            remote: None,
         }),
         Err(source) => Err(CliError::Io {
             path: out.to_path_buf(),
@@ -51,6 +64,9 @@ impl OutputDir {
         schema: Schema,
         fill: impl FnOnce(&mut CacheWriter) -> Result<(), CliError>,
     ) -> Result<CacheSummary, CliError> {
+        if let Some(remote) = self.remote {
+            return remote.write(target.writer_options(schema), fill);
+        }
         let mut writer = CacheWriter::create(&self.path, target.writer_options(schema))?;
         // From here on the writer has made files that are ours to remove on failure.
         let cleanup = Cleanup {

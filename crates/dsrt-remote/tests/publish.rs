@@ -1,0 +1,283 @@
+//! Publishing a local cache to a prefix, on `InMemory` and on `LocalFileSystem`: the round
+//! trip, manifest last, failures leaving no manifest, write-once, multipart, the writer API.
+#![allow(clippy::unwrap_used)] // Test code.
+
+mod write_support;
+
+use dsrt_remote::object_store::local::LocalFileSystem;
+use dsrt_remote::object_store::memory::InMemory;
+use dsrt_remote::object_store::ObjectStore;
+use dsrt_remote::{
+    create_writer, publish_cache, AnyCacheWriter, CacheLocation, PublishOptions, RemoteCacheWriter,
+    RemoteError, RemotePrefix, RemoteWriterOptions,
+};
+use dsrt_schema::{Column, ColumnType, Schema, ValueRef};
+use dsrt_writer::{ManifestVersion, WriterOptions};
+use std::sync::Arc;
+use std::time::Duration;
+use write_support::{
+    list_objects, local_files, make_cache, prefix, read_object, Behaviour, TestStore,
+};
+
+fn stores() -> Vec<(Arc<dyn ObjectStore>, Option<tempfile::TempDir>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let local = LocalFileSystem::new_with_prefix(dir.path()).unwrap();
+    vec![
+        (Arc::new(InMemory::new()), None),
+        (Arc::new(local), Some(dir)),
+    ]
+}
+
+fn quick() -> PublishOptions {
+    PublishOptions {
+        backoff: Duration::from_millis(1),
+        ..PublishOptions::default()
+    }
+}
+
+fn assert_same_files(local: &std::path::Path, to: &RemotePrefix) {
+    let files = local_files(local);
+    let names: Vec<String> = files.iter().map(|(n, _)| n.clone()).collect();
+    assert_eq!(list_objects(to), names);
+    for (name, bytes) in files {
+        assert_eq!(read_object(to, &name).unwrap(), bytes, "{name}");
+    }
+}
+
+#[test]
+fn every_object_equals_its_local_file_and_the_manifest_goes_last() {
+    for (inner, _dir) in stores() {
+        let cache = tempfile::tempdir().unwrap();
+        make_cache(cache.path(), 20, 1000, ManifestVersion::V3);
+        let store = TestStore::new(inner, Behaviour::default());
+        let to = prefix(store.clone(), "one");
+        let report = publish_cache(cache.path(), &to, &quick()).unwrap();
+        assert_same_files(cache.path(), &to);
+        let log = store.log();
+        assert_eq!(log.last().unwrap(), "create caches/one/manifest.json");
+        assert_eq!(log.iter().filter(|l| l.contains("manifest")).count(), 1);
+        assert_eq!(report.files, local_files(cache.path()).len());
+        assert!(report.manifest_atomic);
+        assert_eq!((report.multipart_files, report.retries), (0, 0));
+    }
+}
+
+#[test]
+fn large_files_go_up_in_parts_and_arrive_whole() {
+    for (inner, _dir) in stores() {
+        let cache = tempfile::tempdir().unwrap();
+        make_cache(cache.path(), 12, 5000, ManifestVersion::V3);
+        let store = TestStore::new(inner, Behaviour::default());
+        let to = prefix(store.clone(), "parts");
+        let options = PublishOptions {
+            multipart_threshold: 4096,
+            part_size: 1500,
+            part_concurrency: 2,
+            ..quick()
+        };
+        let report = publish_cache(cache.path(), &to, &options).unwrap();
+        assert_same_files(cache.path(), &to);
+        let large = local_files(cache.path())
+            .iter()
+            .filter(|(_, bytes)| bytes.len() > 4096)
+            .count();
+        assert!(large >= 3);
+        assert_eq!(report.multipart_files, large);
+        assert!(store
+            .log()
+            .iter()
+            .any(|l| l.starts_with("multipart caches/parts/shards/")));
+    }
+}
+
+#[test]
+fn a_failed_upload_leaves_no_manifest_and_names_the_file() {
+    for (inner, _dir) in stores() {
+        let cache = tempfile::tempdir().unwrap();
+        make_cache(cache.path(), 20, 1000, ManifestVersion::V3);
+        let behaviour = Behaviour {
+            fail_put: Some(3),
+            ..Behaviour::default()
+        };
+        let to = prefix(TestStore::new(inner, behaviour), "fail");
+        let error = publish_cache(cache.path(), &to, &quick()).unwrap_err();
+        assert!(matches!(error, RemoteError::Upload { .. }), "{error}");
+        assert!(!error.is_retryable());
+        let text = error.to_string();
+        assert!(text.starts_with("uploading mem://caches/fail/"), "{text}");
+        assert!(text.contains("not retryable"), "{text}");
+        assert_eq!(read_object(&to, "manifest.json"), None);
+        assert!(!list_objects(&to).is_empty(), "earlier files stay");
+        // The leftovers block a plain publish; overwrite_partial replaces them.
+        let again = publish_cache(cache.path(), &to, &quick()).unwrap_err();
+        assert!(
+            matches!(again, RemoteError::PrefixNotEmpty { .. }),
+            "{again}"
+        );
+        let options = PublishOptions {
+            overwrite_partial: true,
+            ..quick()
+        };
+        publish_cache(cache.path(), &to, &options).unwrap();
+        assert_same_files(cache.path(), &to);
+    }
+}
+
+#[test]
+fn transient_failures_are_retried_and_counted() {
+    let cache = tempfile::tempdir().unwrap();
+    make_cache(cache.path(), 8, 1000, ManifestVersion::V3);
+    let behaviour = Behaviour {
+        fail_put: Some(1),
+        fail_transient: true,
+        ..Behaviour::default()
+    };
+    let to = prefix(
+        TestStore::new(Arc::new(InMemory::new()), behaviour),
+        "retry",
+    );
+    let report = publish_cache(cache.path(), &to, &quick()).unwrap();
+    assert_eq!(report.retries, 1);
+    assert_same_files(cache.path(), &to);
+
+    let behaviour = Behaviour {
+        fail_put: Some(1),
+        fail_transient: true,
+        ..Behaviour::default()
+    };
+    let to = prefix(
+        TestStore::new(Arc::new(InMemory::new()), behaviour),
+        "no-retry",
+    );
+    let options = PublishOptions {
+        retries: 0,
+        ..quick()
+    };
+    let error = publish_cache(cache.path(), &to, &options).unwrap_err();
+    assert!(error.is_retryable(), "{error}");
+    assert!(error.to_string().contains("may be transient"), "{error}");
+    assert_eq!(read_object(&to, "manifest.json"), None);
+}
+
+#[test]
+fn a_prefix_with_a_manifest_is_refused() {
+    for (inner, _dir) in stores() {
+        let cache = tempfile::tempdir().unwrap();
+        make_cache(cache.path(), 4, 100, ManifestVersion::V3);
+        let to = prefix(inner, "twice");
+        publish_cache(cache.path(), &to, &quick()).unwrap();
+        let options = PublishOptions {
+            overwrite_partial: true,
+            ..quick()
+        };
+        let error = publish_cache(cache.path(), &to, &options).unwrap_err();
+        assert!(
+            matches!(error, RemoteError::AlreadyPublished { .. }),
+            "{error}"
+        );
+        assert!(error.to_string().contains("write-once"), "{error}");
+    }
+}
+
+#[test]
+fn without_conditional_put_the_manifest_is_checked_then_written() {
+    let cache = tempfile::tempdir().unwrap();
+    make_cache(cache.path(), 4, 100, ManifestVersion::V3);
+    let behaviour = Behaviour {
+        no_conditional_put: true,
+        ..Behaviour::default()
+    };
+    let store = TestStore::new(Arc::new(InMemory::new()), behaviour);
+    let to = prefix(store.clone(), "plain");
+    let report = publish_cache(cache.path(), &to, &quick()).unwrap();
+    assert!(!report.manifest_atomic);
+    assert_eq!(
+        store.log().last().unwrap(),
+        "put caches/plain/manifest.json"
+    );
+    assert_same_files(cache.path(), &to);
+}
+
+#[test]
+fn a_cache_without_its_files_is_refused_before_any_upload() {
+    let cache = tempfile::tempdir().unwrap();
+    make_cache(cache.path(), 4, 100, ManifestVersion::V3);
+    std::fs::remove_file(cache.path().join("shards/000000.bin")).unwrap();
+    let store = TestStore::new(Arc::new(InMemory::new()), Behaviour::default());
+    let to = prefix(store.clone(), "broken");
+    let error = publish_cache(cache.path(), &to, &quick()).unwrap_err();
+    assert!(error.to_string().contains("000000.bin"), "{error}");
+    assert!(store.log().is_empty());
+}
+
+fn schema() -> Schema {
+    Schema::new(vec![Column::new("n", ColumnType::Int64, false)]).unwrap()
+}
+
+#[test]
+fn the_remote_writer_publishes_on_finish_and_cleans_its_staging() {
+    let staging_root = tempfile::tempdir().unwrap();
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let to = prefix(store, "writer");
+    let remote = RemoteWriterOptions {
+        staging_root: Some(staging_root.path().to_path_buf()),
+        publish: quick(),
+    };
+    let mut writer =
+        RemoteCacheWriter::create(to.clone(), WriterOptions::new("w", schema()), remote).unwrap();
+    for i in 0..5 {
+        writer
+            .add_values(b"payload", &[ValueRef::Int64(i)])
+            .unwrap();
+    }
+    let done = writer.finish().unwrap();
+    assert_eq!(done.cache.samples, 5);
+    assert!(read_object(&to, "manifest.json").is_some());
+    assert_eq!(std::fs::read_dir(staging_root.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_dropped_remote_writer_publishes_nothing() {
+    let staging_root = tempfile::tempdir().unwrap();
+    let to = prefix(Arc::new(InMemory::new()), "dropped");
+    let remote = RemoteWriterOptions {
+        staging_root: Some(staging_root.path().to_path_buf()),
+        publish: quick(),
+    };
+    let mut writer =
+        RemoteCacheWriter::create(to.clone(), WriterOptions::new("w", schema()), remote).unwrap();
+    writer.add_values(b"x", &[ValueRef::Int64(1)]).unwrap();
+    drop(writer);
+    assert!(list_objects(&to).is_empty());
+    assert_eq!(std::fs::read_dir(staging_root.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn create_writer_gives_local_or_remote_by_location() {
+    let dir = tempfile::tempdir().unwrap();
+    let local = CacheLocation::Local(dir.path().join("c"));
+    let mut writer = create_writer(
+        &local,
+        WriterOptions::new("w", schema()),
+        RemoteWriterOptions::default(),
+    )
+    .unwrap();
+    assert!(matches!(writer, AnyCacheWriter::Local(_)));
+    writer.add_values(b"x", &[ValueRef::Int64(1)]).unwrap();
+    let done = writer.finish().unwrap();
+    assert!(done.publish.is_none());
+    assert!(dir.path().join("c/manifest.json").exists());
+
+    let to = prefix(Arc::new(InMemory::new()), "any");
+    let remote = CacheLocation::Remote(to.clone());
+    let mut writer = create_writer(
+        &remote,
+        WriterOptions::new("w", schema()),
+        RemoteWriterOptions::default(),
+    )
+    .unwrap();
+    writer.add_values(b"x", &[ValueRef::Int64(1)]).unwrap();
+    let done = writer.finish().unwrap();
+    assert_eq!(done.publish.unwrap().url, "mem://caches/any");
+    assert!(read_object(&to, "manifest.json").is_some());
+}
