@@ -94,7 +94,15 @@ struct Steps {
     /// Steps per chunk: `min(prefetch, 256)`, at least 1.
     chunk_steps: u64,
     read_ahead: ReadAhead,
+    /// Whether any cache's shards come from a `ShardSource` (object storage), which wants to
+    /// hear which shards are needed next.
+    hints: bool,
 }
+
+/// Steps a chunk looks ahead of itself to tell shard sources which shards come next.
+const HINT_STEPS: u64 = 4096;
+/// The most shards of one cache a hint names.
+const HINT_SHARDS: usize = 16;
 
 /// Samples read ahead of the consumer, counted per chunk: samples of the chunks loading has
 /// started minus samples of the chunks the consumer has finished, and the most it has been
@@ -158,9 +166,42 @@ impl Steps {
         })
     }
 
+    /// Tells each cache with a shard source which of its shards the steps from `from` on
+    /// need, in the order they first need them (up to [`HINT_STEPS`] steps ahead).
+    fn hint_shards(&self, from: u64, hinted: &mut Vec<Vec<u64>>) {
+        let caches = self.dataset.caches();
+        hinted.resize_with(caches.len(), Vec::new);
+        hinted.iter_mut().for_each(Vec::clear);
+        let end = from.saturating_add(HINT_STEPS).min(self.partition.len());
+        for step in from..end {
+            let Some(planned) = self.plan.get(self.partition.global_position(step)) else {
+                break;
+            };
+            let (Some(entry), Some(list)) =
+                (caches.get(planned.cache), hinted.get_mut(planned.cache))
+            else {
+                continue;
+            };
+            let Ok(row) = entry.cache.index().row(planned.sample) else {
+                continue;
+            };
+            if list.len() < HINT_SHARDS && !list.contains(&row.shard_id) {
+                list.push(row.shard_id);
+            }
+        }
+        for (entry, list) in caches.iter().zip(hinted.iter()) {
+            if !list.is_empty() {
+                entry.cache.will_need(list);
+            }
+        }
+    }
+
     /// Reads steps `range` into one shared payload buffer from the pool.
     fn load_chunk(&self, range: std::ops::Range<u64>, scratch: &mut Scratch) -> Chunk {
         self.read_ahead.start(range.end - range.start);
+        if self.hints {
+            self.hint_shards(range.start, &mut scratch.hinted);
+        }
         let buffers = self.dataset.chunk_buffers();
         let mut data = buffers.take();
         let mut used = 0;
@@ -194,6 +235,8 @@ impl Steps {
 struct Scratch {
     sample: SampleBuf,
     located: Vec<Result<Located, DatasetError>>,
+    /// Per cache, the shards a hint names.
+    hinted: Vec<Vec<u64>>,
 }
 
 /// Consecutive steps' samples, in step order.
@@ -242,12 +285,14 @@ impl Loader {
         )?;
         let prefetch = config.prefetch.max(1);
         let chunk_steps = prefetch.min(MAX_CHUNK_STEPS);
+        let hints = dataset.caches().iter().any(|c| c.cache.has_shard_source());
         let steps = Arc::new(Steps {
             dataset,
             plan,
             partition,
             chunk_steps: chunk_steps as u64,
             read_ahead: ReadAhead::default(),
+            hints,
         });
         let len = partition.len();
         // A worker holds the chunk it fills (or is handing over) plus `queue` sent ones:
@@ -387,7 +432,7 @@ impl Drop for Loader {
 mod tests {
     use super::*;
     use dsrt_plan::Shuffle;
-    use dsrt_reader::OpenOptions;
+    use dsrt_reader::{Cache, OpenOptions};
     use dsrt_schema::{Column, ColumnType, Row, Schema};
     use dsrt_writer::{CacheWriter, WriterOptions};
 
@@ -462,5 +507,60 @@ mod tests {
                 assert!(max >= chunk, "at least the first chunk is read ahead");
             }
         }
+    }
+
+    /// Serves the cache's own shard files and records every hint.
+    struct Recording {
+        dir: std::path::PathBuf,
+        hints: std::sync::Mutex<Vec<Vec<u64>>>,
+    }
+
+    impl dsrt_reader::ShardSource for Recording {
+        fn read_at(&self, shard: u64, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+            use std::os::unix::fs::FileExt;
+            let name = dsrt_manifest::shard_file_name(shard as usize);
+            std::fs::File::open(self.dir.join("shards").join(name))?.read_exact_at(buf, offset)
+        }
+
+        fn will_need(&self, shards: &[u64]) {
+            self.hints.lock().unwrap().push(shards.to_vec());
+        }
+    }
+
+    /// A loader over a cache whose shards come from a source tells it, chunk by chunk, which
+    /// shards the coming steps need, in the order they first need them.
+    #[test]
+    fn a_loader_hints_the_shards_it_will_need_in_plan_order() {
+        let root = tempfile::tempdir().unwrap();
+        let local = dataset(root.path(), 600);
+        let path = local.caches()[0].path.clone();
+        let source = Arc::new(Recording {
+            dir: path.clone(),
+            hints: std::sync::Mutex::new(Vec::new()),
+        });
+        let cache = Cache::open_with_source(&path, OpenOptions::default(), source.clone()).unwrap();
+        let sourced = Arc::new(Dataset::from_caches(vec![(path, cache)]).unwrap());
+        let keys: Vec<SampleKey> = Loader::new(Arc::clone(&sourced), config(0, 100))
+            .unwrap()
+            .map(|s| s.unwrap().key)
+            .collect();
+        let plain: Vec<SampleKey> = Loader::new(local, config(0, 100))
+            .unwrap()
+            .map(|s| s.unwrap().key)
+            .collect();
+        assert_eq!(keys, plain);
+        let hints = source.hints.lock().unwrap();
+        assert_eq!(hints.len(), 6, "one hint per chunk of 100 steps");
+        // The first hint lists, in order of first use, the shards of the steps ahead.
+        let index = sourced.caches()[0].cache.index();
+        let mut expected: Vec<u64> = Vec::new();
+        for key in &keys {
+            let shard = index.row(key.sample_id).unwrap().shard_id;
+            if expected.len() < HINT_SHARDS && !expected.contains(&shard) {
+                expected.push(shard);
+            }
+        }
+        assert_eq!(hints[0], expected);
+        assert!(expected.len() > 1, "the test needs several shards");
     }
 }
