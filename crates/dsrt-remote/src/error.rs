@@ -102,6 +102,98 @@ pub enum RemoteError {
         /// The size the store reports.
         actual: u64,
     },
+    /// An object is larger than this reader accepts for it (a manifest over 256 MiB, say).
+    #[error("{url}: {size} bytes, more than the {limit} this reader accepts")]
+    TooLarge {
+        /// The object's URL.
+        url: String,
+        /// Its size.
+        size: u64,
+        /// What is accepted.
+        limit: u64,
+    },
+    /// A range request returned fewer or more bytes than asked for.
+    #[error("{url}: asked for {expected} bytes at offset {offset}, got {found}")]
+    ShortRange {
+        /// The object's URL.
+        url: String,
+        /// Where the range starts.
+        offset: u64,
+        /// Bytes asked for.
+        expected: u64,
+        /// Bytes returned.
+        found: u64,
+    },
+    /// Writing a downloaded file into the local cache failed.
+    #[error("{path}: local cache: {source}")]
+    LocalIo {
+        /// The file (URL of what was being downloaded, or local path).
+        path: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The remote manifest.json is not a valid manifest.
+    #[error("{url}: {source}")]
+    Manifest {
+        /// The manifest's URL.
+        url: String,
+        /// What is wrong.
+        #[source]
+        source: dsrt_manifest::ManifestError,
+    },
+    /// A file of the cache does not match its manifest entry (size or SHA-256); nothing of it
+    /// was kept in the local cache.
+    #[error("{url}: {reason}; nothing of it was cached")]
+    Integrity {
+        /// The file's URL.
+        url: String,
+        /// What does not match.
+        reason: String,
+    },
+    /// The remote manifest.json changed since this cache was opened: the cache was replaced
+    /// while in use. Its files are not mixed with the ones already read; reopen it.
+    #[error("{url}: manifest.json changed since the cache was opened (it was replaced while in use); reopen it")]
+    ManifestChanged {
+        /// The manifest's URL.
+        url: String,
+    },
+    /// The local cache's limit cannot hold this cache's largest shard.
+    #[error("{url}: shard {shard} needs {needed} bytes, more than the local cache limit of {limit} bytes")]
+    CacheLimit {
+        /// The cache's URL.
+        url: String,
+        /// The largest shard's name.
+        shard: String,
+        /// Its size.
+        needed: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The local cache directory refused an operation.
+    #[error("{url}: {source}")]
+    LocalCache {
+        /// The URL of the file concerned.
+        url: String,
+        /// The local cache's error.
+        #[source]
+        source: dsrt_shard_cache::ShardCacheError,
+    },
+    /// A local cache failed to open or validate.
+    #[error(transparent)]
+    Cache(Box<dsrt_reader::CacheError>),
+    /// A remote cache's files, once local, failed to open or validate.
+    #[error("{url}: {source}")]
+    Opened {
+        /// The cache's URL.
+        url: String,
+        /// What the reader found.
+        #[source]
+        source: Box<dsrt_reader::CacheError>,
+    },
+    /// The caches do not form a dataset (duplicate ids or locations).
+    #[error(transparent)]
+    Dataset(Box<dsrt_dataset::DatasetError>),
 }
 
 /// Whether trying again later may help after `source`: anything but a refusal or a missing
@@ -128,6 +220,18 @@ fn retry_hint(source: &object_store::Error) -> &'static str {
     }
 }
 
+impl From<dsrt_reader::CacheError> for RemoteError {
+    fn from(error: dsrt_reader::CacheError) -> Self {
+        Self::Cache(Box::new(error))
+    }
+}
+
+impl From<dsrt_dataset::DatasetError> for RemoteError {
+    fn from(error: dsrt_dataset::DatasetError) -> Self {
+        Self::Dataset(Box::new(error))
+    }
+}
+
 impl RemoteError {
     /// Whether trying again later may succeed: a store failure that is not "not found",
     /// "precondition failed" or a refusal of the request.
@@ -136,7 +240,8 @@ impl RemoteError {
             Self::Store { source, .. } | Self::Upload { source, .. } => {
                 store_error_is_retryable(source)
             }
-            Self::UploadedSize { .. } => true,
+            Self::UploadedSize { .. } | Self::ShortRange { .. } => true,
+            Self::LocalCache { source, .. } => source.is_retryable(),
             _ => false,
         }
     }

@@ -4,6 +4,15 @@
 //! `http(s)://`, `file://`) used like a local one. [`CacheLocation`] turns a path or URL into a
 //! local directory or a store and prefix, configured from the environment.
 //!
+//! Reading: [`open_cache`] and [`open_dataset`] take paths and URLs through one code path. A
+//! remote cache is a plain `dsrt_reader::Cache` whose shards come from a `ShardSource`: its
+//! manifest, index and metadata are fetched at open into the local cache directory under
+//! `<cache id>-<manifest hash>/`, checked against the manifest, and its shards are downloaded
+//! whole on first read (checked against their SHA-256 before they become visible) or, with
+//! [`ShardFetch::Range`], read record by record. The local directory is bounded and shared by
+//! every process of a node (`dsrt-shard-cache`); a `Loader` tells the cache which shards come
+//! next, and they are downloaded ahead.
+//!
 //! Writing: [`publish_cache`] uploads a finished local cache to a prefix, every data file
 //! first and `manifest.json` last, create-if-absent; [`RemoteCacheWriter`] (or
 //! [`create_writer`] for a local-or-remote [`CacheLocation`]) packs into a local staging
@@ -20,12 +29,16 @@
 #![forbid(unsafe_code)]
 
 mod error;
+mod fetch;
 mod local_files; // the files of a local cache, as its manifest names them
 mod location;
 mod migrate; // remote v2 -> v3 manifest migration, conditional PUT
 mod migrate_report; // its report and errors
+mod open;
+mod options;
 mod publish; // a local cache -> a prefix, manifest last
 pub(crate) mod runtime;
+mod source;
 mod upload; // one file -> one object: single or multipart, retried, size-checked
 mod writer; // RemoteCacheWriter: stage locally, publish on finish
 
@@ -37,6 +50,8 @@ pub use migrate_report::{
     RemoteUpdateReport,
 };
 pub use object_store;
+pub use open::{open_cache, open_dataset, open_remote};
+pub use options::{default_cache_dir, RemoteOptions, ShardFetch, DEFAULT_CACHE_LIMIT};
 pub use publish::{
     check_publish_target, publish_cache, PublishEvent, PublishOptions, PublishProgress,
     PublishReport,

@@ -1,0 +1,135 @@
+//! Requests with retries: whole objects streamed into a sink, byte ranges into a buffer.
+
+use crate::error::RemoteError;
+use crate::runtime::block_on;
+use futures::StreamExt;
+use object_store::path::Path;
+use object_store::{GetOptions, GetRange, ObjectStore};
+use std::time::Duration;
+
+/// How often, and with what pauses, a request is tried.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Retry {
+    pub(crate) attempts: u32,
+    pub(crate) first_backoff: Duration,
+}
+
+impl Retry {
+    /// Runs `attempt` until it succeeds, fails for good, or the attempts are spent; waits
+    /// between attempts, doubling from `first_backoff` up to 10 s.
+    pub(crate) fn run<T>(
+        &self,
+        mut attempt: impl FnMut() -> Result<T, RemoteError>,
+    ) -> Result<T, RemoteError> {
+        let mut wait = self.first_backoff;
+        let mut tried = 1;
+        loop {
+            match attempt() {
+                Err(e) if e.is_retryable() && tried < self.attempts => {
+                    std::thread::sleep(wait);
+                    wait = (wait * 2).min(Duration::from_secs(10));
+                    tried += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+/// Streams the whole object at `path` into `write(offset, bytes)`, in order, once. A failure
+/// mid-stream is a store error (retryable): the caller restarts its sink and tries again.
+pub(crate) fn stream_object(
+    store: &dyn ObjectStore,
+    path: &Path,
+    url: &str,
+    write: &mut dyn FnMut(u64, &[u8]) -> std::io::Result<()>,
+) -> Result<u64, RemoteError> {
+    let store_error = |source| RemoteError::Store {
+        url: url.to_owned(),
+        source,
+    };
+    block_on(async {
+        let result = store
+            .get_opts(path, GetOptions::default())
+            .await
+            .map_err(store_error)?;
+        let mut stream = result.into_stream();
+        let mut offset = 0u64;
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(store_error)?;
+            write(offset, &chunk).map_err(|source| RemoteError::LocalIo {
+                path: url.to_owned(),
+                source,
+            })?;
+            offset += chunk.len() as u64;
+        }
+        Ok(offset)
+    })
+}
+
+/// Fetches the whole object at `path` into memory, refusing one larger than `limit` bytes.
+pub(crate) fn get_bytes(
+    store: &dyn ObjectStore,
+    path: &Path,
+    url: &str,
+    limit: u64,
+) -> Result<(Vec<u8>, Option<String>), RemoteError> {
+    let store_error = |source| RemoteError::Store {
+        url: url.to_owned(),
+        source,
+    };
+    block_on(async {
+        let result = store
+            .get_opts(path, GetOptions::default())
+            .await
+            .map_err(store_error)?;
+        let e_tag = result.meta.e_tag.clone();
+        if result.meta.size > limit {
+            return Err(RemoteError::TooLarge {
+                url: url.to_owned(),
+                size: result.meta.size,
+                limit,
+            });
+        }
+        let bytes = result.bytes().await.map_err(store_error)?;
+        Ok((bytes.to_vec(), e_tag))
+    })
+}
+
+/// Fills `buf` with the bytes of the object at `path` from `offset`: one range request.
+pub(crate) fn read_range(
+    store: &dyn ObjectStore,
+    path: &Path,
+    url: &str,
+    offset: u64,
+    buf: &mut [u8],
+) -> Result<(), RemoteError> {
+    let store_error = |source| RemoteError::Store {
+        url: url.to_owned(),
+        source,
+    };
+    let end = offset.saturating_add(buf.len() as u64);
+    block_on(async {
+        let options = GetOptions {
+            range: Some(GetRange::Bounded(offset..end)),
+            ..Default::default()
+        };
+        let bytes = store
+            .get_opts(path, options)
+            .await
+            .map_err(store_error)?
+            .bytes()
+            .await
+            .map_err(store_error)?;
+        if bytes.len() != buf.len() {
+            return Err(RemoteError::ShortRange {
+                url: url.to_owned(),
+                offset,
+                expected: buf.len() as u64,
+                found: bytes.len() as u64,
+            });
+        }
+        buf.copy_from_slice(&bytes);
+        Ok(())
+    })
+}

@@ -1,0 +1,248 @@
+//! Opening a cache (or a dataset of caches) named by a path or URL.
+
+use crate::error::RemoteError;
+use crate::fetch::{get_bytes, stream_object, Retry};
+use crate::location::{CacheLocation, RemotePrefix};
+use crate::options::RemoteOptions;
+use crate::source::{parse_sha, RemoteShards, ShardsSpec};
+use dsrt_dataset::Dataset;
+use dsrt_index::INDEX_FILE_NAME;
+use dsrt_manifest::{Manifest, MANIFEST_FILE_NAME};
+use dsrt_metadata::METADATA_FILE_NAME;
+use dsrt_reader::{Cache, OpenOptions};
+use dsrt_shard_cache::{CacheLimits, CachedFile, FetchError, FetchSink, ShardCache};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Largest manifest.json accepted, as for a local cache.
+pub(crate) const MAX_MANIFEST_BYTES: u64 = 256 << 20;
+
+/// Opens the cache at `location`: a local directory (a path or `file://` URL), opened as
+/// `Cache::open` does, or an object-store URL, opened through the local cache
+/// `options.cache_dir`.
+///
+/// A remote open fetches manifest.json, then index.bin and metadata.arrow (checked against the
+/// manifest's sizes and SHA-256 before they become visible locally), and keeps them under
+/// `<cache_dir>/<cache id>-<hash of the manifest bytes>/`, so a changed remote cache never
+/// mixes with stale local files. Shards are downloaded when first read (see
+/// [`ShardFetch`](crate::ShardFetch)).
+pub fn open_cache(location: &str, options: &RemoteOptions) -> Result<Cache, RemoteError> {
+    match CacheLocation::parse(location)? {
+        CacheLocation::Local(dir) => Ok(Cache::open(dir, open_options(options))?),
+        CacheLocation::Remote(remote) => open_remote(&remote, options),
+    }
+}
+
+/// Opens the caches at `locations`, in order, as one dataset; each is a path or a URL, as for
+/// [`open_cache`]. Remote caches share one local cache directory.
+pub fn open_dataset<S: AsRef<str>>(
+    locations: &[S],
+    options: &RemoteOptions,
+) -> Result<Dataset, RemoteError> {
+    let parsed: Vec<CacheLocation> = locations
+        .iter()
+        .map(|l| CacheLocation::parse(l.as_ref()))
+        .collect::<Result<_, _>>()?;
+    let local_dirs: Option<Vec<PathBuf>> = parsed
+        .iter()
+        .map(|l| match l {
+            CacheLocation::Local(dir) => Some(dir.clone()),
+            CacheLocation::Remote(_) => None,
+        })
+        .collect();
+    if let Some(dirs) = local_dirs {
+        return Ok(Dataset::open(&dirs, open_options(options))?);
+    }
+    let mut caches = Vec::with_capacity(parsed.len());
+    for (given, location) in locations.iter().zip(parsed) {
+        let cache = match location {
+            CacheLocation::Local(dir) => Cache::open(dir, open_options(options))?,
+            CacheLocation::Remote(remote) => open_remote(&remote, options)?,
+        };
+        caches.push((PathBuf::from(given.as_ref()), cache));
+    }
+    Ok(Dataset::from_caches(caches)?)
+}
+
+/// Opens the cache under `remote` through the local cache of `options`.
+pub fn open_remote(remote: &RemotePrefix, options: &RemoteOptions) -> Result<Cache, RemoteError> {
+    let retry = Retry {
+        attempts: options.attempts,
+        first_backoff: options.first_backoff,
+    };
+    let store = remote.store().as_ref();
+    let manifest_url = remote.object_url(MANIFEST_FILE_NAME);
+    let manifest_object = remote.object(MANIFEST_FILE_NAME);
+    let (manifest_bytes, _) =
+        retry.run(|| get_bytes(store, &manifest_object, &manifest_url, MAX_MANIFEST_BYTES))?;
+    let manifest = Manifest::parse(&manifest_bytes).map_err(|source| RemoteError::Manifest {
+        url: manifest_url.clone(),
+        source,
+    })?;
+    let description = manifest.description();
+    let largest = description.shards.iter().max_by_key(|s| s.byte_len);
+    if let Some(largest) = largest.filter(|s| s.byte_len > options.cache_limit) {
+        return Err(RemoteError::CacheLimit {
+            url: remote.url().to_owned(),
+            shard: largest.name.clone(),
+            needed: largest.byte_len,
+            limit: options.cache_limit,
+        });
+    }
+    let manifest_sha = dsrt_atlas_codec::sha::sha256(&manifest_bytes);
+    let key = local_key(&manifest, &manifest_sha);
+    let local = Arc::new(
+        ShardCache::open(
+            &options.cache_dir,
+            CacheLimits::new(options.cache_limit).with_wait_for_room(options.wait_for_room),
+        )
+        .map_err(|source| RemoteError::LocalCache {
+            url: remote.url().to_owned(),
+            source,
+        })?,
+    );
+    let fetcher = SmallFiles {
+        remote,
+        local: &local,
+        key: &key,
+        retry,
+    };
+    let held = vec![
+        fetcher.place(MANIFEST_FILE_NAME, &manifest_sha, Some(&manifest_bytes))?,
+        fetcher.place_hex(INDEX_FILE_NAME, &description.index_sha256)?,
+        fetcher.place_hex(METADATA_FILE_NAME, &description.metadata_sha256)?,
+    ];
+    let spec = ShardsSpec {
+        remote: remote.clone(),
+        key: key.clone(),
+        entries: description.shards.clone(),
+        local: Arc::clone(&local),
+        fetch: options.fetch,
+        retry,
+        manifest_sha,
+        held,
+    };
+    let shards = RemoteShards::new(spec, options.prefetch_shards);
+    let dir = options.cache_dir.join(&key);
+    Cache::open_with_source(dir, open_options(options), Arc::new(shards)).map_err(|e| {
+        // Name the remote cache, not only its local copy.
+        RemoteError::Opened {
+            url: remote.url().to_owned(),
+            source: Box::new(e),
+        }
+    })
+}
+
+fn open_options(options: &RemoteOptions) -> OpenOptions {
+    OpenOptions {
+        validate_cache: options.validate_cache,
+    }
+}
+
+/// `<cache id or source>-<first 16 hex digits of the manifest's SHA-256>`: a replaced remote
+/// cache gets a new directory.
+fn local_key(manifest: &Manifest, manifest_sha: &[u8; 32]) -> String {
+    let id = match manifest {
+        Manifest::V3(m) => format!("{:016x}", m.cache_id),
+        Manifest::V2(m) => format!(
+            "v2-{:016x}",
+            dsrt_manifest::cache_id_for_source(&m.description.source)
+        ),
+    };
+    format!("{id}-{}", &dsrt_atlas_codec::to_hex(manifest_sha)[..16])
+}
+
+/// Fetches a cache's small files into its local directory.
+struct SmallFiles<'a> {
+    remote: &'a RemotePrefix,
+    local: &'a ShardCache,
+    key: &'a str,
+    retry: Retry,
+}
+
+impl SmallFiles<'_> {
+    fn place_hex(&self, name: &str, sha_hex: &str) -> Result<CachedFile, RemoteError> {
+        let sha = parse_sha(sha_hex).ok_or_else(|| RemoteError::Integrity {
+            url: self.remote.object_url(MANIFEST_FILE_NAME),
+            reason: format!("the sha256 of {name} '{sha_hex}' is not 64 hex digits"),
+        })?;
+        self.place(name, &sha, None)
+    }
+
+    /// The local copy of `name`, fetched (or written from `bytes`) if absent, checked against
+    /// `sha`. Its length is what the store says (index.bin and metadata.arrow have no length
+    /// in the manifest; the SHA-256 pins it).
+    fn place(
+        &self,
+        name: &str,
+        sha: &[u8; 32],
+        bytes: Option<&[u8]>,
+    ) -> Result<CachedFile, RemoteError> {
+        let url = self.remote.object_url(name);
+        let object = self.remote.object(name);
+        let rel = Path::new(self.key).join(name);
+        let local_error = |source| RemoteError::LocalCache {
+            url: url.clone(),
+            source,
+        };
+        if let Some(file) = self.local.get_any_len(&rel).map_err(local_error)? {
+            return Ok(file);
+        }
+        let len = match bytes {
+            Some(bytes) => bytes.len() as u64,
+            None => self.retry.run(|| head_size(self.remote, &object, &url))?,
+        };
+        let store = self.remote.store().as_ref();
+        let mut fetch = |sink: &mut dyn FetchSink| -> Result<(), FetchError> {
+            if let Some(bytes) = bytes {
+                return sink.write_at(0, bytes).map_err(FetchError::permanent);
+            }
+            self.retry
+                .run(|| {
+                    sink.restart().map_err(|source| RemoteError::LocalIo {
+                        path: url.clone(),
+                        source,
+                    })?;
+                    stream_object(store, &object, &url, &mut |at, b| sink.write_at(at, b))
+                        .map(|_| ())
+                })
+                .map_err(|e| {
+                    if e.is_retryable() {
+                        FetchError::retryable(e)
+                    } else {
+                        FetchError::permanent(e)
+                    }
+                })
+        };
+        self.local
+            .get_or_fetch(&rel, len, sha, &mut fetch)
+            .map_err(|source| match source {
+                dsrt_shard_cache::ShardCacheError::Integrity {
+                    expected, found, ..
+                } => RemoteError::Integrity {
+                    url: url.clone(),
+                    reason: format!("SHA-256 {found}, the manifest says {expected}"),
+                },
+                other => local_error(other),
+            })
+    }
+}
+
+fn head_size(
+    remote: &RemotePrefix,
+    object: &object_store::path::Path,
+    url: &str,
+) -> Result<u64, RemoteError> {
+    crate::runtime::block_on(async {
+        use object_store::ObjectStoreExt;
+        remote
+            .store()
+            .head(object)
+            .await
+            .map(|meta| meta.size)
+            .map_err(|source| RemoteError::Store {
+                url: url.to_owned(),
+                source,
+            })
+    })
+}

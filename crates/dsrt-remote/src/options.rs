@@ -1,0 +1,122 @@
+//! How a remote cache is opened: where its local copy lives, how big that may grow, how shards
+//! are fetched.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The default byte limit of the local cache directory: 100 GiB.
+pub const DEFAULT_CACHE_LIMIT: u64 = 100 << 30;
+
+/// How a sample whose shard is not local is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ShardFetch {
+    /// Download the whole shard into the local cache, checked against the manifest's SHA-256
+    /// before it becomes visible, and read from there (the default: what epochs want).
+    #[default]
+    Whole,
+    /// Fetch just the sample's record with one range request and cache nothing: for sparse
+    /// random access to a few samples of large shards. Every record's envelope is still
+    /// checked against metadata.arrow; a shard's SHA-256 cannot be, as it is never whole.
+    Range,
+}
+
+/// Options of [`open_cache`](crate::open_cache) and [`open_dataset`](crate::open_dataset).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RemoteOptions {
+    /// The local cache directory, shared by every process of the node that uses the same one.
+    pub cache_dir: PathBuf,
+    /// The most bytes the local cache directory may hold; a limit smaller than a cache's
+    /// largest shard is an error at open.
+    pub cache_limit: u64,
+    /// How shards are fetched.
+    pub fetch: ShardFetch,
+    /// Hash index.bin and metadata.arrow against the manifest at open (shards are always
+    /// checked when they are downloaded).
+    pub validate_cache: bool,
+    /// How many shards ahead of a reader's hint are downloaded in the background.
+    pub prefetch_shards: usize,
+    /// Attempts per download before a retryable error is returned.
+    pub attempts: u32,
+    /// The wait before the second attempt; it doubles each time, up to 10 s.
+    pub first_backoff: Duration,
+    /// How long a download waits for room in the local cache (every other file being read)
+    /// or for another process downloading the same shard, before it fails (retryable).
+    pub wait_for_room: Duration,
+}
+
+impl RemoteOptions {
+    /// Options with the local cache at `cache_dir` and every other option at its default.
+    pub fn new(cache_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            cache_dir: cache_dir.into(),
+            cache_limit: DEFAULT_CACHE_LIMIT,
+            fetch: ShardFetch::Whole,
+            validate_cache: false,
+            prefetch_shards: 2,
+            attempts: 5,
+            first_backoff: Duration::from_millis(100),
+            wait_for_room: Duration::from_secs(600),
+        }
+    }
+
+    /// Sets the byte limit of the local cache directory.
+    pub fn cache_limit(mut self, bytes: u64) -> Self {
+        self.cache_limit = bytes;
+        self
+    }
+
+    /// Sets how shards are fetched.
+    pub fn fetch(mut self, fetch: ShardFetch) -> Self {
+        self.fetch = fetch;
+        self
+    }
+
+    /// Hashes index.bin and metadata.arrow at open.
+    pub fn validate_cache(mut self, validate: bool) -> Self {
+        self.validate_cache = validate;
+        self
+    }
+
+    /// Sets how many shards are downloaded ahead of a reader (0: none).
+    pub fn prefetch_shards(mut self, shards: usize) -> Self {
+        self.prefetch_shards = shards;
+        self
+    }
+
+    /// Sets how long a download waits for room or for another process's download.
+    pub fn wait_for_room(mut self, wait: Duration) -> Self {
+        self.wait_for_room = wait;
+        self
+    }
+
+    /// Sets the attempts per download and the first backoff.
+    pub fn retries(mut self, attempts: u32, first_backoff: Duration) -> Self {
+        self.attempts = attempts.max(1);
+        self.first_backoff = first_backoff;
+        self
+    }
+}
+
+impl Default for RemoteOptions {
+    /// The local cache at `$DSRT_CACHE_DIR`, else `$XDG_CACHE_HOME/datasetrt`, else
+    /// `~/.cache/datasetrt`, else `datasetrt-cache` under the temp directory.
+    fn default() -> Self {
+        Self::new(default_cache_dir())
+    }
+}
+
+/// See [`RemoteOptions::default`].
+pub fn default_cache_dir() -> PathBuf {
+    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(dir) = var("DSRT_CACHE_DIR") {
+        return PathBuf::from(dir);
+    }
+    if let Some(dir) = var("XDG_CACHE_HOME") {
+        return PathBuf::from(dir).join("datasetrt");
+    }
+    if let Some(home) = var("HOME") {
+        return PathBuf::from(home).join(".cache").join("datasetrt");
+    }
+    std::env::temp_dir().join("datasetrt-cache")
+}
