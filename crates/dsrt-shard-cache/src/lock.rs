@@ -1,0 +1,81 @@
+//! `flock` helpers: blocking and non-blocking, shared and exclusive.
+//!
+//! `flock` locks belong to an open file description: two `File`s opened separately conflict
+//! even inside one process, which is what lets threads of one process follow the same
+//! protocol as separate processes. A lock goes away when its last descriptor closes, so a
+//! killed process leaves none behind.
+
+use rustix::fs::FlockOperation;
+use rustix::io::Errno;
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Takes `op` (a blocking one), retrying on `EINTR`.
+pub(crate) fn lock(file: &File, op: FlockOperation) -> io::Result<()> {
+    loop {
+        match rustix::fs::flock(file, op) {
+            Ok(()) => return Ok(()),
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Tries `op` (a non-blocking one): `Ok(false)` when another holder conflicts.
+pub(crate) fn try_lock(file: &File, op: FlockOperation) -> io::Result<bool> {
+    loop {
+        match rustix::fs::flock(file, op) {
+            Ok(()) => return Ok(true),
+            Err(Errno::WOULDBLOCK) => return Ok(false),
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// An exclusive or shared `flock` on the cache root directory, held until dropped. Every
+/// directory-level decision is made while holding the exclusive one.
+pub(crate) struct DirLock {
+    _dir: File,
+}
+
+impl DirLock {
+    /// Opens the root read-only (a fresh open file description) and locks it, blocking.
+    pub(crate) fn acquire(root: &Path, exclusive: bool) -> Result<Self, crate::ShardCacheError> {
+        let dir = File::open(root).map_err(|e| crate::ShardCacheError::io(root, e))?;
+        let op = if exclusive {
+            FlockOperation::LockExclusive
+        } else {
+            FlockOperation::LockShared
+        };
+        lock(&dir, op).map_err(|e| crate::ShardCacheError::io(root, e))?;
+        Ok(Self { _dir: dir })
+    }
+}
+
+/// Sleeps growing from 1 ms to 100 ms, for polling another process's progress.
+pub(crate) struct Backoff {
+    next: Duration,
+}
+
+impl Backoff {
+    pub(crate) fn new() -> Self {
+        Self {
+            next: Duration::from_millis(1),
+        }
+    }
+
+    pub(crate) fn sleep(&mut self) {
+        std::thread::sleep(self.next);
+        self.next = (self.next * 2).min(Duration::from_millis(100));
+    }
+}
+
+/// Fsyncs a directory so that creations, renames and unlinks inside it are durable.
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), crate::ShardCacheError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| crate::ShardCacheError::io(PathBuf::from(dir), e))
+}
