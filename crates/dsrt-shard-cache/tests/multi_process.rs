@@ -1,5 +1,6 @@
 //! Processes sharing one cache root: four processes fetching the same twenty files fetch each
-//! exactly once; downloaders SIGKILLed mid-transfer leave nothing that is ever served, the
+//! exactly once; four processes churning twenty files through room for three never exceed the
+//! limit (sampled by the parent throughout); downloaders SIGKILLed mid-transfer leave nothing that is ever served, the
 //! survivors take over their files, and a later `open` sweeps what a lone victim left.
 //!
 //! The children are this test binary (`harness = false`, so a child is not a test) re-run
@@ -23,6 +24,7 @@ const ROOT_ENV: &str = "SHARD_CACHE_ROOT";
 const LOG_ENV: &str = "SHARD_CACHE_LOG";
 const VICTIM_FILE_ENV: &str = "SHARD_CACHE_VICTIM_FILE";
 const MARKER_ENV: &str = "SHARD_CACHE_MARKER";
+const SEED_ENV: &str = "SHARD_CACHE_SEED";
 const FILES: u64 = 20;
 const LEN: usize = 64 * 1024;
 
@@ -64,6 +66,36 @@ fn fetch_all() {
     }
 }
 
+/// Child role: forty fetches over the twenty files in a seeded order, through a root that holds
+/// three of them, each file read back and released before the next claim.
+fn churn() {
+    let (root, log) = (env_path(ROOT_ENV), env_path(LOG_ENV));
+    let seed: u64 = std::env::var(SEED_ENV).unwrap().parse().unwrap();
+    let cache = ShardCache::open(&root, churn_limits()).unwrap();
+    let mut x = seed;
+    for _ in 0..40 {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let i = (x >> 33) % FILES;
+        let bytes = content(i, LEN);
+        let file = cache
+            .get_or_fetch(&rel(i), LEN as u64, &sha(&bytes), &mut |sink| {
+                log_fetch(&log, i);
+                for (n, piece) in bytes.chunks(LEN / 4).enumerate() {
+                    sink.write_at((n * (LEN / 4)) as u64, piece)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(file.read_all().unwrap(), bytes, "file {i}");
+    }
+}
+
+fn churn_limits() -> CacheLimits {
+    CacheLimits::new(3 * LEN as u64).with_wait_for_room(Duration::from_secs(300))
+}
+
 /// Child role: starts fetching one file, writes half of it, leaves a marker and sleeps until
 /// it is killed.
 fn victim() {
@@ -88,6 +120,10 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Ok("victim") => victim(),
+        Ok("churn") => {
+            churn();
+            return ExitCode::SUCCESS;
+        }
         Ok(other) => panic!("unknown child role {other}"),
         Err(_) => {}
     }
@@ -95,6 +131,10 @@ fn main() -> ExitCode {
         (
             "four_processes_fetch_each_file_exactly_once",
             four_processes_fetch_each_file_exactly_once,
+        ),
+        (
+            "four_processes_churning_never_exceed_the_limit",
+            four_processes_churning_never_exceed_the_limit,
         ),
         (
             "killed_downloaders_leave_nothing_behind",
@@ -168,6 +208,52 @@ fn four_processes_fetch_each_file_exactly_once() {
     check_all_files(&root);
     let cache = ShardCache::open(&root, limits()).unwrap();
     assert_eq!(cache.usage().unwrap(), FILES * LEN as u64);
+}
+
+fn four_processes_churning_never_exceed_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (root, log) = (dir.path().join("cache"), dir.path().join("fetches.log"));
+    let limit = churn_limits().max_bytes;
+    let cache = ShardCache::open(&root, churn_limits()).unwrap();
+    let mut children: Vec<_> = (0..4u64)
+        .map(|k| {
+            spawn(
+                "churn",
+                &root,
+                &log,
+                &[(SEED_ENV, (k * 7919 + 1).to_string())],
+            )
+        })
+        .collect();
+    // Sample the usage (under the shared directory lock) until every child is done.
+    let (mut samples, mut max) = (0u64, 0u64);
+    let start = Instant::now();
+    while !children.is_empty() {
+        max = max.max(cache.usage().unwrap());
+        samples += 1;
+        let mut still = Vec::new();
+        for mut child in children {
+            match child.try_wait().unwrap() {
+                Some(status) => assert!(status.success(), "a churning child failed: {status}"),
+                None => still.push(child),
+            }
+        }
+        children = still;
+        if start.elapsed() > Duration::from_secs(600) {
+            for mut child in children {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            panic!("the churning children did not finish in 10 minutes");
+        }
+    }
+    println!("{samples} usage samples, at most {max} of {limit} bytes");
+    assert!(max <= limit, "usage {max} > limit {limit}");
+    assert!(samples > 0);
+    // Twenty files through room for three: files were evicted and fetched again.
+    assert!(fetch_counts(&log).iter().sum::<u64>() > FILES);
+    assert_eq!(partials_under(&root), Vec::<String>::new());
+    assert!(cache.usage().unwrap() <= limit);
 }
 
 /// Starts a victim on file `i` and waits (polling, generously bounded) until it is halfway.
