@@ -7,6 +7,12 @@
 //! reproducibly on every rank ([`Loader`]). It re-exports the public API of the `dsrt-*`
 //! crates; nothing here re-implements them.
 //!
+//! Caches on object storage: with the `remote` feature (on by default) the `remote` module
+//! (the `dsrt-remote` crate) opens caches and datasets named by URLs (`s3://`, `gs://`,
+//! `az://`, `file://`) or paths as ordinary [`Cache`]s and [`Dataset`]s, their files kept in a
+//! bounded local cache directory, and publishes caches to a store prefix. It brings tokio and
+//! object_store; `default-features = false` leaves them out.
+//!
 //! What it is not for: Atlas collections (the `atlas-collections` facade).
 //!
 //! Layering: the top of the DatasetRT stack; the `dsrt` CLI builds on it.
@@ -54,6 +60,39 @@ pub use dsrt_writer::{
     CacheSummary, CacheWriter, ManifestVersion, WriteError, WriterOptions, DEFAULT_MAX_SHARD_BYTES,
 };
 pub use durable_fs::{CancelToken, FileSystem, StdFileSystem};
+
+#[cfg(feature = "remote")]
+pub mod remote {
+    //! Caches on object storage, used like local ones: the `dsrt-remote` crate (feature
+    //! `remote`, on by default).
+    //!
+    //! [`open_cache`] and [`open_dataset`] take local paths, `file://` URLs and store URLs
+    //! (`s3://bucket/prefix` configured from the `AWS_*` variables, `gs://`, `az://`); a remote
+    //! cache is a plain [`Cache`](crate::Cache) whose manifest, index and metadata are fetched
+    //! at open and whose shards are downloaded (checked against their SHA-256) into the local
+    //! cache directory of [`RemoteOptions`] when first read, or read record by record with
+    //! [`ShardFetch::Range`]. [`publish_cache`] and [`RemoteCacheWriter`] write caches to a
+    //! prefix, manifest.json last; [`update_remote_manifests`] migrates them.
+    //!
+    //! ```no_run
+    //! use datasetrt::remote::{open_cache, open_dataset, RemoteOptions, ShardFetch};
+    //! use datasetrt::SampleBuf;
+    //!
+    //! let options = RemoteOptions::new("/scratch/dsrt-cache")
+    //!     .cache_limit(50 << 30)
+    //!     .fetch(ShardFetch::Whole);
+    //! let cache = open_cache("s3://bucket/caches/train", &options)?;
+    //! let mut buf = SampleBuf::new();
+    //! let sample = cache.read(0, &mut buf)?;
+    //! println!("sample 0: {} payload bytes", sample.payload.len());
+    //!
+    //! // Store URLs and local directories mix in one dataset.
+    //! let dataset = open_dataset(&["s3://bucket/caches/train", "data/val.cache"], &options)?;
+    //! println!("{} caches", dataset.caches().len());
+    //! # Ok::<(), Box<dyn std::error::Error>>(())
+    //! ```
+    pub use dsrt_remote::*;
+}
 
 /// The lower-level pieces, for tools that inspect caches byte by byte: only what the crate root
 /// does not export.

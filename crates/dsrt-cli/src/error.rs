@@ -2,12 +2,18 @@
 
 use crate::pack::InputError;
 use datasetrt::{CacheError, WriteError};
+use dsrt_remote::RemoteError;
 use std::io;
 use std::path::PathBuf;
 use thiserror::Error;
 
 /// Exit status of a runtime error or a failed verification (usage errors are clap's 2).
 pub(crate) const EXIT_FAILURE: u8 = 1;
+
+/// Exit status of a failure that may pass if the command is run again later: a store request
+/// that timed out, was throttled or got a server error (after the retries made), or a local
+/// cache directory with no room yet. sysexits' `EX_TEMPFAIL`.
+pub(crate) const EXIT_TEMPORARY: u8 = 75;
 
 /// Exit status after Ctrl-C, as shells report a SIGINT death (128 + 2).
 pub(crate) const EXIT_INTERRUPTED: u8 = 130;
@@ -67,7 +73,17 @@ pub(crate) enum CliError {
     },
     /// A store URL, an upload or a remote migration failed; the text names the URL or file.
     #[error(transparent)]
-    Remote(#[from] dsrt_remote::RemoteError),
+    Remote(#[from] RemoteError),
+    /// Reading a cache opened from a store URL failed; the reader's text names the local copy,
+    /// this names the URL.
+    #[error("{url}: {source}")]
+    RemoteCache {
+        /// The cache's URL.
+        url: String,
+        /// What the reader found.
+        #[source]
+        source: Box<CacheError>,
+    },
     /// Opening a dataset or iterating it failed.
     #[error(transparent)]
     Dataset(#[from] datasetrt::DatasetError),
@@ -80,6 +96,9 @@ pub(crate) enum CliError {
         total: usize,
         /// Whether the failures were already printed (as JSON, or one line per cache).
         reported: bool,
+        /// Whether every failure may pass on a later run (a store or network failure, not an
+        /// invalid cache).
+        retryable: bool,
     },
 }
 
@@ -109,12 +128,90 @@ impl CliError {
             Self::Migration {
                 interrupted: true, ..
             } => EXIT_INTERRUPTED,
+            Self::VerificationFailed {
+                retryable: true, ..
+            } => EXIT_TEMPORARY,
+            _ if self.is_retryable() => EXIT_TEMPORARY,
             _ => EXIT_FAILURE,
+        }
+    }
+
+    /// Whether running the command again later may succeed: a store failure `dsrt-remote`
+    /// calls retryable, met opening a cache or reading one of its shards.
+    pub(crate) fn is_retryable(&self) -> bool {
+        match self {
+            Self::Remote(error) => error.is_retryable(),
+            Self::Cache(error) => chain_is_retryable(error),
+            Self::RemoteCache { source, .. } => chain_is_retryable(source.as_ref()),
+            Self::Dataset(error) => chain_is_retryable(error),
+            _ => false,
         }
     }
 
     /// Whether the details were printed already, so only the exit status is left to set.
     pub(crate) fn already_reported(&self) -> bool {
         matches!(self, Self::VerificationFailed { reported: true, .. })
+    }
+}
+
+/// Whether `error` or one of its causes is a retryable [`RemoteError`]. A shard source's
+/// failure reaches the reader as an `io::Error` wrapping the `RemoteError`, which
+/// `io::Error::source` skips, so each `io::Error` is looked inside too.
+fn chain_is_retryable(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(error) = next {
+        let remote = error.downcast_ref::<RemoteError>().or_else(|| {
+            error
+                .downcast_ref::<io::Error>()
+                .and_then(io::Error::get_ref)
+                .and_then(|inner| inner.downcast_ref::<RemoteError>())
+        });
+        if let Some(remote) = remote {
+            return remote.is_retryable();
+        }
+        next = error.source();
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn short_range() -> RemoteError {
+        RemoteError::ShortRange {
+            url: "s3://b/c/shards/000000.bin".into(),
+            offset: 0,
+            expected: 8,
+            found: 2,
+        }
+    }
+
+    #[test]
+    fn a_remote_error_inside_an_io_error_is_found() {
+        let wrapped = io::Error::other(short_range());
+        assert!(chain_is_retryable(&wrapped));
+        let plain = io::Error::new(io::ErrorKind::NotFound, "gone");
+        assert!(!chain_is_retryable(&plain));
+    }
+
+    #[test]
+    fn retryable_store_failures_get_their_own_exit_status() {
+        assert_eq!(
+            CliError::Remote(short_range()).exit_status(),
+            EXIT_TEMPORARY
+        );
+        let refused = RemoteError::Location {
+            location: "x://".into(),
+            reason: "no".into(),
+        };
+        assert_eq!(CliError::Remote(refused).exit_status(), EXIT_FAILURE);
+        let invalid = CliError::VerificationFailed {
+            failed: 1,
+            total: 2,
+            reported: true,
+            retryable: false,
+        };
+        assert_eq!(invalid.exit_status(), EXIT_FAILURE);
     }
 }

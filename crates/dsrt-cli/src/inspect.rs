@@ -1,8 +1,9 @@
 //! `dsrt inspect`: what a cache holds, from its manifest, after a default (structural) open.
 
-use crate::cache_open::open_cache;
+use crate::cache_open::open_location;
 use crate::error::CliError;
 use crate::output::{human_bytes, print, print_json};
+use crate::store_args::StoreArgs;
 use clap::Args;
 use datasetrt::{Cache, CompressionAlgo, Manifest, OpenOptions, Schema, ShardEntry};
 use serde::Serialize;
@@ -15,15 +16,23 @@ use std::path::{Path, PathBuf};
 The cache is opened as a reader opens it by default (manifest, row counts, index bounds,
 shard sizes, Arrow schema), without hashing; `dsrt verify --full` checks the rest.
 
+A store URL (s3://bucket/prefix, gs://, az://; configured by the usual AWS_*, GOOGLE_*,
+AZURE_* variables) is opened through the local cache directory: manifest.json, index.bin and
+metadata.arrow are downloaded (checked against the manifest), no shard is.
+
 Examples:
   dsrt inspect cache/
-  dsrt inspect cache/ --json | jq .samples")]
+  dsrt inspect cache/ --json | jq .samples
+  dsrt inspect s3://bucket/caches/train")]
 pub(crate) struct InspectArgs {
-    /// The cache directory.
+    /// The cache: a directory or a URL.
+    #[arg(value_name = "CACHE")]
     cache: PathBuf,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    store: StoreArgs,
 }
 
 /// `dsrt inspect --json` output.
@@ -51,12 +60,12 @@ struct ShardInfo<'a> {
 }
 
 impl<'a> Inspection<'a> {
-    fn new(cache: &'a Cache) -> Self {
+    fn new(cache: &'a Cache, path: &'a Path) -> Self {
         let manifest: &Manifest = cache.manifest();
         let description = manifest.description();
         let shards: Vec<ShardInfo<'a>> = description.shards.iter().map(ShardInfo::new).collect();
         Self {
-            path: cache.path(),
+            path,
             format_version: manifest.format_version(),
             cache_id: manifest.stored_cache_id(),
             source: &description.source,
@@ -83,8 +92,8 @@ impl<'a> ShardInfo<'a> {
 
 /// Runs `dsrt inspect`.
 pub(crate) fn run(args: &InspectArgs) -> Result<(), CliError> {
-    let cache = open_cache(&args.cache, OpenOptions::default())?;
-    let inspection = Inspection::new(&cache);
+    let opened = open_location(&args.cache, OpenOptions::default(), &args.store)?;
+    let inspection = Inspection::new(&opened.cache, opened.name());
     if args.json {
         print_json(&inspection)
     } else {

@@ -1,9 +1,11 @@
 //! `dsrt iterate`: one rank's share of an epoch, read the way a training job reads it, with a
 //! throughput summary.
 
+use crate::cache_open::{is_url, open_all};
 use crate::error::CliError;
 use crate::output::{human_bytes, per_second, print, print_json, seconds};
 use crate::progress::Progress;
+use crate::store_args::StoreArgs;
 use clap::{Args, ValueEnum};
 use datasetrt::{
     Dataset, IterState, Loader, LoaderConfig, OpenOptions, PlanConfig, RemainderPolicy, Sampling,
@@ -23,13 +25,18 @@ The epoch's global order depends only on the caches, --seed, --epoch, --weights,
 round-robin; every rank yields the same number of samples (printed first): with --policy pad
 the last round repeats samples from the start of the epoch, with --policy drop it is dropped.
 
+Caches may be store URLs (s3://bucket/prefix, gs://, az://), mixed with directories: their
+shards are downloaded into the local cache directory as the epoch needs them, the next ones
+while the current ones are read (or, with --fetch range, read record by record).
+
 Examples:
   dsrt iterate train/ val/ --seed 7 --epoch 0
+  dsrt iterate s3://bucket/caches/train s3://bucket/caches/val --cache-dir /scratch/dsrt --keys
   dsrt iterate a/ b/ --weights 3,1 --samples-per-epoch 100000 --rank 1 --world-size 8 --workers 2
   dsrt iterate cache/ --limit 1000 --save-state state.json && dsrt iterate cache/ --resume state.json")]
 pub(crate) struct IterateArgs {
-    /// Cache directories, in dataset order (a v2 cache's id is its position).
-    #[arg(required = true)]
+    /// Caches (directories or URLs), in dataset order (a v2 cache's id is its position).
+    #[arg(required = true, value_name = "CACHE")]
     caches: Vec<PathBuf>,
     /// Sampling weight per cache, comma-separated, in the same order.
     #[arg(long, value_delimiter = ',')]
@@ -86,6 +93,8 @@ pub(crate) struct IterateArgs {
     /// Hash index, metadata and shards before iterating.
     #[arg(long)]
     validate: bool,
+    #[command(flatten)]
+    store: StoreArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -190,6 +199,19 @@ fn save_state(path: &Path, state: &IterState) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The dataset of `args.caches`; a list without URLs is opened exactly as `Dataset::open`
+/// opens directories.
+fn open_dataset(args: &IterateArgs, options: OpenOptions) -> Result<Dataset, CliError> {
+    if !args.caches.iter().any(|c| is_url(c)) {
+        return Ok(Dataset::open(&args.caches, options)?);
+    }
+    Ok(Dataset::from_caches(open_all(
+        &args.caches,
+        options,
+        &args.store,
+    )?)?)
+}
+
 /// Runs `dsrt iterate`.
 pub(crate) fn run(args: &IterateArgs) -> Result<(), CliError> {
     if args.rank >= args.world_size {
@@ -201,7 +223,7 @@ pub(crate) fn run(args: &IterateArgs) -> Result<(), CliError> {
     let options = OpenOptions {
         validate_cache: args.validate,
     };
-    let dataset = Arc::new(Dataset::open(&args.caches, options)?);
+    let dataset = Arc::new(open_dataset(args, options)?);
     let mut loader = Loader::new(dataset, args.loader_config()?)?;
     let samples_per_rank = loader.len();
     let to_read = args

@@ -10,11 +10,13 @@
 //! facade; this crate only turns shell input into library calls and library results into
 //! text, JSON and exit codes.
 //!
-//! Layering: the top of the DatasetRT stack, above `datasetrt` and `dsrt-remote` (store URLs
-//! for `pack --out` and `migrate`). One module per subcommand; a new subcommand is a new module and one line in
-//! [`Command`].
+//! Layering: the top of the DatasetRT stack, above `datasetrt` and `dsrt-remote` (store URLs:
+//! `pack --out`, `migrate`, and the reading subcommands through `cache_open` and the shared
+//! `store_args` flags). One module per subcommand; a new subcommand is a new module and one
+//! line in [`Command`].
 #![forbid(unsafe_code)]
 
+mod byte_size;
 mod cache_open;
 mod cat;
 mod demo;
@@ -26,6 +28,7 @@ mod migrate_remote;
 mod output;
 mod pack;
 mod progress;
+mod store_args;
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -36,13 +39,23 @@ use std::process::ExitCode;
 #[derive(Debug, Parser)]
 #[command(name = "dsrt", version, about, propagate_version = true)]
 #[command(after_help = "\
-Exit status: 0 success, 1 a runtime error or a cache that failed verification, 2 a usage error.
+Caches are directories or URLs: inspect, verify, cat, iterate and migrate read, and
+pack --out writes, store prefixes (s3://bucket/prefix, gs://, az://, configured by the usual
+AWS_*, GOOGLE_*, AZURE_* variables) and file:// URLs. Reading commands keep downloaded files
+in a bounded local cache directory (--cache-dir, --cache-limit, --fetch).
+
+Exit status: 0 success, 1 a runtime error or a cache that failed verification, 2 a usage
+error, 75 a store failure that may pass when run again (a timeout, throttling or server error
+after the retries made, or no room in the local cache yet), 130 interrupted.
 
 Examples:
   dsrt demo
   dsrt pack --jsonl samples.jsonl --payload-field image --out cache/ --source train
   dsrt verify --full cache/
-  dsrt cat cache/ 0 > sample0.bin")]
+  dsrt cat cache/ 0 > sample0.bin
+  dsrt pack --from-dir images/ --out s3://bucket/caches/images --source images
+  dsrt inspect s3://bucket/caches/images
+  dsrt cat s3://bucket/caches/images 3 --cache-dir /scratch/dsrt > sample3.bin")]
 struct Cli {
     #[command(subcommand)]
     command: Command,

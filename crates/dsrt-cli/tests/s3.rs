@@ -1,4 +1,5 @@
-//! `dsrt pack --out s3://...` and `dsrt migrate s3://...` through the binary, configured only by
+//! `dsrt pack --out s3://...`, `dsrt migrate s3://...` and the reading subcommands on
+//! `s3://` URLs through the binary, configured only by
 //! the standard `AWS_*` environment variables, against the local S3-compatible server
 //! `.ci/s3-server.sh` starts. Every test is `#[ignore]`d; `cargo xtask test` starts the server
 //! and runs them with `--ignored`. Only loopback endpoints are accepted.
@@ -7,6 +8,7 @@
 mod common;
 
 use common::{dir_with, dsrt_in};
+use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A fresh prefix URL for `test`; without a configured server the test fails and says why.
@@ -74,4 +76,149 @@ fn migrate_accepts_s3_urls() {
     let json = run.json();
     assert_eq!(json["entries"][0]["outcome"], "unchanged");
     assert_eq!(json["entries"][0]["atomic"], true);
+}
+
+/// Input of several shards, packed to `url` and to the local directory `local`.
+fn pack_both(url: &str) -> tempfile::TempDir {
+    let files: Vec<(String, Vec<u8>)> = (0..10)
+        .map(|i| {
+            (
+                format!("in/{i:02}.txt"),
+                format!("object {i} ").repeat(60).into_bytes(),
+            )
+        })
+        .collect();
+    let borrowed: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    let dir = dir_with(&borrowed);
+    for out in [url, "local"] {
+        let args = [
+            "pack",
+            "--from-dir",
+            "in",
+            "--out",
+            out,
+            "--source",
+            "s3-read",
+            "--max-shard-bytes",
+            "1KiB",
+        ];
+        dsrt_in(dir.path(), &args).ok();
+    }
+    dir
+}
+
+/// `args` followed by `--cache-dir DIR`.
+fn with_cache_dir<'a>(args: &[&'a str], cache_dir: &'a Path) -> Vec<&'a str> {
+    let mut all = args.to_vec();
+    all.extend(["--cache-dir", cache_dir.to_str().unwrap()]);
+    all
+}
+
+/// Shard files (`shards/*.bin`) under `dir`, recursively.
+fn shard_files(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| {
+            let path = e.path();
+            if path.is_dir() {
+                shard_files(&path)
+            } else {
+                let in_shards = path.parent().and_then(Path::file_name) == Some("shards".as_ref());
+                usize::from(in_shards && path.extension().is_some_and(|x| x == "bin"))
+            }
+        })
+        .sum()
+}
+
+#[test]
+#[ignore = "needs the S3 test server: cargo xtask test runs it"]
+fn inspect_cat_verify_and_iterate_read_s3_urls_as_local_caches() {
+    let url = prefix_url("read");
+    let dir = pack_both(&url);
+    let cache_dir = dir.path().join("local-cache");
+    let run = |args: &[&str]| dsrt_in(dir.path(), &with_cache_dir(args, &cache_dir)).ok();
+
+    let mut remote = run(&["inspect", &url, "--json"]).json();
+    let mut local = run(&["inspect", "local", "--json"]).json();
+    assert_eq!(remote["path"], url.as_str());
+    let shards = local["shards"].as_array().unwrap().len();
+    assert!(shards > 1, "{local}");
+    remote.as_object_mut().unwrap().remove("path");
+    local.as_object_mut().unwrap().remove("path");
+    assert_eq!(remote, local);
+    // inspect fetches no shard.
+    assert_eq!(shard_files(&cache_dir), 0);
+
+    let expected = run(&["cat", "local", "3"]).stdout;
+    assert_eq!(run(&["cat", &url, "3"]).stdout, expected);
+    assert_eq!(
+        run(&["cat", &url, "3", "--fetch", "range"]).stdout,
+        expected
+    );
+
+    let verified = run(&["verify", "--full", &url]);
+    assert_eq!(verified.stdout_text(), format!("{url}: ok\n"));
+    assert_eq!(shard_files(&cache_dir), shards);
+
+    let keys = ["--keys", "--seed", "9", "--world-size", "2", "--rank", "1"];
+    let local_keys = run(&[&["iterate", "local"][..], &keys].concat()).stdout_text();
+    let remote_keys = run(&[&["iterate", url.as_str()][..], &keys].concat()).stdout_text();
+    assert_eq!(local_keys.lines().count(), 5);
+    assert_eq!(remote_keys, local_keys);
+}
+
+#[test]
+#[ignore = "needs the S3 test server: cargo xtask test runs it"]
+fn iterate_mixes_s3_urls_and_directories_and_fills_the_cache_dir() {
+    let url = prefix_url("iterate");
+    let dir = pack_both(&url);
+    let other = dir_with(&[("x.txt", b"extra")]);
+    dsrt_in(
+        other.path(),
+        &["pack", "--from-dir", ".", "--out", "x", "--source", "x"],
+    )
+    .ok();
+    let x = other.path().join("x");
+    let cache_dir = dir.path().join("local-cache");
+    let args = ["iterate", url.as_str(), x.to_str().unwrap(), "--keys"];
+    let run = dsrt_in(dir.path(), &with_cache_dir(&args, &cache_dir)).ok();
+    assert_eq!(run.stdout_text().lines().count(), 11);
+    let info = dsrt_in(dir.path(), &["inspect", "local", "--json"])
+        .ok()
+        .json();
+    let shards = info["shards"].as_array().unwrap().len();
+    assert_eq!(shard_files(&cache_dir), shards);
+}
+
+#[test]
+#[ignore = "needs the S3 test server: cargo xtask test runs it"]
+fn a_missing_s3_cache_fails_naming_its_url_and_a_small_limit_is_refused() {
+    let url = prefix_url("missing");
+    let dir = tempfile::tempdir().unwrap();
+    let cache_dir = dir.path().join("local-cache");
+    let run = dsrt_in(dir.path(), &with_cache_dir(&["inspect", &url], &cache_dir)).fails(1);
+    assert!(
+        run.stderr.contains(&format!("{url}/manifest.json")),
+        "{}",
+        run.stderr
+    );
+    let verify = dsrt_in(dir.path(), &with_cache_dir(&["verify", &url], &cache_dir)).fails(1);
+    assert!(verify.stderr.contains(&url), "{}", verify.stderr);
+
+    let packed = pack_both(&prefix_url("limit"));
+    let url = prefix_url("limit2");
+    dsrt_in(
+        packed.path(),
+        &["pack", "--from-dir", "in", "--out", &url, "--source", "l"],
+    )
+    .ok();
+    let args = ["cat", url.as_str(), "0", "--cache-limit", "100"];
+    let run = dsrt_in(packed.path(), &with_cache_dir(&args, &cache_dir)).fails(1);
+    assert!(run.stderr.contains("cache limit"), "{}", run.stderr);
 }
