@@ -1,6 +1,7 @@
 //! `datasetrt.Cache` and `datasetrt.Sample`.
 
-use crate::errors::{cache_error, detach};
+use crate::errors::{cache_error, detach, remote_error};
+use crate::remote::{Location, RemoteArgs};
 use crate::values::{arrow_type, row_dict, schema_to_arrow};
 use datasetrt::{Cache, CacheError, Dataset, MappedPayload, OpenOptions, SampleBuf};
 use pyo3::exceptions::{PyIndexError, PyTypeError};
@@ -9,6 +10,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyList, PyMemoryView, PySlice};
 use std::cell::RefCell;
 use std::ops::Range;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Zero-copy payload views: per cache of an owner, per shard, a `memoryview` of a read-only
@@ -294,13 +296,29 @@ impl PySample {
     }
 }
 
-/// Opens a cache directory (manifest.json, metadata.arrow, index.bin, shards/) and serves its
-/// samples in O(1).
+/// Opens a cache (manifest.json, metadata.arrow, index.bin, shards/) and serves its samples in
+/// O(1).
 ///
-/// `Cache(path, *, validate_cache=False)`: the cache is checked before the first sample is
-/// served (manifest, row counts, index bounds, shard presence and lengths, the Arrow schema);
-/// `validate_cache=True` also compares every file's SHA-256 with the manifest. Raises a
-/// `CacheError` subclass naming the path and the reason.
+/// `Cache(path_or_url, *, validate_cache=False, cache_dir=None, cache_limit=None,
+/// fetch="whole")`: `path_or_url` is a cache directory (str or os.PathLike, or a `file://`
+/// URL) or an object-store URL (`s3://bucket/prefix`; the store is configured from the
+/// environment, `AWS_*` for s3://). The cache is checked before the first sample is served
+/// (manifest, row counts, index bounds, shard presence and lengths, the Arrow schema);
+/// `validate_cache=True` also compares every file's SHA-256 with the manifest (for a remote
+/// cache: index.bin and metadata.arrow; its shards are always checked when downloaded).
+/// Raises a `CacheError` subclass naming the path and the reason.
+///
+/// Remote caches: manifest.json, index.bin and metadata.arrow are fetched at open into the
+/// local cache directory `cache_dir` (default `$DSRT_CACHE_DIR`, else `~/.cache/datasetrt`;
+/// shared by every process of the node that uses it), which holds at most `cache_limit` bytes
+/// (an int, or a string such as "20GB" or "512MiB"; default 100 GiB; a limit smaller than the
+/// cache's largest shard raises CacheLimitError at open). `fetch="whole"` downloads a shard
+/// whole on its first read, checked against its SHA-256 before it becomes visible, and reads
+/// it locally after; `fetch="range"` reads each record with one range request and caches no
+/// shard (sparse random access). Payloads of a remote cache are `bytes`. Store failures
+/// raise `RemoteError` (or `RemoteIntegrityError`, `ManifestChangedError`,
+/// `CacheLimitError`), naming the URL and, for a read, the shard. The options are ignored
+/// for a local cache.
 ///
 /// `len(cache)`, `cache[i]` (negative indices count from the end; out of range raises
 /// IndexError), `cache.read_many(indices)`, `cache.metadata()` (a pyarrow.Table),
@@ -310,6 +328,23 @@ impl PySample {
 pub(crate) struct PyCache {
     pub(crate) cache: CacheRef,
     pub(crate) cache_id: Option<u64>,
+    /// The location as given to `Cache(...)` (None: a dataset's cache, named by the dataset).
+    pub(crate) location: Option<String>,
+}
+
+impl PyCache {
+    /// The location as given: a path or a URL.
+    fn location(&self) -> String {
+        if let Some(location) = &self.location {
+            return location.clone();
+        }
+        match &self.cache {
+            CacheRef::InDataset(dataset, i, _) => {
+                dataset.caches()[*i].path.to_string_lossy().into_owned()
+            }
+            CacheRef::Own(cache, _) => cache.path().to_string_lossy().into_owned(),
+        }
+    }
 }
 
 impl PyCache {
@@ -329,16 +364,35 @@ impl PyCache {
 #[pymethods]
 impl PyCache {
     #[new]
-    #[pyo3(signature = (path, *, validate_cache = false))]
-    fn new(py: Python<'_>, path: std::path::PathBuf, validate_cache: bool) -> PyResult<Self> {
-        let options = OpenOptions { validate_cache };
-        let cache = detach(py, || Cache::open(&path, options))?.map_err(|e| cache_error(py, &e))?;
+    #[pyo3(signature = (path, *, validate_cache = false, cache_dir = None, cache_limit = None, fetch = "whole"))]
+    fn new(
+        py: Python<'_>,
+        path: &Bound<'_, PyAny>,
+        validate_cache: bool,
+        cache_dir: Option<PathBuf>,
+        cache_limit: Option<&Bound<'_, PyAny>>,
+        fetch: &str,
+    ) -> PyResult<Self> {
+        let location = Location::extract(path)?;
+        let args = RemoteArgs::new(validate_cache, cache_dir, cache_limit, fetch)?;
+        let cache = match &location {
+            Location::Text(text) => {
+                let options = args.options();
+                detach(py, || dsrt_remote::open_cache(text, &options))?
+                    .map_err(|e| remote_error(py, &e))?
+            }
+            Location::Path(dir) => {
+                let options = OpenOptions { validate_cache };
+                detach(py, || Cache::open(dir, options))?.map_err(|e| cache_error(py, &e))?
+            }
+        };
         Ok(Self {
             cache: {
                 let views = ShardViews::new(std::iter::once(&cache));
                 CacheRef::Own(Arc::new(cache), views)
             },
             cache_id: None,
+            location: Some(location.display()),
         })
     }
 
@@ -420,9 +474,25 @@ impl PyCache {
         self.cache.get().manifest().format_version()
     }
 
-    /// The cache directory as given.
+    /// The cache directory or URL as given.
     #[getter]
     fn path(&self) -> String {
+        self.location()
+    }
+
+    /// Whether the cache lives on object storage (its shards are downloaded into the local
+    /// cache directory, or read by range, instead of being mapped from a local directory).
+    #[getter]
+    fn is_remote(&self) -> bool {
+        self.cache.get().has_shard_source()
+    }
+
+    /// The directory the cache's files are read from: the cache directory itself for a local
+    /// cache; for a remote one, its directory in the local cache (`<cache_dir>/<cache
+    /// id>-<manifest hash>`, holding manifest.json, index.bin, metadata.arrow and the shards
+    /// downloaded so far).
+    #[getter]
+    fn local_path(&self) -> String {
         self.cache.get().path().to_string_lossy().into_owned()
     }
 
@@ -437,7 +507,7 @@ impl PyCache {
         let cache = self.cache.get();
         format!(
             "Cache({:?}, samples={}, format_version={})",
-            cache.path().display().to_string(),
+            self.location(),
             cache.len(),
             cache.manifest().format_version()
         )

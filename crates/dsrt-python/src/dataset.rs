@@ -1,7 +1,10 @@
 //! `datasetrt.Dataset`, `datasetrt.SampleTable` and the manifest-update report.
 
 use crate::cache::{payload_object, read_batch, read_one, CacheRef, PyCache, PySample, ShardViews};
-use crate::errors::{cache_error, dataset_error, detach, entry_dict, manifest_update_error};
+use crate::errors::{
+    cache_error, dataset_error, detach, entry_dict, manifest_update_error, remote_error,
+};
+use crate::remote::{Location, RemoteArgs};
 use crate::values::row_dict;
 use datasetrt::{Cache, CancelToken, Dataset, OpenOptions, SampleKey, SampleTable};
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyValueError};
@@ -10,14 +13,22 @@ use pyo3::types::{PyDict, PyList};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// What `Dataset.__reduce__` returns: the rebuilding function and its arguments.
-type Reduced<'py> = (Bound<'py, PyAny>, (Vec<String>, bool));
+/// What `Dataset.__reduce__` returns: the rebuilding function and its arguments (locations,
+/// validate_cache, cache_dir, cache_limit, fetch).
+type Reduced<'py> = (
+    Bound<'py, PyAny>,
+    (Vec<String>, bool, Option<String>, Option<u64>, &'static str),
+);
 
 /// An ordered list of caches addressed as `(cache_id, sample_id)`.
 ///
-/// `Dataset(paths, *, validate_cache=False)` opens every cache in order and resolves its id
-/// (a v3 manifest's stored id, a v2 cache's position in the list); duplicate ids or
-/// directories raise DatasetError. `len(dataset)` counts every sample;
+/// `Dataset(paths_or_urls, *, validate_cache=False, cache_dir=None, cache_limit=None,
+/// fetch="whole")` opens every cache in order and resolves its id (a v3 manifest's stored id,
+/// a v2 cache's position in the list); duplicate ids or directories raise DatasetError. Each
+/// entry is a cache directory (str, os.PathLike or `file://` URL) or an object-store URL
+/// (`s3://bucket/prefix`, ...), freely mixed; remote caches share the local cache directory
+/// `cache_dir`, bounded by `cache_limit` (an int or a string like "20GB"), and `fetch`
+/// ("whole" or "range") says how their shards are read: see `Cache`. `len(dataset)` counts every sample;
 /// `dataset[(cache_id, sample_id)]` reads one, `dataset.read_many(keys)` many (GIL
 /// released); `dataset.caches` lists the Cache objects; `dataset.select(...)` builds a
 /// SampleTable from metadata; `dataset.update_manifests(version=3)` migrates the manifests.
@@ -25,8 +36,8 @@ type Reduced<'py> = (Bound<'py, PyAny>, (Vec<String>, bool));
 pub(crate) struct PyDataset {
     pub(crate) dataset: Arc<Dataset>,
     pub(crate) views: Arc<ShardViews>,
-    pub(crate) paths: Vec<PathBuf>,
-    pub(crate) validate_cache: bool,
+    pub(crate) paths: Vec<Location>,
+    pub(crate) args: RemoteArgs,
 }
 
 impl PyDataset {
@@ -67,17 +78,58 @@ impl PyDataset {
 #[pymethods]
 impl PyDataset {
     #[new]
-    #[pyo3(signature = (paths, *, validate_cache = false))]
-    fn new(py: Python<'_>, paths: Vec<PathBuf>, validate_cache: bool) -> PyResult<Self> {
-        let options = OpenOptions { validate_cache };
-        let dataset =
-            detach(py, || Dataset::open(&paths, options))?.map_err(|e| dataset_error(py, &e))?;
+    #[pyo3(signature = (paths, *, validate_cache = false, cache_dir = None, cache_limit = None, fetch = "whole"))]
+    fn new(
+        py: Python<'_>,
+        paths: &Bound<'_, PyAny>,
+        validate_cache: bool,
+        cache_dir: Option<PathBuf>,
+        cache_limit: Option<&Bound<'_, PyAny>>,
+        fetch: &str,
+    ) -> PyResult<Self> {
+        if paths.is_instance_of::<pyo3::types::PyString>() {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "Dataset takes a list of paths or URLs, not one string",
+            ));
+        }
+        let paths = paths
+            .try_iter()?
+            .map(|p| Location::extract(&p?))
+            .collect::<PyResult<Vec<Location>>>()?;
+        let args = RemoteArgs::new(validate_cache, cache_dir, cache_limit, fetch)?;
+        let texts: Option<Vec<&str>> = paths
+            .iter()
+            .map(|l| match l {
+                Location::Text(t) => Some(t.as_str()),
+                Location::Path(_) => None,
+            })
+            .collect();
+        let dataset = match texts {
+            Some(texts) => {
+                let options = args.options();
+                detach(py, || dsrt_remote::open_dataset(&texts, &options))?
+                    .map_err(|e| remote_error(py, &e))?
+            }
+            // A path that is not UTF-8 can only be a local directory: all of them are opened
+            // as local directories, as before URLs were accepted.
+            None => {
+                let dirs: Vec<PathBuf> = paths
+                    .iter()
+                    .map(|l| match l {
+                        Location::Text(t) => PathBuf::from(t),
+                        Location::Path(p) => p.clone(),
+                    })
+                    .collect();
+                let options = OpenOptions { validate_cache };
+                detach(py, || Dataset::open(&dirs, options))?.map_err(|e| dataset_error(py, &e))?
+            }
+        };
         let views = ShardViews::new(dataset.caches().iter().map(|c| &c.cache));
         Ok(Self {
             dataset: Arc::new(dataset),
             views,
             paths,
-            validate_cache,
+            args,
         })
     }
 
@@ -131,6 +183,7 @@ impl PyDataset {
             .map(|(i, c)| PyCache {
                 cache: self.cache_ref(i),
                 cache_id: Some(c.cache_id),
+                location: None,
             })
             .collect()
     }
@@ -141,19 +194,35 @@ impl PyDataset {
         self.dataset.caches().iter().map(|c| c.cache_id).collect()
     }
 
-    /// The cache paths as given, in list order.
+    /// The cache paths and URLs as given, in list order.
     #[getter]
     fn paths(&self) -> Vec<String> {
-        self.paths
-            .iter()
-            .map(|p| p.to_string_lossy().into_owned())
-            .collect()
+        self.paths.iter().map(Location::display).collect()
     }
 
     /// Whether the caches were opened with validate_cache=True.
     #[getter]
     fn validate_cache(&self) -> bool {
-        self.validate_cache
+        self.args.validate_cache
+    }
+
+    /// The local cache directory of remote caches as given (None: the default,
+    /// `$DSRT_CACHE_DIR`, else `~/.cache/datasetrt`).
+    #[getter]
+    fn cache_dir(&self) -> Option<String> {
+        self.args.cache_dir_str()
+    }
+
+    /// The byte limit of the local cache directory as given, in bytes (None: the default).
+    #[getter]
+    fn cache_limit(&self) -> Option<u64> {
+        self.args.cache_limit
+    }
+
+    /// How remote shards are read: "whole" or "range".
+    #[getter]
+    fn fetch(&self) -> &'static str {
+        self.args.fetch_name()
     }
 
     /// The cache with id `cache_id` (KeyError if none).
@@ -162,6 +231,7 @@ impl PyDataset {
         Ok(PyCache {
             cache: self.cache_ref(position),
             cache_id: Some(cache_id),
+            location: None,
         })
     }
 
@@ -242,11 +312,21 @@ impl PyDataset {
         }
     }
 
-    /// Pickles as its paths and options: the caches are reopened in the receiving process.
+    /// Pickles as its paths or URLs and options: the caches are reopened in the receiving
+    /// process (remote ones through its local cache directory).
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
         let this = slf.get();
         let rebuild = slf.py().import("datasetrt")?.getattr("_reopen_dataset")?;
-        Ok((rebuild, (this.paths(), this.validate_cache)))
+        Ok((
+            rebuild,
+            (
+                this.paths(),
+                this.args.validate_cache,
+                this.args.cache_dir_str(),
+                this.args.cache_limit,
+                this.args.fetch_name(),
+            ),
+        ))
     }
 
     fn __repr__(&self) -> String {

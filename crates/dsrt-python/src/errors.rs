@@ -2,10 +2,11 @@
 //! that turns a Rust panic into a Python exception.
 
 use datasetrt::{
-    CacheError as RsCacheError, DatasetError as RsDatasetError, ManifestUpdateEntry,
+    CacheError as RsCacheError, CacheFile, DatasetError as RsDatasetError, ManifestUpdateEntry,
     ManifestUpdateError as RsManifestUpdateError, UpdateCause, UpdateOutcome,
     WriteError as RsWriteError,
 };
+use dsrt_remote::RemoteError as RsRemoteError;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -59,6 +60,30 @@ pyo3::create_exception!(
     WriteError,
     Error,
     "A cache could not be written. `kind` names what failed: target_not_empty, invalid_option, row, payload_too_large, io, metadata, poisoned, publish or durability_unknown."
+);
+pyo3::create_exception!(
+    datasetrt,
+    RemoteError,
+    Error,
+    "A cache on object storage (an s3://, gs://, az://, http(s):// URL) could not be opened, read or published, for a reason on the store's side or in the local cache directory. `url` names the object or prefix concerned, `kind` the failure (location, not_found, store, integrity, manifest_changed, cache_limit, local_cache, manifest, too_large, short_range, already_published, prefix_not_empty, upload, ...), `retryable` says whether trying again later may help; a failed read also sets `file` (the shard, e.g. shards/000001.bin) and `cache` (the cache's URL)."
+);
+pyo3::create_exception!(
+    datasetrt,
+    RemoteIntegrityError,
+    RemoteError,
+    "A file downloaded from object storage does not match its manifest entry (size or SHA-256); nothing of it was kept in the local cache."
+);
+pyo3::create_exception!(
+    datasetrt,
+    ManifestChangedError,
+    RemoteError,
+    "The remote manifest.json changed since the cache was opened (the cache was replaced while in use); reopen it."
+);
+pyo3::create_exception!(
+    datasetrt,
+    CacheLimitError,
+    RemoteError,
+    "The local cache directory's byte limit (cache_limit) cannot hold the cache's largest shard. `needed` and `limit` give the bytes."
 );
 pyo3::create_exception!(
     datasetrt,
@@ -116,6 +141,16 @@ fn reason_of(err: &(dyn std::error::Error + 'static)) -> String {
 
 /// A cache error as the matching Python exception.
 pub(crate) fn cache_error(py: Python<'_>, err: &RsCacheError) -> PyErr {
+    if let RsCacheError::Io { file, source, .. } = err {
+        // A read through a remote cache's shard source: the cause is the store's (or the
+        // local download cache's), which the RemoteError classes describe.
+        if let Some(remote) = source
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<RsRemoteError>())
+        {
+            return remote_read_error(py, remote, file);
+        }
+    }
     let (kind, file, sample): (&str, Option<String>, Option<u64>) = match err {
         RsCacheError::NotADirectory { .. } => ("not_a_directory", None, None),
         RsCacheError::Incomplete { .. } => ("incomplete", Some("manifest.json".into()), None),
@@ -300,6 +335,138 @@ pub(crate) fn manifest_update_error(py: Python<'_>, err: &RsManifestUpdateError)
     with_attrs::<ManifestUpdateError>(py, err.to_string(), &attrs)
 }
 
+/// The URL a remote error names (an object or a prefix), if any.
+fn remote_url(err: &RsRemoteError) -> Option<&str> {
+    match err {
+        RsRemoteError::Store { url, .. }
+        | RsRemoteError::Upload { url, .. }
+        | RsRemoteError::UploadedSize { url, .. }
+        | RsRemoteError::TooLarge { url, .. }
+        | RsRemoteError::ShortRange { url, .. }
+        | RsRemoteError::Manifest { url, .. }
+        | RsRemoteError::Integrity { url, .. }
+        | RsRemoteError::ManifestChanged { url }
+        | RsRemoteError::CacheLimit { url, .. }
+        | RsRemoteError::LocalCache { url, .. }
+        | RsRemoteError::AlreadyPublished { url }
+        | RsRemoteError::PrefixNotEmpty { url, .. }
+        | RsRemoteError::Opened { url, .. } => Some(url),
+        RsRemoteError::Location { location, .. } => Some(location),
+        RsRemoteError::LocalIo { path, .. } => Some(path),
+        _ => None,
+    }
+}
+
+/// `kind` of a remote error.
+fn remote_kind(err: &RsRemoteError) -> &'static str {
+    match err {
+        RsRemoteError::Location { .. } => "location",
+        RsRemoteError::Store {
+            source: dsrt_remote::object_store::Error::NotFound { .. },
+            ..
+        } => "not_found",
+        RsRemoteError::Store { .. } => "store",
+        RsRemoteError::Runtime { .. } => "runtime",
+        RsRemoteError::LocalFile { .. } => "local_file",
+        RsRemoteError::LocalManifest { .. } => "local_manifest",
+        RsRemoteError::LocalSize { .. } => "local_size",
+        RsRemoteError::Write(_) => "write",
+        RsRemoteError::AlreadyPublished { .. } => "already_published",
+        RsRemoteError::PrefixNotEmpty { .. } => "prefix_not_empty",
+        RsRemoteError::Upload { .. } => "upload",
+        RsRemoteError::UploadedSize { .. } => "uploaded_size",
+        RsRemoteError::TooLarge { .. } => "too_large",
+        RsRemoteError::ShortRange { .. } => "short_range",
+        RsRemoteError::LocalIo { .. } => "local_io",
+        RsRemoteError::Manifest { .. } => "manifest",
+        RsRemoteError::Integrity { .. } => "integrity",
+        RsRemoteError::ManifestChanged { .. } => "manifest_changed",
+        RsRemoteError::CacheLimit { .. } => "cache_limit",
+        RsRemoteError::LocalCache { .. } => "local_cache",
+        RsRemoteError::Cache(_) | RsRemoteError::Opened { .. } => "cache",
+        RsRemoteError::Dataset(_) => "dataset",
+        _ => "other",
+    }
+}
+
+/// A remote error as a [`RemoteError`] (or subclass) with `message`, plus `extra` attributes.
+fn remote_exception(
+    py: Python<'_>,
+    err: &RsRemoteError,
+    message: String,
+    extra: Vec<(&str, Py<PyAny>)>,
+) -> PyErr {
+    let url = remote_url(err).map(str::to_owned);
+    let full = err.to_string();
+    let reason = url
+        .as_deref()
+        .and_then(|u| full.strip_prefix(&format!("{u}: ")))
+        .map_or_else(|| full.clone(), str::to_owned);
+    let mut attrs = vec![
+        ("path", obj(py, url.clone())),
+        ("url", obj(py, url)),
+        ("reason", obj(py, reason)),
+        ("kind", obj(py, remote_kind(err))),
+        ("retryable", obj(py, err.is_retryable())),
+    ];
+    if let RsRemoteError::CacheLimit {
+        shard,
+        needed,
+        limit,
+        ..
+    } = err
+    {
+        attrs.push(("shard", obj(py, shard.clone())));
+        attrs.push(("needed", obj(py, *needed)));
+        attrs.push(("limit", obj(py, *limit)));
+    }
+    attrs.extend(extra);
+    match err {
+        RsRemoteError::Integrity { .. } => with_attrs::<RemoteIntegrityError>(py, message, &attrs),
+        RsRemoteError::ManifestChanged { .. } => {
+            with_attrs::<ManifestChangedError>(py, message, &attrs)
+        }
+        RsRemoteError::CacheLimit { .. } => with_attrs::<CacheLimitError>(py, message, &attrs),
+        _ => with_attrs::<RemoteError>(py, message, &attrs),
+    }
+}
+
+/// An error of opening (or publishing) through `dsrt_remote` as a Python exception: the
+/// local cache and dataset errors keep their own classes (a remote cache's files that fail
+/// their checks once local raise the `CacheError` subclass, with `url` set); everything else
+/// is a [`RemoteError`].
+pub(crate) fn remote_error(py: Python<'_>, err: &RsRemoteError) -> PyErr {
+    match err {
+        RsRemoteError::Cache(inner) => cache_error(py, inner),
+        RsRemoteError::Dataset(inner) => dataset_error(py, inner),
+        RsRemoteError::Write(inner) => write_error(py, inner),
+        RsRemoteError::Opened { url, source } => {
+            let exc = cache_error(py, source);
+            let value = exc.value(py);
+            let _ = value.setattr("url", url);
+            // Name the remote cache first, then what its local copy failed.
+            let _ = value.setattr("args", (format!("{url}: {source}"),));
+            exc
+        }
+        other => remote_exception(py, other, other.to_string(), Vec::new()),
+    }
+}
+
+/// A read that failed because its shard source (a remote cache) failed: names the shard and
+/// the URL.
+fn remote_read_error(py: Python<'_>, err: &RsRemoteError, file: &CacheFile) -> PyErr {
+    let shard = file.to_string();
+    let message = format!("reading {shard} of a remote cache: {err}");
+    let cache_url = remote_url(err).map(|u| {
+        u.strip_suffix(&format!("/{shard}"))
+            .or_else(|| u.strip_suffix("/manifest.json"))
+            .unwrap_or(u)
+            .to_owned()
+    });
+    let extra = vec![("file", obj(py, shard)), ("cache", obj(py, cache_url))];
+    remote_exception(py, err, message, extra)
+}
+
 /// Registers every exception class on the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -314,6 +481,16 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DatasetError", py.get_type::<DatasetError>())?;
     m.add("ManifestUpdateError", py.get_type::<ManifestUpdateError>())?;
     m.add("WriteError", py.get_type::<WriteError>())?;
+    m.add("RemoteError", py.get_type::<RemoteError>())?;
+    m.add(
+        "RemoteIntegrityError",
+        py.get_type::<RemoteIntegrityError>(),
+    )?;
+    m.add(
+        "ManifestChangedError",
+        py.get_type::<ManifestChangedError>(),
+    )?;
+    m.add("CacheLimitError", py.get_type::<CacheLimitError>())?;
     m.add("InternalError", py.get_type::<InternalError>())?;
     Ok(())
 }

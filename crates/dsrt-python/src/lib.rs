@@ -2,7 +2,8 @@
 //!
 //! What it is for: exposing the `datasetrt` facade to Python: [`Cache`](datasetrt::Cache),
 //! [`Dataset`](datasetrt::Dataset), [`CacheWriter`](datasetrt::CacheWriter),
-//! [`Loader`](datasetrt::Loader) and manifest migration, with a Python exception hierarchy
+//! [`Loader`](datasetrt::Loader) and manifest migration, with caches named by paths or
+//! object-store URLs (opened through `dsrt_remote`, which also publishes caches), with a Python exception hierarchy
 //! that mirrors the Rust error types. Every read, validating open, write and loader wait runs
 //! with the GIL released, and a Rust panic surfaces as `datasetrt.InternalError`.
 //!
@@ -10,7 +11,7 @@
 //! The pure-Python half of the package (`python/datasetrt/src/datasetrt/`) adds the PyTorch
 //! `StreamingDataset`.
 //!
-//! Layering: on top of the `datasetrt` facade only; built by maturin (see
+//! Layering: on top of the `datasetrt` facade and `dsrt-remote`; built by maturin (see
 //! `python/datasetrt/pyproject.toml`), tested by pytest through `cargo xtask test`.
 #![forbid(unsafe_code)]
 
@@ -18,6 +19,7 @@ mod cache;
 mod dataset;
 mod errors;
 mod loader;
+mod remote;
 mod values;
 mod writer;
 
@@ -247,6 +249,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::PyRankPlan>()?;
     m.add_function(wrap_pyfunction!(update_manifests, m)?)?;
     m.add_function(wrap_pyfunction!(cache_id_for_source, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::publish, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::_parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(_rust_write_benchmark, m)?)?;
     m.add_function(wrap_pyfunction!(_payload_views, m)?)?;
     m.add_class::<PayloadViews>()?;

@@ -2,6 +2,7 @@
 
 import os
 import pathlib
+import uuid
 
 import pytest
 
@@ -47,3 +48,17 @@ def write_cache(path, n, *, source=None, compression="none", version=3, max_shar
 @pytest.fixture
 def cache_path(tmp_path):
     return write_cache(tmp_path / "cache", 50)
+
+
+@pytest.fixture
+def s3_prefix():
+    """A fresh ``s3://bucket/prefix`` on the test server (no object under it yet). Fails (never
+    skips) without one: ``cargo xtask test`` starts it and passes its environment; by hand,
+    ``bash .ci/s3-server.sh start /tmp/s3 && source /tmp/s3/env``."""
+    missing = [v for v in ("AWS_ENDPOINT_URL", "ATLAS_S3_TEST_BUCKET") if not os.environ.get(v)]
+    if missing:
+        pytest.fail(
+            f"the S3 tests need {', '.join(missing)}: start the test server with "
+            "`bash .ci/s3-server.sh start /tmp/s3 && source /tmp/s3/env` (cargo xtask test does)"
+        )
+    return f"s3://{os.environ['ATLAS_S3_TEST_BUCKET']}/pytest-datasetrt-python/{uuid.uuid4().hex}"

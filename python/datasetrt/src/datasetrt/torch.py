@@ -29,6 +29,10 @@ __all__ = ["ColumnarBatch", "StreamingDataset", "rank_and_world_size"]
 
 _STATE_TAG = "__datasetrt_streaming__"
 
+# Datasets with remote caches a forked worker inherited from its parent and replaced by its
+# own (see StreamingDataset._open): never used again, never dropped.
+_INHERITED: List[Any] = []
+
 
 def rank_and_world_size() -> Tuple[int, int]:
     """This process's ``(rank, world_size)``: from ``torch.distributed`` when it is
@@ -63,11 +67,16 @@ class StreamingDataset(torch.utils.data.IterableDataset):
     ``StreamingDataset(paths, *, seed=0, epoch=0, weights=None, samples_per_epoch=None,
     replacement=False, shuffle="local", window_shards=4, policy="pad", batch_size=None,
     transform=None, rank=None, world_size=None, validate_cache=False, read_ahead=256,
-    collate="samples", transfer="bytes")``
+    collate="samples", transfer="bytes", cache_dir=None, cache_limit=None, fetch="whole")``
 
-    - ``paths``: cache directories (or a :class:`datasetrt.Dataset`, whose paths are used).
-      Each process (and each DataLoader worker) opens the caches itself; pickling carries
-      only paths and settings.
+    - ``paths``: cache directories and/or object-store URLs (``s3://bucket/prefix``, ...),
+      or a :class:`datasetrt.Dataset`, whose locations and options are used. Each process
+      (and each DataLoader worker) opens the caches itself; pickling carries only the
+      locations and settings, never an open cache or mapping.
+    - ``cache_dir``, ``cache_limit``, ``fetch``: how remote caches are read, as for
+      :class:`datasetrt.Dataset` (taken from it when one is given). Every worker process
+      opens the same local cache directory: a shard is downloaded once per node, whichever
+      process reads it first, and the others wait for it.
     - ``seed``, ``epoch``, ``weights``, ``samples_per_epoch``, ``replacement``, ``shuffle``,
       ``window_shards``, ``policy``: as for :class:`datasetrt.Loader`.
     - ``rank`` / ``world_size``: default to :func:`rank_and_world_size` at construction.
@@ -95,7 +104,11 @@ class StreamingDataset(torch.utils.data.IterableDataset):
       process reads ``batch["payloads"]`` (``batch["payload"]`` then concatenates them,
       a copy in the training process). The caches must stay unchanged while iterating (the
       format's rule); a shard file cut shorter than its records raises
-      :class:`datasetrt.CorruptCacheError`.
+      :class:`datasetrt.CorruptCacheError`. Remote caches have no shard files to map (their
+      downloaded shards may be evicted from the local cache at any time), so their payloads
+      always travel as bytes in the batch, as LZ4 payloads do; a dataset mixing remote and
+      local caches sends locations for the local ones' uncompressed payloads only. The
+      items are the same either way.
     - ``read_ahead``: samples each worker reads per native call (GIL released).
     """
 
@@ -119,13 +132,24 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         read_ahead: int = 256,
         collate: str = "samples",
         transfer: str = "bytes",
+        cache_dir: Optional[str | os.PathLike] = None,
+        cache_limit: Optional[int | str] = None,
+        fetch: str = "whole",
     ) -> None:
         super().__init__()
         if isinstance(paths, Dataset):
             validate_cache = validate_cache or paths.validate_cache
+            cache_dir = paths.cache_dir if cache_dir is None else cache_dir
+            cache_limit = paths.cache_limit if cache_limit is None else cache_limit
+            fetch = paths.fetch if fetch == "whole" else fetch
             paths = paths.paths
+        elif isinstance(paths, (str, os.PathLike)):
+            raise TypeError("StreamingDataset takes a list of paths or URLs, not one")
         self.paths: List[str] = [os.fspath(p) for p in paths]
         self.validate_cache = validate_cache
+        self.cache_dir: Optional[str] = None if cache_dir is None else os.fspath(cache_dir)
+        self.cache_limit = cache_limit
+        self.fetch = fetch
         self.seed = seed
         self.epoch = epoch
         self.weights = list(weights) if weights is not None else None
@@ -161,19 +185,38 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         # Progress of the iteration under way in this process.
         self._progress: Dict[str, Any] = self._fresh_progress(None, 1)
         self._dataset: Optional[Dataset] = None
+        self._dataset_pid: Optional[int] = None
         self._plan_len: Optional[int] = None
         # Fail early, in the constructing process, on bad paths or settings.
         self._plan()
 
-    # Pickling: paths and settings only, never an open cache or mapping.
+    # Pickling: locations and settings only, never an open cache or mapping.
     def __getstate__(self) -> Dict[str, Any]:
         state = self.__dict__.copy()
         state["_dataset"] = None
         return state
 
     def _open(self) -> Dataset:
+        if self._dataset is not None and self._dataset_pid != os.getpid():
+            # A forked DataLoader worker inherited the parent's open dataset. Local caches are
+            # plain mappings and stay usable; remote ones hold the parent's store clients
+            # (connections owned by threads the child does not have), so the worker opens its
+            # own. The inherited object is kept, not dropped: its shard files' locks are
+            # shared with the parent.
+            if any(c.is_remote for c in self._dataset.caches):
+                _INHERITED.append(self._dataset)
+                self._dataset = None
+            else:
+                self._dataset_pid = os.getpid()
         if self._dataset is None:
-            self._dataset = Dataset(self.paths, validate_cache=self.validate_cache)
+            self._dataset_pid = os.getpid()
+            self._dataset = Dataset(
+                self.paths,
+                validate_cache=self.validate_cache,
+                cache_dir=self.cache_dir,
+                cache_limit=self.cache_limit,
+                fetch=self.fetch,
+            )
         return self._dataset
 
     def _plan(self, start: Optional[int] = None) -> RankPlan:

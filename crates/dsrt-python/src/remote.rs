@@ -1,0 +1,241 @@
+//! Locations (paths or object-store URLs), the remote-open options of `Cache` and `Dataset`,
+//! and `datasetrt.publish`.
+
+use crate::errors::{detach, remote_error};
+use dsrt_remote::{CacheLocation, PublishOptions, RemoteOptions, ShardFetch};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+use std::path::PathBuf;
+
+/// A cache location as given from Python: a `str` (a path or a URL) or an `os.PathLike`.
+#[derive(Clone, Debug)]
+pub(crate) enum Location {
+    /// Valid UTF-8: opened through `dsrt_remote` (a path, a `file://` URL or a store URL).
+    Text(String),
+    /// A local path that is not valid UTF-8 (from `bytes` or an odd `os.PathLike`): opened as a
+    /// local directory directly.
+    Path(PathBuf),
+}
+
+impl Location {
+    /// Extracts a location: `str`, `bytes` or `os.PathLike`.
+    pub(crate) fn extract(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        if let Ok(s) = obj.cast::<PyString>() {
+            return Ok(Self::Text(s.to_cow()?.into_owned()));
+        }
+        let path: PathBuf = obj.extract().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "a cache location must be a str (path or URL) or an os.PathLike, not {}",
+                obj.get_type()
+                    .name()
+                    .map_or_else(|_| "?".to_owned(), |n| n.to_string())
+            ))
+        })?;
+        Ok(match path.to_str() {
+            Some(s) => Self::Text(s.to_owned()),
+            None => Self::Path(path),
+        })
+    }
+
+    /// The location as a string, for `paths`, `repr` and pickling (lossy for a non-UTF-8 path).
+    pub(crate) fn display(&self) -> String {
+        match self {
+            Self::Text(s) => s.clone(),
+            Self::Path(p) => p.to_string_lossy().into_owned(),
+        }
+    }
+}
+
+/// The options of `Cache(...)` and `Dataset(...)` that concern remote caches, as given.
+#[derive(Clone, Debug)]
+pub(crate) struct RemoteArgs {
+    /// `cache_dir`, or None for the default (`$DSRT_CACHE_DIR`, else `~/.cache/datasetrt`).
+    pub(crate) cache_dir: Option<PathBuf>,
+    /// `cache_limit` in bytes, or None for the default (100 GiB).
+    pub(crate) cache_limit: Option<u64>,
+    /// `fetch`.
+    pub(crate) fetch: ShardFetch,
+    /// `validate_cache`.
+    pub(crate) validate_cache: bool,
+}
+
+impl RemoteArgs {
+    /// Checks and converts the Python arguments.
+    pub(crate) fn new(
+        validate_cache: bool,
+        cache_dir: Option<PathBuf>,
+        cache_limit: Option<&Bound<'_, PyAny>>,
+        fetch: &str,
+    ) -> PyResult<Self> {
+        let fetch = match fetch {
+            "whole" => ShardFetch::Whole,
+            "range" => ShardFetch::Range,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "fetch must be \"whole\" or \"range\", not {other:?}"
+                )))
+            }
+        };
+        let cache_limit = cache_limit
+            .filter(|l| !l.is_none())
+            .map(parse_limit)
+            .transpose()?;
+        Ok(Self {
+            cache_dir,
+            cache_limit,
+            fetch,
+            validate_cache,
+        })
+    }
+
+    /// The `dsrt_remote` options.
+    pub(crate) fn options(&self) -> RemoteOptions {
+        let mut options = match &self.cache_dir {
+            Some(dir) => RemoteOptions::new(dir.clone()),
+            None => RemoteOptions::default(),
+        };
+        if let Some(limit) = self.cache_limit {
+            options = options.cache_limit(limit);
+        }
+        options
+            .fetch(self.fetch)
+            .validate_cache(self.validate_cache)
+    }
+
+    /// `fetch` as its Python name.
+    pub(crate) fn fetch_name(&self) -> &'static str {
+        match self.fetch {
+            ShardFetch::Range => "range",
+            _ => "whole",
+        }
+    }
+
+    /// `cache_dir` as given, as a string (None: the default).
+    pub(crate) fn cache_dir_str(&self) -> Option<String> {
+        self.cache_dir
+            .as_ref()
+            .map(|d| d.to_string_lossy().into_owned())
+    }
+}
+
+/// `cache_limit`: an int (bytes) or a string such as `"20GB"`, `"512MiB"`, `"1.5 TiB"`.
+fn parse_limit(value: &Bound<'_, PyAny>) -> PyResult<u64> {
+    if let Ok(text) = value.cast::<PyString>() {
+        return parse_size(&text.to_cow()?).map_err(PyValueError::new_err);
+    }
+    if value.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(PyTypeError::new_err(
+            "cache_limit must be an int (bytes) or a string like \"20GB\", not a bool",
+        ));
+    }
+    let bytes: i128 = value.extract().map_err(|_| {
+        PyTypeError::new_err("cache_limit must be an int (bytes) or a string like \"20GB\"")
+    })?;
+    u64::try_from(bytes)
+        .map_err(|_| PyValueError::new_err(format!("cache_limit must be >= 0, not {bytes}")))
+}
+
+/// Parses a byte size: a number (integer or decimal) and an optional unit, `B`, `KB`, `MB`,
+/// `GB`, `TB`, `PB` (powers of 1000) or `KiB`, `MiB`, `GiB`, `TiB`, `PiB` (powers of 1024),
+/// case-insensitive, with optional spaces between.
+pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
+    let bad = || {
+        format!(
+            "cache_limit {text:?} is not a size: a number and a unit among B, KB, MB, GB, TB, \
+             PB (powers of 1000) and KiB, MiB, GiB, TiB, PiB (powers of 1024), e.g. \"20GB\""
+        )
+    };
+    let trimmed = text.trim();
+    let split = trimmed
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(split);
+    let unit = unit.trim().to_ascii_lowercase();
+    let scale: u64 = match unit.as_str() {
+        "" | "b" => 1,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        "pb" => 1_000_000_000_000_000,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        "tib" => 1 << 40,
+        "pib" => 1 << 50,
+        _ => return Err(bad()),
+    };
+    if number.is_empty() || number.matches('.').count() > 1 {
+        return Err(bad());
+    }
+    let (whole, frac) = number.split_once('.').unwrap_or((number, ""));
+    let whole: u128 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().map_err(|_| bad())?
+    };
+    // Exact decimal arithmetic: whole * scale + frac * scale / 10^digits (rounded down).
+    let mut bytes = whole.checked_mul(u128::from(scale)).ok_or_else(bad)?;
+    if !frac.is_empty() {
+        let digits = u32::try_from(frac.len()).map_err(|_| bad())?;
+        let denominator = 10u128.checked_pow(digits).ok_or_else(bad)?;
+        let numerator: u128 = frac.parse().map_err(|_| bad())?;
+        bytes = numerator
+            .checked_mul(u128::from(scale))
+            .map(|n| n / denominator)
+            .and_then(|n| bytes.checked_add(n))
+            .ok_or_else(bad)?;
+    }
+    u64::try_from(bytes).map_err(|_| bad())
+}
+
+/// `publish(local_dir, url, *, overwrite_partial=False)`: uploads the finished cache in
+/// `local_dir` to the object-store prefix `url` (e.g. `s3://bucket/caches/train`): every
+/// shard, index.bin and metadata.arrow first (each checked by size; large files as multipart
+/// uploads), `manifest.json` last and only if the prefix has none, so no reader ever sees a
+/// half-published cache. Caches are write-once: a prefix holding a manifest.json raises
+/// RemoteError (kind "already_published"), and one holding other objects (what a failed
+/// publish leaves) raises kind "prefix_not_empty" unless `overwrite_partial=True`. The store
+/// is configured from the environment (`AWS_*` for s3://). Returns a dict: `url`, `files`,
+/// `bytes`, `multipart_files`, `retries` and `manifest_atomic` (False when the store has no
+/// conditional PUT). The GIL is released while uploading.
+#[pyfunction]
+#[pyo3(signature = (local_dir, url, *, overwrite_partial = false))]
+pub(crate) fn publish<'py>(
+    py: Python<'py>,
+    local_dir: PathBuf,
+    url: &str,
+    overwrite_partial: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let location = CacheLocation::parse(url).map_err(|e| remote_error(py, &e))?;
+    let Some(remote) = location.as_remote() else {
+        return Err(PyValueError::new_err(format!(
+            "publish needs an object-store URL (s3://bucket/prefix, ...), not the local path {url:?}; \
+             write a local cache with CacheWriter"
+        )));
+    };
+    let options = PublishOptions {
+        overwrite_partial,
+        ..PublishOptions::default()
+    };
+    let report = detach(py, || {
+        dsrt_remote::publish_cache(&local_dir, remote, &options)
+    })?
+    .map_err(|e| remote_error(py, &e))?;
+    let dict = PyDict::new(py);
+    dict.set_item("url", &report.url)?;
+    dict.set_item("files", report.files)?;
+    dict.set_item("bytes", report.bytes)?;
+    dict.set_item("multipart_files", report.multipart_files)?;
+    dict.set_item("retries", report.retries)?;
+    dict.set_item("manifest_atomic", report.manifest_atomic)?;
+    Ok(dict)
+}
+
+/// `_parse_size(text)`: the bytes `cache_limit=text` means (for tests and callers that want
+/// to check a size string early).
+#[pyfunction]
+pub(crate) fn _parse_size(text: &str) -> PyResult<u64> {
+    parse_size(text).map_err(PyValueError::new_err)
+}

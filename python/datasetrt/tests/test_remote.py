@@ -1,0 +1,289 @@
+"""Caches on object storage: published with ``datasetrt.publish`` to the S3 test server that
+``cargo xtask test`` starts (moto), then opened by URL through a local cache directory.
+
+Without the server's environment every test here fails (the ``s3_prefix`` fixture), never
+skips."""
+
+import os
+import pathlib
+import pickle
+import shutil
+
+import pytest
+from torch.utils.data import DataLoader
+
+import datasetrt
+from datasetrt.torch import ColumnarBatch, StreamingDataset
+
+from conftest import payload, row, write_cache
+
+N = 120
+
+
+def published(tmp_path, url, name="cache", n=N, **kw):
+    """Writes a local cache of ``n`` samples in small shards and publishes it to ``url``."""
+    local = write_cache(tmp_path / name, n, max_shard_bytes=4096, **kw)
+    report = datasetrt.publish(local, url)
+    assert report["url"] == url and report["manifest_atomic"] is True
+    return local
+
+
+def files_under(root):
+    return sorted(p.relative_to(root).as_posix() for p in pathlib.Path(root).rglob("*") if p.is_file())
+
+
+def shard_names(cache):
+    return [s["name"] for s in cache.manifest["shards"]]
+
+
+def test_a_published_cache_reads_like_the_local_one(tmp_path, s3_prefix):
+    local_dir = published(tmp_path, s3_prefix)
+    local = datasetrt.Cache(local_dir)
+    cache_dir = tmp_path / "local-cache"
+    remote = datasetrt.Cache(s3_prefix, cache_dir=cache_dir, validate_cache=True)
+    assert remote.is_remote and not local.is_remote
+    assert remote.path == s3_prefix and s3_prefix in repr(remote)
+    assert len(remote) == len(local) == N
+    assert remote.manifest == local.manifest and remote.format_version == 3
+    assert remote.schema == local.schema
+    assert remote.metadata().equals(local.metadata())
+    for i in range(N):
+        s = remote[i]
+        assert bytes(s.payload) == bytes(local[i].payload) == payload(i)
+        assert s.metadata == row(i)
+    many = remote.read_many([5, -1, 0])
+    assert [bytes(s.payload) for s in many] == [payload(5), payload(N - 1), payload(0)]
+    # The local cache directory holds the cache's files, every shard downloaded whole and
+    # checked, and no partial download.
+    held = files_under(cache_dir)
+    assert not [f for f in held if "partial" in f], held
+    here = pathlib.Path(remote.local_path)
+    assert here.parent == cache_dir
+    assert {"manifest.json", "index.bin", "metadata.arrow"} <= set(os.listdir(here))
+    assert sorted(os.listdir(here / "shards")) == sorted(shard_names(local))
+    for name in shard_names(local):
+        assert (here / "shards" / name).read_bytes() == (local_dir / "shards" / name).read_bytes()
+    # Opening again uses the local copies (and still reads the same bytes).
+    again = datasetrt.Cache(s3_prefix, cache_dir=cache_dir)
+    assert [bytes(again[i].payload) for i in range(N)] == [payload(i) for i in range(N)]
+
+
+def test_local_paths_behave_as_before(tmp_path):
+    local_dir = write_cache(tmp_path / "c", 20)
+    for location in (local_dir, str(local_dir), f"file://{local_dir}"):
+        cache = datasetrt.Cache(location, cache_dir=tmp_path / "unused", cache_limit="1KB", fetch="range")
+        assert not cache.is_remote and cache.local_path == str(local_dir)
+        # Uncompressed payloads stay zero-copy views of the mapped shard.
+        p = cache[3].payload
+        assert isinstance(p, memoryview) and p.readonly and bytes(p) == payload(3)
+    assert not (tmp_path / "unused").exists()
+    with pytest.raises(datasetrt.IncompleteCacheError):
+        datasetrt.Cache(tmp_path)
+    with pytest.raises(TypeError):
+        datasetrt.Cache(42)
+
+
+def test_a_dataset_mixes_urls_and_paths(tmp_path, s3_prefix):
+    url_a = f"{s3_prefix}/a"
+    local_a = published(tmp_path, url_a, name="a", n=40)
+    local_b = write_cache(tmp_path / "b", 30, offset=40)
+    dataset = datasetrt.Dataset([url_a, local_b], cache_dir=tmp_path / "lc", cache_limit="10MiB")
+    reference = datasetrt.Dataset([local_a, local_b])
+    assert dataset.cache_ids == reference.cache_ids
+    assert dataset.paths == [url_a, str(local_b)]
+    assert [c.is_remote for c in dataset.caches] == [True, False]
+    assert [c.path for c in dataset.caches] == [url_a, str(local_b)]
+    assert dataset.cache_limit == 10 << 20 and dataset.fetch == "whole"
+    assert dataset.cache_dir == str(tmp_path / "lc")
+    assert len(dataset) == 70
+    keys = [(cid, s) for cid, n in zip(dataset.cache_ids, (40, 30)) for s in range(n)]
+    got = dataset.read_many(keys)
+    assert [bytes(s.payload) for s in got] == [payload(i) for i in range(70)]
+    assert bytes(dataset[keys[-1]].payload) == payload(69)
+    assert dataset.select(label=3).keys() == reference.select(label=3).keys()
+    # Samples through the Rust loader, with its shard prefetching.
+    loaded = {s.key: bytes(s.payload) for s in datasetrt.Loader(dataset, seed=3, workers=2)}
+    assert loaded == {k: payload(i) for i, k in enumerate(keys)}
+    # Pickling carries the locations and the options, and reopens.
+    clone = pickle.loads(pickle.dumps(dataset))
+    assert clone.paths == dataset.paths and clone.cache_ids == dataset.cache_ids
+    assert (clone.cache_dir, clone.cache_limit, clone.fetch) == (str(tmp_path / "lc"), 10 << 20, "whole")
+
+
+def test_a_tampered_shard_raises_an_integrity_error_naming_url_and_shard(tmp_path, s3_prefix):
+    good = write_cache(tmp_path / "good", N, max_shard_bytes=4096)
+    bad = tmp_path / "bad"
+    shutil.copytree(good, bad)
+    # Same length, one byte flipped: the manifest's SHA-256 no longer matches.
+    shard = bad / "shards" / "000001.bin"
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    datasetrt.publish(bad, s3_prefix)
+    cache_dir = tmp_path / "lc"
+    cache = datasetrt.Cache(s3_prefix, cache_dir=cache_dir)
+    with pytest.raises(datasetrt.RemoteIntegrityError) as caught:
+        for i in range(len(cache)):
+            cache[i]
+    e = caught.value
+    assert isinstance(e, datasetrt.RemoteError) and isinstance(e, datasetrt.Error)
+    assert e.kind == "integrity" and e.retryable is False
+    assert e.file == "shards/000001.bin" and e.cache == s3_prefix
+    assert e.url == f"{s3_prefix}/shards/000001.bin"
+    assert e.url in str(e) and "shards/000001.bin" in str(e) and "SHA-256" in str(e)
+    # Nothing of the bad shard was kept, and no partial download is left.
+    held = files_under(cache_dir)
+    assert not [f for f in held if f.endswith("000001.bin") or "partial" in f], held
+    # The same through a batch read and a dataset.
+    with pytest.raises(datasetrt.RemoteIntegrityError, match="shards/000001.bin"):
+        cache.read_many(list(range(len(cache))))
+    dataset = datasetrt.Dataset([s3_prefix], cache_dir=cache_dir)
+    with pytest.raises(datasetrt.RemoteIntegrityError, match="shards/000001.bin"):
+        list(datasetrt.Loader(dataset, shuffle="sequential"))
+
+
+def test_a_cache_limit_below_the_largest_shard_raises_at_open(tmp_path, s3_prefix):
+    published(tmp_path, s3_prefix)
+    largest = max(s["byte_len"] for s in datasetrt.Cache(tmp_path / "cache").manifest["shards"])
+    for limit in (largest - 1, f"{largest - 1}B", "1KB"):
+        with pytest.raises(datasetrt.CacheLimitError) as caught:
+            datasetrt.Cache(s3_prefix, cache_dir=tmp_path / "lc", cache_limit=limit)
+        e = caught.value
+        assert e.kind == "cache_limit" and e.url == s3_prefix and s3_prefix in str(e)
+        assert e.needed == largest and e.limit < largest and e.shard.endswith(".bin")
+    with pytest.raises(datasetrt.CacheLimitError):
+        datasetrt.Dataset([s3_prefix], cache_dir=tmp_path / "lc", cache_limit=largest - 1)
+    cache = datasetrt.Cache(s3_prefix, cache_dir=tmp_path / "lc", cache_limit="1MiB")
+    assert bytes(cache[N - 1].payload) == payload(N - 1)
+
+
+def test_sizes_and_bad_options():
+    parse = datasetrt._native._parse_size
+    assert parse("20GB") == 20_000_000_000
+    assert parse("512MiB") == 512 << 20
+    assert parse("1.5 gib") == 3 << 29
+    assert parse("4096") == 4096
+    for bad in ("lots", "20G", "1.2.3MB", "", "-5MB"):
+        with pytest.raises(ValueError):
+            parse(bad)
+    with pytest.raises(ValueError, match="cache_limit"):
+        datasetrt.Cache("s3://bucket/x", cache_limit="twenty")
+    with pytest.raises(ValueError, match="cache_limit"):
+        datasetrt.Cache("s3://bucket/x", cache_limit=-1)
+    with pytest.raises(TypeError):
+        datasetrt.Cache("s3://bucket/x", cache_limit=1.5)
+    with pytest.raises(ValueError, match="fetch"):
+        datasetrt.Cache("s3://bucket/x", fetch="some")
+    with pytest.raises(TypeError):
+        datasetrt.Dataset("s3://bucket/x")
+    with pytest.raises(datasetrt.RemoteError) as caught:
+        datasetrt.Cache("nosuch://bucket/x")
+    assert caught.value.kind == "location"
+
+
+def test_fetch_range_reads_without_caching_shards(tmp_path, s3_prefix):
+    local_dir = published(tmp_path, s3_prefix)
+    cache_dir = tmp_path / "lc"
+    cache = datasetrt.Cache(s3_prefix, cache_dir=cache_dir, fetch="range")
+    for i in (0, 57, N - 1, 3):
+        s = cache[i]
+        assert bytes(s.payload) == payload(i) and s.metadata == row(i)
+    assert [bytes(s.payload) for s in cache.read_many(range(N))] == [payload(i) for i in range(N)]
+    held = files_under(cache_dir)
+    assert not [f for f in held if "/shards/" in f or "partial" in f], held
+    assert set(os.listdir(cache.local_path)) <= {"manifest.json", "index.bin", "metadata.arrow", "shards"}
+    assert cache.metadata().equals(datasetrt.Cache(local_dir).metadata())
+
+
+def test_missing_caches_and_write_once_prefixes(tmp_path, s3_prefix):
+    with pytest.raises(datasetrt.RemoteError) as caught:
+        datasetrt.Cache(f"{s3_prefix}/nothing-here", cache_dir=tmp_path / "lc")
+    e = caught.value
+    assert e.kind == "not_found" and e.retryable is False
+    assert e.url == f"{s3_prefix}/nothing-here/manifest.json"
+    local = published(tmp_path, s3_prefix)
+    with pytest.raises(datasetrt.RemoteError) as caught:
+        datasetrt.publish(local, s3_prefix)
+    assert caught.value.kind == "already_published" and caught.value.url == s3_prefix
+    with pytest.raises(ValueError, match="object-store URL"):
+        datasetrt.publish(local, str(tmp_path / "elsewhere"))
+    with pytest.raises(datasetrt.Error):
+        datasetrt.publish(tmp_path / "lc-missing", f"{s3_prefix}/x")
+
+
+def _keys(loader):
+    out = []
+    for item in loader:
+        out.extend(tuple(x["key"]) for x in item)
+    return out
+
+
+def test_a_dataloader_over_urls_yields_what_it_yields_over_the_local_copies(tmp_path, s3_prefix):
+    url_a = f"{s3_prefix}/a"
+    local_a = published(tmp_path, url_a, name="a", n=90)
+    local_b = write_cache(tmp_path / "b", 70, offset=90, max_shard_bytes=3000)
+    kw = dict(seed=5, epoch=1, batch_size=16, rank=0, world_size=1)
+    expected = _keys(DataLoader(StreamingDataset([str(local_a), str(local_b)], **kw), batch_size=None, num_workers=0))
+    assert len(expected) == 160
+    dataset = datasetrt.Dataset([url_a, local_b], cache_dir=tmp_path / "lc")
+    ds = StreamingDataset(dataset, **kw)
+    assert ds.paths == [url_a, str(local_b)] and ds.cache_dir == str(tmp_path / "lc")
+    clone = pickle.loads(pickle.dumps(ds))
+    assert clone._dataset is None and clone.paths == ds.paths and clone.cache_dir == ds.cache_dir
+    items = []
+    for item in DataLoader(ds, batch_size=None, num_workers=2):
+        items.extend(item)
+    assert [tuple(x["key"]) for x in items] == expected
+    reference = datasetrt.Dataset([local_a, local_b])
+    for x in items:
+        assert bytes(x["payload"]) == bytes(reference[tuple(x["key"])].payload)
+        assert x["metadata"] == reference[tuple(x["key"])].metadata
+    # All-remote, fetched by range, also through worker processes.
+    remote_only = StreamingDataset([url_a], cache_dir=tmp_path / "lc2", fetch="range", **kw)
+    got = _keys(DataLoader(remote_only, batch_size=None, num_workers=2))
+    assert got == _keys(DataLoader(StreamingDataset([str(local_a)], **kw), batch_size=None, num_workers=0))
+    assert not [f for f in files_under(tmp_path / "lc2") if "/shards/" in f]
+
+
+def test_columnar_locations_send_remote_payloads_as_bytes(tmp_path, s3_prefix):
+    url_a = f"{s3_prefix}/a"
+    local_a = published(tmp_path, url_a, name="a", n=90)
+    local_b = write_cache(tmp_path / "b", 70, offset=90, max_shard_bytes=3000)
+    kw = dict(seed=2, shuffle="full", batch_size=32, collate="columnar", rank=0, world_size=1)
+
+    def items(loader):
+        out = []
+        for batch in loader:
+            assert isinstance(batch, ColumnarBatch)
+            keys = batch["keys"].tolist()
+            out.extend((tuple(k), bytes(p)) for k, p in zip(keys, batch["payloads"]))
+        return out
+
+    expected = items(DataLoader(StreamingDataset([str(local_a), str(local_b)], **kw), batch_size=None))
+    mixed = [url_a, str(local_b)]
+    for transfer in ("bytes", "locations"):
+        ds = StreamingDataset(mixed, transfer=transfer, cache_dir=tmp_path / "lc", **kw)
+        assert items(DataLoader(ds, batch_size=None, num_workers=2)) == expected, transfer
+    # Only the local cache's shard files travel as locations.
+    ds = StreamingDataset(mixed, transfer="locations", cache_dir=tmp_path / "lc", **kw)
+    shards = set()
+    for batch in DataLoader(ds, batch_size=None, num_workers=2):
+        shards.update(batch._raw["shards"])
+    assert shards and all(pathlib.Path(s).parent.parent == local_b for s in shards)
+
+
+def _read_all(url, cache_dir):
+    cache = datasetrt.Cache(url, cache_dir=cache_dir)
+    return [bytes(cache[i].payload) for i in range(len(cache))]
+
+
+def test_a_forked_child_opens_and_reads_remote_caches(tmp_path, s3_prefix):
+    import multiprocessing
+
+    published(tmp_path, s3_prefix, n=30)
+    # The parent's requests start its runtime before the fork; the child builds its own.
+    parent = datasetrt.Cache(s3_prefix, cache_dir=tmp_path / "lc")
+    assert bytes(parent[0].payload) == payload(0)
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        got = pool.apply_async(_read_all, (s3_prefix, str(tmp_path / "lc2"))).get(timeout=120)
+    assert got == [payload(i) for i in range(30)]
