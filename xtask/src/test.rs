@@ -3,9 +3,10 @@
 //! It starts the local S3-compatible server (`.ci/s3-server.sh`: moto on 127.0.0.1, installed
 //! from PyPI when missing), runs `cargo test --workspace --locked` with the server's environment
 //! (the hardened `atlas-array-format` is a workspace member, so its own tests run too), then the
-//! Atlas S3 tests, which a plain `cargo test` reports as ignored: `cargo test -p atlas-reader
-//! -p atlas-collections-cli --test s3 -- --ignored`, failing unless every one of them ran and
-//! passed (`check_s3_run`). Then the Python
+//! S3 tests, which a plain `cargo test` reports as ignored: `cargo test -p atlas-reader -p
+//! atlas-collections-cli -p dsrt-remote -p dsrt-cli --test s3 --test s3_faults --test
+//! s3_processes -- --ignored` (every target of `s3_targets`), failing unless every one of them
+//! ran and passed (`check_s3_run`). Then the Python
 //! packages' pytest suites against the same server (`python.rs`; `--python-only` runs only
 //! those), and stops the server whatever happened. The whole suite also runs the downstream
 //! crates (`tests/downstream`, `downstream.rs`) and packages every publishable crate
@@ -25,6 +26,20 @@ const S3_PACKAGES: &[&str] = &[
     "dsrt-remote",
     "dsrt-cli",
 ];
+
+/// Further test targets that need the server, by package: every one of them runs in the S3
+/// stage too (`s3_processes` is `harness = false` and ignores its tests through
+/// `dsrt_atlas_test_runner::run_ignored`).
+const S3_EXTRA_TARGETS: &[(&str, &[&str])] = &[("dsrt-remote", &["s3_faults", "s3_processes"])];
+
+/// Every `(package, test target)` of the S3 stage.
+fn s3_targets() -> Vec<(&'static str, &'static str)> {
+    let mut targets: Vec<(&str, &str)> = S3_PACKAGES.iter().map(|p| (*p, "s3")).collect();
+    for (package, extra) in S3_EXTRA_TARGETS {
+        targets.extend(extra.iter().map(|t| (*package, *t)));
+    }
+    targets
+}
 
 /// What `cargo xtask test` was asked to do.
 #[derive(Debug, clap::Args)]
@@ -167,8 +182,15 @@ fn cargo_test_s3(root: &Path, env: &[(String, String)]) -> Result<(), String> {
     for package in S3_PACKAGES {
         command.args(["-p", package]);
     }
+    // Cargo builds a named test target in each selected package that has it.
+    let mut names: Vec<&str> = s3_targets().iter().map(|(_, t)| *t).collect();
+    names.sort_unstable();
+    names.dedup();
+    for name in names {
+        command.args(["--test", name]);
+    }
     let mut child = command
-        .args(["--test", "s3", "--", "--ignored"])
+        .args(["--", "--ignored"])
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdout(Stdio::piped())
         .spawn()
@@ -193,17 +215,20 @@ fn cargo_test_s3(root: &Path, env: &[(String, String)]) -> Result<(), String> {
     Ok(())
 }
 
-/// Checks libtest's summary lines of the S3 run: one per package in [`S3_PACKAGES`], each with
+/// Checks libtest's summary lines of the S3 run: one per target of [`s3_targets`], each with
 /// at least one test passed and none failed or ignored. Returns how many passed in all.
 fn check_s3_run(stdout: &str) -> Result<u64, String> {
+    check_s3_summaries(stdout, s3_targets().len())
+}
+
+fn check_s3_summaries(stdout: &str, binaries: usize) -> Result<u64, String> {
     let summaries: Vec<&str> = stdout
         .lines()
         .filter_map(|line| line.trim().strip_prefix("test result: "))
         .collect();
-    if summaries.len() != S3_PACKAGES.len() {
+    if summaries.len() != binaries {
         return Err(format!(
-            "expected {} S3 test binaries to report, found {}",
-            S3_PACKAGES.len(),
+            "expected {binaries} S3 test binaries to report, found {}",
             summaries.len()
         ));
     }
@@ -236,38 +261,54 @@ mod tests {
     fn the_s3_stage_fails_unless_every_s3_test_ran() {
         let ok = "running 8 tests\ntest result: ok. 8 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 9.1s\n\
                   test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 3.0s\n";
-        assert_eq!(check_s3_run(ok), Ok(10));
+        assert_eq!(check_s3_summaries(ok, 2), Ok(10));
         // A binary that ran nothing (its tests not ignored any more, or filtered away).
         let none = ok.replace("ok. 2 passed", "ok. 0 passed");
-        assert!(check_s3_run(&none).is_err());
+        assert!(check_s3_summaries(&none, 2).is_err());
         let ignored = ok.replace(
             "0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 3.0s",
             "0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 3.0s",
         );
-        assert!(check_s3_run(&ignored).is_err());
+        assert!(check_s3_summaries(&ignored, 2).is_err());
         // A binary missing from the run.
-        assert!(check_s3_run(ok.lines().next().unwrap_or("")).is_err());
-        assert!(check_s3_run("").is_err());
+        assert!(check_s3_summaries(ok.lines().next().unwrap_or(""), 2).is_err());
+        assert!(check_s3_summaries("", 2).is_err());
+        // The whole stage expects one summary per S3 target, dsrt-remote's extra ones included.
+        assert!(s3_targets().contains(&("dsrt-remote", "s3_faults")));
+        assert!(s3_targets().contains(&("dsrt-remote", "s3_processes")));
+        assert!(check_s3_run(ok).is_err());
     }
 
-    /// Every test in an S3 test file is `#[ignore]`d with the reason, so a plain `cargo test`
-    /// cannot count it as passed when no server is configured.
+    /// Every test in an S3 test file is `#[ignore]`d with the reason (the server), so a plain
+    /// `cargo test` cannot count it as passed when no server is configured; a `harness = false`
+    /// S3 target ignores its tests through `run_ignored`.
     #[test]
     fn every_s3_test_is_ignored_with_the_reason() {
         let root = workspace_root();
-        for package in S3_PACKAGES {
-            let path = root.join("crates").join(package).join("tests/s3.rs");
+        for (package, target) in s3_targets() {
+            let path = root
+                .join("crates")
+                .join(package)
+                .join(format!("tests/{target}.rs"));
             let text = std::fs::read_to_string(&path).unwrap_or_default();
+            if text.contains("fn main()") {
+                assert!(
+                    text.contains("runner::run_ignored(") && !text.contains("runner::run("),
+                    "{}: a harness = false S3 target must run its tests with run_ignored",
+                    path.display()
+                );
+                continue;
+            }
             let lines: Vec<&str> = text.lines().map(str::trim).collect();
             let tests: Vec<usize> = (0..lines.len())
                 .filter(|&i| lines[i] == "#[test]" || lines[i].starts_with("#[tokio::test"))
                 .collect();
             assert!(!tests.is_empty(), "no tests in {}", path.display());
             for i in tests {
-                assert_eq!(
-                    lines.get(i + 1).copied(),
-                    Some(r#"#[ignore = "needs the S3 test server; cargo xtask test runs them"]"#),
-                    "{}: the test at line {} is not ignored",
+                let next = lines.get(i + 1).copied().unwrap_or_default();
+                assert!(
+                    next.starts_with(r#"#[ignore = "needs the S3 test server"#),
+                    "{}: the test at line {} is not ignored for the S3 server: {next}",
                     path.display(),
                     i + 1
                 );

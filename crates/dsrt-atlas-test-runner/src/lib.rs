@@ -10,8 +10,9 @@
 //! child's work and exits; otherwise it runs its tests here. The child's entry point is
 //! therefore never a test: under libtest it was a `#[test]` that passed empty in every normal
 //! run. Understands what `cargo test` passes on: name filters, `--exact`, `--skip NAME`,
-//! `--list`, `--ignored` (none of these tests is ignored, so nothing runs) and
-//! `--include-ignored`; other flags (`--nocapture`, `--test-threads N`, ...) are accepted and
+//! `--list`, `--ignored` and `--include-ignored` (the tests of [`run`] are not ignored, so
+//! `--ignored` runs none of them; those of [`run_ignored`] are, and only run with either flag,
+//! as libtest's `#[ignore]`d tests do); other flags (`--nocapture`, `--test-threads N`, ...) are accepted and
 //! have no effect (the tests run one after another, their output not captured).
 #![forbid(unsafe_code)]
 
@@ -22,15 +23,27 @@ pub type Test = (&'static str, fn());
 
 /// Runs the `tests` that the command line selects, libtest style; fails if any fails.
 pub fn run(tests: &[Test]) -> ExitCode {
+    run_inner(tests, None)
+}
+
+/// Runs `tests` as libtest runs `#[ignore = "reason"]`ed tests: a plain run reports each as
+/// ignored (with `reason`) and runs none; `--ignored` or `--include-ignored` runs the selected
+/// ones. For tests that need something a plain `cargo test` does not start (a server, say).
+pub fn run_ignored(tests: &[Test], reason: &str) -> ExitCode {
+    run_inner(tests, Some(reason))
+}
+
+fn run_inner(tests: &[Test], ignore_reason: Option<&str>) -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (mut filters, mut skips) = (Vec::new(), Vec::new());
-    let (mut exact, mut list, mut only_ignored) = (false, false, false);
+    let (mut exact, mut list, mut only_ignored, mut include_ignored) = (false, false, false, false);
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--exact" => exact = true,
             "--list" => list = true,
             "--ignored" => only_ignored = true,
+            "--include-ignored" => include_ignored = true,
             "--skip" => skips.extend(args.next().cloned()),
             // Flags that take a separate value; the value is not a filter.
             "--test-threads" | "--color" | "--format" | "--logfile" | "-Z" => {
@@ -47,9 +60,14 @@ pub fn run(tests: &[Test]) -> ExitCode {
             name.contains(pattern.as_str())
         }
     };
+    // Which tests run: not-ignored ones unless `--ignored`, ignored ones only when asked for.
+    let runs = if ignore_reason.is_some() {
+        only_ignored || include_ignored
+    } else {
+        !only_ignored
+    };
     let selected: Vec<&Test> = tests
         .iter()
-        .filter(|_| !only_ignored)
         .filter(|(name, _)| filters.is_empty() || filters.iter().any(|f| matches(name, f)))
         .filter(|(name, _)| !skips.iter().any(|s| matches(name, s)))
         .collect();
@@ -59,7 +77,20 @@ pub fn run(tests: &[Test]) -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    println!("\nrunning {} tests", selected.len());
+    let (selected, ignored): (Vec<&Test>, Vec<&Test>) = if runs {
+        (selected, Vec::new())
+    } else if ignore_reason.is_some() {
+        (Vec::new(), selected)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    println!("\nrunning {} tests", selected.len() + ignored.len());
+    for (name, _) in &ignored {
+        println!(
+            "test {name} ... ignored, {}",
+            ignore_reason.unwrap_or_default()
+        );
+    }
     let mut failed = Vec::new();
     for &&(name, body) in &selected {
         println!("test {name} ... started");
@@ -74,9 +105,10 @@ pub fn run(tests: &[Test]) -> ExitCode {
     let passed = selected.len() - failed.len();
     let outcome = if failed.is_empty() { "ok" } else { "FAILED" };
     println!(
-        "\ntest result: {outcome}. {passed} passed; {} failed; 0 ignored; 0 measured; {} filtered out\n",
+        "\ntest result: {outcome}. {passed} passed; {} failed; {} ignored; 0 measured; {} filtered out\n",
         failed.len(),
-        tests.len() - selected.len()
+        ignored.len(),
+        tests.len() - selected.len() - ignored.len()
     );
     if failed.is_empty() {
         ExitCode::SUCCESS
