@@ -1,0 +1,399 @@
+//! DatasetRT caches on object storage, against the loopback S3 test server
+//! (`.ci/s3-server.sh`, configured by its `AWS_*` and `ATLAS_S3_TEST_BUCKET` variables; the
+//! bench prints why and measures nothing without them: a bench is not a test).
+//!
+//! One cache of about 200 MB in 16 MiB shards (incompressible payloads of 64-192 KiB), published
+//! once per server under a fixed prefix and reused. Three groups, each with its baseline in the
+//! same run:
+//! - `dsrt_remote_epoch`: a whole epoch with a cold local cache (an empty local directory each
+//!   iteration, the open included), `Loader` with 2 workers, every payload consumed, against
+//!   `baseline_parallel_gets`: every shard object fetched into memory by plain GETs, 2 at a
+//!   time. Target: >= 0.7.
+//! - `dsrt_remote_first_sample`: a cold open and the first sample of a 2-worker `Loader`,
+//!   against `baseline_four_gets`: the GETs of manifest.json, index.bin, metadata.arrow and one
+//!   full-size shard, one after another. Target: the time to the first sample at most 1.1x
+//!   the baseline's, a ratio of at least 0.91. `cold_open_only`,
+//!   `cold_open_first_sample_chunks_of_1` (the loader's chunks of one step instead of 256) and
+//!   `cold_open_first_sample_inline_no_prefetch` (no background download competing with the
+//!   first shard's) are there to say where the time goes, not targets.
+//! - `dsrt_remote_warm_epoch`: a second epoch from the filled local cache (the dataset stays
+//!   open, as in a job), against `baseline_local_dir_epoch`: the same epoch over the local
+//!   copy the cache was published from. Target: >= 0.9.
+#![allow(missing_docs)] // criterion_group! generates undocumented items
+#![allow(clippy::cast_possible_truncation)] // small known sizes
+
+use criterion::{criterion_group, Criterion, Throughput};
+use datasetrt::{
+    CacheWriter, Column, ColumnType, Dataset, Loader, LoaderConfig, OpenOptions, PlanConfig,
+    Schema, Shuffle, ValueRef, WriterOptions,
+};
+use dsrt_atlas_benches::atlas::time_iters;
+use dsrt_atlas_benches::SplitMix;
+use dsrt_remote::object_store::{ObjectStore, ObjectStoreExt};
+use dsrt_remote::{open_dataset, CacheLocation, RemoteOptions, RemotePrefix};
+use futures::StreamExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const TOTAL_BYTES: u64 = 200 << 20;
+const SHARD_BYTES: u64 = 16 << 20;
+const WORKERS: usize = 2;
+
+/// The bench's bucket, or why it cannot run.
+fn server() -> Result<String, String> {
+    let bucket = std::env::var("ATLAS_S3_TEST_BUCKET")
+        .map_err(|_| "ATLAS_S3_TEST_BUCKET is not set".to_owned())?;
+    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_default();
+    if !["http://127.0.0.1:", "http://localhost:"]
+        .iter()
+        .any(|p| endpoint.starts_with(p))
+    {
+        return Err(format!(
+            "AWS_ENDPOINT_URL ('{endpoint}') is not a loopback server"
+        ));
+    }
+    Ok(bucket)
+}
+
+/// The local copy (written once, kept under the temp directory) and the prefix it is
+/// published under (published unless the server already holds it).
+fn fixture(bucket: &str) -> (PathBuf, RemotePrefix) {
+    let name = format!(
+        "dsrt-remote-bench-{}m-{}m",
+        TOTAL_BYTES >> 20,
+        SHARD_BYTES >> 20
+    );
+    let copy = std::env::temp_dir().join(&name);
+    if !copy.join("manifest.json").is_file() {
+        let _ = std::fs::remove_dir_all(&copy);
+        write_copy(&copy, &name);
+    }
+    let manifest = std::fs::read(copy.join("manifest.json")).expect("local manifest");
+    let digest = <sha2::Sha256 as sha2::Digest>::digest(&manifest);
+    let tag: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+    let url = format!("s3://{bucket}/dsrt-remote-bench/{name}-{tag}");
+    let remote = CacheLocation::parse(&url)
+        .expect("bench URL parses")
+        .as_remote()
+        .expect("an s3 URL is remote")
+        .clone();
+    if get(&remote, "manifest.json").is_err() {
+        let started = Instant::now();
+        dsrt_remote::publish_cache(&copy, &remote, &dsrt_remote::PublishOptions::default())
+            .expect("bench cache publishes");
+        eprintln!(
+            "dsrt_remote bench: published {url} in {:.1?}",
+            started.elapsed()
+        );
+    }
+    (copy, remote)
+}
+
+fn write_copy(dir: &Path, name: &str) {
+    let schema =
+        Schema::new(vec![Column::new("label", ColumnType::Int64, false)]).expect("static schema");
+    let options = WriterOptions::new(name, schema).max_shard_bytes(SHARD_BYTES);
+    let mut writer = CacheWriter::create(dir, options).expect("bench cache directory");
+    let mut rng = SplitMix::new(42);
+    let mut written = 0u64;
+    let mut i = 0i64;
+    while written < TOTAL_BYTES {
+        let len = rng.range(64 << 10, 192 << 10) as usize;
+        let mut payload = Vec::with_capacity(len + 8);
+        while payload.len() < len {
+            payload.extend_from_slice(&rng.next_u64().to_le_bytes());
+        }
+        payload.truncate(len);
+        writer
+            .add_values(&payload, &[ValueRef::Int64(i)])
+            .expect("sample adds");
+        written += len as u64;
+        i += 1;
+    }
+    writer.finish().expect("bench cache finishes");
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+/// One object under `remote`, whole, into memory.
+fn get(remote: &RemotePrefix, relative: &str) -> Result<Vec<u8>, String> {
+    let store = Arc::clone(remote.store());
+    let path = remote.object(relative);
+    runtime().block_on(async move {
+        let got = store.get(&path).await.map_err(|e| e.to_string())?;
+        got.bytes()
+            .await
+            .map(|b| b.to_vec())
+            .map_err(|e| e.to_string())
+    })
+}
+
+fn shard_objects(copy: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(copy.join("shards"))
+        .expect("shards dir")
+        .map(|e| format!("shards/{}", e.expect("entry").file_name().to_string_lossy()))
+        .collect();
+    names.sort();
+    names
+}
+
+fn loader_config() -> LoaderConfig {
+    LoaderConfig {
+        plan: PlanConfig {
+            seed: 1,
+            shuffle: Shuffle::Local { window_shards: 4 },
+            ..PlanConfig::default()
+        },
+        workers: WORKERS,
+        prefetch: 512,
+        ..LoaderConfig::default()
+    }
+}
+
+fn consume(dataset: &Arc<Dataset>) -> u64 {
+    let mut n = 0;
+    for sample in Loader::new(Arc::clone(dataset), loader_config()).expect("loader starts") {
+        std::hint::black_box(sample.expect("sample loads").payload);
+        n += 1;
+    }
+    n
+}
+
+/// A fresh, empty local cache directory for one iteration.
+fn fresh_dir(root: &Path, n: &mut u64) -> PathBuf {
+    *n += 1;
+    let dir = root.join(format!("cold-{n}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// Waits until no download is in flight under `dir` (prefetch threads of a dropped dataset
+/// finish their current shard), so that the next iteration does not share the link, then
+/// removes it.
+fn settle_and_remove(dir: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while has_partial(dir) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn has_partial(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let path = e.path();
+        path.is_dir() && has_partial(&path) || path.to_string_lossy().ends_with(".partial")
+    })
+}
+
+fn remote_bench(c: &mut Criterion) {
+    let bucket = match server() {
+        Ok(bucket) => bucket,
+        Err(why) => {
+            eprintln!(
+                "dsrt_remote bench: SKIPPED, no S3 test server ({why}). Start one with \
+                 `bash .ci/s3-server.sh start DIR` and `source DIR/env`."
+            );
+            return;
+        }
+    };
+    let (copy, remote) = fixture(&bucket);
+    let url = remote.url().to_owned();
+    let shards = shard_objects(&copy);
+    let shard_bytes: u64 = shards
+        .iter()
+        .map(|s| std::fs::metadata(copy.join(s)).expect("shard").len())
+        .sum();
+    let work = tempfile::tempdir().expect("temp dir");
+    let mut n = 0u64;
+    let rt = runtime();
+    let store: Arc<dyn ObjectStore> = Arc::clone(remote.store());
+
+    let mut group = c.benchmark_group("dsrt_remote_epoch");
+    group.throughput(Throughput::Bytes(shard_bytes));
+    group.bench_function("baseline_parallel_gets", |b| {
+        b.iter_custom(|iters| {
+            time_iters(iters, || {
+                let store = Arc::clone(&store);
+                let paths: Vec<_> = shards.iter().map(|s| remote.object(s)).collect();
+                rt.block_on(async move {
+                    let mut fetched = futures::stream::iter(paths)
+                        .map(|path| {
+                            let store = Arc::clone(&store);
+                            async move {
+                                let got = store.get(&path).await.expect("GET");
+                                got.bytes().await.expect("body").len()
+                            }
+                        })
+                        .buffer_unordered(2);
+                    while let Some(len) = fetched.next().await {
+                        std::hint::black_box(len);
+                    }
+                });
+            })
+        });
+    });
+    group.bench_function("cold_epoch_2_workers", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let dir = fresh_dir(work.path(), &mut n);
+                let started = Instant::now();
+                let dataset = Arc::new(
+                    open_dataset(&[url.as_str()], &RemoteOptions::new(&dir))
+                        .expect("remote dataset opens"),
+                );
+                std::hint::black_box(consume(&dataset));
+                total += started.elapsed();
+                drop(dataset);
+                settle_and_remove(&dir);
+            }
+            total
+        });
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("dsrt_remote_first_sample");
+    group.bench_function("baseline_four_gets", |b| {
+        b.iter_custom(|iters| {
+            time_iters(iters, || {
+                for object in ["manifest.json", "index.bin", "metadata.arrow", &shards[0]] {
+                    std::hint::black_box(get(&remote, object).expect("GET").len());
+                }
+            })
+        });
+    });
+    group.bench_function("cold_open_first_sample", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let dir = fresh_dir(work.path(), &mut n);
+                let started = Instant::now();
+                let dataset = Arc::new(
+                    open_dataset(&[url.as_str()], &RemoteOptions::new(&dir))
+                        .expect("remote dataset opens"),
+                );
+                let mut loader =
+                    Loader::new(Arc::clone(&dataset), loader_config()).expect("loader starts");
+                let first = loader.next().expect("a sample").expect("it loads");
+                std::hint::black_box(first.payload);
+                total += started.elapsed();
+                drop(loader);
+                drop(dataset);
+                settle_and_remove(&dir);
+            }
+            total
+        });
+    });
+    // Not targets, to tell where the time goes: the open alone, and the first sample with no
+    // background downloads competing (no prefetch, the loader reading on the calling thread).
+    group.bench_function("cold_open_only", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let dir = fresh_dir(work.path(), &mut n);
+                let started = Instant::now();
+                let dataset = open_dataset(&[url.as_str()], &RemoteOptions::new(&dir))
+                    .expect("remote dataset opens");
+                total += started.elapsed();
+                drop(dataset);
+                settle_and_remove(&dir);
+            }
+            total
+        });
+    });
+    // The loader hands over chunks of `min(prefetch, 256)` steps, and a chunk is read whole
+    // before its first sample is yielded; with chunks of one step the first sample needs only
+    // its own shard.
+    group.bench_function("cold_open_first_sample_chunks_of_1", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let dir = fresh_dir(work.path(), &mut n);
+                let started = Instant::now();
+                let dataset = Arc::new(
+                    open_dataset(&[url.as_str()], &RemoteOptions::new(&dir))
+                        .expect("remote dataset opens"),
+                );
+                let config = LoaderConfig {
+                    prefetch: 1,
+                    ..loader_config()
+                };
+                let mut loader = Loader::new(Arc::clone(&dataset), config).expect("loader starts");
+                let first = loader.next().expect("a sample").expect("it loads");
+                std::hint::black_box(first.payload);
+                total += started.elapsed();
+                drop(loader);
+                drop(dataset);
+                settle_and_remove(&dir);
+            }
+            total
+        });
+    });
+    group.bench_function("cold_open_first_sample_inline_no_prefetch", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let dir = fresh_dir(work.path(), &mut n);
+                let started = Instant::now();
+                let options = RemoteOptions::new(&dir).prefetch_shards(0);
+                let dataset = Arc::new(
+                    open_dataset(&[url.as_str()], &options).expect("remote dataset opens"),
+                );
+                let config = LoaderConfig {
+                    workers: 0,
+                    ..loader_config()
+                };
+                let mut loader = Loader::new(Arc::clone(&dataset), config).expect("loader starts");
+                let first = loader.next().expect("a sample").expect("it loads");
+                std::hint::black_box(first.payload);
+                total += started.elapsed();
+                drop(loader);
+                drop(dataset);
+                settle_and_remove(&dir);
+            }
+            total
+        });
+    });
+    group.finish();
+
+    // The warm cache: filled by one epoch before measuring; the dataset stays open.
+    let warm_dir = work.path().join("warm");
+    let warm = Arc::new(
+        open_dataset(&[url.as_str()], &RemoteOptions::new(&warm_dir))
+            .expect("remote dataset opens"),
+    );
+    let samples = consume(&warm);
+    let local = Arc::new(Dataset::open(&[&copy], OpenOptions::default()).expect("local copy"));
+    assert_eq!(local.len(), samples);
+    let mut group = c.benchmark_group("dsrt_remote_warm_epoch");
+    group.throughput(Throughput::Bytes(shard_bytes));
+    group.bench_function("baseline_local_dir_epoch", |b| {
+        b.iter_custom(|iters| time_iters(iters, || consume(&local)));
+    });
+    group.bench_function("warm_epoch_2_workers", |b| {
+        b.iter_custom(|iters| time_iters(iters, || consume(&warm)));
+    });
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(10).warm_up_time(Duration::from_secs(1));
+    targets = remote_bench
+}
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
