@@ -52,6 +52,15 @@ pub enum DatasetError {
     /// The epoch cannot be planned or the state does not fit the plan.
     #[error(transparent)]
     Plan(#[from] dsrt_plan::PlanError),
+    /// Not read because an earlier step of the same loader chunk failed: a chunk stops at its
+    /// first error, so a dead store costs one step's retries, not a chunk's.
+    #[error("step {step} not read: step {failed_step} of the same chunk failed before it")]
+    SkippedAfterError {
+        /// The step not read.
+        step: u64,
+        /// The step whose error stopped the chunk.
+        failed_step: u64,
+    },
     /// A prefetch worker stopped before delivering its sample (it panicked).
     #[error("a prefetch worker stopped unexpectedly")]
     WorkerStopped,

@@ -93,6 +93,10 @@ struct Steps {
     partition: Partition,
     /// Steps per chunk: `min(prefetch, 256)`, at least 1.
     chunk_steps: u64,
+    /// The first `ramp` chunks hold 1, 2, 4, ... steps (all fewer than `chunk_steps`), so the
+    /// first sample waits for one step's read, not a whole chunk's (on object storage, one
+    /// shard's download, not every shard a chunk touches).
+    ramp: u32,
     read_ahead: ReadAhead,
     /// Whether any cache's shards come from a `ShardSource` (object storage), which wants to
     /// hear which shards are needed next.
@@ -206,10 +210,18 @@ impl Steps {
         let mut data = buffers.take();
         let mut used = 0;
         scratch.located.clear();
+        let mut failed = None;
         for step in range {
+            if let Some(failed_step) = failed {
+                scratch
+                    .located
+                    .push(Err(DatasetError::SkippedAfterError { step, failed_step }));
+                continue;
+            }
             let located = self.locate(step, &mut scratch.sample, &mut data, used);
-            if let Ok(l) = &located {
-                used = l.range.end;
+            match &located {
+                Ok(l) => used = l.range.end,
+                Err(_) => failed = Some(step),
             }
             scratch.located.push(located);
         }
@@ -291,6 +303,7 @@ impl Loader {
             plan,
             partition,
             chunk_steps: chunk_steps as u64,
+            ramp: ramp_chunks(chunk_steps as u64),
             read_ahead: ReadAhead::default(),
             hints,
         });
@@ -348,10 +361,35 @@ const MAX_CHUNK_STEPS: usize = 256;
 /// The most chunks a worker's queue holds (about a million samples).
 const MAX_QUEUED_CHUNKS: usize = 4096;
 
+/// How many chunks ramp up to `chunk_steps`: sizes 1, 2, 4, ... below it.
+fn ramp_chunks(chunk_steps: u64) -> u32 {
+    u64::BITS - chunk_steps.saturating_sub(1).leading_zeros()
+}
+
 impl Steps {
+    /// The first step of chunk `chunk` (before clamping to the share's length).
+    fn chunk_start(&self, chunk: u64) -> u64 {
+        let ramped = (1u64 << self.ramp) - 1;
+        if chunk < u64::from(self.ramp) {
+            (1u64 << chunk) - 1
+        } else {
+            ramped.saturating_add((chunk - u64::from(self.ramp)).saturating_mul(self.chunk_steps))
+        }
+    }
+
+    /// The chunk that holds `step`.
+    fn chunk_of(&self, step: u64) -> u64 {
+        let ramped = (1u64 << self.ramp) - 1;
+        if step < ramped {
+            u64::from(u64::BITS - 1 - (step + 1).leading_zeros())
+        } else {
+            u64::from(self.ramp) + (step - ramped) / self.chunk_steps
+        }
+    }
+
     /// The steps of chunk `chunk` in an epoch share of `len` steps.
     fn chunk_range(&self, chunk: u64, len: u64) -> std::ops::Range<u64> {
-        chunk * self.chunk_steps..((chunk + 1) * self.chunk_steps).min(len)
+        self.chunk_start(chunk).min(len)..self.chunk_start(chunk + 1).min(len)
     }
 }
 
@@ -364,7 +402,7 @@ fn spawn_worker(steps: &Arc<Steps>, first: u64, stride: u64, len: u64, queue: us
     let handle = std::thread::spawn(move || {
         let mut scratch = Scratch::default();
         let mut chunk = first;
-        while chunk * steps.chunk_steps < len {
+        while steps.chunk_start(chunk) < len {
             let samples = steps.load_chunk(steps.chunk_range(chunk, len), &mut scratch);
             // A closed channel means the loader was dropped: stop quietly.
             if sender.send(samples).is_err() {
@@ -386,10 +424,11 @@ impl Iterator for Loader {
         let step = self.next_step;
         self.next_step += 1;
         if self.ready.is_empty() {
-            let chunk = step / self.steps.chunk_steps;
-            // Every chunk before this one is fully yielded (they are all whole chunks).
-            if step > 0 {
-                self.steps.read_ahead.finish(self.steps.chunk_steps);
+            let chunk = self.steps.chunk_of(step);
+            // Every chunk before this one is fully yielded.
+            if chunk > 0 {
+                let done = self.steps.chunk_range(chunk - 1, self.len);
+                self.steps.read_ahead.finish(done.end - done.start);
             }
             if self.workers.is_empty() {
                 self.ready = self
@@ -509,15 +548,56 @@ mod tests {
         }
     }
 
-    /// Serves the cache's own shard files and records every hint.
+    /// Chunks tile the share: the ramp (1, 2, 4, ...) then chunks of `chunk_steps`, and
+    /// `chunk_of` finds each step's chunk.
+    #[test]
+    fn chunks_ramp_up_then_tile_the_share() {
+        let root = tempfile::tempdir().unwrap();
+        let dataset = dataset(root.path(), 700);
+        for prefetch in [1, 2, 3, 7, 100, 256, 1000] {
+            let loader = Loader::new(Arc::clone(&dataset), config(0, prefetch)).unwrap();
+            let steps = &loader.steps;
+            let mut next = 0;
+            let mut chunk = 0;
+            while next < 700 {
+                let range = steps.chunk_range(chunk, 700);
+                assert_eq!(range.start, next, "prefetch {prefetch}, chunk {chunk}");
+                assert!(!range.is_empty());
+                let expected = if chunk < u64::from(steps.ramp) {
+                    1 << chunk
+                } else {
+                    steps.chunk_steps
+                };
+                assert_eq!(range.end - range.start, expected.min(700 - next));
+                for step in range.clone() {
+                    assert_eq!(
+                        steps.chunk_of(step),
+                        chunk,
+                        "prefetch {prefetch}, step {step}"
+                    );
+                }
+                next = range.end;
+                chunk += 1;
+            }
+            assert!((1u64 << steps.ramp) - 1 < steps.chunk_steps.max(1) * 2);
+        }
+    }
+
+    /// Serves the cache's own shard files and records every hint; reads of `broken` fail.
     struct Recording {
         dir: std::path::PathBuf,
         hints: std::sync::Mutex<Vec<Vec<u64>>>,
+        broken: Option<u64>,
+        reads: std::sync::atomic::AtomicU64,
     }
 
     impl dsrt_reader::ShardSource for Recording {
         fn read_at(&self, shard: u64, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
             use std::os::unix::fs::FileExt;
+            self.reads.fetch_add(1, Ordering::Relaxed);
+            if self.broken == Some(shard) {
+                return Err(std::io::Error::other("the store is down"));
+            }
             let name = dsrt_manifest::shard_file_name(shard as usize);
             std::fs::File::open(self.dir.join("shards").join(name))?.read_exact_at(buf, offset)
         }
@@ -537,6 +617,8 @@ mod tests {
         let source = Arc::new(Recording {
             dir: path.clone(),
             hints: std::sync::Mutex::new(Vec::new()),
+            broken: None,
+            reads: AtomicU64::new(0),
         });
         let cache = Cache::open_with_source(&path, OpenOptions::default(), source.clone()).unwrap();
         let sourced = Arc::new(Dataset::from_caches(vec![(path, cache)]).unwrap());
@@ -550,7 +632,8 @@ mod tests {
             .collect();
         assert_eq!(keys, plain);
         let hints = source.hints.lock().unwrap();
-        assert_eq!(hints.len(), 6, "one hint per chunk of 100 steps");
+        // One hint per chunk: 7 ramp chunks (1, 2, ..., 64 steps) then chunks of 100.
+        assert_eq!(hints.len(), 7 + 5);
         // The first hint lists, in order of first use, the shards of the steps ahead.
         let index = sourced.caches()[0].cache.index();
         let mut expected: Vec<u64> = Vec::new();
@@ -562,5 +645,60 @@ mod tests {
         }
         assert_eq!(hints[0], expected);
         assert!(expected.len() > 1, "the test needs several shards");
+    }
+
+    /// A chunk stops at its first failed step: the rest of it is reported as skipped, not
+    /// read (so a dead store costs one step's retries), and later chunks are read again.
+    #[test]
+    fn a_chunk_stops_at_its_first_error() {
+        let root = tempfile::tempdir().unwrap();
+        let local = dataset(root.path(), 600);
+        let path = local.caches()[0].path.clone();
+        let source = Arc::new(Recording {
+            dir: path.clone(),
+            hints: std::sync::Mutex::new(Vec::new()),
+            broken: Some(1),
+            reads: AtomicU64::new(0),
+        });
+        let cache = Cache::open_with_source(&path, OpenOptions::default(), source.clone()).unwrap();
+        let sourced = Arc::new(Dataset::from_caches(vec![(path, cache)]).unwrap());
+        let index = sourced.caches()[0].cache.index();
+        let mut failed_at = None;
+        let mut reads_expected = 0;
+        let mut skipped = 0;
+        let loader = Loader::new(Arc::clone(&sourced), config(0, 256)).unwrap();
+        let chunk_of: Vec<u64> = (0..600).map(|s| loader.steps.chunk_of(s)).collect();
+        for (step, item) in loader.enumerate() {
+            match item {
+                Ok(sample) => {
+                    reads_expected += 1;
+                    assert_ne!(index.row(sample.key.sample_id).unwrap().shard_id, 1);
+                }
+                Err(DatasetError::SkippedAfterError {
+                    step: s,
+                    failed_step,
+                }) => {
+                    assert_eq!(s, step as u64);
+                    assert_eq!(Some(failed_step), failed_at.map(|(f, _)| f));
+                    assert_eq!(
+                        chunk_of[step],
+                        failed_at.unwrap().1,
+                        "only within the chunk"
+                    );
+                    skipped += 1;
+                }
+                Err(DatasetError::Cache(_)) => {
+                    reads_expected += 1;
+                    assert!(
+                        failed_at.is_none_or(|(_, c)| c != chunk_of[step]),
+                        "a second failure in one chunk: step {step} was read"
+                    );
+                    failed_at = Some((step as u64, chunk_of[step]));
+                }
+                Err(other) => panic!("{other}"),
+            }
+        }
+        assert!(failed_at.is_some() && skipped > 0);
+        assert_eq!(source.reads.load(Ordering::Relaxed), reads_expected);
     }
 }
