@@ -325,13 +325,13 @@ impl PyRankPlan {
 
     /// The columns a columnar batch has besides its payloads: `keys`, `padding`, `steps` and
     /// `metadata` (see `read_columnar`).
-    fn columnar_columns(
+    fn columnar_columns<'a>(
         &self,
         py: Python<'_>,
         batch: &Bound<'_, PyDict>,
         steps: &[u64],
         located: &[(usize, u64, u64, bool)],
-        items: &[(&datasetrt::Cache, u64)],
+        items: &[(&'a datasetrt::Cache, u64)],
     ) -> PyResult<()> {
         let dataset = &self.dataset;
         // Keys as little-endian u64 pairs (cache_id, sample_id): one buffer, no object per key.
@@ -341,9 +341,11 @@ impl PyRankPlan {
             keys.extend_from_slice(&sample.to_le_bytes());
         }
         batch.set_item("keys", pyo3::types::PyByteArray::new(py, &keys))?;
-        let padding: Vec<bool> = located.iter().map(|l| l.3).collect();
-        batch.set_item("padding", padding)?;
-        batch.set_item("steps", steps)?;
+        // Padding flags (one byte each) and steps (little-endian i64): no object per sample.
+        let padding: Vec<u8> = located.iter().map(|l| u8::from(l.3)).collect();
+        batch.set_item("padding", PyByteArray::new(py, &padding))?;
+        let steps: Vec<u8> = steps.iter().flat_map(|s| s.to_le_bytes()).collect();
+        batch.set_item("steps", PyByteArray::new(py, &steps))?;
         // Columns in the order the caches first name them.
         let mut names: Vec<&str> = Vec::new();
         for c in dataset.caches() {
@@ -355,20 +357,80 @@ impl PyRankPlan {
         }
         let metadata = PyDict::new(py);
         for name in names {
-            let values = PyList::empty(py);
-            for &(cache, sample) in items {
-                let value = cache
-                    .schema()
-                    .position(name)
-                    .and_then(|i| cache.metadata().value(sample, i))
-                    .unwrap_or(datasetrt::ValueRef::Null);
-                values.append(crate::values::value_to_py(py, value)?)?;
+            let value = |item: &(&'a datasetrt::Cache, u64)| column_value(name, *item);
+            match packed_column(items.iter().map(value)) {
+                Some((dtype, bytes)) => {
+                    metadata.set_item(name, (dtype, PyByteArray::new(py, &bytes)))?;
+                }
+                None => {
+                    let values = PyList::empty(py);
+                    for item in items {
+                        values.append(crate::values::value_to_py(py, value(item))?)?;
+                    }
+                    metadata.set_item(name, values)?;
+                }
             }
-            metadata.set_item(name, values)?;
         }
         batch.set_item("metadata", metadata)?;
         Ok(())
     }
+}
+
+/// Column `name` of `sample` in `cache` (null where the cache has no such column).
+fn column_value<'a>(
+    name: &str,
+    (cache, sample): (&'a datasetrt::Cache, u64),
+) -> datasetrt::ValueRef<'a> {
+    cache
+        .schema()
+        .position(name)
+        .and_then(|i| cache.metadata().value(sample, i))
+        .unwrap_or(datasetrt::ValueRef::Null)
+}
+
+/// A column whose values are all bool, all int64 or all float64 (no null), packed little-endian
+/// with its dtype name (`"bool"`, `"int64"`, `"float64"`); `None` for any other column.
+fn packed_column<'a>(
+    mut values: impl Iterator<Item = datasetrt::ValueRef<'a>>,
+) -> Option<(&'static str, Vec<u8>)> {
+    use datasetrt::ValueRef;
+    let first = values.next()?;
+    let (dtype, width) = match first {
+        ValueRef::Bool(_) => ("bool", 1),
+        ValueRef::Int64(_) => ("int64", 8),
+        ValueRef::Float64(_) => ("float64", 8),
+        ValueRef::Null | ValueRef::Utf8(_) => return None,
+    };
+    let mut bytes = Vec::with_capacity(width * (values.size_hint().0 + 1));
+    for value in std::iter::once(first).chain(values) {
+        match (dtype, value) {
+            ("bool", ValueRef::Bool(v)) => bytes.push(u8::from(v)),
+            ("int64", ValueRef::Int64(v)) => bytes.extend_from_slice(&v.to_le_bytes()),
+            ("float64", ValueRef::Float64(v)) => bytes.extend_from_slice(&v.to_le_bytes()),
+            _ => return None,
+        }
+    }
+    Some((dtype, bytes))
+}
+
+/// The steps a batch method was given: a `range` (expanded here, with no Python int per step)
+/// or any sequence of ints.
+fn steps_arg(steps: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
+    if steps.is_instance_of::<pyo3::types::PyRange>() {
+        let bound = |name: &str| -> PyResult<i64> { steps.getattr(name)?.extract() };
+        let (start, stop, step) = (bound("start")?, bound("stop")?, bound("step")?);
+        if start < 0 || step <= 0 {
+            return Err(PyValueError::new_err(
+                "a range of steps must start at 0 or later and go up",
+            ));
+        }
+        let step = usize::try_from(step).unwrap_or(usize::MAX);
+        return Ok((start..stop.max(start))
+            .step_by(step)
+            .filter_map(|s| u64::try_from(s).ok())
+            .collect());
+    }
+    steps.extract()
 }
 
 #[pymethods]
@@ -422,6 +484,34 @@ impl PyRankPlan {
         })
     }
 
+    /// Tells caches on object storage which shards `steps` (a `range` or a sequence of ints)
+    /// will read, in order, so that they are downloaded ahead (a hint: nothing read depends on
+    /// it). Does nothing for local caches.
+    fn will_need(&self, steps: &Bound<'_, PyAny>) -> PyResult<()> {
+        let caches = self.dataset.caches();
+        if !caches.iter().any(|c| c.cache.has_shard_source()) {
+            return Ok(());
+        }
+        let mut wanted: Vec<Vec<u64>> = vec![Vec::new(); caches.len()];
+        for step in steps_arg(steps)? {
+            let Ok((cache, sample, _, _)) = self.locate(step) else {
+                break;
+            };
+            let Ok(row) = caches[cache].cache.index().row(sample) else {
+                continue;
+            };
+            if !wanted[cache].contains(&row.shard_id) {
+                wanted[cache].push(row.shard_id);
+            }
+        }
+        for (entry, shards) in caches.iter().zip(&wanted) {
+            if !shards.is_empty() {
+                entry.cache.will_need(shards);
+            }
+        }
+        Ok(())
+    }
+
     /// Steps this rank yields from `start` to the end of the epoch.
     fn __len__(&self) -> usize {
         usize::try_from(self.partition.len()).unwrap_or(usize::MAX)
@@ -456,22 +546,32 @@ impl PyRankPlan {
             .collect()
     }
 
-    /// Reads `steps` (GIL released) as one columnar batch, with no Python object per sample
-    /// but the metadata values: a dict with `payload` (a bytearray of the payloads one after
-    /// another), `offsets` (`len(steps) + 1` ints: payload `i` is
-    /// `payload[offsets[i]:offsets[i+1]]`), `keys` (a bytearray of little-endian u64
-    /// `(cache_id, sample_id)` pairs), `padding`
-    /// (bools), `steps`, and `metadata` (a dict of column name to list of values; a column
-    /// some cache lacks is None there).
-    fn read_columnar<'py>(&self, py: Python<'py>, steps: Vec<u64>) -> PyResult<Bound<'py, PyDict>> {
+    /// Reads `steps` (a `range` or a sequence of ints; GIL released) as one columnar batch,
+    /// with no Python object per sample: a dict of little-endian buffers, `payload` (a
+    /// bytearray of the payloads one after another), `offsets` (`len(steps) + 1` i64: payload
+    /// `i` is `payload[offsets[i]:offsets[i+1]]`), `keys` (u64 `(cache_id, sample_id)`
+    /// pairs), `padding` (one byte per step, 0 or 1), `steps` (i64), and `metadata`: column
+    /// name to `(dtype, bytearray)` for a bool/int64/float64 column without a null in the
+    /// batch (`dtype` is `"bool"`, `"int64"` or `"float64"`), else to a list of values (None
+    /// where a value is null or some cache lacks the column).
+    fn read_columnar<'py>(
+        &self,
+        py: Python<'py>,
+        steps: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let steps = steps_arg(steps)?;
         let (located, items) = self.locate_items(&steps)?;
         let (data, ranges) = read_copied(py, &items)?.map_err(|e| cache_error(py, &e))?;
         let batch = PyDict::new(py);
         batch.set_item("payload", pyo3::types::PyByteArray::new(py, &data))?;
-        let mut offsets = Vec::with_capacity(ranges.len() + 1);
-        offsets.push(0usize);
-        offsets.extend(ranges.iter().map(|r| r.end));
-        batch.set_item("offsets", offsets)?;
+        let mut offsets = Vec::with_capacity((ranges.len() + 1) * 8);
+        offsets.extend_from_slice(&0i64.to_le_bytes());
+        for range in &ranges {
+            let end = i64::try_from(range.end)
+                .map_err(|_| PyValueError::new_err("payload offset out of range"))?;
+            offsets.extend_from_slice(&end.to_le_bytes());
+        }
+        batch.set_item("offsets", PyByteArray::new(py, &offsets))?;
         self.columnar_columns(py, &batch, &steps, &located, &items)?;
         Ok(batch)
     }
@@ -483,7 +583,12 @@ impl PyRankPlan {
     /// `shard` is -1), `payload` (a bytearray of the decoded compressed payloads), and `keys`,
     /// `padding`, `steps` and `metadata` as `read_columnar` gives them. For a reader that maps
     /// the shard files itself.
-    fn read_located<'py>(&self, py: Python<'py>, steps: Vec<u64>) -> PyResult<Bound<'py, PyDict>> {
+    fn read_located<'py>(
+        &self,
+        py: Python<'py>,
+        steps: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let steps = steps_arg(steps)?;
         let (located, items) = self.locate_items(&steps)?;
         let dataset = &self.dataset;
         let (data, at) = read_batch(py, &items)?.map_err(|e| cache_error(py, &e))?;

@@ -91,6 +91,9 @@ def test_columnar_batches_keep_the_order_and_the_bytes(caches):
             assert batch["keys"].dtype == torch.uint64 and batch["keys"].shape[1] == 2
             assert len(batch["keys"]) == len(batch["padding"]) == len(batch["offsets"]) - 1
             assert batch["metadata"]["label"].dtype == torch.int64  # a column without nulls
+            assert batch["metadata"]["score"].dtype == torch.float64
+            assert batch["metadata"]["flag"].dtype == torch.bool
+            assert batch["padding"].dtype == torch.bool and batch["steps"].dtype == torch.int64
             assert isinstance(batch["metadata"]["name"], list)  # a nullable utf8 column
             for j, key in enumerate(batch["keys"].tolist()):
                 key = tuple(key)
@@ -98,6 +101,8 @@ def test_columnar_batches_keep_the_order_and_the_bytes(caches):
                 i = base[key[0]] + key[1]
                 assert bytes(batch["payload"][a:b].numpy()) == payload(i)
                 assert batch["metadata"]["label"][j].item() == i % 10
+                assert batch["metadata"]["score"][j].item() == i / 4.0
+                assert batch["metadata"]["flag"][j].item() == (i % 3 == 0)
                 assert batch["metadata"]["name"][j] == (None if i % 5 == 0 else f"sample-{i}")
                 keys.append(key)
         assert keys == expected, workers
@@ -325,6 +330,33 @@ def test_locations_transfer_resumes_with_other_num_workers(caches):
     again = StatefulDataLoader(StreamingDataset(caches, **kw), batch_size=None, num_workers=2)
     again.load_state_dict(state)
     assert first + items(again) == full
+
+
+def test_columnar_reads_take_ranges_and_pack_every_column_without_objects(caches):
+    plan = StreamingDataset(caches, batch_size=64, collate="columnar", rank=0, world_size=1, seed=3)._plan()
+    n = len(plan)
+    by_range = plan.read_columnar(range(5, n, 3))
+    by_list = plan.read_columnar(list(range(5, n, 3)))
+    assert by_range == by_list
+    assert plan.read_located(range(0, 7)) == plan.read_located([0, 1, 2, 3, 4, 5, 6])
+    # Buffers, not one Python object per sample.
+    for name in ("payload", "offsets", "keys", "padding", "steps"):
+        assert isinstance(by_range[name], bytearray), name
+    assert len(by_range["padding"]) == len(range(5, n, 3))
+    assert {k: v[0] for k, v in by_range["metadata"].items() if isinstance(v, tuple)} == {
+        "label": "int64",
+        "score": "float64",
+        "flag": "bool",
+    }
+    assert isinstance(by_range["metadata"]["name"], list)  # nullable utf8 stays a list
+    batch = ColumnarBatch(by_range)
+    assert batch["steps"].tolist() == list(range(5, n, 3))
+    assert not batch["padding"].any()
+    plan.will_need(range(0, n))  # a hint: a no-op for local caches
+    with pytest.raises(ValueError):
+        plan.read_columnar(range(4, 0, -1))
+    with pytest.raises(IndexError):
+        plan.read_columnar(range(n, n + 1))
 
 
 def test_locations_transfer_options_and_a_cut_shard(tmp_path):

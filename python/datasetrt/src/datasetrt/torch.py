@@ -16,8 +16,10 @@ taken with any ``num_workers`` (then build a new loader over the dataset with an
 
 from __future__ import annotations
 
+import array
 import mmap
 import os
+import sys
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
@@ -282,7 +284,10 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         transform = self.transform
         if self.collate == "columnar":
             for chunk in mine:
-                wanted = list(range(chunk * unit, min((chunk + 1) * unit, steps)))
+                wanted = range(chunk * unit, min((chunk + 1) * unit, steps))
+                # Caches on object storage download the shards of this chunk and of the
+                # chunks the other workers read meanwhile ahead (a no-op for local caches).
+                plan.will_need(range(wanted.start, min((chunk + workers + 1) * unit, steps)))
                 if self.transfer == "locations":
                     raw = plan.read_located(wanted)
                     raw["shard_identities"] = _shard_identities(raw["shards"])
@@ -301,6 +306,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
             wanted: List[int] = []
             for chunk in group:
                 wanted.extend(range(chunk * unit, min((chunk + 1) * unit, steps)))
+            plan.will_need(wanted)
             samples = plan.read(wanted)
             at = 0
             for chunk in group:
@@ -382,7 +388,22 @@ class StreamingDataset(torch.utils.data.IterableDataset):
 
 
 def _tensor(data: bytearray, dtype: "torch.dtype") -> "torch.Tensor":
+    """A tensor over ``data``, without a copy. The native module packs little-endian values,
+    which is the byte order of every platform PyTorch ships for."""
     return torch.frombuffer(data, dtype=dtype) if len(data) else torch.empty(0, dtype=dtype)
+
+
+_BIG_ENDIAN = sys.byteorder == "big"
+_PACKED_DTYPES = {"bool": torch.bool, "int64": torch.int64, "float64": torch.float64}
+
+
+def _int64s(data: bytearray) -> Sequence[int]:
+    """Little-endian i64 values as a sequence of ints, without a copy on little-endian hosts."""
+    if not _BIG_ENDIAN:
+        return memoryview(data).cast("q")
+    values = array.array("q", bytes(data))
+    values.byteswap()
+    return values
 
 
 # Read-only mappings of shard files, per process: path -> (file identity, memoryview).
@@ -448,7 +469,8 @@ class ColumnarBatch:
     ``i`` is ``payload[offsets[i]:offsets[i+1]]``), ``payloads`` (a sequence of one
     read-only ``memoryview`` per sample, zero-copy), ``keys`` (uint64, shape ``(len, 2)``: cache_id,
     sample_id), ``padding`` (bool), ``steps`` (int64) and ``metadata`` (column name to a
-    tensor for bool, int and float columns without nulls, else a list).
+    tensor for bool, int64 and float64 columns without nulls in the batch, of that dtype,
+    else a list).
 
     It crosses from a DataLoader worker to the training process as a few byte buffers (one
     pickle, no shared-memory segment per tensor); the tensors are made on first access,
@@ -486,7 +508,7 @@ class ColumnarBatch:
                 value = _located_payloads(raw)
             else:
                 whole = memoryview(raw["payload"])
-                bounds = raw["offsets"]
+                bounds = _int64s(raw["offsets"])
                 value = [whole[a:b] for a, b in zip(bounds, bounds[1:])]
         elif name == "payload":
             if located:
@@ -500,19 +522,19 @@ class ColumnarBatch:
                 bounds = [0]
                 for p in self["payloads"]:
                     bounds.append(bounds[-1] + len(p))
+                value = torch.tensor(bounds, dtype=torch.int64)
             else:
-                bounds = raw["offsets"]
-            value = torch.tensor(bounds, dtype=torch.int64)
+                value = _tensor(raw["offsets"], torch.int64)
         elif name == "padding":
-            value = torch.tensor(raw["padding"], dtype=torch.bool)
+            value = _tensor(raw["padding"], torch.bool)
         elif name == "steps":
-            value = torch.tensor(raw["steps"], dtype=torch.int64)
+            value = _tensor(raw["steps"], torch.int64)
         elif name == "metadata":
             value = {}
             for column, values in raw["metadata"].items():
-                kind = type(values[0]) if values else None
-                if kind in (bool, int, float) and all(type(v) is kind for v in values):
-                    value[column] = torch.tensor(values)
+                if isinstance(values, tuple):  # (dtype, packed little-endian values)
+                    dtype, data = values
+                    value[column] = _tensor(data, _PACKED_DTYPES[dtype])
                 else:
                     value[column] = values
         else:
