@@ -152,6 +152,12 @@ impl Shared {
         Ok(file)
     }
 
+    /// Whether this process has shard `index` open already (no download needed).
+    fn is_open(&self, index: usize) -> bool {
+        let open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        open.files.get(index).is_some_and(Option::is_some)
+    }
+
     fn cached(&self, index: usize) -> Option<Arc<CachedFile>> {
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         let file = open.files.get(index)?.as_ref().map(Arc::clone)?;
@@ -315,18 +321,26 @@ fn prefetch_loop(shared: &std::sync::Weak<Shared>, hints: &Receiver<Vec<u64>>, d
         let Some(shared) = shared.upgrade() else {
             return;
         };
-        let mut seen = Vec::with_capacity(depth);
+        let mut wanted: Vec<u64> = Vec::with_capacity(depth);
         for shard in hint {
-            if seen.len() >= depth {
+            if wanted.len() >= depth {
                 break;
             }
-            if seen.contains(&shard) {
-                continue;
+            let open = usize::try_from(shard).is_ok_and(|i| shared.is_open(i));
+            if !open && !wanted.contains(&shard) {
+                wanted.push(shard);
             }
-            seen.push(shard);
-            // A failure here is reported when a reader needs the shard.
-            let _ = shared.shard_file(shard);
         }
+        // The first `depth` shards download side by side, as a reader would want them; a
+        // failure here is reported when a reader needs the shard.
+        std::thread::scope(|scope| {
+            for &shard in &wanted {
+                let shared = &shared;
+                scope.spawn(move || {
+                    let _ = shared.shard_file(shard);
+                });
+            }
+        });
     }
 }
 

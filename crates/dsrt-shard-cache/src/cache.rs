@@ -434,7 +434,9 @@ impl ShardCache {
         final_path: &Path,
         start: Instant,
     ) -> Result<(), ShardCacheError> {
-        let mut backoff = Backoff::new();
+        // A reader waits for the download it needs: poll often, so it does not sleep long past
+        // the moment the file is published (a lock test is one system call).
+        let mut backoff = Backoff::with_cap(Duration::from_millis(5));
         loop {
             if try_lock(partial, FlockOperation::NonBlockingLockShared)
                 .map_err(io_at(final_path))?

@@ -58,18 +58,26 @@ impl DirLock {
 /// Sleeps growing from 1 ms to 100 ms, for polling another process's progress.
 pub(crate) struct Backoff {
     next: Duration,
+    cap: Duration,
 }
 
 impl Backoff {
+    /// Waits of 1, 2, 4, ... ms, at most 100 ms: for room in the cache, which frees slowly.
     pub(crate) fn new() -> Self {
+        Self::with_cap(Duration::from_millis(100))
+    }
+
+    /// Waits of 1, 2, 4, ... ms, at most `cap`.
+    pub(crate) fn with_cap(cap: Duration) -> Self {
         Self {
             next: Duration::from_millis(1),
+            cap,
         }
     }
 
     pub(crate) fn sleep(&mut self) {
         std::thread::sleep(self.next);
-        self.next = (self.next * 2).min(Duration::from_millis(100));
+        self.next = (self.next * 2).min(self.cap);
     }
 }
 
