@@ -671,7 +671,9 @@ async fn a_server_stopped_mid_session_gives_retryable_store_errors_and_no_data()
     let store = server.store();
     bounded(test, async {
         let prefix = unique_prefix(test);
-        let values = noise(1024 * 1024); // About 4 MiB in blocks of about 128 KiB.
+        // 32 MB of values (compressed, still past the 16 MiB a segment may be kept whole after
+        // its first read), so its blocks (of about 128 KiB) are fetched one by one.
+        let values = noise(8_000_000);
         write_with(
             &store,
             &prefix,
@@ -680,6 +682,8 @@ async fn a_server_stopped_mid_session_gives_retryable_store_errors_and_no_data()
         )
         .await;
         let atlas = Atlas::open(Arc::clone(&store), &prefix).await.unwrap();
+        let (_, v) = atlas.variables().find(|(name, _)| *name == "v").unwrap();
+        assert!(v.seg_len > 16 << 20, "segment v is {} bytes", v.seg_len);
         let jan = atlas.dataset("jan").unwrap();
         let big = atlas.dataset("big").unwrap();
         let n = values.len();
