@@ -3,45 +3,15 @@
 //! test` starts the server and runs them with `--ignored`. Only loopback endpoints are accepted.
 #![allow(clippy::unwrap_used)] // Test code.
 
+mod s3_support;
 mod write_support;
 
 use dsrt_remote::{
-    publish_cache, update_remote_manifests, CacheLocation, PublishOptions, RemoteError,
-    RemotePrefix, RemoteUpdateOutcome,
+    publish_cache, update_remote_manifests, PublishOptions, RemoteError, RemoteUpdateOutcome,
 };
 use dsrt_writer::ManifestVersion;
-use std::time::{SystemTime, UNIX_EPOCH};
+use s3_support::s3_prefix;
 use write_support::{list_objects, local_files, make_cache, read_object};
-
-/// A fresh prefix for `test`; without a configured server the test fails and says why.
-fn s3_prefix(test: &str) -> RemotePrefix {
-    let Ok(bucket) = std::env::var("ATLAS_S3_TEST_BUCKET") else {
-        panic!(
-            "{test}: ATLAS_S3_TEST_BUCKET is not set, so no S3 server is configured. Run \
-             `cargo xtask test`, or `bash .ci/s3-server.sh start DIR` and `source DIR/env` first."
-        );
-    };
-    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_default();
-    assert!(
-        ["http://127.0.0.1:", "http://localhost:"]
-            .iter()
-            .any(|p| endpoint.starts_with(p)),
-        "AWS_ENDPOINT_URL ('{endpoint}') is not on loopback"
-    );
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let url = format!(
-        "s3://{bucket}/dsrt-remote-tests/{test}-{}-{nanos}",
-        std::process::id()
-    );
-    CacheLocation::parse(&url)
-        .unwrap()
-        .as_remote()
-        .unwrap()
-        .clone()
-}
 
 #[test]
 #[ignore = "needs the S3 test server: cargo xtask test runs it"]

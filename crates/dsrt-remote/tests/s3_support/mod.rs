@@ -1,4 +1,4 @@
-//! Helpers of the S3 fault tests (`s3_faults.rs`, `s3_processes.rs`): the test server's
+//! Helpers of the S3 tests (`s3.rs`, `s3_faults.rs`, `s3_processes.rs`): the test server's
 //! prefix, caches written locally and published there, a store that reaches the server
 //! through an in-test HTTP proxy, and that proxy, which counts shard GETs, throttles, cuts
 //! responses mid-body and plays a killed server.
