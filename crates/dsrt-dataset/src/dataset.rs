@@ -109,6 +109,36 @@ impl Dataset {
         })
     }
 
+    /// Tells each cache whose shards come from a `ShardSource` (object storage) which of its
+    /// shards the `(cache position, sample)` reads of `planned` need, in the order they first
+    /// need them, at most `per_cache` of them; `scratch` is reused between calls. A hint: does
+    /// nothing for local caches.
+    pub fn will_need(
+        &self,
+        planned: impl IntoIterator<Item = (usize, u64)>,
+        per_cache: usize,
+        scratch: &mut Vec<Vec<u64>>,
+    ) {
+        scratch.resize_with(self.caches.len(), Vec::new);
+        scratch.iter_mut().for_each(Vec::clear);
+        for (cache, sample) in planned {
+            let (Some(entry), Some(list)) = (self.caches.get(cache), scratch.get_mut(cache)) else {
+                continue;
+            };
+            let Ok(row) = entry.cache.index().row(sample) else {
+                continue;
+            };
+            if list.len() < per_cache && !list.contains(&row.shard_id) {
+                list.push(row.shard_id);
+            }
+        }
+        for (entry, list) in self.caches.iter().zip(scratch.iter()) {
+            if !list.is_empty() {
+                entry.cache.will_need(list);
+            }
+        }
+    }
+
     /// The loaders' recycled chunk buffers.
     pub(crate) fn chunk_buffers(&self) -> &Arc<BufferPool> {
         &self.chunk_buffers

@@ -173,31 +173,11 @@ impl Steps {
     /// Tells each cache with a shard source which of its shards the steps from `from` on
     /// need, in the order they first need them (up to [`HINT_STEPS`] steps ahead).
     fn hint_shards(&self, from: u64, hinted: &mut Vec<Vec<u64>>) {
-        let caches = self.dataset.caches();
-        hinted.resize_with(caches.len(), Vec::new);
-        hinted.iter_mut().for_each(Vec::clear);
         let end = from.saturating_add(HINT_STEPS).min(self.partition.len());
-        for step in from..end {
-            let Some(planned) = self.plan.get(self.partition.global_position(step)) else {
-                break;
-            };
-            let (Some(entry), Some(list)) =
-                (caches.get(planned.cache), hinted.get_mut(planned.cache))
-            else {
-                continue;
-            };
-            let Ok(row) = entry.cache.index().row(planned.sample) else {
-                continue;
-            };
-            if list.len() < HINT_SHARDS && !list.contains(&row.shard_id) {
-                list.push(row.shard_id);
-            }
-        }
-        for (entry, list) in caches.iter().zip(hinted.iter()) {
-            if !list.is_empty() {
-                entry.cache.will_need(list);
-            }
-        }
+        let planned = (from..end)
+            .map_while(|step| self.plan.get(self.partition.global_position(step)))
+            .map(|p| (p.cache, p.sample));
+        self.dataset.will_need(planned, HINT_SHARDS, hinted);
     }
 
     /// Reads steps `range` into one shared payload buffer from the pool.

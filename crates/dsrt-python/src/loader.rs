@@ -488,27 +488,19 @@ impl PyRankPlan {
     /// will read, in order, so that they are downloaded ahead (a hint: nothing read depends on
     /// it). Does nothing for local caches.
     fn will_need(&self, steps: &Bound<'_, PyAny>) -> PyResult<()> {
-        let caches = self.dataset.caches();
-        if !caches.iter().any(|c| c.cache.has_shard_source()) {
+        if !self
+            .dataset
+            .caches()
+            .iter()
+            .any(|c| c.cache.has_shard_source())
+        {
             return Ok(());
         }
-        let mut wanted: Vec<Vec<u64>> = vec![Vec::new(); caches.len()];
-        for step in steps_arg(steps)? {
-            let Ok((cache, sample, _, _)) = self.locate(step) else {
-                break;
-            };
-            let Ok(row) = caches[cache].cache.index().row(sample) else {
-                continue;
-            };
-            if !wanted[cache].contains(&row.shard_id) {
-                wanted[cache].push(row.shard_id);
-            }
-        }
-        for (entry, shards) in caches.iter().zip(&wanted) {
-            if !shards.is_empty() {
-                entry.cache.will_need(shards);
-            }
-        }
+        let planned = steps_arg(steps)?
+            .into_iter()
+            .map_while(|step| self.locate(step).ok())
+            .map(|(cache, sample, _, _)| (cache, sample));
+        self.dataset.will_need(planned, usize::MAX, &mut Vec::new());
         Ok(())
     }
 
