@@ -167,6 +167,32 @@ fn consume(dataset: &Arc<Dataset>) -> u64 {
 }
 
 /// A fresh, empty local cache directory for one iteration.
+/// `iters` times: a cold open of `url` in a fresh local directory (`options` for it) and the
+/// first sample of a `config` loader; the summed time of those, not of the clean-up.
+fn first_sample(
+    iters: u64,
+    root: &Path,
+    n: &mut u64,
+    url: &str,
+    options: impl Fn(&Path) -> RemoteOptions,
+    config: LoaderConfig,
+) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        let dir = fresh_dir(root, n);
+        let started = Instant::now();
+        let dataset = Arc::new(open_dataset(&[url], &options(&dir)).expect("remote dataset opens"));
+        let mut loader = Loader::new(Arc::clone(&dataset), config.clone()).expect("loader starts");
+        let first = loader.next().expect("a sample").expect("it loads");
+        std::hint::black_box(first.payload);
+        total += started.elapsed();
+        drop(loader);
+        drop(dataset);
+        settle_and_remove(&dir);
+    }
+    total
+}
+
 fn fresh_dir(root: &Path, n: &mut u64) -> PathBuf {
     *n += 1;
     let dir = root.join(format!("cold-{n}"));
@@ -275,24 +301,14 @@ fn remote_bench(c: &mut Criterion) {
     });
     group.bench_function("cold_open_first_sample", |b| {
         b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let dir = fresh_dir(work.path(), &mut n);
-                let started = Instant::now();
-                let dataset = Arc::new(
-                    open_dataset(&[url.as_str()], &RemoteOptions::new(&dir))
-                        .expect("remote dataset opens"),
-                );
-                let mut loader =
-                    Loader::new(Arc::clone(&dataset), loader_config()).expect("loader starts");
-                let first = loader.next().expect("a sample").expect("it loads");
-                std::hint::black_box(first.payload);
-                total += started.elapsed();
-                drop(loader);
-                drop(dataset);
-                settle_and_remove(&dir);
-            }
-            total
+            first_sample(
+                iters,
+                work.path(),
+                &mut n,
+                &url,
+                |dir| RemoteOptions::new(dir),
+                loader_config(),
+            )
         });
     });
     // Not targets, to tell where the time goes: the open alone, and the first sample with no
@@ -312,57 +328,32 @@ fn remote_bench(c: &mut Criterion) {
             total
         });
     });
-    // The loader hands over chunks of `min(prefetch, 256)` steps, and a chunk is read whole
-    // before its first sample is yielded; with chunks of one step the first sample needs only
-    // its own shard.
+    // The loader's first chunks ramp up from one step; with every chunk one step long the
+    // first sample needs only its own shard either way (kept to compare with earlier runs).
     group.bench_function("cold_open_first_sample_chunks_of_1", |b| {
         b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let dir = fresh_dir(work.path(), &mut n);
-                let started = Instant::now();
-                let dataset = Arc::new(
-                    open_dataset(&[url.as_str()], &RemoteOptions::new(&dir))
-                        .expect("remote dataset opens"),
-                );
-                let config = LoaderConfig {
-                    prefetch: 1,
-                    ..loader_config()
-                };
-                let mut loader = Loader::new(Arc::clone(&dataset), config).expect("loader starts");
-                let first = loader.next().expect("a sample").expect("it loads");
-                std::hint::black_box(first.payload);
-                total += started.elapsed();
-                drop(loader);
-                drop(dataset);
-                settle_and_remove(&dir);
-            }
-            total
+            let config = LoaderConfig {
+                prefetch: 1,
+                ..loader_config()
+            };
+            first_sample(
+                iters,
+                work.path(),
+                &mut n,
+                &url,
+                |dir| RemoteOptions::new(dir),
+                config,
+            )
         });
     });
     group.bench_function("cold_open_first_sample_inline_no_prefetch", |b| {
         b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let dir = fresh_dir(work.path(), &mut n);
-                let started = Instant::now();
-                let options = RemoteOptions::new(&dir).prefetch_shards(0);
-                let dataset = Arc::new(
-                    open_dataset(&[url.as_str()], &options).expect("remote dataset opens"),
-                );
-                let config = LoaderConfig {
-                    workers: 0,
-                    ..loader_config()
-                };
-                let mut loader = Loader::new(Arc::clone(&dataset), config).expect("loader starts");
-                let first = loader.next().expect("a sample").expect("it loads");
-                std::hint::black_box(first.payload);
-                total += started.elapsed();
-                drop(loader);
-                drop(dataset);
-                settle_and_remove(&dir);
-            }
-            total
+            let config = LoaderConfig {
+                workers: 0,
+                ..loader_config()
+            };
+            let options = |dir: &Path| RemoteOptions::new(dir).prefetch_shards(0);
+            first_sample(iters, work.path(), &mut n, &url, options, config)
         });
     });
     group.finish();
