@@ -63,9 +63,9 @@ pub mod format {
     pub use atlas_footer::builder::BuildError;
     pub use atlas_footer::{
         Codec, CollectionFooter, DType, DatasetMap, FooterBuilder, FooterError, FooterLocation,
-        IndexPairs, InlineList, InternedSchema, Trailer, VariableEntry, CONTAINER_OBJECT,
-        DATASETS_SEGMENT, FOOTER_ZSTD_LEVEL, FORMAT_VERSION, HEADER_SIZE, MAGIC, MASK_OBJECT,
-        MAX_DECODED_FOOTER, TAIL_PROBE, TRAILER_SIZE,
+        IndexPairs, InlineList, InsertError, InternedSchema, Trailer, VariableEntry,
+        CONTAINER_OBJECT, DATASETS_SEGMENT, FOOTER_ZSTD_LEVEL, FORMAT_VERSION, HEADER_SIZE, MAGIC,
+        MASK_OBJECT, MAX_DECODED_FOOTER, TAIL_PROBE, TRAILER_SIZE,
     };
     pub use atlas_mask::{DeletedSet, MaskError};
 

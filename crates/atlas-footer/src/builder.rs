@@ -4,10 +4,10 @@
 //! handful. A schema is all pool indices, so it hashes by content: equal content, one entry.
 
 use crate::consts::FORMAT_VERSION;
+use crate::datasets::InsertError;
 use crate::dtype::{Codec, DType};
 use crate::footer::{CollectionFooter, DatasetMap, InternedSchema, VariableEntry};
 use indexmap::IndexSet;
-use smol_str::SmolStr;
 use thiserror::Error;
 
 type FastSet<T> = IndexSet<T, foldhash::fast::RandomState>;
@@ -82,12 +82,11 @@ impl FooterBuilder {
 
     /// Adds a dataset and returns its ordinal. A repeated name is refused.
     pub fn add_dataset(&mut self, name: &str, schema: u32) -> Result<u32, BuildError> {
-        if self.datasets.contains_key(name) {
-            return Err(BuildError::DuplicateDataset(name.to_owned()));
+        match self.datasets.insert(name, schema) {
+            Ok(ordinal) => to_index(ordinal, "dataset"),
+            Err(InsertError::Duplicate(_)) => Err(BuildError::DuplicateDataset(name.to_owned())),
+            Err(InsertError::Full) => Err(BuildError::PoolFull("dataset")),
         }
-        let ordinal = to_index(self.datasets.len(), "dataset")?;
-        self.datasets.insert(SmolStr::new(name), schema);
-        Ok(ordinal)
     }
 
     /// Records a segment. Segments must be added in container order.

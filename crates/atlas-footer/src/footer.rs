@@ -5,15 +5,9 @@
 
 use crate::dtype::{Codec, DType};
 use crate::inline_list::InlineList;
-use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
-use smol_str::SmolStr;
 
-/// Dataset name to schema index; a name's position is its ordinal.
-///
-/// The hasher is randomly keyed per process (names are untrusted input, so hash flooding stays
-/// off the table) and faster than SipHash on short names.
-pub type DatasetMap = IndexMap<SmolStr, u32, foldhash::fast::RandomState>;
+pub use crate::datasets::DatasetMap;
 
 /// A list of `(index, index)` pairs, inline up to four.
 pub type IndexPairs = InlineList<(u32, u32), 4>;
@@ -37,7 +31,6 @@ pub struct CollectionFooter {
     pub variables: Vec<VariableEntry>,
     /// Dataset name to schema index. Position is the ordinal. On the wire a sequence of
     /// `[name, schema_index]` pairs; a repeated name fails the decode.
-    #[serde(with = "crate::wire::dataset_pairs")]
     pub datasets: DatasetMap,
 }
 

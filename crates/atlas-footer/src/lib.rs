@@ -16,6 +16,7 @@
 
 pub mod builder;
 pub mod consts;
+pub mod datasets;
 pub mod dtype;
 pub mod error;
 pub mod footer;
@@ -26,6 +27,7 @@ pub mod wire;
 
 pub use builder::FooterBuilder;
 pub use consts::*;
+pub use datasets::InsertError;
 pub use dtype::{Codec, DType};
 pub use error::FooterError;
 pub use footer::{CollectionFooter, DatasetMap, IndexPairs, InternedSchema, VariableEntry};

@@ -2,8 +2,10 @@
 //!
 //! One pass here replaces a bounds check at every use site, and turns a damaged or foreign
 //! footer into one [`FooterError::CorruptCollection`] naming the field, never a panic later.
-//! A repeated dataset name is refused earlier, by the decode itself (see
-//! [`crate::wire::dataset_pairs`]), because the map cannot hold one.
+//! A repeated dataset name is refused earlier, by the decode itself, because the map cannot
+//! hold one; [`crate::wire::decode_and_validate`] also checks each dataset's schema index as
+//! it reads the pair (the datasets are nearly all of a large footer, so this saves a second
+//! pass over them) and hands the result to the same rule here.
 
 use crate::consts::{DATASETS_SEGMENT, FORMAT_VERSION, HEADER_SIZE};
 use crate::error::FooterError;
@@ -34,6 +36,23 @@ pub fn validate(
     footer: &CollectionFooter,
     segments_end: u64,
 ) -> Result<VariableIndex, FooterError> {
+    let schemas = footer.schema_pool.len();
+    let first_bad_schema = footer
+        .datasets
+        .schemas()
+        .iter()
+        .position(|&schema| usize::try_from(schema).map_or(true, |s| s >= schemas));
+    validate_with(footer, segments_end, first_bad_schema)
+}
+
+/// [`validate`], with the datasets' schema indices already checked by the caller:
+/// `first_bad_schema` is the first dataset whose index is past the schema pool. The rules run
+/// in the same order, so the same footer fails with the same error.
+pub(crate) fn validate_with(
+    footer: &CollectionFooter,
+    segments_end: u64,
+    first_bad_schema: Option<usize>,
+) -> Result<VariableIndex, FooterError> {
     if footer.version != FORMAT_VERSION {
         return Err(FooterError::corrupt(
             "version",
@@ -47,7 +66,9 @@ pub fn validate(
     for (i, schema) in footer.schema_pool.iter().enumerate() {
         validate_schema(footer, &variables, i, schema)?;
     }
-    validate_datasets(footer)?;
+    if let Some(ordinal) = first_bad_schema {
+        return Err(dataset_schema_error(footer, ordinal));
+    }
     Ok(variables)
 }
 
@@ -179,19 +200,16 @@ fn check_pairs(footer: &CollectionFooter, pairs: &IndexPairs, at: &str) -> Resul
     Ok(())
 }
 
-fn validate_datasets(footer: &CollectionFooter) -> Result<(), FooterError> {
-    let schemas = footer.schema_pool.len();
-    for (ordinal, (name, schema)) in footer.datasets.iter().enumerate() {
-        if usize::try_from(*schema).map_or(true, |s| s >= schemas) {
-            return Err(out_of_pool(
-                format!("datasets[{ordinal}] ('{name}').schema"),
-                *schema,
-                "schema",
-                schemas,
-            ));
-        }
-    }
-    Ok(())
+/// Dataset `ordinal`'s schema index is past the schema pool.
+#[cold]
+fn dataset_schema_error(footer: &CollectionFooter, ordinal: usize) -> FooterError {
+    let (name, schema) = footer.datasets.get_index(ordinal).unwrap_or(("", 0));
+    out_of_pool(
+        format!("datasets[{ordinal}] ('{name}').schema"),
+        schema,
+        "schema",
+        footer.schema_pool.len(),
+    )
 }
 
 fn has_datasets_segment(footer: &CollectionFooter, variables: &VariableIndex) -> bool {

@@ -1,12 +1,14 @@
 //! Round trips of arbitrary footers, and decodes of arbitrary bytes.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code: small known values.
 
-use atlas_footer::wire::{decode_footer, encode_footer, from_msgpack, to_msgpack};
+use atlas_footer::validate::validate;
+use atlas_footer::wire::{
+    decode_and_validate, decode_footer, encode_footer, from_msgpack, to_msgpack,
+};
 use atlas_footer::{
     Codec, CollectionFooter, DType, DatasetMap, IndexPairs, InternedSchema, VariableEntry,
 };
 use proptest::prelude::*;
-use smol_str::SmolStr;
 
 fn dtype() -> impl Strategy<Value = DType> {
     let leaf = prop_oneof![
@@ -74,7 +76,8 @@ fn footer() -> impl Strategy<Value = CollectionFooter> {
             )| {
                 let mut map = DatasetMap::default();
                 for (name, schema) in datasets {
-                    map.entry(SmolStr::new(name)).or_insert(schema);
+                    // A repeated name keeps its first ordinal and schema.
+                    let _ = map.insert(&name, schema);
                 }
                 CollectionFooter {
                     version,
@@ -97,7 +100,88 @@ fn footer() -> impl Strategy<Value = CollectionFooter> {
         )
 }
 
+/// Footers that pass every rule but the datasets' schema indices, which may point one or two
+/// past the pool: names of every msgpack string width, schema indices of every int width.
+fn footer_with_datasets() -> impl Strategy<Value = CollectionFooter> {
+    (
+        1usize..4,
+        proptest::collection::vec(
+            (
+                prop_oneof![".{0,40}", "[a-z]{30,300}", "[a-z_0-9]{0,8}"],
+                prop_oneof![0u32..6, 120u32..140, Just(u32::MAX)],
+            ),
+            0..200,
+        ),
+    )
+        .prop_map(|(schemas, datasets)| {
+            let mut map = DatasetMap::default();
+            for (name, schema) in datasets {
+                let _ = map.insert(&name, schema);
+            }
+            CollectionFooter {
+                version: atlas_footer::FORMAT_VERSION,
+                codec: Codec::Zstd,
+                created_unix_ms: 0,
+                string_pool: vec![],
+                dtype_pool: vec![],
+                schema_pool: vec![InternedSchema::default(); schemas],
+                variables: vec![],
+                datasets: map,
+            }
+        })
+}
+
+/// `decode_and_validate` checks the datasets while it reads them; the result (footer or the
+/// error and the field it names) must be what decoding and then validating gives.
+fn same_as_decode_then_validate(msgpack: &[u8], segments_end: u64) -> Result<(), TestCaseError> {
+    let frame = dsrt_atlas_codec::zstd_frame::compress(msgpack, 3);
+    let in_one_pass = decode_and_validate(&frame, segments_end).map(|(footer, _)| footer);
+    let in_two = from_msgpack(msgpack).and_then(|footer| {
+        validate(&footer, segments_end)?;
+        Ok(footer)
+    });
+    prop_assert_eq!(in_one_pass, in_two);
+    Ok(())
+}
+
 proptest! {
+    #[test]
+    fn one_pass_validation_agrees(footer in footer_with_datasets()) {
+        same_as_decode_then_validate(&to_msgpack(&footer), 8)?;
+    }
+
+    #[test]
+    fn one_pass_validation_agrees_on_damaged_bytes(
+        footer in footer_with_datasets(),
+        at in any::<prop::sample::Index>(),
+        byte in any::<u8>(),
+    ) {
+        let mut bytes = to_msgpack(&footer);
+        let i = at.index(bytes.len());
+        bytes[i] = byte;
+        same_as_decode_then_validate(&bytes, 8)?;
+    }
+
+    /// The hand-written decode of the dataset pairs accepts what serde's derived decode of the
+    /// same struct accepts, and reads the same footer.
+    #[test]
+    fn decode_agrees_with_the_derived_deserialize(
+        footer in footer_with_datasets(),
+        at in any::<prop::sample::Index>(),
+        byte in any::<u8>(),
+    ) {
+        let bytes = to_msgpack(&footer);
+        let derived: CollectionFooter = rmp_serde::from_slice(&bytes).unwrap();
+        prop_assert_eq!(&derived, &footer);
+        let mut damaged = bytes;
+        let i = at.index(damaged.len());
+        damaged[i] = byte;
+        if let Ok(ours) = from_msgpack(&damaged) {
+            let derived: CollectionFooter = rmp_serde::from_slice(&damaged).unwrap();
+            prop_assert_eq!(ours, derived);
+        }
+    }
+
     #[test]
     fn footers_round_trip(footer in footer()) {
         prop_assert_eq!(&from_msgpack(&to_msgpack(&footer)).unwrap(), &footer);

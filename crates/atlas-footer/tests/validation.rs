@@ -39,7 +39,10 @@ fn version_must_be_8() {
 
 #[test]
 fn every_dataset_schema_index_resolves() {
-    assert_eq!(check(|f| f.datasets[1] = 1), "datasets[1] ('feb').schema");
+    assert_eq!(
+        check(|f| f.datasets.schemas_mut()[1] = 1),
+        "datasets[1] ('feb').schema"
+    );
 }
 
 #[test]
@@ -158,5 +161,46 @@ fn no_dataset_name_repeats() {
     assert!(
         message.contains("datasets: name 'jan' at ordinal 1 repeats ordinal 0"),
         "{message}"
+    );
+}
+
+#[test]
+fn a_dataset_name_that_is_not_utf8_is_named() {
+    let bytes = to_msgpack(&small_footer());
+    // "feb" (the last name, 4 bytes before the end) becomes "\xffeb".
+    let mut bad = bytes.clone();
+    let at = bad.len() - 4;
+    bad[at] = 0xff;
+    assert_eq!(field_of(from_msgpack(&bad)), "datasets[1]");
+    // Both names "\xffan": the first one is reported (as a bad name), not the repeat.
+    let mut bad = bytes.clone();
+    let at = bad.len() - 4;
+    bad[at..at + 3].copy_from_slice(b"\xffan");
+    let first = bad.len() - 9;
+    bad[first..first + 3].copy_from_slice(b"\xffan");
+    let error = from_msgpack(&bad).unwrap_err();
+    assert_eq!(field_of(Err::<(), _>(error.clone())), "datasets[0]");
+    assert!(
+        error.to_string().contains("error while decoding string"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_bad_schema_index_is_named_after_the_earlier_rules() {
+    // A dataset's schema index past the pool, found while decoding, is reported where
+    // `validate` reports it: after the version, the segments and the schemas.
+    let mut footer = small_footer();
+    footer.datasets.schemas_mut()[1] = 1;
+    let frame = encode_footer(&footer);
+    assert_eq!(
+        field_of(decode_and_validate(&frame, SMALL_SEGMENTS_END)),
+        "datasets[1] ('feb').schema"
+    );
+    footer.version = 7;
+    let frame = encode_footer(&footer);
+    assert_eq!(
+        field_of(decode_and_validate(&frame, SMALL_SEGMENTS_END)),
+        "version"
     );
 }

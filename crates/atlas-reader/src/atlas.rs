@@ -237,7 +237,7 @@ impl Atlas {
 
     /// The live dataset called `name`: one hash lookup.
     pub fn dataset(&self, name: &str) -> Option<DatasetView<'_>> {
-        let (ordinal, _, _) = self.footer.datasets.get_full(name)?;
+        let ordinal = self.footer.datasets.get_index_of(name)?;
         self.dataset_at(u32::try_from(ordinal).ok()?)
     }
 
@@ -250,7 +250,7 @@ impl Atlas {
             .footer
             .datasets
             .get_index(usize::try_from(ordinal).ok()?)?;
-        DatasetView::new(self, ordinal, name, *schema)
+        DatasetView::new(self, ordinal, name, schema)
     }
 
     /// Every live dataset, in ordinal order.
@@ -264,7 +264,7 @@ impl Atlas {
                 if deleted.contains(ordinal) {
                     None
                 } else {
-                    DatasetView::new(self, ordinal, name, *schema)
+                    DatasetView::new(self, ordinal, name, schema)
                 }
             })
     }
@@ -399,7 +399,7 @@ fn tail_window(arrays: u64) -> u64 {
 /// every array name its schema lists, and one in `_datasets` when it has attributes.
 fn count_segment_arrays(footer: &CollectionFooter, segments: &mut [Segment]) {
     let mut datasets_per_schema = vec![0u64; footer.schema_pool.len()];
-    for &schema in footer.datasets.values() {
+    for &schema in footer.datasets.schemas() {
         if let Some(count) = datasets_per_schema.get_mut(schema as usize) {
             *count += 1;
         }

@@ -79,11 +79,7 @@ impl<'a> OrdinalCursor<'a> {
         let datasets = &self.atlas.footer.datasets;
         let end = datasets.len().min(self.next.saturating_add(Self::SCAN));
         let found = (self.next..end)
-            .find(|&i| {
-                datasets
-                    .get_index(i)
-                    .is_some_and(|(n, _)| n.as_str() == name)
-            })
+            .find(|&i| datasets.name(i) == Some(name))
             .or_else(|| datasets.get_index_of(name))?;
         self.next = found + 1;
         u32::try_from(found).ok()

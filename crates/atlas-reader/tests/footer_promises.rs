@@ -7,13 +7,12 @@ mod common;
 
 use atlas_footer::trailer::{encode_header, encode_trailer, parse_trailer};
 use atlas_footer::wire::{decode_footer, encode_footer};
-use atlas_footer::{CollectionFooter, DType, HEADER_SIZE};
+use atlas_footer::{CollectionFooter, DType, DatasetMap, HEADER_SIZE};
 use atlas_reader::{Atlas, AtlasError, CommitOutcome, MaskCommitter, MergeFn};
 use atlas_writer::{ArraySpec, Attr, DatasetSpec};
 use common::{prefix, write};
 use ndarray::{ArrayD, IxDyn};
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-use smol_str::SmolStr;
 use std::sync::Arc;
 
 /// A committer that reports a commit without calling the merge: it wrote a mask (dataset `b`
@@ -85,19 +84,12 @@ fn assert_corrupt(error: &AtlasError, detail: &str) {
 
 /// Renames dataset `b` in the footer: the segments still hold `b`.
 fn rename_b(footer: &mut CollectionFooter) {
-    let entries: Vec<(SmolStr, u32)> = footer
-        .datasets
-        .iter()
-        .map(|(name, schema)| {
-            let name = if name == "b" {
-                "z".into()
-            } else {
-                name.clone()
-            };
-            (name, *schema)
-        })
-        .collect();
-    footer.datasets = entries.into_iter().collect();
+    let mut renamed = DatasetMap::default();
+    for (name, schema) in &footer.datasets {
+        let name = if name == "b" { "z" } else { name };
+        renamed.insert(name, schema).unwrap();
+    }
+    footer.datasets = renamed;
 }
 
 /// Declares one more dataset attribute and one more array attribute, which no segment holds.
