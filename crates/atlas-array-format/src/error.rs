@@ -46,6 +46,14 @@ pub enum Error {
         name: String,
     },
 
+    /// The array was sealed ([`ArrayWriter::seal_array`](crate::ArrayWriter::seal_array)) and
+    /// can no longer be written. Added in `atlas-array-format`.
+    #[error("array is sealed: {name}")]
+    ArraySealed {
+        /// Name of the sealed array.
+        name: String,
+    },
+
     /// The dtype of the data does not match the dtype of the array.
     #[error("dtype mismatch: expected {expected:?}, got {actual:?}")]
     DTypeMismatch {

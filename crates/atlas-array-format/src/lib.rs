@@ -103,6 +103,7 @@ mod block_writer;
 mod nd;
 mod pending;
 pub mod reader;
+mod sealed;
 pub mod timestamp;
 pub mod writer;
 

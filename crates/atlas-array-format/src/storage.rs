@@ -14,6 +14,8 @@ use futures::future::BoxFuture;
 #[cfg(test)]
 use tokio::sync::RwLock;
 
+use tokio::io::{AsyncReadExt, AsyncSeekExt};
+
 use crate::error::{Error, Result};
 
 /// Streaming writer used to build up a file in chunks.
@@ -233,15 +235,35 @@ const STREAM_CHUNK_SIZE: usize = 1024 * 1024; // 1 MiB
 
 /// Streams `file` in 1 MiB chunks to `storage`, then appends `suffix`.
 /// The file must already be seeked to position 0.
-pub(crate) async fn write_file_then_bytes(
-    file: &mut tokio::fs::File,
-    file_size: u64,
+pub(crate) async fn write_files_then_bytes(
+    data: &mut tokio::fs::File,
+    data_size: u64,
+    footer: &mut tokio::fs::File,
+    footer_size: u64,
     suffix: &[u8],
     storage: &dyn Storage,
 ) -> Result<()> {
-    use tokio::io::AsyncReadExt;
     let mut writer = storage.write_multipart().await?;
-    let mut remaining = file_size as usize;
+    stream_file(data, data_size, &mut *writer).await?;
+    footer
+        .seek(std::io::SeekFrom::Start(0))
+        .await
+        .map_err(Error::Io)?;
+    stream_file(footer, footer_size, &mut *writer).await?;
+    if !suffix.is_empty() {
+        writer.write_chunk(Bytes::copy_from_slice(suffix)).await?;
+    }
+    writer.complete().await
+}
+
+/// Sends the first `size` bytes of `file`, from its current position, in parts of at most
+/// [`STREAM_CHUNK_SIZE`].
+async fn stream_file(
+    file: &mut tokio::fs::File,
+    size: u64,
+    writer: &mut dyn MultipartWriter,
+) -> Result<()> {
+    let mut remaining = size as usize;
     while remaining > 0 {
         let to_read = remaining.min(STREAM_CHUNK_SIZE);
         let mut chunk = vec![0u8; to_read];
@@ -249,10 +271,7 @@ pub(crate) async fn write_file_then_bytes(
         writer.write_chunk(Bytes::from(chunk)).await?;
         remaining -= to_read;
     }
-    if !suffix.is_empty() {
-        writer.write_chunk(Bytes::copy_from_slice(suffix)).await?;
-    }
-    writer.complete().await
+    Ok(())
 }
 
 #[cfg(test)]

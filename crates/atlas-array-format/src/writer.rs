@@ -6,27 +6,29 @@
 //! packed into compressed blocks in a temp file as they arrive, so memory use
 //! does not grow with the data.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use ecow::EcoString;
-use indexmap::IndexMap;
 
 use crate::{
     address::{BlockAllocAddress, ChunkAddress},
     array::ArrayElement,
-    attr::{AttributeValue, StringPool, ValuePool},
+    attr::AttributeValue,
     block_cache::BlockCache,
     block_writer::{BlockWriter, BlockWriterOutput},
     codec::CompressionCodec,
     dtype::DType,
     error::{Error, Result},
-    footer::{ArrayMeta, FOOTER_VERSION, Footer},
+    footer::{FOOTER_VERSION, MAGIC, StreamedFooter, TRAILER_SIZE},
     layout::{ChunkEntry, FillValue},
     nd,
     pending::{AttributeTable, ChunkTable},
     reader::{ArrayFile, ReadConfig},
+    sealed::{ArrayRecord, FooterSink, SealedArrays},
     stats::{ArrayStats, StatValue, compute_chunk_partial, merge_partial},
-    storage::{ObjectStoreBackend, Storage, write_file_then_bytes},
+    storage::{ObjectStoreBackend, Storage, write_files_then_bytes},
 };
 
 /// Default target size of a data block before it is compressed (8 MiB).
@@ -62,6 +64,8 @@ struct WrittenChunk {
 
 /// An array under construction.
 struct PendingArray {
+    /// Position in definition order, which is file order.
+    index: u32,
     dtype: DType,
     shape: Vec<u32>,
     dimension_names: Vec<String>,
@@ -74,6 +78,15 @@ struct PendingArray {
     attributes: AttributeTable,
 }
 
+/// What [`ArrayWriter::write_to`] wrote: the footer's temp file, and the trailer.
+struct WrittenFile {
+    footer: tokio::fs::File,
+    footer_size: u64,
+    trailer: [u8; TRAILER_SIZE],
+    /// Size of the data region, where the footer starts.
+    data_size: u64,
+}
+
 /// Shape information the n-dimensional write path needs.
 pub(crate) struct Schema {
     pub shape: Vec<u32>,
@@ -84,8 +97,10 @@ pub(crate) struct Schema {
 /// Builds an immutable array file. See the [module docs](self).
 pub struct ArrayWriter {
     blocks: BlockWriter,
-    /// Definition order is file order.
-    arrays: IndexMap<String, PendingArray>,
+    /// Arrays that can still be written.
+    arrays: HashMap<String, PendingArray>,
+    /// Arrays sealed by [`seal_array`](Self::seal_array), and the definition order of all.
+    sealed: SealedArrays,
 }
 
 impl ArrayWriter {
@@ -93,7 +108,8 @@ impl ArrayWriter {
     pub fn new<C: CompressionCodec + 'static>(config: WriterConfig<C>) -> Self {
         Self {
             blocks: BlockWriter::new(Arc::new(config.codec), config.block_target_size),
-            arrays: IndexMap::new(),
+            arrays: HashMap::new(),
+            sealed: SealedArrays::default(),
         }
     }
 
@@ -176,7 +192,7 @@ impl ArrayWriter {
         chunk_shape: Option<Vec<usize>>,
         fill_value: Option<FillValue>,
     ) -> Result<()> {
-        if self.arrays.contains_key(&name) {
+        if self.arrays.contains_key(&name) || self.sealed.contains(&name) {
             return Err(Error::ArrayAlreadyExists { name });
         }
         let shape_u32: Vec<u32> = shape.iter().map(|&s| s as u32).collect();
@@ -213,9 +229,11 @@ impl ArrayWriter {
         } else {
             (0..ndim).map(|i| format!("dim{i}")).collect()
         };
+        let index = self.sealed.define()?;
         self.arrays.insert(
             name,
             PendingArray {
+                index,
                 dtype,
                 shape: shape_u32,
                 dimension_names,
@@ -252,6 +270,66 @@ impl ArrayWriter {
         Ok(())
     }
 
+    /// Seals array `name`: it will not be written again, and its metadata moves into a
+    /// compact record (a few dozen bytes for a small array) until [`finish`](Self::finish).
+    ///
+    /// Added in `atlas-array-format`: a writer of many arrays (an Atlas segment has one per
+    /// dataset) otherwise holds every array's full state until it finishes. Sealing changes
+    /// nothing in the file. Later writes and attributes on the array fail with
+    /// [`Error::ArraySealed`]; sealing it again does nothing. Errors with
+    /// [`Error::ArrayNotFound`] if no such array was defined.
+    pub fn seal_array(&mut self, name: &str) -> Result<()> {
+        let Some((name, array)) = self.arrays.remove_entry(name) else {
+            if self.sealed.contains(name) {
+                return Ok(());
+            }
+            return Err(Error::ArrayNotFound {
+                name: name.to_string(),
+            });
+        };
+        self.seal(&name, array);
+        Ok(())
+    }
+
+    /// Merges the chunk statistics and hands the array to [`SealedArrays`].
+    fn seal(&mut self, name: &str, array: PendingArray) {
+        // Every unwritten element counts as a null, so the total is the
+        // shape product minus what the written chunks hold.
+        let shape_product: u64 = array.shape.iter().map(|&s| s as u64).product();
+        let mut stats = ArrayStats::new(String::new());
+        let mut written_non_null = 0u64;
+        let mut chunks = Vec::with_capacity(array.chunks.len());
+        for (coord, written) in array.chunks.into_sorted() {
+            written_non_null += written.row_count - written.null_count;
+            merge_partial(
+                &mut stats,
+                written.min,
+                written.max,
+                written.null_count,
+                written.row_count,
+            );
+            chunks.push(ChunkEntry {
+                coord,
+                address: ChunkAddress::from(written.address),
+            });
+        }
+        let record = ArrayRecord {
+            name,
+            dtype: &array.dtype,
+            shape: &array.shape,
+            dimension_names: &array.dimension_names,
+            chunk_shape: &array.chunk_shape,
+            fill_value: array.fill_value.as_ref(),
+            chunks: &chunks,
+            min: stats.min.as_ref(),
+            max: stats.max.as_ref(),
+            null_count: shape_product.wrapping_sub(written_non_null),
+            row_count: shape_product,
+        };
+        self.sealed
+            .seal(array.index, &record, array.attributes.into_sorted());
+    }
+
     /// Writes the data region and the footer to `path` in `store`, consumes
     /// the writer, and returns the finished file open for reading.
     ///
@@ -269,6 +347,20 @@ impl ArrayWriter {
             .await
     }
 
+    /// Like [`finish`](Self::finish), but does not open the file: the footer goes from the
+    /// sealed arrays to a temp file to `store` without ever being held in memory whole.
+    ///
+    /// Added in `atlas-array-format`, for writers of many arrays that do not read the file
+    /// back (an Atlas segment). The bytes written are those of `finish`.
+    pub async fn finish_unopened(
+        self,
+        store: Arc<dyn object_store::ObjectStore>,
+        path: object_store::path::Path,
+    ) -> Result<()> {
+        let storage = ObjectStoreBackend::new(store, path);
+        self.write_to(&storage).await.map(drop)
+    }
+
     /// Writes the file to any [`Storage`] and opens it. `path` is only the
     /// reader's cache key.
     pub(crate) async fn finish_to(
@@ -277,84 +369,91 @@ impl ArrayWriter {
         path: Arc<str>,
         cache: Option<Arc<BlockCache>>,
     ) -> Result<ArrayFile> {
-        let ArrayWriter { blocks, arrays } = self;
+        use tokio::io::{AsyncReadExt, AsyncSeekExt};
+        let mut written = self.write_to(&*storage).await?;
+        let mut footer_bytes = Vec::with_capacity(written.footer_size as usize + TRAILER_SIZE);
+        written.footer.rewind().await?;
+        written.footer.read_to_end(&mut footer_bytes).await?;
+        footer_bytes.extend_from_slice(&written.trailer);
+        // The reader is built from the bytes just written: one construction
+        // path for finish and open.
+        ArrayFile::from_footer_bytes(&footer_bytes, written.data_size, storage, path, cache)
+    }
+
+    /// Writes the data region, the footer and the trailer to `storage`.
+    ///
+    /// Arrays still open are sealed first (in any order: the records keep their definition
+    /// order). The footer is serialized from the sealed records into a temp file, then the
+    /// data region, that file and the trailer are streamed out.
+    async fn write_to(mut self, storage: &dyn Storage) -> Result<WrittenFile> {
+        for (name, array) in std::mem::take(&mut self.arrays) {
+            self.seal(&name, array);
+        }
+        let ArrayWriter {
+            blocks, mut sealed, ..
+        } = self;
         let BlockWriterOutput {
             mut file,
             output_size,
             blocks,
         } = blocks.commit().await;
 
-        let mut strings = StringPool::default();
-        let mut values = ValuePool::default();
-        let mut metas = Vec::with_capacity(arrays.len());
-        for (name, array) in arrays {
-            // Every unwritten element counts as a null, so the total is the
-            // shape product minus what the written chunks hold.
-            let shape_product: u64 = array.shape.iter().map(|&s| s as u64).product();
-            let mut stats = ArrayStats::new(name.clone());
-            let mut written_non_null = 0u64;
-            let mut chunks = Vec::with_capacity(array.chunks.len());
-            for (coord, written) in array.chunks.into_sorted() {
-                written_non_null += written.row_count - written.null_count;
-                merge_partial(
-                    &mut stats,
-                    written.min,
-                    written.max,
-                    written.null_count,
-                    written.row_count,
-                );
-                chunks.push(ChunkEntry {
-                    coord,
-                    address: ChunkAddress::from(written.address),
-                });
-            }
-            stats.row_count = shape_product;
-            stats.null_count = shape_product - written_non_null;
-
-            // Sorted by key, so the reader can binary search without a sort.
-            let attributes = array
-                .attributes
-                .into_sorted()
-                .iter()
-                .map(|(key, value)| (strings.intern(key), values.intern(value)))
-                .collect();
-
-            metas.push(ArrayMeta {
-                name,
-                dtype: array.dtype,
-                shape: array.shape,
-                dimension_names: array.dimension_names,
-                chunk_shape: array.chunk_shape,
-                chunks,
-                fill_value: array.fill_value,
-                attributes,
-                stats: Some(stats),
-            });
-        }
-
-        // Values first: encoding them interns their strings.
-        let values = values.into_disk(&mut strings);
-        let footer = Footer {
+        let pools = sealed.pools()?;
+        let failure = RefCell::new(None);
+        let footer = StreamedFooter {
             version: FOOTER_VERSION,
             blocks,
-            strings: strings.into_strings(),
-            values,
-            arrays: metas,
+            strings: pools.strings,
+            values: pools.values,
+            arrays: sealed.metas(&pools.index, &failure),
         };
-        let footer_bytes = footer.serialize()?;
-        write_file_then_bytes(&mut file, output_size, &footer_bytes, &*storage).await?;
-        // The reader is built from the bytes just written: one construction
-        // path for finish and open.
-        ArrayFile::from_footer_bytes(&footer_bytes, output_size, storage, path, cache)
-    }
-
-    fn array(&self, name: &str) -> Result<&PendingArray> {
-        self.arrays.get(name).ok_or_else(|| Error::ArrayNotFound {
-            name: name.to_string(),
+        let sink = FooterSink::new(tempfile::tempfile()?);
+        let serialized = rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(&footer, sink);
+        drop(footer);
+        if let Some(error) = failure.into_inner() {
+            return Err(error);
+        }
+        let sink = serialized.map_err(|e| Error::Serialization(e.to_string()))?;
+        let (footer_file, footer_size) = sink.into_file()?;
+        let mut trailer = [0u8; TRAILER_SIZE];
+        trailer[..8].copy_from_slice(&footer_size.to_le_bytes());
+        trailer[8..].copy_from_slice(&MAGIC);
+        let mut footer = tokio::fs::File::from_std(footer_file);
+        write_files_then_bytes(
+            &mut file,
+            output_size,
+            &mut footer,
+            footer_size,
+            &trailer,
+            storage,
+        )
+        .await?;
+        Ok(WrittenFile {
+            footer,
+            footer_size,
+            trailer,
+            data_size: output_size,
         })
     }
 
+    /// The error for an array that is not open: sealed, or never defined.
+    fn not_open(&self, name: &str) -> Error {
+        let name = name.to_string();
+        if self.sealed.contains(&name) {
+            Error::ArraySealed { name }
+        } else {
+            Error::ArrayNotFound { name }
+        }
+    }
+
+    fn array(&self, name: &str) -> Result<&PendingArray> {
+        self.arrays.get(name).ok_or_else(|| self.not_open(name))
+    }
+
     fn array_mut(&mut self, name: &str) -> Result<&mut PendingArray> {
+        if !self.arrays.contains_key(name) {
+            return Err(self.not_open(name));
+        }
         self.arrays
             .get_mut(name)
             .ok_or_else(|| Error::ArrayNotFound {
@@ -433,7 +532,7 @@ mod tests {
     use super::*;
     use crate::attr::DiskValue;
     use crate::codec::decompress_by_id;
-    use crate::footer::{find_chunk, read_footer};
+    use crate::footer::{Footer, find_chunk, read_footer};
     use crate::stats::StatValue;
     use crate::storage::{InMemoryStorage, Storage};
     use crate::{NoCompression, ZstdCodec};
@@ -934,6 +1033,208 @@ mod tests {
             w.copy_array(&source, "grid").await,
             Err(Error::ArrayAlreadyExists { .. })
         ));
+    }
+
+    // ── seal_array ───────────────────────────────────────────────────
+
+    /// Defines and writes arrays of every kind the records carry: dtypes (a nested list
+    /// among them), fill values, chunked and single-chunk, rewritten chunks, attributes
+    /// shared and unique, string statistics, an empty axis, and one array never written.
+    fn varied(seal: impl Fn(&mut ArrayWriter, &str)) -> ArrayWriter {
+        let mut w = writer();
+        for i in 0..40usize {
+            let grid = format!("grid_{:02}", 40 - i);
+            w.define_array::<i32>(
+                &grid,
+                vec!["y".into(), "x".into()],
+                vec![4, 6],
+                Some(vec![3, 4]),
+                Some(FillValue::Int(-(i as i64))),
+            )
+            .unwrap();
+            let data =
+                Array::from_shape_fn(IxDyn(&[3, 5]), |ix| (i * 100 + ix[0] * 5 + ix[1]) as i32);
+            w.write_array(&grid, vec![1, 1], data.view()).unwrap();
+            w.write_array(
+                &grid,
+                vec![0, 0],
+                Array::from_elem(IxDyn(&[1, 1]), 7i32).view(),
+            )
+            .unwrap();
+            w.set_attribute(&grid, "units", AttributeValue::String("m".into()))
+                .unwrap();
+            w.set_attribute(&grid, "index", AttributeValue::Int64(i as i64))
+                .unwrap();
+            w.set_attribute(
+                &grid,
+                "a",
+                AttributeValue::Float64List(Box::new([0.5, f64::NAN])),
+            )
+            .unwrap();
+            w.set_attribute(&grid, "index", AttributeValue::UInt16((i % 3) as u16))
+                .unwrap();
+
+            let label = format!("label_{i}");
+            w.define_array::<String>(&label, vec![], vec![2], None, None)
+                .unwrap();
+            let text = Array::from_vec(vec![format!("s{i}"), "zz".to_string()]).into_dyn();
+            w.write_array(&label, vec![0], text.view()).unwrap();
+            w.set_attribute(
+                &label,
+                "tags",
+                AttributeValue::StringList(Box::new([
+                    "units".into(),
+                    format!("t{}", i % 4).into(),
+                ])),
+            )
+            .unwrap();
+
+            let empty = format!("empty_{i}");
+            w.define(
+                empty.clone(),
+                DType::List {
+                    child: Box::new(DType::FixedSizeList {
+                        child: Box::new(DType::UInt8),
+                        size: 3,
+                    }),
+                },
+                vec![],
+                vec![0, 2],
+                Some(vec![0, 2]),
+                Some(FillValue::String("none".into())),
+            )
+            .unwrap();
+            let floats = format!("floats_{i}");
+            w.define_array::<f64>(
+                &floats,
+                vec![],
+                vec![3],
+                None,
+                Some(FillValue::Float(f64::NAN)),
+            )
+            .unwrap();
+            if i % 2 == 0 {
+                let data = Array::from_vec(vec![f64::NAN, 1.5, -(i as f64)]).into_dyn();
+                w.write_array(&floats, vec![0], data.view()).unwrap();
+            }
+            for name in [&grid, &label, &empty, &floats] {
+                seal(&mut w, name);
+            }
+        }
+        w
+    }
+
+    #[tokio::test]
+    async fn sealing_any_array_at_any_time_changes_no_byte() {
+        let (never, _) = finish(varied(|_, _| {})).await;
+        let (at_once, _) = finish(varied(|w, name| w.seal_array(name).unwrap())).await;
+        assert_eq!(never, at_once, "sealed right after writing");
+        let (some, _) = finish(varied(|w, name| {
+            if name.len() % 2 == 0 {
+                w.seal_array(name).unwrap();
+            }
+        }))
+        .await;
+        assert_eq!(never, some, "some sealed, the rest at finish");
+    }
+
+    #[tokio::test]
+    async fn the_streamed_footer_is_the_footer_serialized_whole() {
+        let storage = Arc::new(InMemoryStorage::new());
+        let file = varied(|w, name| w.seal_array(name).unwrap())
+            .finish_to(storage.clone(), Arc::from("mem"), None)
+            .await
+            .unwrap();
+        let footer = read_footer(&*storage).await.unwrap();
+        let size = storage.size().await.unwrap();
+        let raw = storage.read_range(0..size).await.unwrap();
+        let whole = footer.serialize().unwrap();
+        assert_eq!(&raw[raw.len() - whole.len()..], &whole[..]);
+        assert_eq!(file.arrays().len(), 160);
+        assert_eq!(footer.arrays[0].name, "grid_40");
+        let grid = &footer.arrays[0];
+        let stats = grid.stats.as_ref().unwrap();
+        assert_eq!(
+            stats.min,
+            Some(StatValue::Int(1)),
+            "0 is the fill value: a null"
+        );
+        assert_eq!(stats.row_count, 24);
+    }
+
+    #[tokio::test]
+    async fn finish_unopened_writes_the_bytes_of_finish() {
+        let store: Arc<dyn object_store::ObjectStore> =
+            Arc::new(object_store::memory::InMemory::new());
+        let (a, b) = (
+            object_store::path::Path::from("a"),
+            object_store::path::Path::from("b"),
+        );
+        varied(|_, _| {})
+            .finish(store.clone(), a.clone())
+            .await
+            .unwrap();
+        varied(|_, _| {})
+            .finish_unopened(store.clone(), b.clone())
+            .await
+            .unwrap();
+        let get = |p: object_store::path::Path| {
+            let store = store.clone();
+            async move {
+                use object_store::ObjectStoreExt;
+                store.get(&p).await.unwrap().bytes().await.unwrap()
+            }
+        };
+        assert_eq!(get(a).await, get(b).await);
+    }
+
+    #[test]
+    fn a_sealed_array_refuses_writes_and_its_name() {
+        let mut w = writer();
+        w.define_array::<f32>("a", vec![], vec![4], None, None)
+            .unwrap();
+        w.seal_array("a").unwrap();
+        w.seal_array("a").unwrap();
+        let data = Array::from_vec(vec![0.0f32; 4]).into_dyn();
+        assert!(matches!(
+            w.write_array("a", vec![0], data.view()),
+            Err(Error::ArraySealed { .. })
+        ));
+        assert!(matches!(
+            w.set_attribute("a", "k", AttributeValue::Bool(true)),
+            Err(Error::ArraySealed { .. })
+        ));
+        assert!(matches!(
+            w.define_array::<f32>("a", vec![], vec![4], None, None),
+            Err(Error::ArrayAlreadyExists { .. })
+        ));
+        assert!(matches!(
+            w.seal_array("missing"),
+            Err(Error::ArrayNotFound { .. })
+        ));
+        assert!(matches!(
+            w.write_array("missing", vec![0], data.view()),
+            Err(Error::ArrayNotFound { .. })
+        ));
+    }
+
+    #[test]
+    fn many_sealed_names_stay_distinct() {
+        let mut w = writer();
+        for i in 0..5_000 {
+            let name = format!("n{i}");
+            w.define_array::<u8>(&name, vec![], vec![1], None, None)
+                .unwrap();
+            w.seal_array(&name).unwrap();
+        }
+        for i in 0..5_000 {
+            assert!(matches!(
+                w.define_array::<u8>(format!("n{i}"), vec![], vec![1], None, None),
+                Err(Error::ArrayAlreadyExists { .. })
+            ));
+        }
+        w.define_array::<u8>("n5000", vec![], vec![1], None, None)
+            .unwrap();
     }
 
     #[test]

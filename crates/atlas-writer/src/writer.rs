@@ -179,6 +179,8 @@ impl AtlasWriter {
                     .set_attribute(name, key, value.to_stored())
                     .map_err(failed)?;
             }
+            // Nothing writes this array again: keep its metadata compact until `finish`.
+            writer.seal_array(name).map_err(failed)?;
         }
         if !dataset.attrs.is_empty() {
             let writer = self.segment(DATASETS_SEGMENT);
@@ -195,6 +197,7 @@ impl AtlasWriter {
                     .set_attribute(name, key, value.to_stored())
                     .map_err(failed)?;
             }
+            writer.seal_array(name).map_err(failed)?;
         }
         Ok(())
     }
@@ -250,7 +253,9 @@ async fn write_container(
     let datasets = footer.dataset_count();
     for (variable, writer) in segments {
         let offset = sink.written().await?;
-        let finished = writer.finish(Arc::new(sink.clone()), segment_path()).await;
+        let finished = writer
+            .finish_unopened(Arc::new(sink.clone()), segment_path())
+            .await;
         finished.map_err(|source| WriteError::Segment {
             variable: variable.clone(),
             source,
