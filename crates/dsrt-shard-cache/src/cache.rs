@@ -59,6 +59,9 @@ pub struct ShardCache {
     limits: CacheLimits,
     /// When this instance last set each file's mtime.
     touched: Mutex<HashMap<String, Instant>>,
+    /// Checked downloads being made durable and visible (see [`ShardCache::get_or_fetch`]);
+    /// joined when the cache is dropped or [`ShardCache::wait_published`] is called.
+    publishing: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
 /// A file of the cache, open and read-locked (a shared `flock`): no process evicts it while
@@ -151,6 +154,7 @@ impl ShardCache {
             root,
             limits,
             touched: Mutex::new(HashMap::new()),
+            publishing: Mutex::new(Vec::new()),
         };
         let _dir = DirLock::acquire(&cache.root, true)?;
         let mut scan = cache.scan(true)?;
@@ -176,11 +180,37 @@ impl ShardCache {
     /// When another process (or thread) is downloading the same file, this waits for it
     /// (at most `wait_for_room`) instead of downloading it twice. A download whose bytes do
     /// not match `len` and `sha256`, or whose fetch fails, leaves nothing behind.
+    ///
+    /// A download is published (fsynced, renamed into place, its directory fsynced) before
+    /// this returns, so the file is at [`CachedFile::path`]; see
+    /// [`ShardCache::get_or_fetch_with`] for a caller that only reads through the returned
+    /// file.
     pub fn get_or_fetch(
         &self,
         rel: &Path,
         len: u64,
         sha256: &[u8; 32],
+        fetch: &mut dyn FnMut(&mut dyn FetchSink) -> Result<(), FetchError>,
+    ) -> Result<CachedFile, ShardCacheError> {
+        self.get_or_fetch_with(rel, len, sha256, Publication::BeforeReturn, fetch)
+    }
+
+    /// [`ShardCache::get_or_fetch`], publishing a download as `publication` says.
+    ///
+    /// With [`Publication::InBackground`] a download returns as soon as its bytes are
+    /// checked: the caller reads them through the returned file at once, while a background
+    /// thread fsyncs it, renames it into place (only now do other processes see it) and
+    /// fsyncs the directory, so no one else ever sees it before it is durable. Until then
+    /// another caller for the same file waits as for any download, and the file is not yet at
+    /// [`CachedFile::path`]. If publishing fails the partial file is removed and the caller
+    /// keeps reading its checked copy. [`ShardCache::wait_published`] (and dropping the
+    /// cache) waits for those threads.
+    pub fn get_or_fetch_with(
+        &self,
+        rel: &Path,
+        len: u64,
+        sha256: &[u8; 32],
+        publication: Publication,
         fetch: &mut dyn FnMut(&mut dyn FetchSink) -> Result<(), FetchError>,
     ) -> Result<CachedFile, ShardCacheError> {
         let rel = Rel::new(rel)?;
@@ -200,7 +230,15 @@ impl ShardCache {
         loop {
             match self.claim(&rel, len)? {
                 Claim::Present(file) => return Ok(file),
-                Claim::Claimed(partial) => return self.download(&rel, len, sha256, partial, fetch),
+                Claim::Claimed(partial) => {
+                    let download = Download {
+                        rel: &rel,
+                        len,
+                        sha256,
+                        publication,
+                    };
+                    return self.download(&download, partial, fetch);
+                }
                 Claim::Downloading(partial) => {
                     self.wait_for_download(&partial, &final_path, start)?;
                 }
@@ -456,12 +494,16 @@ impl ShardCache {
     /// Runs the fetch into the claimed partial file, checks it and publishes it.
     fn download(
         &self,
-        rel: &Rel,
-        len: u64,
-        sha256: &[u8; 32],
+        download: &Download<'_>,
         partial: File,
         fetch: &mut dyn FnMut(&mut dyn FetchSink) -> Result<(), FetchError>,
     ) -> Result<CachedFile, ShardCacheError> {
+        let Download {
+            rel,
+            len,
+            sha256,
+            publication,
+        } = *download;
         let final_path = rel.final_path(&self.root);
         let mut guard = PartialGuard {
             root: &self.root,
@@ -480,20 +522,20 @@ impl ShardCache {
             }
         }
         sink.verify(&final_path, sha256)?;
-        partial.sync_all().map_err(io_at(&guard.path))?;
-        let file = {
-            let _dir = DirLock::acquire(&self.root, true)?;
-            std::fs::rename(&guard.path, &final_path).map_err(io_at(&final_path))?;
-            guard.armed = false;
-            // Under the directory lock no evictor can take the file while our exclusive lock
-            // turns shared (a conversion that is not atomic).
-            lock(&partial, FlockOperation::LockShared).map_err(io_at(&final_path))?;
-            let file = File::open(&final_path).map_err(io_at(&final_path))?;
-            lock(&file, FlockOperation::LockShared).map_err(io_at(&final_path))?;
-            file
+        // The caller's descriptor shares the partial file's open file description, and so its
+        // lock: exclusive now, shared once published, held while the caller reads.
+        let file = partial.try_clone().map_err(io_at(&guard.path))?;
+        guard.armed = false;
+        let publish = Publish {
+            root: self.root.clone(),
+            partial_path: guard.path.clone(),
+            final_path: final_path.clone(),
+            partial,
         };
-        drop(partial);
-        sync_dir(final_path.parent().unwrap_or(&self.root))?;
+        match publication {
+            Publication::BeforeReturn => publish.publish()?,
+            Publication::InBackground => self.publish_in_background(publish),
+        }
         debug!(path = %final_path.display(), len, "downloaded");
         self.touch(rel, &file);
         Ok(CachedFile {
@@ -501,6 +543,47 @@ impl ShardCache {
             path: final_path,
             len,
         })
+    }
+
+    /// Runs `publish` on its own thread (on the caller's if the OS refuses one).
+    fn publish_in_background(&self, publish: Publish) {
+        let mut publishing = self
+            .publishing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        publishing.retain(|handle| !handle.is_finished());
+        let shared = std::sync::Arc::new(Mutex::new(Some(publish)));
+        let job = std::sync::Arc::clone(&shared);
+        let spawned = std::thread::Builder::new()
+            .name("shard-cache-publish".into())
+            .spawn(move || {
+                if let Some(publish) = job.lock().unwrap_or_else(PoisonError::into_inner).take() {
+                    publish.run();
+                }
+            });
+        match spawned {
+            Ok(handle) => publishing.push(handle),
+            Err(_) => {
+                drop(publishing);
+                if let Some(publish) = shared.lock().unwrap_or_else(PoisonError::into_inner).take()
+                {
+                    publish.run();
+                }
+            }
+        }
+    }
+
+    /// Waits until every download this instance checked is published (or failed to be).
+    pub fn wait_published(&self) {
+        let handles = std::mem::take(
+            &mut *self
+                .publishing
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        for handle in handles {
+            let _ = handle.join();
+        }
     }
 
     /// Sets the file's mtime (its LRU position) to now, when this instance has not done so
@@ -656,6 +739,68 @@ impl ShardCache {
             debug!(path = %path.display(), len = meta.len(), "evicted");
         }
         Ok(fits(scan.usage))
+    }
+}
+
+impl Drop for ShardCache {
+    fn drop(&mut self) {
+        self.wait_published();
+    }
+}
+
+/// When a download becomes visible to other processes, relative to `get_or_fetch_with`
+/// returning it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Publication {
+    /// Published before the call returns: the file is at its final path.
+    BeforeReturn,
+    /// Returned once checked, published by a background thread.
+    InBackground,
+}
+
+/// One claimed download's parameters.
+#[derive(Clone, Copy)]
+struct Download<'a> {
+    rel: &'a Rel,
+    len: u64,
+    sha256: &'a [u8; 32],
+    publication: Publication,
+}
+
+/// A checked download to make durable and visible: fsync, rename into place under the
+/// directory lock (its lock turning shared there), fsync the directory.
+struct Publish {
+    root: PathBuf,
+    partial_path: PathBuf,
+    final_path: PathBuf,
+    partial: File,
+}
+
+impl Publish {
+    fn run(self) {
+        if let Err(e) = self.publish() {
+            // Nothing was published; the downloader's reader keeps its checked copy.
+            eprintln!("dsrt-shard-cache: {e}; the download stays private to this process");
+        }
+    }
+
+    fn publish(&self) -> Result<(), ShardCacheError> {
+        let mut guard = PartialGuard {
+            root: &self.root,
+            path: self.partial_path.clone(),
+            armed: true,
+        };
+        self.partial.sync_all().map_err(io_at(&self.partial_path))?;
+        {
+            let _dir = DirLock::acquire(&self.root, true)?;
+            std::fs::rename(&self.partial_path, &self.final_path)
+                .map_err(io_at(&self.final_path))?;
+            guard.armed = false;
+            // Under the directory lock no evictor can take the file while the exclusive lock
+            // turns shared (a conversion that is not atomic).
+            lock(&self.partial, FlockOperation::LockShared).map_err(io_at(&self.final_path))?;
+        }
+        sync_dir(self.final_path.parent().unwrap_or(&self.root))
     }
 }
 

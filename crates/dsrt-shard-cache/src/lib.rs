@@ -72,6 +72,6 @@ mod lock;
 mod rel;
 mod sink;
 
-pub use cache::{CacheLimits, CachedFile, ShardCache};
+pub use cache::{CacheLimits, CachedFile, Publication, ShardCache};
 pub use error::{FetchError, ShardCacheError};
 pub use sink::FetchSink;

@@ -546,3 +546,37 @@ fn invalid_relative_paths_are_typed_errors() {
 fn takes_sink(sink: &mut dyn FetchSink) -> std::io::Result<()> {
     sink.restart()
 }
+
+/// A download published in the background is readable at once through the returned file, is
+/// visible to another instance (another process) only once published, and is then the same
+/// file, read-locked by the downloader (so not evictable) the whole time.
+#[test]
+fn a_download_published_in_the_background_is_read_at_once_and_seen_by_others_when_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = ShardCache::open(dir.path(), limits_for(2)).unwrap();
+    let other = ShardCache::open(dir.path(), limits_for(2)).unwrap();
+    let bytes = content(5, LEN);
+    let file = cache
+        .get_or_fetch_with(
+            &rel(5),
+            LEN as u64,
+            &sha(&bytes),
+            dsrt_shard_cache::Publication::InBackground,
+            &mut |sink| write_all(sink, &bytes, 2),
+        )
+        .unwrap();
+    assert_eq!(file.read_all().unwrap(), bytes);
+    cache.wait_published();
+    assert!(partials_under(dir.path()).is_empty());
+    let seen = other.get(&rel(5), LEN as u64).unwrap().expect("published");
+    assert_eq!(seen.read_all().unwrap(), bytes);
+    // The downloader still holds its read lock: with room for two files, fetching two more
+    // evicts the other one, never file 5.
+    drop(seen);
+    let calls = AtomicU64::new(0);
+    drop(fetch(&other, 6, &calls));
+    drop(fetch(&other, 7, &calls));
+    assert!(!dir.path().join(rel(6)).exists());
+    assert_eq!(file.read_all().unwrap(), bytes);
+    assert!(dir.path().join(rel(5)).is_file());
+}
