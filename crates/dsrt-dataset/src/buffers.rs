@@ -7,16 +7,17 @@ use std::sync::{Arc, Mutex, Weak};
 
 /// Chunk payload buffers, recycled. A chunk's buffer comes back when the last payload slice of
 /// that chunk is dropped, at full length, so a steady epoch reads into a few warm, initialised
-/// buffers: no page faults, no growth copies and no zero-fill per chunk.
-/// At most [`POOL_BUFFERS`] × [`POOL_BUFFER_BYTES`] (64 MiB) stay allocated while idle.
+/// buffers: no page faults, no growth copies and no zero-fill per chunk. Chunks of large
+/// samples are tens of MiB, and faulting in and zeroing that much per chunk costs as much as
+/// reading it, so the bound is on bytes: at most [`POOL_BUFFERS`] buffers and
+/// [`POOL_IDLE_BYTES`] (128 MiB) stay allocated while idle.
 #[derive(Default)]
 pub(crate) struct BufferPool(Mutex<Vec<Vec<u8>>>);
 
 /// Buffers the pool keeps: enough for every chunk in flight in a typical configuration.
 const POOL_BUFFERS: usize = 8;
-/// Larger buffers (chunks of large samples, where a page fault per chunk is noise anyway) are
-/// freed rather than kept.
-const POOL_BUFFER_BYTES: usize = 8 << 20;
+/// The most bytes idle buffers may hold together; a buffer that would exceed it is freed.
+const POOL_IDLE_BYTES: usize = 128 << 20;
 
 impl std::fmt::Debug for BufferPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -42,11 +43,11 @@ impl BufferPool {
     }
 
     fn give_back(&self, buffer: Vec<u8>) {
-        if buffer.capacity() > POOL_BUFFER_BYTES {
-            return;
-        }
         if let Ok(mut free) = self.0.lock() {
-            if free.len() < POOL_BUFFERS {
+            let idle: usize = free.iter().map(Vec::capacity).sum();
+            if free.len() < POOL_BUFFERS
+                && idle.saturating_add(buffer.capacity()) <= POOL_IDLE_BYTES
+            {
                 free.push(buffer);
             }
         }

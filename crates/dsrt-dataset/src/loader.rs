@@ -9,7 +9,7 @@ use dsrt_reader::SampleBuf;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 /// How a rank iterates one epoch.
@@ -101,6 +101,43 @@ struct Steps {
     /// Whether any cache's shards come from a `ShardSource` (object storage), which wants to
     /// hear which shards are needed next.
     hints: bool,
+    /// Set once the first chunk is loaded. With shard sources, the other workers wait for it
+    /// before they start: the first sample's shard then downloads alone instead of sharing
+    /// the link with the shards of their first chunks.
+    first_chunk: FirstChunk,
+}
+
+/// Whether the first chunk is loaded, for threads to wait on.
+#[derive(Default)]
+struct FirstChunk {
+    loaded: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl FirstChunk {
+    fn set(&self) {
+        *self.loaded.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.changed.notify_all();
+    }
+
+    fn wait(&self) {
+        let loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        drop(
+            self.changed
+                .wait_while(loaded, |loaded| !*loaded)
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+    }
+}
+
+/// Opens [`Steps::first_chunk`] when dropped, so a panicking first worker does not leave the
+/// others waiting.
+struct OpenOnDrop<'a>(&'a FirstChunk);
+
+impl Drop for OpenOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.set();
+    }
 }
 
 /// Steps a chunk looks ahead of itself to tell shard sources which shards come next.
@@ -180,6 +217,17 @@ impl Steps {
         self.dataset.will_need(planned, HINT_SHARDS, hinted);
     }
 
+    /// The bytes of the records of steps `range` (what their payloads take uncompressed).
+    fn chunk_bytes(&self, range: std::ops::Range<u64>) -> usize {
+        range
+            .filter_map(|step| self.plan.get(self.partition.global_position(step)))
+            .filter_map(|p| {
+                let row = self.dataset.caches()[p.cache].cache.index().row(p.sample);
+                usize::try_from(row.ok()?.length).ok()
+            })
+            .fold(0usize, usize::saturating_add)
+    }
+
     /// Reads steps `range` into one shared payload buffer from the pool.
     fn load_chunk(&self, range: std::ops::Range<u64>, scratch: &mut Scratch) -> Chunk {
         self.read_ahead.start(range.end - range.start);
@@ -188,6 +236,10 @@ impl Steps {
         }
         let buffers = self.dataset.chunk_buffers();
         let mut data = buffers.take();
+        // One allocation per chunk at most: growing the buffer record by record would copy
+        // it each time it doubles (and fault in its pages each time).
+        let need = self.chunk_bytes(range.clone());
+        data.reserve(need.saturating_sub(data.len()));
         let mut used = 0;
         scratch.located.clear();
         let mut failed = None;
@@ -286,6 +338,7 @@ impl Loader {
             ramp: ramp_chunks(chunk_steps as u64),
             read_ahead: ReadAhead::default(),
             hints,
+            first_chunk: FirstChunk::default(),
         });
         let len = partition.len();
         // A worker holds the chunk it fills (or is handing over) plus `queue` sent ones:
@@ -382,6 +435,19 @@ fn spawn_worker(steps: &Arc<Steps>, first: u64, stride: u64, len: u64, queue: us
     let handle = std::thread::spawn(move || {
         let mut scratch = Scratch::default();
         let mut chunk = first;
+        if first == 0 {
+            let opener = OpenOnDrop(&steps.first_chunk);
+            if steps.chunk_start(0) < len {
+                let samples = steps.load_chunk(steps.chunk_range(0, len), &mut scratch);
+                drop(opener);
+                if sender.send(samples).is_err() {
+                    return;
+                }
+            }
+            chunk += stride;
+        } else if steps.hints {
+            steps.first_chunk.wait();
+        }
         while steps.chunk_start(chunk) < len {
             let samples = steps.load_chunk(steps.chunk_range(chunk, len), &mut scratch);
             // A closed channel means the loader was dropped: stop quietly.
