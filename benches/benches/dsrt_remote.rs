@@ -15,7 +15,9 @@
 //!   the baseline's, a ratio of at least 0.91. `cold_open_only`,
 //!   `cold_open_first_sample_chunks_of_1` (the loader's chunks of one step instead of 256) and
 //!   `cold_open_first_sample_inline_no_prefetch` (no background download competing with the
-//!   first shard's) are there to say where the time goes, not targets.
+//!   first shard's) are there to say where the time goes, not targets;
+//!   `cold_open_first_sample_read_while_downloading` is the opt-in path that serves the first
+//!   records by range requests while their shards download.
 //! - `dsrt_remote_warm_epoch`: a second epoch from the filled local cache (the dataset stays
 //!   open, as in a job), against `baseline_local_dir_epoch`: the same epoch over the local
 //!   copy the cache was published from. Target: >= 0.9.
@@ -344,6 +346,13 @@ fn remote_bench(c: &mut Criterion) {
                 |dir| RemoteOptions::new(dir),
                 config,
             )
+        });
+    });
+    // The opt-in path: the first records by range requests while their shards download.
+    group.bench_function("cold_open_first_sample_read_while_downloading", |b| {
+        b.iter_custom(|iters| {
+            let options = |dir: &Path| RemoteOptions::new(dir).read_while_downloading(true);
+            first_sample(iters, work.path(), &mut n, &url, options, loader_config())
         });
     });
     group.bench_function("cold_open_first_sample_inline_no_prefetch", |b| {

@@ -36,6 +36,59 @@ impl Retry {
     }
 }
 
+/// An object's GET whose headers have arrived: its size, and its body still to read.
+pub(crate) struct ObjectStream {
+    pub(crate) size: u64,
+    body: futures::stream::BoxStream<'static, object_store::Result<bytes::Bytes>>,
+}
+
+/// Sends the GET of the whole object at `path` and waits for its headers.
+pub(crate) fn open_stream(
+    store: &dyn ObjectStore,
+    path: &Path,
+    url: &str,
+) -> Result<ObjectStream, RemoteError> {
+    block_on(async {
+        let result = store
+            .get_opts(path, GetOptions::default())
+            .await
+            .map_err(|source| RemoteError::Store {
+                url: url.to_owned(),
+                source,
+            })?;
+        Ok(ObjectStream {
+            size: result.meta.size,
+            body: result.into_stream(),
+        })
+    })
+}
+
+impl ObjectStream {
+    /// Reads the body into `write(offset, bytes)`, in order. A failure mid-stream is a store
+    /// error (retryable): the caller restarts its sink and tries again.
+    pub(crate) fn drain(
+        mut self,
+        url: &str,
+        write: &mut dyn FnMut(u64, &[u8]) -> std::io::Result<()>,
+    ) -> Result<u64, RemoteError> {
+        block_on(async {
+            let mut offset = 0u64;
+            while let Some(chunk) = self.body.next().await {
+                let chunk = chunk.map_err(|source| RemoteError::Store {
+                    url: url.to_owned(),
+                    source,
+                })?;
+                write(offset, &chunk).map_err(|source| RemoteError::LocalIo {
+                    path: url.to_owned(),
+                    source,
+                })?;
+                offset += chunk.len() as u64;
+            }
+            Ok(offset)
+        })
+    }
+}
+
 /// Streams the whole object at `path` into `write(offset, bytes)`, in order, once. A failure
 /// mid-stream is a store error (retryable): the caller restarts its sink and tries again.
 pub(crate) fn stream_object(
@@ -44,27 +97,7 @@ pub(crate) fn stream_object(
     url: &str,
     write: &mut dyn FnMut(u64, &[u8]) -> std::io::Result<()>,
 ) -> Result<u64, RemoteError> {
-    let store_error = |source| RemoteError::Store {
-        url: url.to_owned(),
-        source,
-    };
-    block_on(async {
-        let result = store
-            .get_opts(path, GetOptions::default())
-            .await
-            .map_err(store_error)?;
-        let mut stream = result.into_stream();
-        let mut offset = 0u64;
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(store_error)?;
-            write(offset, &chunk).map_err(|source| RemoteError::LocalIo {
-                path: url.to_owned(),
-                source,
-            })?;
-            offset += chunk.len() as u64;
-        }
-        Ok(offset)
-    })
+    open_stream(store, path, url)?.drain(url, write)
 }
 
 /// Fetches the whole object at `path` into memory, refusing one larger than `limit` bytes.

@@ -36,6 +36,7 @@ mod migrate; // remote v2 -> v3 manifest migration, conditional PUT
 mod migrate_report; // its report and errors
 mod open;
 mod options;
+mod prefetch; // downloads ahead of the readers, in the order of their hints
 mod publish; // a local cache -> a prefix, manifest last
 pub(crate) mod runtime;
 mod source;

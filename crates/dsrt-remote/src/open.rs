@@ -1,7 +1,7 @@
 //! Opening a cache (or a dataset of caches) named by a path or URL.
 
 use crate::error::RemoteError;
-use crate::fetch::{get_bytes, stream_object, Retry};
+use crate::fetch::{get_bytes, open_stream, Retry};
 use crate::location::{CacheLocation, RemotePrefix};
 use crate::options::RemoteOptions;
 use crate::source::{parse_sha, RemoteShards, ShardsSpec};
@@ -107,11 +107,22 @@ pub fn open_remote(remote: &RemotePrefix, options: &RemoteOptions) -> Result<Cac
         key: &key,
         retry,
     };
-    let held = vec![
-        fetcher.place(MANIFEST_FILE_NAME, &manifest_sha, Some(&manifest_bytes))?,
-        fetcher.place_hex(INDEX_FILE_NAME, &description.index_sha256)?,
-        fetcher.place_hex(METADATA_FILE_NAME, &description.metadata_sha256)?,
-    ];
+    // The three small files are independent: placed side by side, the open costs the
+    // slowest of their requests and fsyncs, not their sum.
+    let held = std::thread::scope(|scope| {
+        let index = scope.spawn(|| fetcher.place_hex(INDEX_FILE_NAME, &description.index_sha256));
+        let metadata =
+            scope.spawn(|| fetcher.place_hex(METADATA_FILE_NAME, &description.metadata_sha256));
+        let manifest = fetcher.place(MANIFEST_FILE_NAME, &manifest_sha, Some(&manifest_bytes));
+        let joined = |handle: std::thread::ScopedJoinHandle<'_, _>| {
+            handle
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        };
+        let index = joined(index);
+        let metadata = joined(metadata);
+        Ok::<_, RemoteError>(vec![manifest?, index?, metadata?])
+    })?;
     let spec = ShardsSpec {
         remote: remote.clone(),
         key: key.clone(),
@@ -121,6 +132,7 @@ pub fn open_remote(remote: &RemotePrefix, options: &RemoteOptions) -> Result<Cac
         retry,
         manifest_sha,
         held,
+        read_while_downloading: options.read_while_downloading && !options.validate_cache,
     };
     let shards = RemoteShards::new(spec, options.prefetch_shards);
     let dir = options.cache_dir.join(&key);
@@ -188,11 +200,18 @@ impl SmallFiles<'_> {
         if let Some(file) = self.local.get_any_len(&rel).map_err(local_error)? {
             return Ok(file);
         }
-        let len = match bytes {
-            Some(bytes) => bytes.len() as u64,
-            None => self.retry.run(|| head_size(self.remote, &object, &url))?,
-        };
         let store = self.remote.store().as_ref();
+        // The length to reserve is the GET's: its headers come before any byte is written (a
+        // HEAD first would cost a round trip per file).
+        let mut response = match bytes {
+            Some(_) => None,
+            None => Some(self.retry.run(|| open_stream(store, &object, &url))?),
+        };
+        let len = match (bytes, &response) {
+            (Some(bytes), _) => bytes.len() as u64,
+            (None, Some(response)) => response.size,
+            (None, None) => 0,
+        };
         let mut fetch = |sink: &mut dyn FetchSink| -> Result<(), FetchError> {
             if let Some(bytes) = bytes {
                 return sink.write_at(0, bytes).map_err(FetchError::permanent);
@@ -203,7 +222,14 @@ impl SmallFiles<'_> {
                         path: url.clone(),
                         source,
                     })?;
-                    stream_object(store, &object, &url, &mut |at, b| sink.write_at(at, b))
+                    let stream = match response.take() {
+                        Some(stream) => stream,
+                        None => open_stream(store, &object, &url)?,
+                    };
+                    // A retry that finds another size writes past the reservation or short
+                    // of it; the cache refuses both (a length error), as for any download.
+                    stream
+                        .drain(&url, &mut |at, b| sink.write_at(at, b))
                         .map(|_| ())
                 })
                 .map_err(|e| {
@@ -226,23 +252,4 @@ impl SmallFiles<'_> {
                 other => local_error(other),
             })
     }
-}
-
-fn head_size(
-    remote: &RemotePrefix,
-    object: &object_store::path::Path,
-    url: &str,
-) -> Result<u64, RemoteError> {
-    crate::runtime::block_on(async {
-        use object_store::ObjectStoreExt;
-        remote
-            .store()
-            .head(object)
-            .await
-            .map(|meta| meta.size)
-            .map_err(|source| RemoteError::Store {
-                url: url.to_owned(),
-                source,
-            })
-    })
 }

@@ -43,6 +43,14 @@ pub struct RemoteOptions {
     /// How long a download waits for room in the local cache (every other file being read)
     /// or for another process downloading the same shard, before it fails (retryable).
     pub wait_for_room: Duration,
+    /// With [`ShardFetch::Whole`], a record whose shard is still downloading is read by a
+    /// range request instead of waiting for the whole shard, up to an eighth of the shard's
+    /// bytes (so the first samples of an epoch do not wait for whole shards). Such a record is
+    /// checked as every record is, against metadata.arrow, but not against the shard's
+    /// SHA-256, which is the trust a local cache opened without `validate_cache` gives; with
+    /// `validate_cache` every byte served comes from a shard whose SHA-256 matched, and this
+    /// option is ignored. Default: off.
+    pub read_while_downloading: bool,
 }
 
 impl RemoteOptions {
@@ -57,6 +65,7 @@ impl RemoteOptions {
             attempts: 5,
             first_backoff: Duration::from_millis(100),
             wait_for_room: Duration::from_secs(600),
+            read_while_downloading: false,
         }
     }
 
@@ -87,6 +96,12 @@ impl RemoteOptions {
     /// Sets how long a download waits for room or for another process's download.
     pub fn wait_for_room(mut self, wait: Duration) -> Self {
         self.wait_for_room = wait;
+        self
+    }
+
+    /// Serves records by range requests while their shard downloads (see the field).
+    pub fn read_while_downloading(mut self, on: bool) -> Self {
+        self.read_while_downloading = on;
         self
     }
 

@@ -4,28 +4,35 @@ use crate::error::RemoteError;
 use crate::fetch::{read_range, stream_object, Retry};
 use crate::location::RemotePrefix;
 use crate::options::ShardFetch;
+use crate::prefetch::Prefetcher;
 use dsrt_manifest::ShardEntry;
 use dsrt_reader::ShardSource;
-use dsrt_shard_cache::{CachedFile, FetchError, FetchSink, ShardCache};
+use dsrt_shard_cache::{CachedFile, FetchError, FetchSink, Publication, ShardCache};
 use std::collections::VecDeque;
 use std::io;
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, SyncSender};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::Duration;
 
 /// Idle shard files a process keeps open (read-locked) beyond those being read: the one it
 /// read last, so reading on through it opens nothing. More would keep other processes (and
 /// this one) from evicting them.
 const MAX_IDLE_OPEN: usize = 1;
 
+/// Records a cache may serve by range requests while their shards download: the first
+/// samples of an epoch (the loader's first chunks are 1, 2 and 4 steps), not a cold epoch's
+/// worth, which would fetch its bytes twice.
+const EARLY_READS: u64 = 8;
+
 /// One remote cache's shards: where they are, what they must hash to, and the local copies
 /// this process has open.
 pub(crate) struct RemoteShards {
     inner: Arc<Shared>,
-    prefetch: Option<SyncSender<Vec<u64>>>,
+    prefetch: Option<Prefetcher>,
 }
 
-struct Shared {
+pub(crate) struct Shared {
     remote: RemotePrefix,
     /// The cache's directory under the local cache root: `<cache id>-<manifest hash>`.
     key: String,
@@ -37,6 +44,43 @@ struct Shared {
     manifest_sha: [u8; 32],
     _held: Vec<CachedFile>,
     open: Mutex<OpenShards>,
+    /// Reads by range while a shard downloads, when enabled.
+    early: Option<EarlyReads>,
+    /// Opened when the first read returns; background downloads wait for it (briefly).
+    first_read: Gate,
+}
+
+/// A flag that threads can wait on, with a timeout.
+#[derive(Default)]
+struct Gate {
+    open: Mutex<bool>,
+    opened: Condvar,
+}
+
+impl Gate {
+    fn open(&self) {
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        if !*open {
+            *open = true;
+            self.opened.notify_all();
+        }
+    }
+
+    fn wait(&self, timeout: Duration) {
+        let open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ = self
+            .opened
+            .wait_timeout_while(open, timeout, |open| !*open)
+            .unwrap_or_else(PoisonError::into_inner);
+    }
+}
+
+/// What readers may take by range requests from shards still downloading.
+struct EarlyReads {
+    /// Whether a background download of each shard was started by a reader.
+    started: Vec<AtomicBool>,
+    /// Range reads left.
+    left: AtomicU64,
 }
 
 /// Shard files open in this process, and the order they were last used in.
@@ -59,6 +103,9 @@ pub(crate) struct ShardsSpec {
     /// The cache's small files (manifest, index, metadata), kept open and read-locked while
     /// the cache is, so no process evicts them.
     pub(crate) held: Vec<CachedFile>,
+    /// Serve records by range requests while their shard downloads (see
+    /// [`RemoteOptions::read_while_downloading`](crate::RemoteOptions::read_while_downloading)).
+    pub(crate) read_while_downloading: bool,
 }
 
 impl RemoteShards {
@@ -68,6 +115,13 @@ impl RemoteShards {
             recent: VecDeque::new(),
         };
         let fetch = spec.fetch;
+        let early = (fetch == ShardFetch::Whole && spec.read_while_downloading).then(|| {
+            let n = spec.entries.len();
+            EarlyReads {
+                started: (0..n).map(|_| AtomicBool::new(false)).collect(),
+                left: AtomicU64::new(EARLY_READS),
+            }
+        });
         let inner = Arc::new(Shared {
             remote: spec.remote,
             key: spec.key,
@@ -78,38 +132,49 @@ impl RemoteShards {
             manifest_sha: spec.manifest_sha,
             _held: spec.held,
             open: Mutex::new(open),
+            early,
+            first_read: Gate::default(),
         });
         let prefetch = (fetch == ShardFetch::Whole && prefetch_shards > 0)
-            .then(|| start_prefetcher(Arc::clone(&inner), prefetch_shards));
+            .then(|| Prefetcher::start(&inner, prefetch_shards));
         Self { inner, prefetch }
     }
 }
 
 impl ShardSource for RemoteShards {
     fn read_at(&self, shard: u64, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        let shared = &self.inner;
-        match shared.fetch {
-            ShardFetch::Whole => shared
-                .shard_file(shard)
-                .map_err(io::Error::other)?
-                .read_exact_at(buf, offset),
-            ShardFetch::Range => {
-                let entry = shared.entry(shard).map_err(io::Error::other)?;
-                let relative = shard_object(&entry.name);
-                let url = shared.remote.object_url(&relative);
-                let object = shared.remote.object(&relative);
-                shared
-                    .retry
-                    .run(|| read_range(shared.remote.store().as_ref(), &object, &url, offset, buf))
-                    .map_err(io::Error::other)
-            }
-        }
+        let read = self.read_through(shard, offset, buf);
+        self.inner.first_read.open();
+        read
     }
 
     fn will_need(&self, shards: &[u64]) {
         if let Some(prefetch) = &self.prefetch {
-            // A full queue means the prefetcher is busy with an earlier hint: drop this one.
-            let _ = prefetch.try_send(shards.to_vec());
+            prefetch.hint(shards);
+        }
+    }
+}
+
+impl RemoteShards {
+    fn read_through(&self, shard: u64, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let shared = &self.inner;
+        match shared.fetch {
+            ShardFetch::Whole => {
+                if let Some(file) = shared.local_file(shard) {
+                    return file.read_exact_at(buf, offset);
+                }
+                if shared.read_early(shard, offset, buf) {
+                    return Ok(());
+                }
+                shared
+                    .shard_file(shard)
+                    .map_err(io::Error::other)?
+                    .read_exact_at(buf, offset)
+            }
+            ShardFetch::Range => shared
+                .retry
+                .run(|| shared.read_range(shard, offset, buf))
+                .map_err(io::Error::other),
         }
     }
 }
@@ -125,8 +190,79 @@ impl Shared {
             })
     }
 
+    /// One range request for bytes `offset..` of shard `shard`.
+    fn read_range(&self, shard: u64, offset: u64, buf: &mut [u8]) -> Result<(), RemoteError> {
+        let entry = self.entry(shard)?;
+        let relative = shard_object(&entry.name);
+        let url = self.remote.object_url(&relative);
+        let object = self.remote.object(&relative);
+        read_range(self.remote.store().as_ref(), &object, &url, offset, buf)
+    }
+
+    /// Shard `shard`'s local file if this process has it open or the local cache holds it
+    /// whole (another process downloaded it); never downloads.
+    fn local_file(&self, shard: u64) -> Option<Arc<CachedFile>> {
+        let index = usize::try_from(shard).ok()?;
+        if let Some(file) = self.cached(index) {
+            return Some(file);
+        }
+        let entry = self.entries.get(index)?;
+        let rel = PathBuf::from(&self.key).join(shard_object(&entry.name));
+        let file = Arc::new(self.local.get(&rel, entry.byte_len).ok()??);
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let file = match open.files.get_mut(index)? {
+            Some(present) => Arc::clone(present),
+            slot => {
+                *slot = Some(Arc::clone(&file));
+                file
+            }
+        };
+        open.touch(shard);
+        open.close_idle(MAX_IDLE_OPEN);
+        Some(file)
+    }
+
+    /// Serves `buf` by one range request while shard `shard` downloads in the background
+    /// (starting that download if no reader has), within the shard's early-read share.
+    /// `false` when the share is spent, early reads are off, or the request failed: the
+    /// caller then waits for the whole shard, whose download reports any error.
+    fn read_early(self: &Arc<Self>, shard: u64, offset: u64, buf: &mut [u8]) -> bool {
+        let Some(early) = &self.early else {
+            return false;
+        };
+        let Some(index) = usize::try_from(shard)
+            .ok()
+            .filter(|&i| i < self.entries.len())
+        else {
+            return false;
+        };
+        let took = early
+            .left
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| {
+                left.checked_sub(1)
+            });
+        if took.is_err() {
+            return false;
+        }
+        // The record first, then the shard's download: the reader waits on the record only.
+        let read = self.read_range(shard, offset, buf).is_ok();
+        if !early.started[index].swap(true, Ordering::AcqRel) {
+            let shared = Arc::clone(self);
+            let spawned = std::thread::Builder::new()
+                .name("dsrt-download".into())
+                .spawn(move || {
+                    // A failure is reported to the reader that next needs the shard.
+                    let _ = shared.shard_file(shard);
+                });
+            if spawned.is_err() {
+                early.started[index].store(false, Ordering::Release);
+            }
+        }
+        read
+    }
+
     /// Shard `shard`'s local file, open and read-locked, downloading it if needed.
-    fn shard_file(&self, shard: u64) -> Result<Arc<CachedFile>, RemoteError> {
+    pub(crate) fn shard_file(&self, shard: u64) -> Result<Arc<CachedFile>, RemoteError> {
         let index = usize::try_from(shard).unwrap_or(usize::MAX);
         if let Some(file) = self.cached(index) {
             return Ok(file);
@@ -152,10 +288,36 @@ impl Shared {
         Ok(file)
     }
 
-    /// Whether this process has shard `index` open already (no download needed).
-    fn is_open(&self, index: usize) -> bool {
+    /// Whether shard `shard` needs no download: this process has it open, or the local cache
+    /// holds it whole.
+    pub(crate) fn is_local(&self, shard: u64) -> bool {
+        let Some(index) = usize::try_from(shard).ok() else {
+            return false;
+        };
         let open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        open.files.get(index).is_some_and(Option::is_some)
+        if open.files.get(index).is_some_and(Option::is_some) {
+            return true;
+        }
+        drop(open);
+        self.entries.get(index).is_some_and(|entry| {
+            let rel = PathBuf::from(&self.key).join(shard_object(&entry.name));
+            matches!(self.local.get(&rel, entry.byte_len), Ok(Some(_)))
+        })
+    }
+
+    /// The byte length of every shard, in manifest order.
+    pub(crate) fn shard_lens(&self) -> Vec<u64> {
+        self.entries.iter().map(|e| e.byte_len).collect()
+    }
+
+    /// The byte limit of the local cache directory.
+    pub(crate) fn cache_limit(&self) -> u64 {
+        self.local.limits().max_bytes
+    }
+
+    /// Waits until a reader has been served (or `timeout`).
+    pub(crate) fn wait_for_first_read(&self, timeout: Duration) {
+        self.first_read.wait(timeout);
     }
 
     fn cached(&self, index: usize) -> Option<Arc<CachedFile>> {
@@ -201,10 +363,18 @@ impl Shared {
                     }
                 })
         };
-        match self
+        let got = self
             .local
-            .get_or_fetch(&local_rel, entry.byte_len, &sha, &mut fetch)
-        {
+            // This process reads the shard as soon as it is checked; other processes see it
+            // once it is durable.
+            .get_or_fetch_with(
+                &local_rel,
+                entry.byte_len,
+                &sha,
+                Publication::InBackground,
+                &mut fetch,
+            );
+        match got {
             Ok(file) => Ok(file),
             Err(source) => Err(self.explain(url, source)),
         }
@@ -295,57 +465,6 @@ impl OpenShards {
         }
         self.recent = kept;
     }
-}
-
-/// Downloads, in order, the first `depth` shards of each hint that are not open yet; a new
-/// hint replaces what is left of the old one.
-fn start_prefetcher(shared: Arc<Shared>, depth: usize) -> SyncSender<Vec<u64>> {
-    let (sender, receiver) = mpsc::sync_channel::<Vec<u64>>(1);
-    let worker = Arc::downgrade(&shared);
-    drop(shared);
-    let spawned = std::thread::Builder::new()
-        .name("dsrt-prefetch".into())
-        .spawn(move || prefetch_loop(&worker, &receiver, depth));
-    if let Err(e) = spawned {
-        tracing_warn(&format!("dsrt-remote: no prefetch thread: {e}"));
-    }
-    sender
-}
-
-fn prefetch_loop(shared: &std::sync::Weak<Shared>, hints: &Receiver<Vec<u64>>, depth: usize) {
-    while let Ok(mut hint) = hints.recv() {
-        // Only the newest hint matters.
-        while let Ok(newer) = hints.try_recv() {
-            hint = newer;
-        }
-        let Some(shared) = shared.upgrade() else {
-            return;
-        };
-        let mut wanted: Vec<u64> = Vec::with_capacity(depth);
-        for shard in hint {
-            if wanted.len() >= depth {
-                break;
-            }
-            let open = usize::try_from(shard).is_ok_and(|i| shared.is_open(i));
-            if !open && !wanted.contains(&shard) {
-                wanted.push(shard);
-            }
-        }
-        // The first `depth` shards download side by side, as a reader would want them; a
-        // failure here is reported when a reader needs the shard.
-        std::thread::scope(|scope| {
-            for &shard in &wanted {
-                let shared = &shared;
-                scope.spawn(move || {
-                    let _ = shared.shard_file(shard);
-                });
-            }
-        });
-    }
-}
-
-fn tracing_warn(message: &str) {
-    eprintln!("{message}");
 }
 
 /// The object of shard file `name`, relative to the cache's prefix.

@@ -79,6 +79,8 @@ fn a_remote_cache_reads_byte_exact_and_downloads_each_shard_once() {
             let sample = cache.read(i, &mut buf).unwrap();
             assert_eq!(sample.payload, payload(i), "sample {i}");
         }
+        // Closing the cache waits for its downloads to be published (fsynced and renamed).
+        drop(cache);
         let local_files = files_under(local.path());
         let local_shards: Vec<_> = local_files
             .iter()
@@ -97,7 +99,6 @@ fn a_remote_cache_reads_byte_exact_and_downloads_each_shard_once() {
             );
         }
         // A second open reuses the local files: deleting the remote shards changes nothing.
-        drop(cache);
         std::fs::remove_dir_all(dir.join("shards")).unwrap();
         let again = open_remote(&remote(store_root.path(), "c"), &options).unwrap();
         assert_eq!(again.read(7, &mut buf).unwrap().payload, payload(7));

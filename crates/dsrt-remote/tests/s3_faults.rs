@@ -182,6 +182,8 @@ fn a_server_killed_mid_download_is_retried_then_retryable_and_nothing_partial_is
         .filter(|g| g.completed)
         .collect();
     assert_eq!(completed.len(), shards, "{completed:?}");
+    // Closing the dataset waits for its checked downloads to be published (fsync, rename).
+    drop(dataset);
     assert_eq!(partials_under(&cache_dir), Vec::<PathBuf>::new());
 }
 

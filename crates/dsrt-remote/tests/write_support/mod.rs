@@ -1,6 +1,6 @@
-//! Helpers of the publish and migrate tests: a local cache to publish, and a store wrapper
-//! that records writes, fails chosen ones, hides conditional PUT, or changes the manifest
-//! just before a conditional replacement.
+//! Helpers of the publish, migrate and read tests: a local cache to publish, and a store
+//! wrapper that records writes and reads, fails chosen writes, hides conditional PUT, changes
+//! the manifest just before a conditional replacement, or holds whole-shard GETs.
 #![allow(dead_code, clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code; each test binary uses a part.
 
 use async_trait::async_trait;
@@ -14,7 +14,7 @@ use dsrt_schema::{Column, ColumnType, Schema, ValueRef};
 use dsrt_writer::{CacheWriter, ManifestVersion, WriterOptions};
 use futures::stream::BoxStream;
 use std::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Writes a cache of `samples` samples of `payload` bytes each into `dir`.
@@ -68,6 +68,8 @@ pub(crate) struct Behaviour {
     pub no_conditional_put: bool,
     /// Before the first conditional update, overwrite its target with these bytes.
     pub tamper_before_update: Mutex<Option<Vec<u8>>>,
+    /// While set, a GET of a whole object under `shards/` waits (range GETs go through).
+    pub hold_shard_gets: AtomicBool,
 }
 
 pub(crate) struct TestStore {
@@ -76,6 +78,8 @@ pub(crate) struct TestStore {
     puts: AtomicUsize,
     /// Each write, in order: `put <path>`, `create <path>`, `update <path>`, `multipart <path>`.
     pub log: Mutex<Vec<String>>,
+    /// Each GET, in order: `get <path>` or `range <path>`.
+    pub gets: Mutex<Vec<String>>,
 }
 
 impl TestStore {
@@ -85,7 +89,12 @@ impl TestStore {
             behaviour,
             puts: AtomicUsize::new(0),
             log: Mutex::new(Vec::new()),
+            gets: Mutex::new(Vec::new()),
         })
+    }
+
+    pub(crate) fn gets(&self) -> Vec<String> {
+        self.gets.lock().unwrap().clone()
     }
 
     pub(crate) fn log(&self) -> Vec<String> {
@@ -166,6 +175,17 @@ impl ObjectStore for TestStore {
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        let kind = if options.range.is_some() {
+            "range"
+        } else {
+            "get"
+        };
+        self.gets.lock().unwrap().push(format!("{kind} {location}"));
+        if options.range.is_none() && location.as_ref().contains("/shards/") {
+            while self.behaviour.hold_shard_gets.load(Ordering::SeqCst) {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+        }
         self.inner.get_opts(location, options).await
     }
 

@@ -1,0 +1,132 @@
+//! Downloads ahead of the readers: the shards a reader's newest hint names, in its order,
+//! `depth` at a time and without pause (a finished download starts the next one at once),
+//! never further ahead than half the local cache's limit.
+
+use crate::source::Shared;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::Duration;
+
+/// How long background downloads wait for the first read to be served before they start
+/// anyway: a reader blocked on its first sample goes before speculative downloads.
+const FIRST_READ_HEAD_START: Duration = Duration::from_millis(100);
+
+/// The prefetch threads of one remote cache; dropping it stops them after their current
+/// download.
+pub(crate) struct Prefetcher {
+    queue: Arc<Queue>,
+}
+
+struct Queue {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    /// The newest hint: the shards a reader needs next, in the order it needs them.
+    hint: Vec<u64>,
+    /// Shards of `hint` found local (checked once per hint).
+    present: Vec<u64>,
+    /// Shards a prefetch thread is downloading or checking.
+    in_flight: Vec<u64>,
+    closed: bool,
+}
+
+impl Prefetcher {
+    /// Starts `depth` threads (fewer if the OS refuses some) serving `shared`'s hints.
+    pub(crate) fn start(shared: &Arc<Shared>, depth: usize) -> Self {
+        let queue = Arc::new(Queue {
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
+        });
+        for _ in 0..depth {
+            let (queue, shared) = (Arc::clone(&queue), Arc::clone(shared));
+            let spawned = std::thread::Builder::new()
+                .name("dsrt-prefetch".into())
+                .spawn(move || prefetch_loop(&queue, &shared));
+            if let Err(e) = spawned {
+                eprintln!("dsrt-remote: no prefetch thread: {e}");
+            }
+        }
+        Self { queue }
+    }
+
+    /// Replaces the hint: what the reader needs next, in order.
+    pub(crate) fn hint(&self, shards: &[u64]) {
+        let mut state = self.queue.lock();
+        if state.hint != shards {
+            state.hint.clear();
+            state.hint.extend_from_slice(shards);
+        }
+        state.present.clear();
+        self.queue.changed.notify_all();
+    }
+}
+
+impl Drop for Prefetcher {
+    fn drop(&mut self) {
+        self.queue.lock().closed = true;
+        self.queue.changed.notify_all();
+    }
+}
+
+impl Queue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The next shard to fetch: the first of the hint, within `ahead_limit` bytes of its
+    /// start, that is neither local nor being fetched; waits for one. `None` once closed.
+    fn next(&self, shard_len: impl Fn(u64) -> u64, ahead_limit: u64) -> Option<u64> {
+        let mut state = self.lock();
+        loop {
+            if state.closed {
+                return None;
+            }
+            let mut ahead = 0u64;
+            let pick = state.hint.iter().copied().find(|&shard| {
+                ahead = ahead.saturating_add(shard_len(shard));
+                ahead <= ahead_limit
+                    && !state.in_flight.contains(&shard)
+                    && !state.present.contains(&shard)
+            });
+            // `find` stops at the first match, so a pick past the limit is never returned.
+            if let Some(shard) = pick.filter(|_| ahead <= ahead_limit) {
+                state.in_flight.push(shard);
+                return Some(shard);
+            }
+            state = self
+                .changed
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    fn finish(&self, shard: u64) {
+        let mut state = self.lock();
+        state.in_flight.retain(|&s| s != shard);
+        if state.hint.contains(&shard) {
+            state.present.push(shard);
+        }
+        self.changed.notify_all();
+    }
+}
+
+/// Holds `shared` (and so the cache's files) until the queue closes.
+fn prefetch_loop(queue: &Queue, shared: &Shared) {
+    shared.wait_for_first_read(FIRST_READ_HEAD_START);
+    let lens = shared.shard_lens();
+    let shard_len = |shard: u64| {
+        usize::try_from(shard)
+            .ok()
+            .and_then(|i| lens.get(i).copied())
+            .unwrap_or(0)
+    };
+    while let Some(shard) = queue.next(shard_len, shared.cache_limit() / 2) {
+        if !shared.is_local(shard) {
+            // A failure is reported when a reader needs the shard.
+            let _ = shared.shard_file(shard);
+        }
+        queue.finish(shard);
+    }
+}
