@@ -16,6 +16,7 @@ use crate::{
     address::{BlockAllocAddress, ChunkAddress},
     array::ArrayElement,
     attr::AttributeValue,
+    block::BlockMeta,
     block_cache::BlockCache,
     block_writer::{BlockWriter, BlockWriterOutput},
     codec::CompressionCodec,
@@ -398,23 +399,7 @@ impl ArrayWriter {
             blocks,
         } = blocks.commit().await;
 
-        let pools = sealed.pools()?;
-        let failure = RefCell::new(None);
-        let footer = StreamedFooter {
-            version: FOOTER_VERSION,
-            blocks,
-            strings: pools.strings,
-            values: pools.values,
-            arrays: sealed.metas(&pools.index, &failure),
-        };
-        let sink = FooterSink::new(tempfile::tempfile()?);
-        let serialized = rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(&footer, sink);
-        drop(footer);
-        if let Some(error) = failure.into_inner() {
-            return Err(error);
-        }
-        let sink = serialized.map_err(|e| Error::Serialization(e.to_string()))?;
-        let (footer_file, footer_size) = sink.into_file()?;
+        let (footer_file, footer_size) = serialize_footer(blocks, &mut sealed)?;
         let mut trailer = [0u8; TRAILER_SIZE];
         trailer[..8].copy_from_slice(&footer_size.to_le_bytes());
         trailer[8..].copy_from_slice(&MAGIC);
@@ -523,6 +508,33 @@ impl ArrayWriter {
         );
         Ok(())
     }
+}
+
+/// Serializes the footer from the sealed records into a temp file: its file and size.
+///
+/// Synchronous on purpose: the record decoder reports its first failure through a `RefCell`,
+/// which must not be held across an `.await` (the writer's future has to stay `Send`).
+fn serialize_footer(
+    blocks: Vec<BlockMeta>,
+    sealed: &mut SealedArrays,
+) -> Result<(std::fs::File, u64)> {
+    let pools = sealed.pools()?;
+    let failure = RefCell::new(None);
+    let footer = StreamedFooter {
+        version: FOOTER_VERSION,
+        blocks,
+        strings: pools.strings,
+        values: pools.values,
+        arrays: sealed.metas(&pools.index, &failure),
+    };
+    let sink = FooterSink::new(tempfile::tempfile()?);
+    let serialized = rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(&footer, sink);
+    drop(footer);
+    if let Some(error) = failure.into_inner() {
+        return Err(error);
+    }
+    let sink = serialized.map_err(|e| Error::Serialization(e.to_string()))?;
+    sink.into_file()
 }
 
 #[cfg(test)]
