@@ -1,7 +1,7 @@
 //! `datasetrt.Cache` and `datasetrt.Sample`.
 
 use crate::errors::{cache_error, detach, remote_error};
-use crate::remote::{Location, RemoteArgs};
+use crate::remote::{Location, RawRemoteArgs, RemoteArgs};
 use crate::values::{arrow_type, row_dict, schema_to_arrow};
 use datasetrt::{Cache, CacheError, Dataset, MappedPayload, OpenOptions, SampleBuf};
 use pyo3::exceptions::{PyIndexError, PyTypeError};
@@ -300,7 +300,8 @@ impl PySample {
 /// O(1).
 ///
 /// `Cache(path_or_url, *, validate_cache=False, cache_dir=None, cache_limit=None,
-/// fetch="whole")`: `path_or_url` is a cache directory (str or os.PathLike, or a `file://`
+/// fetch="whole", prefetch_shards=2, read_while_downloading=False, attempts=5,
+/// first_backoff=0.1, wait_for_room=600.0)`: `path_or_url` is a cache directory (str or os.PathLike, or a `file://`
 /// URL) or an object-store URL (`s3://bucket/prefix`; the store is configured from the
 /// environment, `AWS_*` for s3://). The cache is checked before the first sample is served
 /// (manifest, row counts, index bounds, shard presence and lengths, the Arrow schema);
@@ -315,10 +316,18 @@ impl PySample {
 /// cache's largest shard raises CacheLimitError at open). `fetch="whole"` downloads a shard
 /// whole on its first read, checked against its SHA-256 before it becomes visible, and reads
 /// it locally after; `fetch="range"` reads each record with one range request and caches no
-/// shard (sparse random access). Payloads of a remote cache are `bytes`. Store failures
-/// raise `RemoteError` (or `RemoteIntegrityError`, `ManifestChangedError`,
-/// `CacheLimitError`), naming the URL and, for a read, the shard. The options are ignored
-/// for a local cache.
+/// shard (sparse random access). With `fetch="whole"`: `prefetch_shards` background
+/// downloads are kept in flight ahead of a Loader (0: none); `read_while_downloading=True`
+/// serves the first 8 records by range requests while their shards download (checked against
+/// metadata.arrow, not against the shard's SHA-256; ignored with `validate_cache=True`). A
+/// failed download is tried `attempts` times in all (an int >= 1), waiting `first_backoff`
+/// seconds (0 to 10) before the second attempt, doubling up to 10 s; a download waits up to
+/// `wait_for_room` seconds for room in the local cache (or for another process's download of
+/// the same shard). Payloads of a remote cache are `bytes`. Store failures raise
+/// `RemoteError` (or `RemoteIntegrityError`, `ManifestChangedError`, `CacheLimitError`),
+/// naming the URL and, for a read, the shard. The remote options are checked (a wrong type
+/// raises TypeError, a value out of range ValueError, naming the option) and otherwise
+/// ignored for a local cache.
 ///
 /// `len(cache)`, `cache[i]` (negative indices count from the end; out of range raises
 /// IndexError), `cache.read_many(indices)`, `cache.metadata()` (a pyarrow.Table),
@@ -364,7 +373,11 @@ impl PyCache {
 #[pymethods]
 impl PyCache {
     #[new]
-    #[pyo3(signature = (path, *, validate_cache = false, cache_dir = None, cache_limit = None, fetch = "whole"))]
+    #[pyo3(
+        signature = (path, *, validate_cache = false, cache_dir = None, cache_limit = None, fetch = "whole", prefetch_shards = None, read_while_downloading = None, attempts = None, first_backoff = None, wait_for_room = None),
+        text_signature = "(path, *, validate_cache=False, cache_dir=None, cache_limit=None, fetch=\"whole\", prefetch_shards=2, read_while_downloading=False, attempts=5, first_backoff=0.1, wait_for_room=600.0)"
+    )]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         path: &Bound<'_, PyAny>,
@@ -372,9 +385,24 @@ impl PyCache {
         cache_dir: Option<PathBuf>,
         cache_limit: Option<&Bound<'_, PyAny>>,
         fetch: &str,
+        prefetch_shards: Option<&Bound<'_, PyAny>>,
+        read_while_downloading: Option<&Bound<'_, PyAny>>,
+        attempts: Option<&Bound<'_, PyAny>>,
+        first_backoff: Option<&Bound<'_, PyAny>>,
+        wait_for_room: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let location = Location::extract(path)?;
-        let args = RemoteArgs::new(validate_cache, cache_dir, cache_limit, fetch)?;
+        let args = RemoteArgs::new(RawRemoteArgs {
+            validate_cache,
+            cache_dir,
+            cache_limit,
+            fetch,
+            prefetch_shards,
+            read_while_downloading,
+            attempts,
+            first_backoff,
+            wait_for_room,
+        })?;
         let cache = match &location {
             Location::Text(text) => {
                 let options = args.options();

@@ -4,7 +4,7 @@ use crate::cache::{payload_object, read_batch, read_one, CacheRef, PyCache, PySa
 use crate::errors::{
     cache_error, dataset_error, detach, entry_dict, manifest_update_error, remote_error,
 };
-use crate::remote::{Location, RemoteArgs};
+use crate::remote::{Location, RawRemoteArgs, RemoteArgs};
 use crate::values::row_dict;
 use datasetrt::{Cache, CancelToken, Dataset, OpenOptions, SampleKey, SampleTable};
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyValueError};
@@ -14,21 +14,39 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 /// What `Dataset.__reduce__` returns: the rebuilding function and its arguments (locations,
-/// validate_cache, cache_dir, cache_limit, fetch).
+/// validate_cache, cache_dir, cache_limit, fetch, prefetch_shards, read_while_downloading,
+/// attempts, first_backoff, wait_for_room). The first five come first, in the order older
+/// versions pickled them, so that `_reopen_dataset` still reads their pickles.
 type Reduced<'py> = (
     Bound<'py, PyAny>,
-    (Vec<String>, bool, Option<String>, Option<u64>, &'static str),
+    (
+        Vec<String>,
+        bool,
+        Option<String>,
+        Option<u64>,
+        &'static str,
+        usize,
+        bool,
+        u32,
+        f64,
+        f64,
+    ),
 );
 
 /// An ordered list of caches addressed as `(cache_id, sample_id)`.
 ///
 /// `Dataset(paths_or_urls, *, validate_cache=False, cache_dir=None, cache_limit=None,
-/// fetch="whole")` opens every cache in order and resolves its id (a v3 manifest's stored id,
-/// a v2 cache's position in the list); duplicate ids or directories raise DatasetError. Each
-/// entry is a cache directory (str, os.PathLike or `file://` URL) or an object-store URL
-/// (`s3://bucket/prefix`, ...), freely mixed; remote caches share the local cache directory
-/// `cache_dir`, bounded by `cache_limit` (an int or a string like "20GB"), and `fetch`
-/// ("whole" or "range") says how their shards are read: see `Cache`. `len(dataset)` counts every sample;
+/// fetch="whole", prefetch_shards=2, read_while_downloading=False, attempts=5,
+/// first_backoff=0.1, wait_for_room=600.0)` opens every cache in order and resolves its id (a
+/// v3 manifest's stored id, a v2 cache's position in the list); duplicate ids or directories
+/// raise DatasetError. Each entry is a cache directory (str, os.PathLike or `file://` URL) or
+/// an object-store URL (`s3://bucket/prefix`, ...), freely mixed; remote caches share the
+/// local cache directory `cache_dir`, bounded by `cache_limit` (an int or a string like
+/// "20GB"), and `fetch` ("whole" or "range"), `prefetch_shards`, `read_while_downloading`,
+/// `attempts`, `first_backoff` and `wait_for_room` say how their shards are read: see
+/// `Cache`. The remote options are checked whatever the entries, and ignored for local
+/// caches. Every option is readable as an attribute and travels with a pickled Dataset.
+/// `len(dataset)` counts every sample;
 /// `dataset[(cache_id, sample_id)]` reads one, `dataset.read_many(keys)` many (GIL
 /// released); `dataset.caches` lists the Cache objects; `dataset.select(...)` builds a
 /// SampleTable from metadata; `dataset.update_manifests(version=3)` migrates the manifests.
@@ -78,7 +96,11 @@ impl PyDataset {
 #[pymethods]
 impl PyDataset {
     #[new]
-    #[pyo3(signature = (paths, *, validate_cache = false, cache_dir = None, cache_limit = None, fetch = "whole"))]
+    #[pyo3(
+        signature = (paths, *, validate_cache = false, cache_dir = None, cache_limit = None, fetch = "whole", prefetch_shards = None, read_while_downloading = None, attempts = None, first_backoff = None, wait_for_room = None),
+        text_signature = "(paths, *, validate_cache=False, cache_dir=None, cache_limit=None, fetch=\"whole\", prefetch_shards=2, read_while_downloading=False, attempts=5, first_backoff=0.1, wait_for_room=600.0)"
+    )]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         paths: &Bound<'_, PyAny>,
@@ -86,6 +108,11 @@ impl PyDataset {
         cache_dir: Option<PathBuf>,
         cache_limit: Option<&Bound<'_, PyAny>>,
         fetch: &str,
+        prefetch_shards: Option<&Bound<'_, PyAny>>,
+        read_while_downloading: Option<&Bound<'_, PyAny>>,
+        attempts: Option<&Bound<'_, PyAny>>,
+        first_backoff: Option<&Bound<'_, PyAny>>,
+        wait_for_room: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         if paths.is_instance_of::<pyo3::types::PyString>() {
             return Err(pyo3::exceptions::PyTypeError::new_err(
@@ -96,7 +123,17 @@ impl PyDataset {
             .try_iter()?
             .map(|p| Location::extract(&p?))
             .collect::<PyResult<Vec<Location>>>()?;
-        let args = RemoteArgs::new(validate_cache, cache_dir, cache_limit, fetch)?;
+        let args = RemoteArgs::new(RawRemoteArgs {
+            validate_cache,
+            cache_dir,
+            cache_limit,
+            fetch,
+            prefetch_shards,
+            read_while_downloading,
+            attempts,
+            first_backoff,
+            wait_for_room,
+        })?;
         let texts: Option<Vec<&str>> = paths
             .iter()
             .map(|l| match l {
@@ -225,6 +262,39 @@ impl PyDataset {
         self.args.fetch_name()
     }
 
+    /// How many shard downloads of a remote cache are kept in flight ahead of a Loader (0:
+    /// no prefetching).
+    #[getter]
+    fn prefetch_shards(&self) -> usize {
+        self.args.prefetch_shards
+    }
+
+    /// Whether a remote cache serves its first records by range requests while their shards
+    /// download.
+    #[getter]
+    fn read_while_downloading(&self) -> bool {
+        self.args.read_while_downloading
+    }
+
+    /// How many times a failed download of a remote cache is tried in all.
+    #[getter]
+    fn attempts(&self) -> u32 {
+        self.args.attempts
+    }
+
+    /// The wait before a failed download's second attempt, in seconds (it doubles, up to 10).
+    #[getter]
+    fn first_backoff(&self) -> f64 {
+        self.args.first_backoff
+    }
+
+    /// How long a download waits for room in the local cache directory (or for another
+    /// process's download of the same shard), in seconds.
+    #[getter]
+    fn wait_for_room(&self) -> f64 {
+        self.args.wait_for_room
+    }
+
     /// The cache with id `cache_id` (KeyError if none).
     fn cache(&self, cache_id: u64) -> PyResult<PyCache> {
         let position = self.locate(cache_id)?;
@@ -325,6 +395,11 @@ impl PyDataset {
                 this.args.cache_dir_str(),
                 this.args.cache_limit,
                 this.args.fetch_name(),
+                this.args.prefetch_shards,
+                this.args.read_while_downloading,
+                this.args.attempts,
+                this.args.first_backoff,
+                this.args.wait_for_room,
             ),
         ))
     }

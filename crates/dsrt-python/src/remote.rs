@@ -5,8 +5,9 @@ use crate::errors::{detach, remote_error};
 use dsrt_remote::{CacheLocation, PublishOptions, RemoteOptions, ShardFetch};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyString};
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// A cache location as given from Python: a `str` (a path or a URL) or an `os.PathLike`.
 #[derive(Clone, Debug)]
@@ -47,6 +48,41 @@ impl Location {
     }
 }
 
+/// The default of `prefetch_shards` (as `RemoteOptions`).
+pub(crate) const DEFAULT_PREFETCH_SHARDS: usize = 2;
+/// The default of `attempts` (as `RemoteOptions`).
+pub(crate) const DEFAULT_ATTEMPTS: u32 = 5;
+/// The default of `first_backoff`, in seconds (as `RemoteOptions`: 100 ms).
+pub(crate) const DEFAULT_FIRST_BACKOFF: f64 = 0.1;
+/// The default of `wait_for_room`, in seconds (as `RemoteOptions`: 10 min).
+pub(crate) const DEFAULT_WAIT_FOR_ROOM: f64 = 600.0;
+/// The most `first_backoff` may be, in seconds: the retry backoff doubles up to 10 s, so a
+/// larger first wait would be longer than every later one (and could overflow when doubled).
+const MAX_FIRST_BACKOFF: f64 = 10.0;
+
+/// The remote options of `Cache(...)` and `Dataset(...)` as Python passed them, unchecked
+/// (None: the option's default).
+pub(crate) struct RawRemoteArgs<'a, 'py> {
+    /// `validate_cache`.
+    pub(crate) validate_cache: bool,
+    /// `cache_dir`.
+    pub(crate) cache_dir: Option<PathBuf>,
+    /// `cache_limit`: an int or a size string.
+    pub(crate) cache_limit: Option<&'a Bound<'py, PyAny>>,
+    /// `fetch`: "whole" or "range".
+    pub(crate) fetch: &'a str,
+    /// `prefetch_shards`: an int >= 0.
+    pub(crate) prefetch_shards: Option<&'a Bound<'py, PyAny>>,
+    /// `read_while_downloading`: a bool.
+    pub(crate) read_while_downloading: Option<&'a Bound<'py, PyAny>>,
+    /// `attempts`: an int >= 1.
+    pub(crate) attempts: Option<&'a Bound<'py, PyAny>>,
+    /// `first_backoff`: seconds, 0 to 10.
+    pub(crate) first_backoff: Option<&'a Bound<'py, PyAny>>,
+    /// `wait_for_room`: seconds >= 0.
+    pub(crate) wait_for_room: Option<&'a Bound<'py, PyAny>>,
+}
+
 /// The options of `Cache(...)` and `Dataset(...)` that concern remote caches, as given.
 #[derive(Clone, Debug)]
 pub(crate) struct RemoteArgs {
@@ -58,17 +94,29 @@ pub(crate) struct RemoteArgs {
     pub(crate) fetch: ShardFetch,
     /// `validate_cache`.
     pub(crate) validate_cache: bool,
+    /// `prefetch_shards`: downloads kept in flight ahead of a `Loader`.
+    pub(crate) prefetch_shards: usize,
+    /// `read_while_downloading`.
+    pub(crate) read_while_downloading: bool,
+    /// `attempts` per download (>= 1).
+    pub(crate) attempts: u32,
+    /// `first_backoff` in seconds as given (finite, 0 to 10), kept as a float so that the
+    /// attribute and a pickled `Dataset` give back exactly the value passed.
+    pub(crate) first_backoff: f64,
+    /// `wait_for_room` in seconds as given (finite, >= 0, a `Duration`).
+    pub(crate) wait_for_room: f64,
+}
+
+/// An option's value, or None when it was not given or given as None (its default).
+fn given<'a, 'py>(value: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'py, PyAny>> {
+    value.filter(|v| !v.is_none())
 }
 
 impl RemoteArgs {
-    /// Checks and converts the Python arguments.
-    pub(crate) fn new(
-        validate_cache: bool,
-        cache_dir: Option<PathBuf>,
-        cache_limit: Option<&Bound<'_, PyAny>>,
-        fetch: &str,
-    ) -> PyResult<Self> {
-        let fetch = match fetch {
+    /// Checks and converts the Python arguments; an invalid one raises a `TypeError` (wrong
+    /// type) or `ValueError` (out of range) naming it.
+    pub(crate) fn new(raw: RawRemoteArgs<'_, '_>) -> PyResult<Self> {
+        let fetch = match raw.fetch {
             "whole" => ShardFetch::Whole,
             "range" => ShardFetch::Range,
             other => {
@@ -77,15 +125,56 @@ impl RemoteArgs {
                 )))
             }
         };
-        let cache_limit = cache_limit
-            .filter(|l| !l.is_none())
-            .map(parse_limit)
-            .transpose()?;
+        let cache_limit = given(raw.cache_limit).map(parse_limit).transpose()?;
+        let prefetch_shards = match given(raw.prefetch_shards) {
+            Some(v) => {
+                let n = parse_int("prefetch_shards", v, 0)?;
+                usize::try_from(n).map_err(|_| {
+                    PyValueError::new_err(format!("prefetch_shards is too large: {n}"))
+                })?
+            }
+            None => DEFAULT_PREFETCH_SHARDS,
+        };
+        let attempts = match given(raw.attempts) {
+            Some(v) => {
+                let n = parse_int("attempts", v, 1)?;
+                u32::try_from(n).map_err(|_| {
+                    PyValueError::new_err(format!("attempts must be at most {}, not {n}", u32::MAX))
+                })?
+            }
+            None => DEFAULT_ATTEMPTS,
+        };
+        let read_while_downloading = match given(raw.read_while_downloading) {
+            Some(v) => parse_bool("read_while_downloading", v)?,
+            None => false,
+        };
+        let first_backoff = match given(raw.first_backoff) {
+            Some(v) => {
+                let seconds = parse_seconds("first_backoff", v)?;
+                if seconds > MAX_FIRST_BACKOFF {
+                    return Err(PyValueError::new_err(format!(
+                        "first_backoff must be at most {MAX_FIRST_BACKOFF} seconds (the backoff \
+                         doubles up to 10 s), not {seconds}"
+                    )));
+                }
+                seconds
+            }
+            None => DEFAULT_FIRST_BACKOFF,
+        };
+        let wait_for_room = match given(raw.wait_for_room) {
+            Some(v) => parse_seconds("wait_for_room", v)?,
+            None => DEFAULT_WAIT_FOR_ROOM,
+        };
         Ok(Self {
-            cache_dir,
+            cache_dir: raw.cache_dir,
             cache_limit,
             fetch,
-            validate_cache,
+            validate_cache: raw.validate_cache,
+            prefetch_shards,
+            read_while_downloading,
+            attempts,
+            first_backoff,
+            wait_for_room,
         })
     }
 
@@ -98,9 +187,14 @@ impl RemoteArgs {
         if let Some(limit) = self.cache_limit {
             options = options.cache_limit(limit);
         }
+        // Both durations were checked to be finite, >= 0 and representable by `new`.
         options
             .fetch(self.fetch)
             .validate_cache(self.validate_cache)
+            .prefetch_shards(self.prefetch_shards)
+            .read_while_downloading(self.read_while_downloading)
+            .retries(self.attempts, Duration::from_secs_f64(self.first_backoff))
+            .wait_for_room(Duration::from_secs_f64(self.wait_for_room))
     }
 
     /// `fetch` as its Python name.
@@ -119,12 +213,77 @@ impl RemoteArgs {
     }
 }
 
+/// The name of a Python value's type, for messages.
+fn type_name(value: &Bound<'_, PyAny>) -> String {
+    value
+        .get_type()
+        .name()
+        .map_or_else(|_| "?".to_owned(), |n| n.to_string())
+}
+
+/// An int option: an `int` (or an object with `__index__`), not a bool or a float, at least
+/// `min`.
+fn parse_int(name: &str, value: &Bound<'_, PyAny>, min: i128) -> PyResult<i128> {
+    if value.is_instance_of::<PyBool>() || value.is_instance_of::<PyFloat>() {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be an int, not {}",
+            type_name(value)
+        )));
+    }
+    let n: i128 = value.extract().map_err(|_| {
+        PyTypeError::new_err(format!("{name} must be an int, not {}", type_name(value)))
+    })?;
+    if n < min {
+        return Err(PyValueError::new_err(format!(
+            "{name} must be >= {min}, not {n}"
+        )));
+    }
+    Ok(n)
+}
+
+/// A bool option: `True` or `False` (not an int or any other truthy object).
+fn parse_bool(name: &str, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    value.cast::<PyBool>().map(|b| b.is_true()).map_err(|_| {
+        PyTypeError::new_err(format!("{name} must be a bool, not {}", type_name(value)))
+    })
+}
+
+/// A duration option in seconds: an int or a float (not a bool or a string), finite, >= 0 and
+/// representable as a `Duration`.
+fn parse_seconds(name: &str, value: &Bound<'_, PyAny>) -> PyResult<f64> {
+    let not_a_number = || {
+        PyTypeError::new_err(format!(
+            "{name} must be a number of seconds (int or float), not {}",
+            type_name(value)
+        ))
+    };
+    if value.is_instance_of::<PyBool>() || value.is_instance_of::<PyString>() {
+        return Err(not_a_number());
+    }
+    let seconds: f64 = value.extract().map_err(|_| not_a_number())?;
+    if seconds.is_nan() || seconds.is_infinite() {
+        return Err(PyValueError::new_err(format!(
+            "{name} must be a finite number of seconds, not {seconds}"
+        )));
+    }
+    if seconds < 0.0 {
+        return Err(PyValueError::new_err(format!(
+            "{name} must be >= 0 seconds, not {seconds}"
+        )));
+    }
+    // -0.0 + 0.0 is 0.0: a negative zero is zero seconds.
+    let seconds = seconds + 0.0;
+    Duration::try_from_secs_f64(seconds)
+        .map_err(|_| PyValueError::new_err(format!("{name} is too large: {seconds} seconds")))?;
+    Ok(seconds)
+}
+
 /// `cache_limit`: an int (bytes) or a string such as `"20GB"`, `"512MiB"`, `"1.5 TiB"`.
 fn parse_limit(value: &Bound<'_, PyAny>) -> PyResult<u64> {
     if let Ok(text) = value.cast::<PyString>() {
         return parse_size(&text.to_cow()?).map_err(PyValueError::new_err);
     }
-    if value.is_instance_of::<pyo3::types::PyBool>() {
+    if value.is_instance_of::<PyBool>() {
         return Err(PyTypeError::new_err(
             "cache_limit must be an int (bytes) or a string like \"20GB\", not a bool",
         ));

@@ -74,13 +74,31 @@ __all__ = [
 ]
 
 
-def _reopen_dataset(paths, validate_cache, cache_dir=None, cache_limit=None, fetch="whole"):
+def _reopen_dataset(
+    paths,
+    validate_cache,
+    cache_dir=None,
+    cache_limit=None,
+    fetch="whole",
+    prefetch_shards=2,
+    read_while_downloading=False,
+    attempts=5,
+    first_backoff=0.1,
+    wait_for_room=600.0,
+):
     """Rebuilds a pickled :class:`Dataset` in the receiving process: reopens its caches from
-    their paths or URLs, remote ones through the local cache directory ``cache_dir``."""
+    their paths or URLs, remote ones through the local cache directory ``cache_dir``, with the
+    options it was opened with. (A pickle of an older version carries only the first five
+    arguments; the others then take their defaults.)"""
     return Dataset(
         paths,
         validate_cache=validate_cache,
         cache_dir=cache_dir,
         cache_limit=cache_limit,
         fetch=fetch,
+        prefetch_shards=prefetch_shards,
+        read_while_downloading=read_while_downloading,
+        attempts=attempts,
+        first_backoff=first_backoff,
+        wait_for_room=wait_for_room,
     )
