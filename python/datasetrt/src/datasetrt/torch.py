@@ -63,22 +63,38 @@ def _sample_dict(sample, copy: bool) -> Dict[str, Any]:
     }
 
 
+# The defaults of the remote options StreamingDataset forwards to Dataset (None: these).
+_REMOTE_DEFAULTS: Dict[str, Any] = {
+    "prefetch_shards": 2,
+    "read_while_downloading": False,
+    "attempts": 5,
+    "first_backoff": 0.1,
+    "wait_for_room": 600.0,
+}
+
+
 class StreamingDataset(torch.utils.data.IterableDataset):
     """A ``torch.utils.data.IterableDataset`` over DatasetRT caches.
 
     ``StreamingDataset(paths, *, seed=0, epoch=0, weights=None, samples_per_epoch=None,
     replacement=False, shuffle="local", window_shards=4, policy="pad", batch_size=None,
     transform=None, rank=None, world_size=None, validate_cache=False, read_ahead=256,
-    collate="samples", transfer="bytes", cache_dir=None, cache_limit=None, fetch="whole")``
+    collate="samples", transfer="bytes", cache_dir=None, cache_limit=None, fetch="whole",
+    prefetch_shards=None, read_while_downloading=None, attempts=None, first_backoff=None,
+    wait_for_room=None)``
 
     - ``paths``: cache directories and/or object-store URLs (``s3://bucket/prefix``, ...),
       or a :class:`datasetrt.Dataset`, whose locations and options are used. Each process
       (and each DataLoader worker) opens the caches itself; pickling carries only the
       locations and settings, never an open cache or mapping.
-    - ``cache_dir``, ``cache_limit``, ``fetch``: how remote caches are read, as for
-      :class:`datasetrt.Dataset` (taken from it when one is given). Every worker process
-      opens the same local cache directory: a shard is downloaded once per node, whichever
-      process reads it first, and the others wait for it.
+    - ``cache_dir``, ``cache_limit``, ``fetch``, ``prefetch_shards``,
+      ``read_while_downloading``, ``attempts``, ``first_backoff``, ``wait_for_room``: how
+      remote caches are read, as for :class:`datasetrt.Dataset`. When a Dataset is given,
+      an argument left at its default (``None`` for the last five) takes the Dataset's
+      value; otherwise ``None`` means the Dataset default (2, False, 5, 0.1, 600.0). They
+      are checked at construction and ignored for local caches. Every worker process opens the same
+      local cache directory: a shard is downloaded once per node, whichever process reads it
+      first, and the others wait for it.
     - ``seed``, ``epoch``, ``weights``, ``samples_per_epoch``, ``replacement``, ``shuffle``,
       ``window_shards``, ``policy``: as for :class:`datasetrt.Loader`.
     - ``rank`` / ``world_size``: default to :func:`rank_and_world_size` at construction.
@@ -137,13 +153,26 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         cache_dir: Optional[str | os.PathLike] = None,
         cache_limit: Optional[int | str] = None,
         fetch: str = "whole",
+        prefetch_shards: Optional[int] = None,
+        read_while_downloading: Optional[bool] = None,
+        attempts: Optional[int] = None,
+        first_backoff: Optional[float] = None,
+        wait_for_room: Optional[float] = None,
     ) -> None:
         super().__init__()
+        remote = {
+            "prefetch_shards": prefetch_shards,
+            "read_while_downloading": read_while_downloading,
+            "attempts": attempts,
+            "first_backoff": first_backoff,
+            "wait_for_room": wait_for_room,
+        }
         if isinstance(paths, Dataset):
             validate_cache = validate_cache or paths.validate_cache
             cache_dir = paths.cache_dir if cache_dir is None else cache_dir
             cache_limit = paths.cache_limit if cache_limit is None else cache_limit
             fetch = paths.fetch if fetch == "whole" else fetch
+            remote = {k: getattr(paths, k) if v is None else v for k, v in remote.items()}
             paths = paths.paths
         elif isinstance(paths, (str, os.PathLike)):
             raise TypeError("StreamingDataset takes a list of paths or URLs, not one")
@@ -152,6 +181,13 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         self.cache_dir: Optional[str] = None if cache_dir is None else os.fspath(cache_dir)
         self.cache_limit = cache_limit
         self.fetch = fetch
+        # None: the Dataset default (checked, like every option, when the caches open below).
+        resolved = {k: _REMOTE_DEFAULTS[k] if v is None else v for k, v in remote.items()}
+        self.prefetch_shards: int = resolved["prefetch_shards"]
+        self.read_while_downloading: bool = resolved["read_while_downloading"]
+        self.attempts: int = resolved["attempts"]
+        self.first_backoff: float = resolved["first_backoff"]
+        self.wait_for_room: float = resolved["wait_for_room"]
         self.seed = seed
         self.epoch = epoch
         self.weights = list(weights) if weights is not None else None
@@ -218,6 +254,11 @@ class StreamingDataset(torch.utils.data.IterableDataset):
                 cache_dir=self.cache_dir,
                 cache_limit=self.cache_limit,
                 fetch=self.fetch,
+                prefetch_shards=self.prefetch_shards,
+                read_while_downloading=self.read_while_downloading,
+                attempts=self.attempts,
+                first_backoff=self.first_backoff,
+                wait_for_room=self.wait_for_room,
             )
         return self._dataset
 
