@@ -4,6 +4,7 @@
 Without the server's environment every test here fails (the ``s3_prefix`` fixture), never
 skips."""
 
+import inspect
 import os
 import pathlib
 import pickle
@@ -287,3 +288,125 @@ def test_a_forked_child_opens_and_reads_remote_caches(tmp_path, s3_prefix):
     with multiprocessing.get_context("fork").Pool(1) as pool:
         got = pool.apply_async(_read_all, (s3_prefix, str(tmp_path / "lc2"))).get(timeout=120)
     assert got == [payload(i) for i in range(30)]
+
+
+# The remote options beyond cache_dir, cache_limit and fetch, each at a value other than its
+# default (prefetch_shards=2, read_while_downloading=False, attempts=5, first_backoff=0.1,
+# wait_for_room=600.0).
+OPTIONS = dict(prefetch_shards=0, read_while_downloading=True, attempts=3, first_backoff=0.25, wait_for_room=7.5)
+DEFAULTS = dict(prefetch_shards=2, read_while_downloading=False, attempts=5, first_backoff=0.1, wait_for_room=600.0)
+
+
+def options_of(obj):
+    return {name: getattr(obj, name) for name in OPTIONS}
+
+
+@pytest.mark.parametrize(
+    "option, value, error, message",
+    [
+        ("prefetch_shards", -1, ValueError, "prefetch_shards must be >= 0"),
+        ("prefetch_shards", True, TypeError, "prefetch_shards must be an int, not bool"),
+        ("prefetch_shards", 2.0, TypeError, "prefetch_shards must be an int, not float"),
+        ("prefetch_shards", "2", TypeError, "prefetch_shards must be an int, not str"),
+        ("attempts", 0, ValueError, "attempts must be >= 1"),
+        ("attempts", -3, ValueError, "attempts must be >= 1"),
+        ("attempts", 1 << 32, ValueError, "attempts must be at most"),
+        ("attempts", False, TypeError, "attempts must be an int, not bool"),
+        ("attempts", 5.0, TypeError, "attempts must be an int, not float"),
+        ("read_while_downloading", 1, TypeError, "read_while_downloading must be a bool, not int"),
+        ("read_while_downloading", "yes", TypeError, "read_while_downloading must be a bool, not str"),
+        ("first_backoff", -0.5, ValueError, "first_backoff must be >= 0 seconds"),
+        ("first_backoff", float("nan"), ValueError, "first_backoff must be a finite number of seconds"),
+        ("first_backoff", float("inf"), ValueError, "first_backoff must be a finite number of seconds"),
+        ("first_backoff", 10.5, ValueError, "first_backoff must be at most 10 seconds"),
+        ("first_backoff", True, TypeError, "first_backoff must be a number of seconds"),
+        ("first_backoff", "0.1", TypeError, "first_backoff must be a number of seconds"),
+        ("wait_for_room", -1, ValueError, "wait_for_room must be >= 0 seconds"),
+        ("wait_for_room", float("nan"), ValueError, "wait_for_room must be a finite number of seconds"),
+        ("wait_for_room", float("-inf"), ValueError, "wait_for_room must be a finite number of seconds"),
+        ("wait_for_room", 1e30, ValueError, "wait_for_room is too large"),
+        ("wait_for_room", [600], TypeError, "wait_for_room must be a number of seconds"),
+    ],
+)
+def test_bad_remote_options_raise_naming_the_option(tmp_path, option, value, error, message):
+    local = write_cache(tmp_path / "c", 3)
+    # Checked before anything is opened (no request is made), for URLs and local paths alike.
+    for open_one in (
+        lambda **kw: datasetrt.Cache("s3://bucket/x", **kw),
+        lambda **kw: datasetrt.Dataset(["s3://bucket/x"], **kw),
+        lambda **kw: datasetrt.Cache(local, **kw),
+        lambda **kw: datasetrt.Dataset([local], **kw),
+        lambda **kw: StreamingDataset([str(local)], rank=0, world_size=1, **kw),
+    ):
+        with pytest.raises(error, match=message):
+            open_one(**{option: value})
+
+
+def test_remote_options_are_accepted_and_ignored_for_local_caches(tmp_path):
+    local = write_cache(tmp_path / "c", 20)
+    cache = datasetrt.Cache(local, cache_dir=tmp_path / "unused", **OPTIONS)
+    assert not cache.is_remote and [bytes(cache[i].payload) for i in range(20)] == [payload(i) for i in range(20)]
+    # Ints where seconds are expected, zero, and None (the default) are fine too.
+    dataset = datasetrt.Dataset([local], first_backoff=0, wait_for_room=0, attempts=1, prefetch_shards=None)
+    assert (dataset.first_backoff, dataset.wait_for_room, dataset.attempts, dataset.prefetch_shards) == (0.0, 0.0, 1, 2)
+    assert bytes(dataset[(dataset.cache_ids[0], 7)].payload) == payload(7)
+    assert not (tmp_path / "unused").exists()
+    # The defaults, as the signature shows them.
+    assert options_of(datasetrt.Dataset([local])) == DEFAULTS
+    for cls in (datasetrt.Cache, datasetrt.Dataset):
+        parameters = inspect.signature(cls).parameters
+        assert {name: parameters[name].default for name in DEFAULTS} == DEFAULTS
+        assert all(parameters[name].kind is inspect.Parameter.KEYWORD_ONLY for name in DEFAULTS)
+
+
+def test_a_pickled_dataset_keeps_every_remote_option(tmp_path, s3_prefix):
+    url = f"{s3_prefix}/a"
+    published(tmp_path, url, name="a", n=40)
+    local_b = write_cache(tmp_path / "b", 30, offset=40)
+    dataset = datasetrt.Dataset(
+        [url, local_b], cache_dir=tmp_path / "lc", cache_limit="10MiB", fetch="range", validate_cache=True, **OPTIONS
+    )
+    assert options_of(dataset) == OPTIONS
+    clone = pickle.loads(pickle.dumps(dataset))
+    assert options_of(clone) == OPTIONS
+    assert (clone.paths, clone.cache_ids) == (dataset.paths, dataset.cache_ids)
+    assert (clone.cache_dir, clone.cache_limit, clone.fetch, clone.validate_cache) == (
+        str(tmp_path / "lc"),
+        10 << 20,
+        "range",
+        True,
+    )
+    keys = [(cid, s) for cid, n in zip(clone.cache_ids, (40, 30)) for s in range(n)]
+    assert [bytes(s.payload) for s in clone.read_many(keys)] == [payload(i) for i in range(70)]
+    # A pickle made before these options existed carries five arguments: the rest default.
+    old = datasetrt._reopen_dataset([url, str(local_b)], False, str(tmp_path / "lc"), None, "whole")
+    assert options_of(old) == DEFAULTS
+    # StreamingDataset takes them from the Dataset (an explicit argument wins), carries them
+    # through pickling and opens its caches with them.
+    ds = StreamingDataset(dataset, attempts=2, rank=0, world_size=1)
+    assert options_of(ds) == {**OPTIONS, "attempts": 2}
+    ds_clone = pickle.loads(pickle.dumps(ds))
+    assert ds_clone._dataset is None and options_of(ds_clone) == options_of(ds)
+    assert options_of(ds_clone._open()) == options_of(ds)
+    assert options_of(StreamingDataset([str(local_b)], rank=0, world_size=1)) == DEFAULTS
+
+
+def test_read_while_downloading_without_prefetch_reads_a_remote_cache_byte_exact(tmp_path, s3_prefix):
+    local_dir = published(tmp_path, s3_prefix)
+    kw = dict(prefetch_shards=0, read_while_downloading=True, attempts=2, first_backoff=0.01, wait_for_room=30)
+    # Random access: the first records come by range requests while their shards download.
+    cache = datasetrt.Cache(s3_prefix, cache_dir=tmp_path / "lc", **kw)
+    assert cache.is_remote and len(cache) == N
+    for i in (N - 1, 0, 57, 58, 3, N // 2, 1, 2, 4):
+        s = cache[i]
+        assert bytes(s.payload) == payload(i) and s.metadata == row(i)
+    assert [bytes(s.payload) for s in cache.read_many(range(N))] == [payload(i) for i in range(N)]
+    # The same through a fresh local cache, a dataset and the Rust loader.
+    dataset = datasetrt.Dataset([s3_prefix], cache_dir=tmp_path / "lc2", **kw)
+    loaded = {s.key: bytes(s.payload) for s in datasetrt.Loader(dataset, seed=4, workers=2)}
+    assert loaded == {(dataset.cache_ids[0], i): payload(i) for i in range(N)}
+    # Whatever was downloaded whole matches the published shards.
+    del cache, dataset
+    for cache_dir in (tmp_path / "lc", tmp_path / "lc2"):
+        for shard in pathlib.Path(cache_dir).glob("*/shards/*.bin"):
+            assert shard.read_bytes() == (local_dir / "shards" / shard.name).read_bytes()
