@@ -7,6 +7,14 @@ use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore};
 use std::time::Duration;
 
+/// The longest pause between two attempts (a longer `first_backoff` is cut to it).
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
+
+/// The pause after `wait`: doubled, at most [`MAX_BACKOFF`], whatever `wait` is.
+fn next_backoff(wait: Duration) -> Duration {
+    wait.saturating_mul(2).min(MAX_BACKOFF)
+}
+
 /// How often, and with what pauses, a request is tried.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Retry {
@@ -16,18 +24,18 @@ pub(crate) struct Retry {
 
 impl Retry {
     /// Runs `attempt` until it succeeds, fails for good, or the attempts are spent; waits
-    /// between attempts, doubling from `first_backoff` up to 10 s.
+    /// between attempts, doubling from `first_backoff` up to [`MAX_BACKOFF`].
     pub(crate) fn run<T>(
         &self,
         mut attempt: impl FnMut() -> Result<T, RemoteError>,
     ) -> Result<T, RemoteError> {
-        let mut wait = self.first_backoff;
+        let mut wait = self.first_backoff.min(MAX_BACKOFF);
         let mut tried = 1;
         loop {
             match attempt() {
                 Err(e) if e.is_retryable() && tried < self.attempts => {
                     std::thread::sleep(wait);
-                    wait = (wait * 2).min(Duration::from_secs(10));
+                    wait = next_backoff(wait);
                     tried += 1;
                 }
                 other => return other,
@@ -165,4 +173,21 @@ pub(crate) fn read_range(
         buf.copy_from_slice(&bytes);
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{next_backoff, MAX_BACKOFF};
+    use std::time::Duration;
+
+    #[test]
+    fn the_backoff_doubles_up_to_its_cap_and_never_overflows() {
+        assert_eq!(
+            next_backoff(Duration::from_millis(100)),
+            Duration::from_millis(200)
+        );
+        assert_eq!(next_backoff(Duration::from_secs(8)), MAX_BACKOFF);
+        assert_eq!(next_backoff(Duration::MAX), MAX_BACKOFF);
+        assert_eq!(next_backoff(Duration::ZERO), Duration::ZERO);
+    }
 }
