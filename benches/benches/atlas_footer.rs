@@ -1,7 +1,7 @@
 //! Footer decode + validation against a naive decode of the same bytes, and footer encode
 //! against a naive encode of the same content.
 //!
-//! Target (issue 17; issue 4 set 0.6x): decoding and validating a 100,000-dataset footer (one
+//! Target (the performance work's; the first target was 0.6x): decoding and validating a 100,000-dataset footer (one
 //! schema, five variables, names like `station_000123_2024`) takes at most 0.45x the time of a
 //! naive decode of the same frame, in every run, on the wall clock and on the CPU clock. The
 //! naive decode is the zstd stream decode, then rmp-serde into a mirror struct with `String`

@@ -2,7 +2,7 @@
 //! 100,000 uncompressed payloads of 256 B to 4 KiB, warm page cache.
 //!
 //! Targets: `cache_read` (`Cache::read`, the record copied into the caller's buffer) at least
-//! 0.5x the baseline's throughput (issue 2); `cache_read_mapped` (`Cache::read_mapped`, the
+//! 0.5x the baseline's throughput (the reader's first target); `cache_read_mapped` (`Cache::read_mapped`, the
 //! payload a slice of the shard's read-only mapping after the same checks) at least 1.5x
 //! (performance issue, item 3). Wall clock, or process CPU time with `BENCH_CLOCK=cpu`.
 #![allow(missing_docs)] // criterion_group! generates undocumented items

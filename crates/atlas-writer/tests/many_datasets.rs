@@ -1,9 +1,10 @@
 //! The segment bytes of a many-dataset collection, pinned by their SHA-256.
 //!
 //! The digests cover every segment of `data.atlas` (the array-format files, found through the
-//! collection footer), in container order, with their variable names. They were computed with the writer as it was before array-format began sealing
-//! finished arrays into a compact form and streaming segment footers (issue 17, item 4): that
-//! change must not move a byte. The collection mixes what sealing must carry: chunked and
+//! collection footer), in container order, with their variable names. They were computed with
+//! the writer as it was before array-format began sealing finished arrays into a compact form
+//! and streaming segment footers (to bound the writer's memory): that change must not move a
+//! byte. The collection mixes what sealing must carry: chunked and
 //! single-chunk arrays, written and declared-only arrays, fill values, dimension names,
 //! attributes shared across datasets and unique to one, string and list attributes, datasets
 //! with different schemas, and names whose order differs from their sort order.
