@@ -84,23 +84,20 @@ fn the_first_records_are_served_by_range_while_their_shards_download() {
     );
 }
 
-#[test]
-fn with_validate_cache_no_record_is_served_before_its_shard_is_checked() {
+/// Opens the held cache with `options` and checks that reading `sample` waits for its whole
+/// shard (and makes no range request).
+fn assert_read_waits_for_its_whole_shard(
+    options: impl FnOnce(&std::path::Path) -> RemoteOptions,
+    sample: u64,
+) {
     let (store, to, _) = held_cache();
     let dir = tempfile::tempdir().unwrap();
-    let options = RemoteOptions::new(dir.path())
-        .prefetch_shards(0)
-        .read_while_downloading(true)
-        .validate_cache(true);
-    let cache = Arc::new(open_remote(&to, &options).unwrap());
+    let cache = Arc::new(open_remote(&to, &options(dir.path())).unwrap());
     let reader = {
         let cache = Arc::clone(&cache);
         std::thread::spawn(move || {
-            cache
-                .read(0, &mut SampleBuf::new())
-                .unwrap()
-                .payload
-                .to_vec()
+            let mut buf = SampleBuf::new();
+            cache.read(sample, &mut buf).unwrap().payload.to_vec()
         })
     };
     std::thread::sleep(Duration::from_millis(200));
@@ -109,32 +106,23 @@ fn with_validate_cache_no_record_is_served_before_its_shard_is_checked() {
         .behaviour
         .hold_shard_gets
         .store(false, Ordering::SeqCst);
-    assert_eq!(reader.join().unwrap(), payload(0));
+    assert_eq!(reader.join().unwrap(), payload(sample));
     assert_eq!(count(&store.gets(), "range"), 0, "{:?}", store.gets());
 }
 
 #[test]
-fn by_default_a_read_waits_for_its_whole_checked_shard() {
-    let (store, to, _) = held_cache();
-    let dir = tempfile::tempdir().unwrap();
-    let cache =
-        Arc::new(open_remote(&to, &RemoteOptions::new(dir.path()).prefetch_shards(0)).unwrap());
-    let reader = {
-        let cache = Arc::clone(&cache);
-        std::thread::spawn(move || {
-            cache
-                .read(7, &mut SampleBuf::new())
-                .unwrap()
-                .payload
-                .to_vec()
-        })
+fn with_validate_cache_no_record_is_served_before_its_shard_is_checked() {
+    let options = |dir: &std::path::Path| {
+        RemoteOptions::new(dir)
+            .prefetch_shards(0)
+            .read_while_downloading(true)
+            .validate_cache(true)
     };
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(!reader.is_finished(), "the read waits for the whole shard");
-    store
-        .behaviour
-        .hold_shard_gets
-        .store(false, Ordering::SeqCst);
-    assert_eq!(reader.join().unwrap(), payload(7));
-    assert_eq!(count(&store.gets(), "range"), 0, "{:?}", store.gets());
+    assert_read_waits_for_its_whole_shard(options, 0);
+}
+
+#[test]
+fn by_default_a_read_waits_for_its_whole_checked_shard() {
+    let options = |dir: &std::path::Path| RemoteOptions::new(dir).prefetch_shards(0);
+    assert_read_waits_for_its_whole_shard(options, 7);
 }
