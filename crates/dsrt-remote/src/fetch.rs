@@ -72,12 +72,13 @@ pub(crate) fn open_stream(
 }
 
 impl ObjectStream {
-    /// Reads the body into `write(offset, bytes)`, in order. A failure mid-stream is a store
+    /// Hands the body to `write(offset, bytes)`, chunk by chunk, in order (the chunks as the
+    /// client received them: no copy). A failure mid-stream is a store
     /// error (retryable): the caller restarts its sink and tries again.
     pub(crate) fn drain(
         mut self,
         url: &str,
-        write: &mut dyn FnMut(u64, &[u8]) -> std::io::Result<()>,
+        write: &mut dyn FnMut(u64, bytes::Bytes) -> std::io::Result<()>,
     ) -> Result<u64, RemoteError> {
         block_on(async {
             let mut offset = 0u64;
@@ -86,11 +87,12 @@ impl ObjectStream {
                     url: url.to_owned(),
                     source,
                 })?;
-                write(offset, &chunk).map_err(|source| RemoteError::LocalIo {
+                let len = chunk.len() as u64;
+                write(offset, chunk).map_err(|source| RemoteError::LocalIo {
                     path: url.to_owned(),
                     source,
                 })?;
-                offset += chunk.len() as u64;
+                offset += len;
             }
             Ok(offset)
         })
@@ -103,7 +105,7 @@ pub(crate) fn stream_object(
     store: &dyn ObjectStore,
     path: &Path,
     url: &str,
-    write: &mut dyn FnMut(u64, &[u8]) -> std::io::Result<()>,
+    write: &mut dyn FnMut(u64, bytes::Bytes) -> std::io::Result<()>,
 ) -> Result<u64, RemoteError> {
     open_stream(store, path, url)?.drain(url, write)
 }

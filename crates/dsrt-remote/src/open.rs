@@ -229,7 +229,7 @@ impl SmallFiles<'_> {
                     // A retry that finds another size writes past the reservation or short
                     // of it; the cache refuses both (a length error), as for any download.
                     stream
-                        .drain(&url, &mut |at, b| sink.write_at(at, b))
+                        .drain(&url, &mut |at, b| sink.write_owned(at, b))
                         .map(|_| ())
                 })
                 .map_err(|e| {

@@ -351,7 +351,7 @@ impl Shared {
                         source,
                     })?;
                     stream_object(store, &object, &url, &mut |at, bytes| {
-                        sink.write_at(at, bytes)
+                        sink.write_owned(at, bytes)
                     })
                     .map(|_| ())
                 })

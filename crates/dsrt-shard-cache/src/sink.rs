@@ -2,11 +2,14 @@
 
 use crate::lock::DirLock;
 use crate::{error::hex, ShardCacheError};
+use bytes::Bytes;
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::thread::JoinHandle;
 
 /// Where the caller's fetch writes the file's bytes.
 ///
@@ -17,8 +20,64 @@ pub trait FetchSink {
     /// Writes `bytes` at `offset`. A write reaching past the declared length fails (and the
     /// claim then fails with [`ShardCacheError::Length`]).
     fn write_at(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()>;
+    /// [`FetchSink::write_at`] with bytes the sink may keep: written in order, they are hashed
+    /// on a thread of their own while the caller receives the next ones, without a copy.
+    fn write_owned(&mut self, offset: u64, bytes: Bytes) -> io::Result<()> {
+        self.write_at(offset, &bytes)
+    }
     /// Forgets everything written so far, for a retry from scratch.
     fn restart(&mut self) -> io::Result<()>;
+}
+
+/// Chunks queued for the writing thread at most: it lags the caller by a few chunks (tens of
+/// KiB each from an HTTP body), and a slower thread holds the caller back.
+const QUEUE_CHUNKS: usize = 16;
+
+/// Writes and hashes on a thread of its own the chunks handed over in order, so the caller
+/// (receiving them from the network) neither copies them into the file nor hashes them.
+struct WriteThread {
+    chunks: SyncSender<(u64, Bytes)>,
+    done: JoinHandle<io::Result<[u8; 32]>>,
+}
+
+impl WriteThread {
+    /// `None` when the file cannot be shared or the OS refuses a thread (the caller then
+    /// writes and hashes itself).
+    fn start(file: &File) -> Option<Self> {
+        let file = file.try_clone().ok()?;
+        let (chunks, receive) = sync_channel::<(u64, Bytes)>(QUEUE_CHUNKS);
+        let done = std::thread::Builder::new()
+            .name("shard-cache-write".into())
+            .spawn(move || {
+                let mut hasher = Sha256::new();
+                for (offset, chunk) in receive {
+                    file.write_all_at(&chunk, offset)?;
+                    hasher.update(&chunk);
+                }
+                Ok(hasher.finalize().into())
+            })
+            .ok()?;
+        Some(Self { chunks, done })
+    }
+
+    /// Hands the chunk at `offset` over; if the thread has stopped, its error.
+    fn send(self, offset: u64, chunk: Bytes) -> Result<Self, io::Error> {
+        match self.chunks.send((offset, chunk)) {
+            Ok(()) => Ok(self),
+            Err(_) => Err(self
+                .finish()
+                .err()
+                .unwrap_or_else(|| io::Error::other("the writing thread stopped"))),
+        }
+    }
+
+    /// Waits for every chunk handed over to be written: their digest, or the first error.
+    fn finish(self) -> io::Result<[u8; 32]> {
+        drop(self.chunks);
+        self.done
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the writing thread panicked")))
+    }
 }
 
 /// The sink over a claimed partial file.
@@ -27,7 +86,10 @@ pub(crate) struct PartialSink<'a> {
     file: &'a File,
     len: u64,
     hasher: Sha256,
-    /// End of the bytes hashed in order; meaningful while `in_order`.
+    /// Writes and hashes, instead of the caller and `hasher`, the chunks given with
+    /// `write_owned` in order; started by the first of them at offset 0.
+    thread: Option<WriteThread>,
+    /// End of the bytes hashed in order (or handed to `thread`); meaningful while `in_order`.
     hashed_to: u64,
     in_order: bool,
     /// Sorted, disjoint, non-adjacent ranges written.
@@ -43,6 +105,7 @@ impl<'a> PartialSink<'a> {
             file,
             len,
             hasher: Sha256::new(),
+            thread: None,
             hashed_to: 0,
             in_order: true,
             covered: Vec::new(),
@@ -56,6 +119,10 @@ impl<'a> PartialSink<'a> {
             path: path.to_path_buf(),
             expected: self.len,
             found,
+        };
+        let threaded = match self.thread {
+            Some(thread) => Some(thread.finish().map_err(|e| ShardCacheError::io(path, e))?),
+            None => None,
         };
         if let Some(end) = self.overflow {
             return Err(length_error(end));
@@ -72,10 +139,12 @@ impl<'a> PartialSink<'a> {
             };
             return Err(length_error(found));
         }
-        let digest: [u8; 32] = if self.in_order && self.hashed_to == self.len {
-            self.hasher.finalize().into()
-        } else {
-            hash_file(self.file, self.len).map_err(|e| ShardCacheError::io(path, e))?
+        let digest: [u8; 32] = match (self.in_order && self.hashed_to == self.len, threaded) {
+            (true, Some(digest)) => digest,
+            (true, None) => self.hasher.finalize().into(),
+            (false, _) => {
+                hash_file(self.file, self.len).map_err(|e| ShardCacheError::io(path, e))?
+            }
         };
         if &digest != sha256 {
             return Err(ShardCacheError::Integrity {
@@ -86,11 +155,10 @@ impl<'a> PartialSink<'a> {
         }
         Ok(())
     }
-}
 
-impl FetchSink for PartialSink<'_> {
-    fn write_at(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()> {
-        let end = offset.saturating_add(bytes.len() as u64);
+    /// Refuses a write past the declared length; `offset..end` otherwise.
+    fn check_bounds(&mut self, offset: u64, len: usize) -> io::Result<u64> {
+        let end = offset.saturating_add(len as u64);
         if end > self.len {
             self.overflow = Some(self.overflow.unwrap_or(0).max(end));
             return Err(io::Error::new(
@@ -101,21 +169,83 @@ impl FetchSink for PartialSink<'_> {
                 ),
             ));
         }
-        if bytes.is_empty() {
-            return Ok(());
-        }
-        self.file.write_all_at(bytes, offset)?;
-        if self.in_order && offset == self.hashed_to {
-            self.hasher.update(bytes);
+        Ok(end)
+    }
+
+    /// Records `offset..end` as written; whether it continued the bytes written in order from
+    /// offset 0.
+    fn record(&mut self, offset: u64, end: u64) -> bool {
+        insert(&mut self.covered, offset, end);
+        let next = self.in_order && offset == self.hashed_to;
+        if next {
             self.hashed_to = end;
         } else {
             self.in_order = false;
         }
-        insert(&mut self.covered, offset, end);
+        next
+    }
+
+    /// Waits for the writing thread, if any, to have written everything handed over (what
+    /// follows is written here, and must not race with it); its digest is then lost, and
+    /// `verify` reads the file back.
+    fn stop_thread(&mut self) -> io::Result<()> {
+        match self.thread.take() {
+            Some(thread) => {
+                thread.finish()?;
+                self.in_order = false;
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+impl FetchSink for PartialSink<'_> {
+    fn write_at(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()> {
+        let end = self.check_bounds(offset, bytes.len())?;
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        if self.thread.is_some() {
+            return self.write_owned(offset, Bytes::copy_from_slice(bytes));
+        }
+        self.file.write_all_at(bytes, offset)?;
+        if self.record(offset, end) {
+            self.hasher.update(bytes);
+        }
         Ok(())
     }
 
+    fn write_owned(&mut self, offset: u64, bytes: Bytes) -> io::Result<()> {
+        let end = self.check_bounds(offset, bytes.len())?;
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let next = self.in_order && offset == self.hashed_to;
+        if next && self.thread.is_none() && offset == 0 {
+            self.thread = WriteThread::start(self.file);
+        }
+        match self.thread.take() {
+            Some(thread) if next => {
+                self.thread = Some(thread.send(offset, bytes)?);
+                self.record(offset, end);
+                Ok(())
+            }
+            thread => {
+                self.thread = thread;
+                self.stop_thread()?;
+                self.file.write_all_at(&bytes, offset)?;
+                if self.record(offset, end) {
+                    self.hasher.update(&bytes);
+                }
+                Ok(())
+            }
+        }
+    }
+
     fn restart(&mut self) -> io::Result<()> {
+        // Whatever the thread still writes must land before the truncation, not after it.
+        let _ = self.thread.take().map(WriteThread::finish);
         // Shrinking and growing back happen under the directory lock, so no other process can
         // count the bytes as free in between: the reservation stays ours.
         let _dir = DirLock::acquire(self.root, true).map_err(io::Error::other)?;

@@ -580,3 +580,75 @@ fn a_download_published_in_the_background_is_read_at_once_and_seen_by_others_whe
     assert_eq!(file.read_all().unwrap(), bytes);
     assert!(dir.path().join(rel(5)).is_file());
 }
+
+/// Owned chunks written in order are hashed on a thread of their own; whatever order the
+/// owned and borrowed writes come in, and across a restart, the check is the same: the right
+/// bytes are kept, wrong ones refused.
+#[test]
+fn owned_chunks_are_checked_like_borrowed_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = ShardCache::open(dir.path(), limits_for(8)).unwrap();
+    let bytes = content(9, LEN);
+    let piece = LEN / 4;
+    let owned = |i: usize| bytes::Bytes::copy_from_slice(&bytes[i * piece..(i + 1) * piece]);
+    let at = |i: usize| (i * piece) as u64;
+    type Writes<'a> = Box<dyn Fn(&mut dyn FetchSink) -> std::io::Result<()> + 'a>;
+    let patterns: Vec<(&str, Writes<'_>)> = vec![
+        (
+            "all owned, in order",
+            Box::new(|sink: &mut dyn FetchSink| {
+                (0..4).try_for_each(|i| sink.write_owned(at(i), owned(i)))
+            }),
+        ),
+        (
+            "owned then borrowed",
+            Box::new(|sink: &mut dyn FetchSink| {
+                sink.write_owned(at(0), owned(0))?;
+                sink.write_owned(at(1), owned(1))?;
+                sink.write_at(at(2), &bytes[2 * piece..])
+            }),
+        ),
+        (
+            "borrowed then owned",
+            Box::new(|sink: &mut dyn FetchSink| {
+                sink.write_at(at(0), &bytes[..piece])?;
+                (1..4).try_for_each(|i| sink.write_owned(at(i), owned(i)))
+            }),
+        ),
+        (
+            "owned out of order",
+            Box::new(|sink: &mut dyn FetchSink| {
+                [3, 0, 2, 1]
+                    .into_iter()
+                    .try_for_each(|i| sink.write_owned(at(i), owned(i)))
+            }),
+        ),
+        (
+            "half, restart, all",
+            Box::new(|sink: &mut dyn FetchSink| {
+                sink.write_owned(at(0), owned(0))?;
+                sink.write_owned(at(1), bytes::Bytes::from(vec![0u8; piece]))?;
+                sink.restart()?;
+                (0..4).try_for_each(|i| sink.write_owned(at(i), owned(i)))
+            }),
+        ),
+    ];
+    for (n, (what, writes)) in patterns.iter().enumerate() {
+        let good = rel(100 + n as u64);
+        let file = cache
+            .get_or_fetch(&good, LEN as u64, &sha(&bytes), &mut |sink| {
+                writes(sink).map_err(FetchError::permanent)
+            })
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(file.read_all().unwrap(), bytes, "{what}");
+        // The same writes against a wrong checksum keep nothing.
+        let wrong = cache.get_or_fetch(&rel(200 + n as u64), LEN as u64, &[0u8; 32], &mut |sink| {
+            writes(sink).map_err(FetchError::permanent)
+        });
+        assert!(
+            matches!(wrong, Err(ShardCacheError::Integrity { .. })),
+            "{what}: {wrong:?}"
+        );
+    }
+    assert!(partials_under(dir.path()).is_empty());
+}
