@@ -223,9 +223,9 @@ impl Shared {
     }
 
     /// Serves `buf` by one range request while shard `shard` downloads in the background
-    /// (starting that download if no reader has), within the shard's early-read share.
-    /// `false` when the share is spent, early reads are off, or the request failed: the
-    /// caller then waits for the whole shard, whose download reports any error.
+    /// (starting that download if no reader has), while the cache has early reads left
+    /// ([`EARLY_READS`]). `false` when they are spent, early reads are off, or the request
+    /// failed: the caller then waits for the whole shard, whose download reports any error.
     fn read_early(self: &Arc<Self>, shard: u64, offset: u64, buf: &mut [u8]) -> bool {
         let Some(early) = &self.early else {
             return false;
