@@ -61,7 +61,7 @@ pub struct ShardCache {
     touched: Mutex<HashMap<String, Instant>>,
     /// Checked downloads being made durable and visible (see [`ShardCache::get_or_fetch`]);
     /// joined when the cache is dropped or [`ShardCache::wait_published`] is called.
-    publishing: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    publishing: Mutex<PublishThreads>,
 }
 
 /// A file of the cache, open and read-locked (a shared `flock`): no process evicts it while
@@ -154,7 +154,7 @@ impl ShardCache {
             root,
             limits,
             touched: Mutex::new(HashMap::new()),
-            publishing: Mutex::new(Vec::new()),
+            publishing: Mutex::new(PublishThreads::default()),
         };
         let _dir = DirLock::acquire(&cache.root, true)?;
         let mut scan = cache.scan(true)?;
@@ -551,7 +551,7 @@ impl ShardCache {
             .publishing
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        publishing.retain(|handle| !handle.is_finished());
+        publishing.reap();
         let shared = std::sync::Arc::new(Mutex::new(Some(publish)));
         let job = std::sync::Arc::clone(&shared);
         let spawned = std::thread::Builder::new()
@@ -562,7 +562,7 @@ impl ShardCache {
                 }
             });
         match spawned {
-            Ok(handle) => publishing.push(handle),
+            Ok(handle) => publishing.handles.push(handle),
             Err(_) => {
                 drop(publishing);
                 if let Some(publish) = shared.lock().unwrap_or_else(PoisonError::into_inner).take()
@@ -575,12 +575,11 @@ impl ShardCache {
 
     /// Waits until every download this instance checked is published (or failed to be).
     pub fn wait_published(&self) {
-        let handles = std::mem::take(
-            &mut *self
-                .publishing
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
+        let handles = self
+            .publishing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
         for handle in handles {
             let _ = handle.join();
         }
@@ -739,6 +738,58 @@ impl ShardCache {
             debug!(path = %path.display(), len = meta.len(), "evicted");
         }
         Ok(fits(scan.usage))
+    }
+}
+
+/// The publishing threads this process started. A process forked from the one that started
+/// them (a PyTorch `DataLoader` worker, say) inherits the handles but not the threads, and
+/// must never join them: it forgets them instead.
+struct PublishThreads {
+    pid: u32,
+    handles: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Default for PublishThreads {
+    fn default() -> Self {
+        Self {
+            pid: std::process::id(),
+            handles: Vec::new(),
+        }
+    }
+}
+
+impl std::fmt::Debug for PublishThreads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PublishThreads")
+            .field("pid", &self.pid)
+            .field("handles", &self.handles.len())
+            .finish()
+    }
+}
+
+impl PublishThreads {
+    /// Drops the handles of finished threads, and every handle inherited from another process.
+    fn reap(&mut self) {
+        self.forget_inherited();
+        self.handles.retain(|handle| !handle.is_finished());
+    }
+
+    /// The handles this process may join.
+    fn take(&mut self) -> Vec<std::thread::JoinHandle<()>> {
+        self.forget_inherited();
+        std::mem::take(&mut self.handles)
+    }
+
+    fn forget_inherited(&mut self) {
+        let pid = std::process::id();
+        if self.pid != pid {
+            // Their threads exist only in the parent: joining (or detaching) one here would
+            // act on a thread this process does not have.
+            for handle in self.handles.drain(..) {
+                std::mem::forget(handle);
+            }
+            self.pid = pid;
+        }
     }
 }
 

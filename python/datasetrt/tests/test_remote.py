@@ -290,6 +290,52 @@ def test_a_forked_child_opens_and_reads_remote_caches(tmp_path, s3_prefix):
     assert got == [payload(i) for i in range(30)]
 
 
+def _big(i):
+    return bytes([i % 251]) * (6 << 20)
+
+
+def test_a_child_forked_while_a_download_publishes_reads_and_exits_cleanly(tmp_path, s3_prefix):
+    # A checked shard is fsynced and renamed by a background thread; a child forked while it
+    # runs has the thread's handle but not the thread, and must not wait for it. Shards of one
+    # 6 MiB sample each, so the fsync is still running when the fork comes.
+    from conftest import SCHEMA
+
+    local = tmp_path / "big"
+    with datasetrt.CacheWriter(local, source="big", schema=SCHEMA, max_shard_bytes=1 << 20) as w:
+        for i in range(4):
+            w.add(_big(i), row(i))
+    datasetrt.publish(local, s3_prefix)
+    for attempt in range(4):
+        parent = datasetrt.Cache(s3_prefix, cache_dir=tmp_path / f"lc{attempt}", prefetch_shards=0)
+        assert bytes(parent[attempt].payload) == _big(attempt)  # downloads it, publishes it
+        pid = os.fork()
+        if pid == 0:  # the child: read another shard, then drop the cache
+            code = 1
+            try:
+                code = 0 if bytes(parent[(attempt + 1) % 4].payload) == _big((attempt + 1) % 4) else 2
+                del parent
+                import gc
+
+                gc.collect()
+            finally:
+                os._exit(code)
+        deadline = 60
+        while deadline > 0:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            import time
+
+            time.sleep(0.1)
+            deadline -= 0.1
+        else:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung dropping its cache")
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+        del parent
+
+
 # The remote options beyond cache_dir, cache_limit and fetch, each at a value other than its
 # default (prefetch_shards=2, read_while_downloading=False, attempts=5, first_backoff=0.1,
 # wait_for_room=600.0).
