@@ -14,16 +14,17 @@
     clippy::cast_precision_loss
 )] // Test code: small known values.
 
+mod common;
+
 use array_format::FillValue;
-use atlas_footer::trailer::parse_trailer;
-use atlas_footer::wire::decode_footer;
 use atlas_footer::Codec;
 use atlas_model::Attr;
 use atlas_writer::{ArraySpec, AtlasWriter, DatasetSpec, WriterOptions};
+use common::written_segments;
 use ndarray::{ArrayD, IxDyn};
 use object_store::memory::InMemory;
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt};
+use object_store::ObjectStore;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
@@ -83,30 +84,19 @@ async fn segments_digest(codec: Codec) -> (usize, String) {
         writer.write_dataset(dataset(i)).unwrap();
     }
     writer.finish().await.unwrap();
-    let bytes = store
-        .get(&Path::from("c/data.atlas"))
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap();
-    let trailer = parse_trailer(&bytes[bytes.len() - 16..]).unwrap();
-    let footer_start = bytes.len() - 16 - trailer.footer_size as usize;
-    let footer = decode_footer(&bytes[footer_start..bytes.len() - 16]).unwrap();
+    let segments = written_segments(&store, "c").await;
     let mut hasher = Sha256::new();
-    for variable in &footer.variables {
-        let start = variable.seg_offset as usize;
-        let end = start + variable.seg_len as usize;
-        hasher.update(footer.string(variable.name).unwrap().as_bytes());
-        hasher.update(variable.seg_len.to_le_bytes());
-        hasher.update(&bytes[start..end]);
+    for (name, segment) in &segments {
+        hasher.update(name.as_bytes());
+        hasher.update((segment.len() as u64).to_le_bytes());
+        hasher.update(segment);
     }
     let hex = hasher
         .finalize()
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    (footer.variables.len(), hex)
+    (segments.len(), hex)
 }
 
 #[tokio::test]

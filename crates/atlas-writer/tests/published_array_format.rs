@@ -4,12 +4,13 @@
 //! published crate from the registry writes for the same arrays, attributes and codec.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code: small known values.
 
+mod common;
+
 use array_format_published as published;
-use atlas_footer::trailer::parse_trailer;
-use atlas_footer::wire::decode_footer;
 use atlas_footer::Codec;
 use atlas_model::Attr;
 use atlas_writer::{ArraySpec, AtlasWriter, DatasetSpec, WriterOptions};
+use common::written_segments;
 use ndarray::{ArrayD, IxDyn};
 use object_store::memory::InMemory;
 use object_store::path::Path;
@@ -65,26 +66,7 @@ async fn atlas_segments(codec: Codec) -> Vec<(String, Vec<u8>)> {
         writer.write_dataset(spec).unwrap();
     }
     writer.finish().await.unwrap();
-    let container = store
-        .get(&Path::from("c/data.atlas"))
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap();
-    let trailer = parse_trailer(&container[container.len() - 16..]).unwrap();
-    let footer_start = container.len() - 16 - trailer.footer_size as usize;
-    let footer = decode_footer(&container[footer_start..container.len() - 16]).unwrap();
-    footer
-        .variables
-        .iter()
-        .map(|v| {
-            let start = v.seg_offset as usize;
-            let end = start + v.seg_len as usize;
-            let name = footer.string(v.name).unwrap().to_owned();
-            (name, container[start..end].to_vec())
-        })
-        .collect()
+    written_segments(&store, "c").await
 }
 
 /// The same segments, written by the given crate's `ArrayWriter` directly, with the calls
