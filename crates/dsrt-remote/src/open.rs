@@ -203,14 +203,12 @@ impl SmallFiles<'_> {
         let store = self.remote.store().as_ref();
         // The length to reserve is the GET's: its headers come before any byte is written (a
         // HEAD first would cost a round trip per file).
-        let mut response = match bytes {
-            Some(_) => None,
-            None => Some(self.retry.run(|| open_stream(store, &object, &url))?),
-        };
-        let len = match (bytes, &response) {
-            (Some(bytes), _) => bytes.len() as u64,
-            (None, Some(response)) => response.size,
-            (None, None) => 0,
+        let (len, mut response) = match bytes {
+            Some(bytes) => (bytes.len() as u64, None),
+            None => {
+                let response = self.retry.run(|| open_stream(store, &object, &url))?;
+                (response.size, Some(response))
+            }
         };
         let mut fetch = |sink: &mut dyn FetchSink| -> Result<(), FetchError> {
             if let Some(bytes) = bytes {

@@ -190,6 +190,11 @@ impl Shared {
             })
     }
 
+    /// Where shard `entry` lives in the local cache, relative to its root.
+    fn local_rel(&self, entry: &ShardEntry) -> PathBuf {
+        PathBuf::from(&self.key).join(shard_object(&entry.name))
+    }
+
     /// One range request for bytes `offset..` of shard `shard`.
     fn read_range(&self, shard: u64, offset: u64, buf: &mut [u8]) -> Result<(), RemoteError> {
         let entry = self.entry(shard)?;
@@ -207,8 +212,11 @@ impl Shared {
             return Some(file);
         }
         let entry = self.entries.get(index)?;
-        let rel = PathBuf::from(&self.key).join(shard_object(&entry.name));
-        let file = Arc::new(self.local.get(&rel, entry.byte_len).ok()??);
+        let file = Arc::new(
+            self.local
+                .get(&self.local_rel(entry), entry.byte_len)
+                .ok()??,
+        );
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         let file = match open.files.get_mut(index)? {
             Some(present) => Arc::clone(present),
@@ -300,8 +308,10 @@ impl Shared {
         }
         drop(open);
         self.entries.get(index).is_some_and(|entry| {
-            let rel = PathBuf::from(&self.key).join(shard_object(&entry.name));
-            matches!(self.local.get(&rel, entry.byte_len), Ok(Some(_)))
+            matches!(
+                self.local.get(&self.local_rel(entry), entry.byte_len),
+                Ok(Some(_))
+            )
         })
     }
 
@@ -341,7 +351,7 @@ impl Shared {
                 entry.sha256
             ),
         })?;
-        let local_rel = PathBuf::from(&self.key).join(&relative);
+        let local_rel = self.local_rel(entry);
         let mut fetch = |sink: &mut dyn FetchSink| -> Result<(), FetchError> {
             let store = self.remote.store().as_ref();
             self.retry
