@@ -3,6 +3,7 @@
 use crate::lock::{lock, sync_dir, try_lock, Backoff, DirLock};
 use crate::rel::{kind, Kind, Rel, PIN_LIST, TEMP_PREFIX};
 use crate::sink::PartialSink;
+use crate::unpublished::Unpublished;
 use crate::{FetchError, FetchSink, ShardCacheError};
 use rustix::fs::FlockOperation;
 use std::collections::{BTreeSet, HashMap};
@@ -62,6 +63,8 @@ pub struct ShardCache {
     /// Checked downloads being made durable and visible (see [`ShardCache::get_or_fetch`]);
     /// joined when the cache is dropped or [`ShardCache::wait_published`] is called.
     publishing: Mutex<PublishThreads>,
+    /// Those downloads until they are published, for this process's readers.
+    unpublished: Unpublished,
 }
 
 /// A file of the cache, open and read-locked (a shared `flock`): no process evicts it while
@@ -155,6 +158,7 @@ impl ShardCache {
             limits,
             touched: Mutex::new(HashMap::new()),
             publishing: Mutex::new(PublishThreads::default()),
+            unpublished: Unpublished::default(),
         };
         let _dir = DirLock::acquire(&cache.root, true)?;
         let mut scan = cache.scan(true)?;
@@ -200,9 +204,10 @@ impl ShardCache {
     /// With [`Publication::InBackground`] a download returns as soon as its bytes are
     /// checked: the caller reads them through the returned file at once, while a background
     /// thread fsyncs it, renames it into place (only now do other processes see it) and
-    /// fsyncs the directory, so no one else ever sees it before it is durable. Until then
-    /// another caller for the same file waits as for any download, and the file is not yet at
-    /// [`CachedFile::path`]. If publishing fails the partial file is removed and the caller
+    /// fsyncs the directory, so no other process ever sees it before it is durable: until
+    /// then they wait as for any download. A caller of this instance (another thread of the
+    /// process) gets the checked file at once, through another descriptor sharing its lock;
+    /// the file is not yet at [`CachedFile::path`]. If publishing fails the partial file is removed and the caller
     /// keeps reading its checked copy. [`ShardCache::wait_published`] (and dropping the
     /// cache) waits for those threads.
     pub fn get_or_fetch_with(
@@ -360,6 +365,9 @@ impl ShardCache {
         len: Option<u64>,
     ) -> Result<Option<CachedFile>, ShardCacheError> {
         let path = rel.final_path(&self.root);
+        if let Some((file, len)) = self.unpublished.get(rel.as_str(), len) {
+            return Ok(Some(CachedFile { file, path, len }));
+        }
         loop {
             let file = match File::open(&path) {
                 Ok(file) => file,
@@ -526,15 +534,22 @@ impl ShardCache {
         // lock: exclusive now, shared once published, held while the caller reads.
         let file = partial.try_clone().map_err(io_at(&guard.path))?;
         guard.armed = false;
-        let publish = Publish {
+        let mut publish = Publish {
             root: self.root.clone(),
             partial_path: guard.path.clone(),
             final_path: final_path.clone(),
             partial,
+            registered: None,
         };
         match publication {
             Publication::BeforeReturn => publish.publish()?,
-            Publication::InBackground => self.publish_in_background(publish),
+            Publication::InBackground => {
+                if let Ok(copy) = file.try_clone() {
+                    self.unpublished.insert(rel.as_str(), copy, len);
+                    publish.registered = Some((self.unpublished.clone(), rel.as_str().to_owned()));
+                }
+                self.publish_in_background(publish);
+            }
         }
         debug!(path = %final_path.display(), len, "downloaded");
         self.touch(rel, &file);
@@ -825,11 +840,17 @@ struct Publish {
     partial_path: PathBuf,
     final_path: PathBuf,
     partial: File,
+    /// Where this process's readers find the checked file until it is published.
+    registered: Option<(Unpublished, String)>,
 }
 
 impl Publish {
     fn run(self) {
-        if let Err(e) = self.publish() {
+        let published = self.publish();
+        if let Some((unpublished, rel)) = &self.registered {
+            unpublished.remove(rel);
+        }
+        if let Err(e) = published {
             // Nothing was published; the downloader's reader keeps its checked copy.
             eprintln!("dsrt-shard-cache: {e}; the download stays private to this process");
         }

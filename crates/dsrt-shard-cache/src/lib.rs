@@ -71,6 +71,7 @@ mod error;
 mod lock;
 mod rel;
 mod sink;
+mod unpublished; // checked downloads still being published, for this process's readers
 
 pub use cache::{CacheLimits, CachedFile, Publication, ShardCache};
 pub use error::{FetchError, ShardCacheError};

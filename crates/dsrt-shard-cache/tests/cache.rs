@@ -581,6 +581,47 @@ fn a_download_published_in_the_background_is_read_at_once_and_seen_by_others_whe
     assert!(dir.path().join(rel(5)).is_file());
 }
 
+/// While a background publication is held up (here by a directory lock another holder keeps,
+/// as a long fsync would), the downloading instance's other lookups get the checked file at
+/// once; another instance (another process) does not see it until it is published.
+#[test]
+fn a_download_being_published_is_served_to_its_own_instance_before_it_is_visible() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = ShardCache::open(dir.path(), limits_for(2)).unwrap();
+    let other = ShardCache::open(dir.path(), limits_for(2)).unwrap();
+    let bytes = content(8, LEN);
+    let root = std::fs::File::open(dir.path()).unwrap();
+    let file = cache
+        .get_or_fetch_with(
+            &rel(8),
+            LEN as u64,
+            &sha(&bytes),
+            dsrt_shard_cache::Publication::InBackground,
+            &mut |sink| {
+                write_all(sink, &bytes, 2)?;
+                // The claim is made (it needed the lock); the publication will need it too.
+                rustix::fs::flock(&root, rustix::fs::FlockOperation::LockShared)
+                    .map_err(|e| FetchError::permanent(std::io::Error::from(e)))
+            },
+        )
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(50)); // the publisher now waits for the lock
+    assert!(!dir.path().join(rel(8)).exists(), "published too early");
+    let again = cache
+        .get(&rel(8), LEN as u64)
+        .unwrap()
+        .expect("served before publication");
+    assert_eq!(again.read_all().unwrap(), bytes);
+    assert!(cache.get(&rel(8), LEN as u64 + 1).unwrap().is_none());
+    assert!(other.get(&rel(8), LEN as u64).unwrap().is_none());
+    drop(root);
+    cache.wait_published();
+    assert!(dir.path().join(rel(8)).is_file());
+    drop((file, again));
+    let seen = other.get(&rel(8), LEN as u64).unwrap().expect("published");
+    assert_eq!(seen.read_all().unwrap(), bytes);
+}
+
 /// Owned chunks written in order are hashed on a thread of their own; whatever order the
 /// owned and borrowed writes come in, and across a restart, the check is the same: the right
 /// bytes are kept, wrong ones refused.
