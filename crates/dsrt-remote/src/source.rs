@@ -44,6 +44,8 @@ pub(crate) struct Shared {
     manifest_sha: [u8; 32],
     _held: Vec<CachedFile>,
     open: Mutex<OpenShards>,
+    /// Signalled when a download this process runs ends (see [`OpenShards::downloading`]).
+    downloaded: Condvar,
     /// Reads by range while a shard downloads, when enabled.
     early: Option<EarlyReads>,
     /// Opened when the first read returns; background downloads wait for it (briefly).
@@ -88,6 +90,10 @@ struct EarlyReads {
 struct OpenShards {
     files: Vec<Option<Arc<CachedFile>>>,
     recent: VecDeque<u64>,
+    /// Shards a thread of this process is downloading. Another reader of the same shard
+    /// waits for that download's checked file instead of for its publication (an fsync
+    /// later), which other processes must wait for.
+    downloading: Vec<bool>,
 }
 
 /// What [`RemoteShards::new`] needs: the cache's shards and where they go.
@@ -113,6 +119,7 @@ impl RemoteShards {
         let open = OpenShards {
             files: vec![None; spec.entries.len()],
             recent: VecDeque::new(),
+            downloading: vec![false; spec.entries.len()],
         };
         let fetch = spec.fetch;
         let early = (fetch == ShardFetch::Whole && spec.read_while_downloading).then(|| {
@@ -132,6 +139,7 @@ impl RemoteShards {
             manifest_sha: spec.manifest_sha,
             _held: spec.held,
             open: Mutex::new(open),
+            downloaded: Condvar::new(),
             early,
             first_read: Gate::default(),
         });
@@ -269,20 +277,43 @@ impl Shared {
         read
     }
 
-    /// Shard `shard`'s local file, open and read-locked, downloading it if needed.
+    /// Shard `shard`'s local file, open and read-locked, downloading it if needed. While
+    /// another thread of this process downloads it, waits for that download; if it fails,
+    /// tries once itself (and reports its own error).
     pub(crate) fn shard_file(&self, shard: u64) -> Result<Arc<CachedFile>, RemoteError> {
         let index = usize::try_from(shard).unwrap_or(usize::MAX);
-        if let Some(file) = self.cached(index) {
-            return Ok(file);
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if let Some(file) = open.files.get(index).and_then(Option::as_ref) {
+                let file = Arc::clone(file);
+                open.touch(shard);
+                return Ok(file);
+            }
+            match open.downloading.get(index) {
+                Some(true) => {
+                    open = self
+                        .downloaded
+                        .wait(open)
+                        .unwrap_or_else(PoisonError::into_inner);
+                }
+                // `download` names a shard missing from the manifest.
+                _ => break,
+            }
+        }
+        if let Some(flag) = open.downloading.get_mut(index) {
+            *flag = true;
         }
         // Whatever this process holds open but is not reading must not keep the download
         // from making room.
-        self.open
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .close_idle(0);
-        let file = Arc::new(self.download(shard)?);
+        open.close_idle(0);
+        drop(open);
+        let downloaded = self.download(shard).map(Arc::new);
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(flag) = open.downloading.get_mut(index) {
+            *flag = false;
+        }
+        self.downloaded.notify_all();
+        let file = downloaded?;
         let file = match open.files.get_mut(index) {
             Some(Some(present)) => Arc::clone(present),
             Some(slot) => {
