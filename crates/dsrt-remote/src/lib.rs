@@ -40,6 +40,7 @@ mod prefetch; // downloads ahead of the readers, in the order of their hints
 mod publish; // a local cache -> a prefix, manifest last
 pub(crate) mod runtime;
 mod source;
+mod stores; // one client per store and configuration
 mod upload; // one file -> one object: single or multipart, retried, size-checked
 mod writer; // RemoteCacheWriter: stage locally, publish on finish
 

@@ -35,7 +35,8 @@ impl fmt::Debug for RemotePrefix {
 impl CacheLocation {
     /// Parses `location`: a `file://` URL or a string without `://` is a local directory; any
     /// other URL names a store prefix, configured from the environment as object_store reads
-    /// it (`AWS_*` for `s3://`, `GOOGLE_*` for `gs://`, `AZURE_*` for `az://`).
+    /// it (`AWS_*` for `s3://`, `GOOGLE_*` for `gs://`, `AZURE_*` for `az://`). URLs of one
+    /// store share its client (and its pooled connections) while that configuration holds.
     pub fn parse(location: &str) -> Result<Self, RemoteError> {
         let refuse = |reason: String| RemoteError::Location {
             location: location.to_owned(),
@@ -51,17 +52,19 @@ impl CacheLocation {
                 .map_err(|()| refuse("not a local file path".to_owned()))?;
             return Ok(Self::Local(dir));
         }
-        let options = std::env::vars().filter_map(|(key, value)| {
-            let lower = key.to_ascii_lowercase();
-            let known = ["aws_", "google_", "azure_"]
-                .iter()
-                .any(|p| lower.starts_with(p));
-            known.then_some((lower, value))
-        });
+        let options = std::env::vars()
+            .filter_map(|(key, value)| {
+                let lower = key.to_ascii_lowercase();
+                let known = ["aws_", "google_", "azure_"]
+                    .iter()
+                    .any(|p| lower.starts_with(p));
+                known.then_some((lower, value))
+            })
+            .collect();
         let (store, prefix) =
-            object_store::parse_url_opts(&url, options).map_err(|e| refuse(e.to_string()))?;
+            crate::stores::store_for(&url, options).map_err(|e| refuse(e.to_string()))?;
         Ok(Self::Remote(RemotePrefix {
-            store: Arc::from(store),
+            store,
             prefix,
             url: location.trim_end_matches('/').to_owned(),
         }))
