@@ -8,7 +8,8 @@
 //! - `dsrt_remote_epoch`: a whole epoch with a cold local cache (an empty local directory each
 //!   iteration, the open included), `Loader` with 2 workers, every payload consumed, against
 //!   `baseline_parallel_gets`: every shard object fetched into memory by plain GETs, 2 at a
-//!   time. Target: >= 0.7.
+//!   time. Target: >= 0.7. `floor_get_hash_write` (not a target) does the least a cache
+//!   could: the same GETs, each shard hashed and written to a local file as it arrives.
 //! - `dsrt_remote_first_sample`: a cold open and the first sample of a 2-worker `Loader`,
 //!   against `baseline_four_gets`: the GETs of manifest.json, index.bin, metadata.arrow and one
 //!   full-size shard, one after another. Target: the time to the first sample at most 1.1x
@@ -168,6 +169,46 @@ fn consume(dataset: &Arc<Dataset>) -> u64 {
     n
 }
 
+/// Every shard GET, hashed and written to a file under `dir` chunk by chunk, 2 shards at a
+/// time, each on its own task.
+fn get_hash_write_all(
+    rt: &tokio::runtime::Runtime,
+    store: &Arc<dyn ObjectStore>,
+    remote: &RemotePrefix,
+    shards: &[String],
+    dir: &Path,
+) {
+    use sha2::Digest;
+    use std::io::Write;
+    let jobs: Vec<_> = shards
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (remote.object(s), dir.join(format!("{i}.bin"))))
+        .collect();
+    let store = Arc::clone(store);
+    rt.block_on(async move {
+        let mut done = futures::stream::iter(jobs)
+            .map(|(path, file)| {
+                let store = Arc::clone(&store);
+                tokio::spawn(async move {
+                    let mut out = std::fs::File::create(&file).expect("floor file");
+                    let mut hasher = sha2::Sha256::new();
+                    let mut body = store.get(&path).await.expect("GET").into_stream();
+                    while let Some(chunk) = body.next().await {
+                        let chunk = chunk.expect("body");
+                        hasher.update(&chunk);
+                        out.write_all(&chunk).expect("floor write");
+                    }
+                    hasher.finalize()
+                })
+            })
+            .buffer_unordered(2);
+        while let Some(digest) = done.next().await {
+            std::hint::black_box(digest.expect("task"));
+        }
+    });
+}
+
 /// A fresh, empty local cache directory for one iteration.
 /// `iters` times: a cold open of `url` in a fresh local directory (`options` for it) and the
 /// first sample of a `config` loader; the summed time of those, not of the clean-up.
@@ -269,6 +310,24 @@ fn remote_bench(c: &mut Criterion) {
                     }
                 });
             })
+        });
+    });
+    // Not a target: the least any cache could do with the same GETs, each shard hashed
+    // (SHA-256) and written to a local file as it arrives, 2 at a time on the runtime's 2
+    // threads. Its ratio to the baseline bounds what `cold_epoch_2_workers` can reach on
+    // this machine.
+    group.bench_function("floor_get_hash_write", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let dir = fresh_dir(work.path(), &mut n);
+                std::fs::create_dir_all(&dir).expect("floor dir");
+                let started = Instant::now();
+                get_hash_write_all(&rt, &store, &remote, &shards, &dir);
+                total += started.elapsed();
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            total
         });
     });
     group.bench_function("cold_epoch_2_workers", |b| {
