@@ -5,7 +5,7 @@ use crate::{Dataset, DatasetError, SampleKey};
 use bytes::Bytes;
 use dsrt_metadata::RowView;
 use dsrt_plan::{CacheShape, EpochPlan, IterState, Partition, PlanConfig, RemainderPolicy};
-use dsrt_reader::SampleBuf;
+use dsrt_reader::{SampleBuf, SharedPayload, SharedShard};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
@@ -170,20 +170,29 @@ impl ReadAhead {
     }
 }
 
-/// Where one step's payload lies in its chunk's buffer.
+/// Where one step's payload lies: in its chunk's buffer, or in shard bytes a source shares.
 struct Located {
     step: u64,
     global_position: u64,
     key: SampleKey,
-    range: std::ops::Range<usize>,
+    payload: Placed,
+}
+
+enum Placed {
+    /// `range` of the chunk's buffer.
+    InChunk(std::ops::Range<usize>),
+    /// A slice of a shard's shared bytes: nothing copied.
+    Shared(Bytes),
 }
 
 impl Steps {
-    /// Reads one step's sample into `data` from offset `at`.
+    /// Reads one step's sample into `data` from offset `at`, or finds it in shard bytes its
+    /// cache's source shares (`shared` keeps one handle per shard for the chunk, so each
+    /// sample costs a reference count, not an allocation).
     fn locate(
         &self,
         step: u64,
-        buf: &mut SampleBuf,
+        scratch: &mut Scratch,
         data: &mut Vec<u8>,
         at: usize,
     ) -> Result<Located, DatasetError> {
@@ -198,12 +207,26 @@ impl Steps {
             cache_id: entry.cache_id,
             sample_id: planned.sample,
         };
-        let range = entry.cache.read_at(planned.sample, buf, data, at)?;
+        let payload =
+            match entry
+                .cache
+                .read_shared(planned.sample, &mut scratch.sample, data, at)?
+            {
+                SharedPayload::InOut(range) => Placed::InChunk(range),
+                SharedPayload::InShard {
+                    shard,
+                    bytes,
+                    range,
+                } => {
+                    let whole = scratch.shared_bytes(planned.cache, shard, bytes);
+                    Placed::Shared(whole.slice(range))
+                }
+            };
         Ok(Located {
             step,
             global_position,
             key,
-            range,
+            payload,
         })
     }
 
@@ -250,13 +273,18 @@ impl Steps {
                     .push(Err(DatasetError::SkippedAfterError { step, failed_step }));
                 continue;
             }
-            let located = self.locate(step, &mut scratch.sample, &mut data, used);
+            let located = self.locate(step, scratch, &mut data, used);
             match &located {
-                Ok(l) => used = l.range.end,
+                Ok(Located {
+                    payload: Placed::InChunk(range),
+                    ..
+                }) => used = range.end,
+                Ok(_) => {}
                 Err(_) => failed = Some(step),
             }
             scratch.located.push(located);
         }
+        scratch.shared.clear();
         let data = Bytes::from_owner(PooledBuffer::new(data, used, buffers));
         scratch
             .located
@@ -267,7 +295,10 @@ impl Steps {
                     global_position: l.global_position,
                     padding: self.partition.is_padding(l.step),
                     key: l.key,
-                    payload: data.slice(l.range),
+                    payload: match l.payload {
+                        Placed::InChunk(range) => data.slice(range),
+                        Placed::Shared(bytes) => bytes,
+                    },
                 })
             })
             .collect()
@@ -281,6 +312,37 @@ struct Scratch {
     located: Vec<Result<Located, DatasetError>>,
     /// Per cache, the shards a hint names.
     hinted: Vec<Vec<u64>>,
+    /// The shared shard bytes this chunk's samples are slices of: (cache, shard, bytes).
+    shared: Vec<(usize, u64, Bytes)>,
+}
+
+impl Scratch {
+    /// Shard `shard` of cache `cache` as one `Bytes` for this chunk, made from `bytes` the
+    /// first time.
+    fn shared_bytes(&mut self, cache: usize, shard: u64, bytes: SharedShard) -> &Bytes {
+        let at = match self
+            .shared
+            .iter()
+            .position(|(c, s, _)| (*c, *s) == (cache, shard))
+        {
+            Some(at) => at,
+            None => {
+                self.shared
+                    .push((cache, shard, Bytes::from_owner(SharedOwner(bytes))));
+                self.shared.len() - 1
+            }
+        };
+        &self.shared[at].2
+    }
+}
+
+/// Shared shard bytes as the owner of a `Bytes`.
+struct SharedOwner(SharedShard);
+
+impl AsRef<[u8]> for SharedOwner {
+    fn as_ref(&self) -> &[u8] {
+        (*self.0).as_ref()
+    }
 }
 
 /// Consecutive steps' samples, in step order.

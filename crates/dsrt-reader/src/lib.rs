@@ -18,10 +18,12 @@
 mod cache;
 mod error;
 mod sample;
+mod shared; // payloads as slices of a source's shared shard bytes
 mod source;
 mod validate;
 
 pub use cache::{Cache, OpenOptions};
 pub use error::{CacheError, CacheFile};
 pub use sample::{MappedPayload, Sample, SampleBuf, SampleRef};
-pub use source::ShardSource;
+pub use shared::SharedPayload;
+pub use source::{ShardSource, SharedShard};

@@ -152,7 +152,7 @@ impl Cache {
     }
 
     /// The index row of `sample`, its shard and the record's length.
-    fn locate(&self, sample: u64) -> Result<(IndexRow, &Shard, usize), CacheError> {
+    pub(crate) fn locate(&self, sample: u64) -> Result<(IndexRow, &Shard, usize), CacheError> {
         let row = self.index.row(sample).map_err(|source| CacheError::Index {
             path: self.path.clone(),
             source,
@@ -190,7 +190,6 @@ impl Cache {
         shard: &Shard,
         record: &mut [u8],
     ) -> Result<(std::ops::Range<usize>, RowView<'_>), CacheError> {
-        let record_error = |source| self.record_error(sample, row, source);
         let read = match &self.source {
             None => shard
                 .file()
@@ -198,6 +197,19 @@ impl Cache {
             Some(source) => source.read_at(row.shard_id, row.offset, record),
         };
         read.map_err(self.io_error(CacheFile::Shard(row.shard_id)))?;
+        let (stored_at, metadata) = self.check_record(sample, row, record)?;
+        Ok((stored_at..record.len(), metadata))
+    }
+
+    /// Checks record `record` of `sample` (its envelope against metadata.arrow); returns where
+    /// its stored payload starts within it and the metadata row it was checked against.
+    pub(crate) fn check_record(
+        &self,
+        sample: u64,
+        row: &IndexRow,
+        record: &[u8],
+    ) -> Result<(usize, RowView<'_>), CacheError> {
+        let record_error = |source| self.record_error(sample, row, source);
         let metadata = self.metadata_row(sample)?;
         let (json, stored) = split_record(record).map_err(record_error)?;
         self.envelope
@@ -205,7 +217,7 @@ impl Cache {
                 metadata.get(c).unwrap_or(ValueRef::Null)
             })
             .map_err(|e| record_error(RecordError::Envelope(e)))?;
-        Ok((record.len() - stored.len()..record.len(), metadata))
+        Ok((record.len() - stored.len(), metadata))
     }
 
     /// Reads sample `sample` like [`Cache::read`], but from a read-only memory map of its
@@ -286,15 +298,8 @@ impl Cache {
                     "the record lies past the end of the mapped shard",
                 ))
             })?;
-        let record_error = |source| self.record_error(sample, &row, source);
-        let metadata = self.metadata_row(sample)?;
-        let (json, stored) = split_record(record).map_err(record_error)?;
-        self.envelope
-            .check(json, self.schema(), |c| {
-                metadata.get(c).unwrap_or(ValueRef::Null)
-            })
-            .map_err(|e| record_error(RecordError::Envelope(e)))?;
-        Ok((row, shard, record, record.len() - stored.len(), metadata))
+        let (stored_at, metadata) = self.check_record(sample, &row, record)?;
+        Ok((row, shard, record, stored_at, metadata))
     }
 
     /// Reads sample `sample` into a new owned [`Sample`].
@@ -303,7 +308,12 @@ impl Cache {
         Ok(self.read(sample, &mut buf)?.to_owned())
     }
 
-    fn record_error(&self, sample: u64, row: &IndexRow, source: RecordError) -> CacheError {
+    pub(crate) fn record_error(
+        &self,
+        sample: u64,
+        row: &IndexRow,
+        source: RecordError,
+    ) -> CacheError {
         CacheError::Record {
             path: self.path.clone(),
             sample,

@@ -3,6 +3,11 @@
 //! [`Cache`](crate::Cache) and everything built on `Cache` works unchanged.
 
 use std::io;
+use std::sync::Arc;
+
+/// The whole of one shard's bytes, shared: whoever holds a clone keeps them readable (for a
+/// mapped local copy, the mapping and the file's read lock).
+pub type SharedShard = Arc<dyn AsRef<[u8]> + Send + Sync>;
 
 /// Serves the bytes of a cache's shards in place of the files under `shards/`.
 ///
@@ -20,5 +25,15 @@ pub trait ShardSource: Send + Sync {
     /// depends on it.
     fn will_need(&self, shards: &[u64]) {
         let _ = shards;
+    }
+
+    /// The whole of shard `shard` as shared bytes, fetching it as [`ShardSource::read_at`]
+    /// would, for readers that hand payloads out as slices of it
+    /// ([`Cache::read_shared`](crate::Cache::read_shared)); `None` when the source does not
+    /// share this shard's bytes, and the reader then uses `read_at`. The same contract as
+    /// `read_at`: exactly the manifest's shard, checked as it says.
+    fn shared(&self, shard: u64) -> Option<io::Result<SharedShard>> {
+        let _ = shard;
+        None
     }
 }

@@ -6,7 +6,7 @@ use crate::location::RemotePrefix;
 use crate::options::ShardFetch;
 use crate::prefetch::Prefetcher;
 use dsrt_manifest::ShardEntry;
-use dsrt_reader::ShardSource;
+use dsrt_reader::{ShardSource, SharedShard};
 use dsrt_shard_cache::{CachedFile, FetchError, FetchSink, Publication, ShardCache};
 use std::collections::VecDeque;
 use std::io;
@@ -89,6 +89,9 @@ struct EarlyReads {
 #[derive(Default)]
 struct OpenShards {
     files: Vec<Option<Arc<CachedFile>>>,
+    /// Mappings of open files (a mapping only of a file in `files`), shared with readers
+    /// that hold payloads in them ([`ShardSource::shared`]).
+    maps: Vec<Option<Arc<MappedShard>>>,
     recent: VecDeque<u64>,
     /// Shards a thread of this process is downloading. Another reader of the same shard
     /// waits for that download's checked file instead of for its publication (an fsync
@@ -118,6 +121,7 @@ impl RemoteShards {
     pub(crate) fn new(spec: ShardsSpec, prefetch_shards: usize) -> Self {
         let open = OpenShards {
             files: vec![None; spec.entries.len()],
+            maps: vec![None; spec.entries.len()],
             recent: VecDeque::new(),
             downloading: vec![false; spec.entries.len()],
         };
@@ -149,6 +153,17 @@ impl RemoteShards {
     }
 }
 
+impl Drop for RemoteShards {
+    /// Closing the cache waits until every download it was served is published (renamed into
+    /// place, durable), even while prefetch threads, which stop after their current
+    /// download, still hold the local cache: a process that exits next keeps what it
+    /// downloaded.
+    fn drop(&mut self) {
+        drop(self.prefetch.take());
+        self.inner.local.wait_published();
+    }
+}
+
 impl ShardSource for RemoteShards {
     fn read_at(&self, shard: u64, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         let read = self.read_through(shard, offset, buf);
@@ -160,6 +175,33 @@ impl ShardSource for RemoteShards {
         if let Some(prefetch) = &self.prefetch {
             prefetch.hint(shards);
         }
+    }
+
+    fn shared(&self, shard: u64) -> Option<io::Result<SharedShard>> {
+        let shared = &self.inner;
+        if shared.fetch != ShardFetch::Whole {
+            return None;
+        }
+        // Records served early come by range requests, through `read_at`.
+        if shared.early_reads_left() && !shared.is_local(shard) {
+            return None;
+        }
+        let mapped = shared.mapped(shard).map_err(io::Error::other);
+        shared.first_read.open();
+        Some(mapped.map(|m| m as SharedShard))
+    }
+}
+
+/// A shard's local file, mapped, with the file (and so its read lock) held as long as the
+/// mapping: no process evicts it while a payload in it is alive.
+pub(crate) struct MappedShard {
+    map: memmap2::Mmap,
+    _file: Arc<CachedFile>,
+}
+
+impl AsRef<[u8]> for MappedShard {
+    fn as_ref(&self) -> &[u8] {
+        &self.map
     }
 }
 
@@ -327,6 +369,56 @@ impl Shared {
         Ok(file)
     }
 
+    /// Shard `shard`'s local file mapped (downloading it if needed), the same mapping for
+    /// every reader while anyone holds it.
+    pub(crate) fn mapped(&self, shard: u64) -> Result<Arc<MappedShard>, RemoteError> {
+        let index = usize::try_from(shard).unwrap_or(usize::MAX);
+        {
+            let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(map) = open.maps.get(index).and_then(Option::as_ref) {
+                let map = Arc::clone(map);
+                open.touch(shard);
+                return Ok(map);
+            }
+        }
+        let file = match self.local_file(shard) {
+            Some(file) => file,
+            None => self.shard_file(shard)?,
+        };
+        let map = file.map().map_err(|source| RemoteError::LocalIo {
+            path: file.path().display().to_string(),
+            source,
+        })?;
+        let mapped = Arc::new(MappedShard {
+            map,
+            _file: Arc::clone(&file),
+        });
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(slot) = open.maps.get_mut(index) else {
+            return Ok(mapped);
+        };
+        let mapped = match slot {
+            Some(present) => Arc::clone(present),
+            empty => {
+                *empty = Some(Arc::clone(&mapped));
+                mapped
+            }
+        };
+        // A mapping is kept only beside its open file, which `close_idle` closes with it.
+        if let Some(slot @ None) = open.files.get_mut(index) {
+            *slot = Some(file);
+        }
+        open.touch(shard);
+        Ok(mapped)
+    }
+
+    /// Whether this cache may still serve records by range requests.
+    fn early_reads_left(&self) -> bool {
+        self.early
+            .as_ref()
+            .is_some_and(|early| early.left.load(Ordering::Acquire) > 0)
+    }
+
     /// Whether shard `shard` needs no download: this process has it open, or the local cache
     /// holds it whole.
     pub(crate) fn is_local(&self, shard: u64) -> bool {
@@ -488,15 +580,12 @@ impl OpenShards {
         let mut excess = self.recent.len().saturating_sub(keep);
         let mut kept = VecDeque::with_capacity(self.recent.len());
         while let Some(shard) = self.recent.pop_front() {
-            let slot = usize::try_from(shard)
-                .ok()
-                .and_then(|i| self.files.get_mut(i));
-            let idle = slot
-                .as_ref()
-                .and_then(|s| s.as_ref())
-                .is_some_and(|f| Arc::strong_count(f) == 1);
-            if excess > 0 && idle {
-                if let Some(slot) = slot {
+            let index = usize::try_from(shard).unwrap_or(usize::MAX);
+            if excess > 0 && self.is_idle(index) {
+                if let Some(slot) = self.files.get_mut(index) {
+                    *slot = None;
+                }
+                if let Some(slot) = self.maps.get_mut(index) {
                     *slot = None;
                 }
                 excess -= 1;
@@ -505,6 +594,20 @@ impl OpenShards {
             }
         }
         self.recent = kept;
+    }
+}
+
+impl OpenShards {
+    /// Whether nothing but these slots holds shard `index`'s file and mapping.
+    fn is_idle(&self, index: usize) -> bool {
+        let Some(Some(file)) = self.files.get(index) else {
+            return false;
+        };
+        match self.maps.get(index).and_then(Option::as_ref) {
+            // The mapping holds the file once more.
+            Some(map) => Arc::strong_count(map) == 1 && Arc::strong_count(file) == 2,
+            None => Arc::strong_count(file) == 1,
+        }
     }
 }
 

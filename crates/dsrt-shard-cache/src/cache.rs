@@ -102,6 +102,23 @@ impl CachedFile {
         self.file.read_exact_at(buf, offset)
     }
 
+    /// The whole file, mapped read-only. The mapping stays valid after this `CachedFile` is
+    /// dropped, but only the `CachedFile` (its read lock) keeps the file from being evicted:
+    /// hold both while reading, or eviction may unlink a file whose pages stay mapped (and
+    /// so on disk, uncounted by the limit) until the mapping goes.
+    pub fn map(&self) -> io::Result<memmap2::Mmap> {
+        // SAFETY: a cached file never changes once checked: the cache writes only partial
+        // files, each by the one downloader holding its exclusive lock, and only before the
+        // check (the `CachedFile` of a download is handed out after it); eviction and
+        // replacement unlink a file, never truncate or rewrite it. Only a process that breaks
+        // the protocol (truncating files under the root) could make an access through the
+        // mapping fault (`SIGBUS`).
+        #[allow(unsafe_code)]
+        unsafe {
+            memmap2::Mmap::map(&self.file)
+        }
+    }
+
     /// The whole file.
     pub fn read_all(&self) -> io::Result<Vec<u8>> {
         let len = usize::try_from(self.len).map_err(io::Error::other)?;

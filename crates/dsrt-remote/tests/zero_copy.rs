@@ -1,0 +1,123 @@
+//! A `Loader` over a remote cache hands out uncompressed payloads as slices of the mapped,
+//! checked local copy of their shard (no copy); compressed ones are decoded into its chunk
+//! buffers. Either way the bytes are exact, and closing the dataset leaves every shard
+//! published.
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code: known small values.
+
+use dsrt_dataset::{Dataset, Loader, LoaderConfig};
+use dsrt_manifest::CompressionAlgo;
+use dsrt_remote::object_store::local::LocalFileSystem;
+use dsrt_remote::object_store::path::Path as StorePath;
+use dsrt_remote::{open_remote, RemoteOptions, RemotePrefix};
+use dsrt_schema::{Column, ColumnType, Row, Schema};
+use dsrt_writer::{CacheWriter, WriterOptions};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+fn payload(i: u64) -> Vec<u8> {
+    (0..300 + (i * 13) % 700)
+        .map(|b| ((b * 7) ^ i) as u8)
+        .collect()
+}
+
+fn write_cache(root: &Path, algo: CompressionAlgo) {
+    let schema = Schema::new(vec![Column::new("label", ColumnType::Int64, false)]).unwrap();
+    let options = WriterOptions::new("z", schema)
+        .compression(algo)
+        .max_shard_bytes(8192);
+    let mut writer = CacheWriter::create(root.join("z"), options).unwrap();
+    for i in 0..200u64 {
+        writer
+            .add(&payload(i), &Row::new().with("label", i as i64))
+            .unwrap();
+    }
+    writer.finish().unwrap();
+}
+
+/// The file mapped at `address` in this process, from /proc/self/maps (`None`: anonymous
+/// memory, such as a heap buffer).
+fn mapped_file_at(address: usize) -> Option<PathBuf> {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    maps.lines().find_map(|line| {
+        let mut fields = line.split_whitespace();
+        let (start, end) = fields.next()?.split_once('-')?;
+        let (start, end) = (
+            usize::from_str_radix(start, 16).ok()?,
+            usize::from_str_radix(end, 16).ok()?,
+        );
+        if !(start..end).contains(&address) {
+            return None;
+        }
+        let path = fields.nth(4)?;
+        path.starts_with('/').then(|| PathBuf::from(path))
+    })
+}
+
+#[test]
+fn uncompressed_payloads_are_slices_of_the_mapped_shards_and_compressed_ones_are_decoded() {
+    for algo in [CompressionAlgo::None, CompressionAlgo::Lz4] {
+        let (store, local) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        write_cache(store.path(), algo);
+        let remote = RemotePrefix::new(
+            Arc::new(LocalFileSystem::new_with_prefix(store.path()).unwrap()),
+            StorePath::from("z"),
+            "test://z",
+        );
+        let cache = open_remote(&remote, &RemoteOptions::new(local.path())).unwrap();
+        let dataset = Arc::new(Dataset::from_caches(vec![(PathBuf::from("z"), cache)]).unwrap());
+        let config = LoaderConfig {
+            workers: 2,
+            prefetch: 16,
+            ..LoaderConfig::default()
+        };
+        let samples: Vec<_> = Loader::new(Arc::clone(&dataset), config)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(samples.len(), 200);
+        let local_root = local.path().canonicalize().unwrap();
+        for sample in &samples {
+            let i = sample.key.sample_id;
+            assert_eq!(&sample.payload[..], &payload(i)[..], "{algo:?} sample {i}");
+            let file = mapped_file_at(sample.payload.as_ptr() as usize);
+            match algo {
+                CompressionAlgo::None => {
+                    let file = file.unwrap_or_else(|| panic!("sample {i} is not in a mapping"));
+                    assert!(file.starts_with(&local_root), "{file:?}");
+                    assert!(file.to_string_lossy().contains("/shards/"), "{file:?}");
+                }
+                _ => assert_eq!(file, None, "a decoded sample {i} lies in a file mapping"),
+            }
+        }
+        drop(samples);
+        drop(dataset);
+        let partials = walk(local.path())
+            .into_iter()
+            .filter(|p| p.to_string_lossy().ends_with(".partial"))
+            .count();
+        assert_eq!(partials, 0);
+        let published = walk(&local_root)
+            .into_iter()
+            .filter(|p| p.parent().is_some_and(|d| d.ends_with("shards")))
+            .count();
+        assert_eq!(
+            published,
+            std::fs::read_dir(store.path().join("z/shards"))
+                .unwrap()
+                .count()
+        );
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
