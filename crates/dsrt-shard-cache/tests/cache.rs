@@ -614,7 +614,11 @@ fn a_download_being_published_is_served_to_its_own_instance_before_it_is_visible
     assert_eq!(again.read_all().unwrap(), bytes);
     assert!(cache.get(&rel(8), LEN as u64 + 1).unwrap().is_none());
     assert!(other.get(&rel(8), LEN as u64).unwrap().is_none());
-    assert_eq!(&again.map().unwrap()[..], &bytes[..], "mapped before publication");
+    assert_eq!(
+        &again.map().unwrap()[..],
+        &bytes[..],
+        "mapped before publication"
+    );
     drop(root);
     cache.wait_published();
     assert!(dir.path().join(rel(8)).is_file());
