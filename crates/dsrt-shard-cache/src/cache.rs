@@ -102,11 +102,15 @@ impl CachedFile {
         self.file.read_exact_at(buf, offset)
     }
 
-    /// The whole file, mapped read-only. The mapping stays valid after this `CachedFile` is
-    /// dropped, but only the `CachedFile` (its read lock) keeps the file from being evicted:
-    /// hold both while reading, or eviction may unlink a file whose pages stay mapped (and
-    /// so on disk, uncounted by the limit) until the mapping goes.
+    /// The whole file, mapped read-only, through a descriptor of its own that carries no
+    /// lock: the mapping (which keeps its descriptor's open file description alive) does not
+    /// keep the file read-locked once this `CachedFile` is dropped, so holding a mapping
+    /// never keeps the file from being evicted. An evicted file is unlinked, never
+    /// truncated, so the mapping stays readable; its pages leave the disk with it.
+    /// (On Linux, through `/proc/self/fd`; elsewhere the mapping holds the lock.)
     pub fn map(&self) -> io::Result<memmap2::Mmap> {
+        let own = unlocked_descriptor(&self.file).unwrap_or_else(|_| self.file.try_clone());
+        let file = own?;
         // SAFETY: a cached file never changes once checked: the cache writes only partial
         // files, each by the one downloader holding its exclusive lock, and only before the
         // check (the `CachedFile` of a download is handed out after it); eviction and
@@ -115,7 +119,7 @@ impl CachedFile {
         // mapping fault (`SIGBUS`).
         #[allow(unsafe_code)]
         unsafe {
-            memmap2::Mmap::map(&self.file)
+            memmap2::Mmap::map(&file)
         }
     }
 
@@ -561,8 +565,10 @@ impl ShardCache {
         match publication {
             Publication::BeforeReturn => publish.publish()?,
             Publication::InBackground => {
-                if let Ok(copy) = file.try_clone() {
-                    self.unpublished.insert(rel.as_str(), copy, len);
+                let registered = file
+                    .try_clone()
+                    .is_ok_and(|copy| self.unpublished.insert(rel.as_str(), copy, len));
+                if registered {
                     publish.registered = Some((self.unpublished.clone(), rel.as_str().to_owned()));
                 }
                 self.publish_in_background(publish);
@@ -622,7 +628,13 @@ impl ShardCache {
     fn touch(&self, rel: &Rel, file: &File) {
         let now = Instant::now();
         {
-            let mut touched = self.touched.lock().unwrap_or_else(PoisonError::into_inner);
+            // Never waits: a process forked while another thread held this lock inherits it
+            // locked for good; the touch is best effort anyway.
+            let mut touched = match self.touched.try_lock() {
+                Ok(touched) => touched,
+                Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return,
+            };
             if touched
                 .get(rel.as_str())
                 .is_some_and(|at| now.duration_since(*at) < RETOUCH_AFTER)
@@ -826,8 +838,17 @@ impl PublishThreads {
 }
 
 impl Drop for ShardCache {
+    /// Joins the publishing threads, without taking their lock (`get_mut`): a process forked
+    /// while another thread held it inherits it locked, and there the handles, inherited
+    /// from the parent, are forgotten anyway.
     fn drop(&mut self) {
-        self.wait_published();
+        let publishing = self
+            .publishing
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        for handle in publishing.take() {
+            let _ = handle.join();
+        }
     }
 }
 
@@ -907,6 +928,17 @@ impl Drop for PartialGuard<'_> {
             let _ = std::fs::remove_file(&self.path);
         }
     }
+}
+
+/// A new open file description of `file`'s inode (read-only, unlocked), also when the file
+/// has been renamed or unlinked since it was opened.
+fn unlocked_descriptor(file: &File) -> io::Result<io::Result<File>> {
+    use std::os::fd::AsRawFd;
+    let path = format!("/proc/self/fd/{}", file.as_raw_fd());
+    if !Path::new("/proc/self/fd").is_dir() {
+        return Err(io::Error::new(ErrorKind::Unsupported, "no /proc/self/fd"));
+    }
+    Ok(File::open(path))
 }
 
 fn remove_if_present(path: &Path) -> Result<(), ShardCacheError> {

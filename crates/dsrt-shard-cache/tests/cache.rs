@@ -698,3 +698,22 @@ fn owned_chunks_are_checked_like_borrowed_ones() {
     }
     assert!(partials_under(dir.path()).is_empty());
 }
+
+/// A mapping outlives its `CachedFile` without keeping the file locked: with room for two
+/// files, fetching two more evicts the mapped one, and the mapping still reads its bytes.
+#[test]
+fn a_mapping_does_not_keep_its_file_from_being_evicted_and_stays_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = ShardCache::open(dir.path(), limits_for(2)).unwrap();
+    let calls = AtomicU64::new(0);
+    let file = fetch(&cache, 1, &calls);
+    let map = file.map().unwrap();
+    drop(file);
+    drop(fetch(&cache, 2, &calls));
+    drop(fetch(&cache, 3, &calls));
+    assert!(
+        !dir.path().join(rel(1)).exists(),
+        "the mapped file was not evicted"
+    );
+    assert_eq!(&map[..], &content(1, LEN)[..]);
+}
