@@ -55,6 +55,16 @@ impl DirLock {
     }
 }
 
+impl Drop for DirLock {
+    /// Unlocks explicitly before the descriptor closes: a process forked while this lock was
+    /// held (a `DataLoader` worker) holds a copy of the descriptor, and closing ours alone
+    /// would leave the lock held by that copy for the child's whole life, blocking this
+    /// process and the child alike.
+    fn drop(&mut self) {
+        let _ = rustix::fs::flock(&self._dir, FlockOperation::Unlock);
+    }
+}
+
 /// Sleeps growing from 1 ms to 100 ms, for polling another process's progress.
 pub(crate) struct Backoff {
     next: Duration,
@@ -86,4 +96,22 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<(), crate::ShardCacheError> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| crate::ShardCacheError::io(PathBuf::from(dir), e))
+}
+
+#[cfg(test)]
+mod fork_tests {
+    use super::*;
+
+    /// A copy of the lock's descriptor (what a child forked while it was held inherits) does
+    /// not keep the directory locked once the lock is dropped.
+    #[test]
+    fn a_copied_descriptor_does_not_keep_the_directory_locked() {
+        let root = tempfile::tempdir().unwrap();
+        let held = DirLock::acquire(root.path(), true).unwrap();
+        let inherited = held._dir.try_clone().unwrap();
+        drop(held);
+        let other = File::open(root.path()).unwrap();
+        assert!(try_lock(&other, FlockOperation::NonBlockingLockExclusive).unwrap());
+        drop(inherited);
+    }
 }

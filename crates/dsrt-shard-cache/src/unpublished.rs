@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 
 /// Relative path -> (the checked file, its length), for one process.
 #[derive(Debug, Default, Clone)]
@@ -33,8 +33,20 @@ impl Default for Entries {
 }
 
 impl Unpublished {
-    fn entries(&self) -> std::sync::MutexGuard<'_, Entries> {
-        let mut entries = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+    /// The entries of this process, or `None` when the lock is taken. Readers and downloaders
+    /// never wait for it: a process forked while a publishing thread held it inherits it
+    /// locked for good (that thread does not exist in the child), and there they simply go
+    /// without the shortcut.
+    fn try_entries(&self) -> Option<MutexGuard<'_, Entries>> {
+        let entries = match self.inner.try_lock() {
+            Ok(entries) => entries,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        Some(Self::of_this_process(entries))
+    }
+
+    fn of_this_process(mut entries: MutexGuard<'_, Entries>) -> MutexGuard<'_, Entries> {
         let pid = std::process::id();
         if entries.pid != pid {
             entries.files.clear();
@@ -43,20 +55,29 @@ impl Unpublished {
         entries
     }
 
-    /// Registers `file` (`len` bytes) as the checked copy of `rel` until [`Self::remove`].
-    pub(crate) fn insert(&self, rel: &str, file: File, len: u64) {
-        self.entries().files.insert(rel.to_owned(), (file, len));
+    /// Registers `file` (`len` bytes) as the checked copy of `rel` until [`Self::remove`];
+    /// `false` if it could not (the lock was taken), and then nothing needs removing.
+    pub(crate) fn insert(&self, rel: &str, file: File, len: u64) -> bool {
+        let Some(mut entries) = self.try_entries() else {
+            return false;
+        };
+        entries.files.insert(rel.to_owned(), (file, len));
+        true
     }
 
-    /// Called once `rel` is published (or failed to be): lookups go to its final path again.
+    /// Called by the publishing thread once `rel` is published (or failed to be): lookups go
+    /// to its final path again. Waits for the lock: only the process that registered `rel`
+    /// (and so has that thread) calls it.
     pub(crate) fn remove(&self, rel: &str) {
-        self.entries().files.remove(rel);
+        let entries = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        Self::of_this_process(entries).files.remove(rel);
     }
 
     /// Another descriptor of the checked copy of `rel`, with its length, if it is being
-    /// published and has `len` bytes (any length when `len` is `None`).
+    /// published and has `len` bytes (any length when `len` is `None`). `None` also when the
+    /// lock is taken: the caller then looks as if the download were another process's.
     pub(crate) fn get(&self, rel: &str, len: Option<u64>) -> Option<(File, u64)> {
-        let entries = self.entries();
+        let entries = self.try_entries()?;
         let (file, found) = entries.files.get(rel)?;
         if len.is_some_and(|len| len != *found) {
             return None;
