@@ -30,6 +30,8 @@ const EARLY_READS: u64 = 8;
 pub(crate) struct RemoteShards {
     inner: Arc<Shared>,
     prefetch: Option<Prefetcher>,
+    /// The process that opened the cache (see `Drop`).
+    pid: u32,
 }
 
 pub(crate) struct Shared {
@@ -89,8 +91,8 @@ struct EarlyReads {
 #[derive(Default)]
 struct OpenShards {
     files: Vec<Option<Arc<CachedFile>>>,
-    /// Mappings of open files (a mapping only of a file in `files`), shared with readers
-    /// that hold payloads in them ([`ShardSource::shared`]).
+    /// Mappings of open files (a mapping only of a file in `files`, dropped with it), shared
+    /// with readers that hold payloads in them ([`ShardSource::shared`]).
     maps: Vec<Option<Arc<MappedShard>>>,
     recent: VecDeque<u64>,
     /// Shards a thread of this process is downloading. Another reader of the same shard
@@ -149,7 +151,11 @@ impl RemoteShards {
         });
         let prefetch = (fetch == ShardFetch::Whole && prefetch_shards > 0)
             .then(|| Prefetcher::start(&inner, prefetch_shards));
-        Self { inner, prefetch }
+        Self {
+            inner,
+            prefetch,
+            pid: std::process::id(),
+        }
     }
 }
 
@@ -159,6 +165,13 @@ impl Drop for RemoteShards {
     /// download, still hold the local cache: a process that exits next keeps what it
     /// downloaded.
     fn drop(&mut self) {
+        if std::process::id() != self.pid {
+            // A forked child (a `DataLoader` worker given this cache) has neither the prefetch
+            // nor the publishing threads, and may have inherited their locks held: it leaves
+            // both alone.
+            std::mem::forget(self.prefetch.take());
+            return;
+        }
         drop(self.prefetch.take());
         self.inner.local.wait_published();
     }
@@ -192,11 +205,12 @@ impl ShardSource for RemoteShards {
     }
 }
 
-/// A shard's local file, mapped, with the file (and so its read lock) held as long as the
-/// mapping: no process evicts it while a payload in it is alive.
+/// A shard's local file, mapped. Payloads in it keep the mapping, not the file's read lock:
+/// holding payloads (a shuffle buffer, a list of samples) must not pin their shards in a
+/// bounded cache. A shard evicted meanwhile is unlinked, never truncated, so the mapping
+/// stays readable; its pages leave the disk when the last payload in it goes.
 pub(crate) struct MappedShard {
     map: memmap2::Mmap,
-    _file: Arc<CachedFile>,
 }
 
 impl AsRef<[u8]> for MappedShard {
@@ -389,10 +403,7 @@ impl Shared {
             path: file.path().display().to_string(),
             source,
         })?;
-        let mapped = Arc::new(MappedShard {
-            map,
-            _file: Arc::clone(&file),
-        });
+        let mapped = Arc::new(MappedShard { map });
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(slot) = open.maps.get_mut(index) else {
             return Ok(mapped);
@@ -598,16 +609,10 @@ impl OpenShards {
 }
 
 impl OpenShards {
-    /// Whether nothing but these slots holds shard `index`'s file and mapping.
+    /// Whether nothing but its slot holds shard `index`'s file (payloads in its mapping do
+    /// not count: they keep the mapping only).
     fn is_idle(&self, index: usize) -> bool {
-        let Some(Some(file)) = self.files.get(index) else {
-            return false;
-        };
-        match self.maps.get(index).and_then(Option::as_ref) {
-            // The mapping holds the file once more.
-            Some(map) => Arc::strong_count(map) == 1 && Arc::strong_count(file) == 2,
-            None => Arc::strong_count(file) == 1,
-        }
+        matches!(self.files.get(index), Some(Some(file)) if Arc::strong_count(file) == 1)
     }
 }
 
