@@ -32,6 +32,7 @@ mod error;
 mod fetch;
 mod local_files; // the files of a local cache, as its manifest names them
 mod location;
+mod mapped; // mapped shards kept for zero-copy payloads
 mod migrate; // remote v2 -> v3 manifest migration, conditional PUT
 mod migrate_report; // its report and errors
 mod open;

@@ -3,6 +3,7 @@
 use crate::error::RemoteError;
 use crate::fetch::{read_range, stream_object, Retry};
 use crate::location::RemotePrefix;
+use crate::mapped::{MappedShard, MappedShards};
 use crate::options::ShardFetch;
 use crate::prefetch::Prefetcher;
 use dsrt_manifest::ShardEntry;
@@ -91,9 +92,8 @@ struct EarlyReads {
 #[derive(Default)]
 struct OpenShards {
     files: Vec<Option<Arc<CachedFile>>>,
-    /// Mappings of open files (a mapping only of a file in `files`, dropped with it), shared
-    /// with readers that hold payloads in them ([`ShardSource::shared`]).
-    maps: Vec<Option<Arc<MappedShard>>>,
+    /// Mapped shards for zero-copy payloads ([`ShardSource::shared`]).
+    maps: MappedShards,
     recent: VecDeque<u64>,
     /// Shards a thread of this process is downloading. Another reader of the same shard
     /// waits for that download's checked file instead of for its publication (an fsync
@@ -123,7 +123,7 @@ impl RemoteShards {
     pub(crate) fn new(spec: ShardsSpec, prefetch_shards: usize) -> Self {
         let open = OpenShards {
             files: vec![None; spec.entries.len()],
-            maps: vec![None; spec.entries.len()],
+            maps: MappedShards::new(spec.entries.len()),
             recent: VecDeque::new(),
             downloading: vec![false; spec.entries.len()],
         };
@@ -202,20 +202,6 @@ impl ShardSource for RemoteShards {
         let mapped = shared.mapped(shard).map_err(io::Error::other);
         shared.first_read.open();
         Some(mapped.map(|m| m as SharedShard))
-    }
-}
-
-/// A shard's local file, mapped. Payloads in it keep the mapping, not the file's read lock:
-/// holding payloads (a shuffle buffer, a list of samples) must not pin their shards in a
-/// bounded cache. A shard evicted meanwhile is unlinked, never truncated, so the mapping
-/// stays readable; its pages leave the disk when the last payload in it goes.
-pub(crate) struct MappedShard {
-    map: memmap2::Mmap,
-}
-
-impl AsRef<[u8]> for MappedShard {
-    fn as_ref(&self) -> &[u8] {
-        &self.map
     }
 }
 
@@ -387,13 +373,14 @@ impl Shared {
     /// every reader while anyone holds it.
     pub(crate) fn mapped(&self, shard: u64) -> Result<Arc<MappedShard>, RemoteError> {
         let index = usize::try_from(shard).unwrap_or(usize::MAX);
+        if let Some(map) = self
+            .open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .maps
+            .get(index)
         {
-            let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(map) = open.maps.get(index).and_then(Option::as_ref) {
-                let map = Arc::clone(map);
-                open.touch(shard);
-                return Ok(map);
-            }
+            return Ok(map);
         }
         let file = match self.local_file(shard) {
             Some(file) => file,
@@ -404,23 +391,9 @@ impl Shared {
             source,
         })?;
         let mapped = Arc::new(MappedShard { map });
+        let max_bytes = self.cache_limit() / 2;
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(slot) = open.maps.get_mut(index) else {
-            return Ok(mapped);
-        };
-        let mapped = match slot {
-            Some(present) => Arc::clone(present),
-            empty => {
-                *empty = Some(Arc::clone(&mapped));
-                mapped
-            }
-        };
-        // A mapping is kept only beside its open file, which `close_idle` closes with it.
-        if let Some(slot @ None) = open.files.get_mut(index) {
-            *slot = Some(file);
-        }
-        open.touch(shard);
-        Ok(mapped)
+        Ok(open.maps.insert(index, mapped, max_bytes))
     }
 
     /// Whether this cache may still serve records by range requests.
@@ -594,9 +567,6 @@ impl OpenShards {
             let index = usize::try_from(shard).unwrap_or(usize::MAX);
             if excess > 0 && self.is_idle(index) {
                 if let Some(slot) = self.files.get_mut(index) {
-                    *slot = None;
-                }
-                if let Some(slot) = self.maps.get_mut(index) {
                     *slot = None;
                 }
                 excess -= 1;
