@@ -3,8 +3,10 @@
 //! bench prints why and measures nothing without them: a bench is not a test).
 //!
 //! One cache of about 200 MB in 16 MiB shards (incompressible payloads of 64-192 KiB), published
-//! once per server under a fixed prefix and reused. Three groups, each with its baseline in the
-//! same run:
+//! once per server under a fixed prefix and reused. The baselines and floors use an
+//! object_store client of their own on the bench's runtime (the cache's clients are shared
+//! process-wide, and must not lend them connections). Three groups, each with its baseline in
+//! the same run:
 //! - `dsrt_remote_epoch`: a whole epoch with a cold local cache (an empty local directory each
 //!   iteration, the open included), `Loader` with 2 workers, every payload consumed, against
 //!   `baseline_parallel_gets`: every shard object fetched into memory by plain GETs, 2 at a
@@ -13,7 +15,8 @@
 //! - `dsrt_remote_first_sample`: a cold open and the first sample of a 2-worker `Loader`,
 //!   against `baseline_four_gets`: the GETs of manifest.json, index.bin, metadata.arrow and one
 //!   full-size shard, one after another. Target: the time to the first sample at most 1.1x
-//!   the baseline's, a ratio of at least 0.91. `cold_open_only`,
+//!   the baseline's, a ratio of at least 0.91. `floor_four_gets_hashed` (the same GETs, each
+//!   hashed and written as it arrives), `cold_open_only`,
 //!   `cold_open_first_sample_chunks_of_1` (the loader's chunks of one step instead of 256) and
 //!   `cold_open_first_sample_inline_no_prefetch` (no background download competing with the
 //!   first shard's) are there to say where the time goes, not targets;
