@@ -200,6 +200,31 @@ fn consume(dataset: &Arc<Dataset>) -> u64 {
     n
 }
 
+/// Where a floor measurement fetches from and writes to.
+struct Floor<'a> {
+    rt: &'a tokio::runtime::Runtime,
+    store: &'a Arc<dyn ObjectStore>,
+    remote: &'a RemotePrefix,
+    root: &'a Path,
+}
+
+impl Floor<'_> {
+    /// `iters` times, [`get_hash_write_all`] into a fresh directory; the time of the fetches
+    /// only.
+    fn time(&self, iters: u64, n: &mut u64, objects: &[&str], at_once: usize) -> Duration {
+        let mut total = Duration::ZERO;
+        for _ in 0..iters {
+            let dir = fresh_dir(self.root, n);
+            std::fs::create_dir_all(&dir).expect("floor dir");
+            let started = Instant::now();
+            get_hash_write_all(self.rt, self.store, self.remote, objects, &dir, at_once);
+            total += started.elapsed();
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        total
+    }
+}
+
 /// Every object of `objects` (under `remote`) by a GET, `at_once` objects at a time, each
 /// hashed and written to a file under `dir` as it arrives, by a thread of its own (so that
 /// hashing overlaps the transfer, as in the cache).
@@ -369,17 +394,14 @@ fn remote_bench(c: &mut Criterion) {
     // this machine.
     group.bench_function("floor_get_hash_write", |b| {
         b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let dir = fresh_dir(work.path(), &mut n);
-                std::fs::create_dir_all(&dir).expect("floor dir");
-                let started = Instant::now();
-                let objects: Vec<&str> = shards.iter().map(String::as_str).collect();
-                get_hash_write_all(&rt, &store, &remote, &objects, &dir, 2);
-                total += started.elapsed();
-                let _ = std::fs::remove_dir_all(&dir);
-            }
-            total
+            let objects: Vec<&str> = shards.iter().map(String::as_str).collect();
+            let floor = Floor {
+                rt: &rt,
+                store: &store,
+                remote: &remote,
+                root: work.path(),
+            };
+            floor.time(iters, &mut n, &objects, 2)
         });
     });
     group.bench_function("cold_epoch_2_workers", |b| {
@@ -416,17 +438,14 @@ fn remote_bench(c: &mut Criterion) {
     // arrives (what any cache must do at least before serving the first sample).
     group.bench_function("floor_four_gets_hashed", |b| {
         b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let dir = fresh_dir(work.path(), &mut n);
-                std::fs::create_dir_all(&dir).expect("floor dir");
-                let objects = ["manifest.json", "index.bin", "metadata.arrow", &shards[0]];
-                let started = Instant::now();
-                get_hash_write_all(&rt, &store, &remote, &objects, &dir, 1);
-                total += started.elapsed();
-                let _ = std::fs::remove_dir_all(&dir);
-            }
-            total
+            let objects = ["manifest.json", "index.bin", "metadata.arrow", &shards[0]];
+            let floor = Floor {
+                rt: &rt,
+                store: &store,
+                remote: &remote,
+                root: work.path(),
+            };
+            floor.time(iters, &mut n, &objects, 1)
         });
     });
     group.bench_function("cold_open_first_sample", |b| {

@@ -289,17 +289,28 @@ impl Cache {
         let map = shard
             .map()
             .map_err(self.io_error(CacheFile::Shard(row.shard_id)))?;
-        let record = usize::try_from(row.offset)
+        let (_, record) = self.record_in(&row, len, map)?;
+        let (stored_at, metadata) = self.check_record(sample, &row, record)?;
+        Ok((row, shard, record, stored_at, metadata))
+    }
+
+    /// The `len` bytes of `row`'s record within `shard_bytes` (its whole shard, mapped or
+    /// shared), with the offset they start at; an I/O error when they lie past its end.
+    pub(crate) fn record_in<'b>(
+        &self,
+        row: &IndexRow,
+        len: usize,
+        shard_bytes: &'b [u8],
+    ) -> Result<(usize, &'b [u8]), CacheError> {
+        usize::try_from(row.offset)
             .ok()
-            .and_then(|start| map.get(start..start.checked_add(len)?))
+            .and_then(|start| Some((start, shard_bytes.get(start..start.checked_add(len)?)?)))
             .ok_or_else(|| {
                 self.io_error(CacheFile::Shard(row.shard_id))(std::io::Error::new(
                     std::io::ErrorKind::UnexpectedEof,
-                    "the record lies past the end of the mapped shard",
+                    "the record lies past the end of the shard",
                 ))
-            })?;
-        let (stored_at, metadata) = self.check_record(sample, &row, record)?;
-        Ok((row, shard, record, stored_at, metadata))
+            })
     }
 
     /// Reads sample `sample` into a new owned [`Sample`].

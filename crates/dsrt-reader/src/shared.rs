@@ -52,21 +52,10 @@ impl Cache {
             let (row, shard, len) = self.locate(sample)?;
             if shard.algo == CompressionAlgo::None {
                 if let Some(shared) = source.shared(row.shard_id) {
-                    let io_error = self.io_error(CacheFile::Shard(row.shard_id));
-                    let bytes = shared.map_err(io_error)?;
-                    let start = usize::try_from(row.offset).ok();
-                    let range = start.and_then(|s| Some(s..s.checked_add(len)?));
-                    let record = range
-                        .clone()
-                        .and_then(|r| (*bytes).as_ref().get(r))
-                        .ok_or_else(|| {
-                            self.io_error(CacheFile::Shard(row.shard_id))(std::io::Error::new(
-                                std::io::ErrorKind::UnexpectedEof,
-                                "the record lies past the end of the shard",
-                            ))
-                        })?;
+                    let bytes = shared.map_err(self.io_error(CacheFile::Shard(row.shard_id)))?;
+                    let (start, record) = self.record_in(&row, len, (*bytes).as_ref())?;
                     let (stored_at, _) = self.check_record(sample, &row, record)?;
-                    let range = range.map_or(0..0, |r| r.start + stored_at..r.end);
+                    let range = start + stored_at..start + record.len();
                     return Ok(SharedPayload::InShard {
                         shard: row.shard_id,
                         bytes,
