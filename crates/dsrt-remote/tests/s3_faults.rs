@@ -364,6 +364,9 @@ fn the_cache_limit_holds_throughout_an_epoch_with_two_workers() {
     println!("{count} usage samples, at most {max} of {limit} bytes");
     assert!(count >= 10, "only {count} samples");
     assert!(max <= limit, "usage {max} > limit {limit}");
+    // Closing the dataset waits for the background publication of what it downloaded.
+    drop(samples);
+    drop(dataset);
     // Every shard was read, and at most about three fit: the others were evicted.
     let local_shards = files_under(&cache_dir)
         .into_iter()
