@@ -369,8 +369,8 @@ impl Shared {
         Ok(file)
     }
 
-    /// Shard `shard`'s local file mapped (downloading it if needed), the same mapping for
-    /// every reader while anyone holds it.
+    /// Shard `shard`'s local file mapped (downloading it if needed): the mapping this cache
+    /// keeps for it ([`MappedShards`]), or a new one.
     pub(crate) fn mapped(&self, shard: u64) -> Result<Arc<MappedShard>, RemoteError> {
         let index = usize::try_from(shard).unwrap_or(usize::MAX);
         if let Some(map) = self
@@ -576,9 +576,7 @@ impl OpenShards {
         }
         self.recent = kept;
     }
-}
 
-impl OpenShards {
     /// Whether nothing but its slot holds shard `index`'s file (payloads in its mapping do
     /// not count: they keep the mapping only).
     fn is_idle(&self, index: usize) -> bool {

@@ -109,8 +109,10 @@ impl CachedFile {
     /// truncated, so the mapping stays readable; its pages leave the disk with it.
     /// (On Linux, through `/proc/self/fd`; elsewhere the mapping holds the lock.)
     pub fn map(&self) -> io::Result<memmap2::Mmap> {
-        let own = unlocked_descriptor(&self.file).unwrap_or_else(|_| self.file.try_clone());
-        let file = own?;
+        let file = match unlocked_descriptor(&self.file) {
+            Some(own) => own?,
+            None => self.file.try_clone()?,
+        };
         // SAFETY: a cached file never changes once checked: the cache writes only partial
         // files, each by the one downloader holding its exclusive lock, and only before the
         // check (the `CachedFile` of a download is handed out after it); eviction and
@@ -931,14 +933,12 @@ impl Drop for PartialGuard<'_> {
 }
 
 /// A new open file description of `file`'s inode (read-only, unlocked), also when the file
-/// has been renamed or unlinked since it was opened.
-fn unlocked_descriptor(file: &File) -> io::Result<io::Result<File>> {
+/// has been renamed or unlinked since it was opened; `None` without `/proc/self/fd`.
+fn unlocked_descriptor(file: &File) -> Option<io::Result<File>> {
     use std::os::fd::AsRawFd;
-    let path = format!("/proc/self/fd/{}", file.as_raw_fd());
-    if !Path::new("/proc/self/fd").is_dir() {
-        return Err(io::Error::new(ErrorKind::Unsupported, "no /proc/self/fd"));
-    }
-    Ok(File::open(path))
+    let fds = Path::new("/proc/self/fd");
+    fds.is_dir()
+        .then(|| File::open(fds.join(file.as_raw_fd().to_string())))
 }
 
 fn remove_if_present(path: &Path) -> Result<(), ShardCacheError> {
