@@ -12,16 +12,17 @@
 //!   `baseline_parallel_gets`: every shard object fetched into memory by plain GETs, 2 at a
 //!   time. Target: >= 0.7. `floor_get_hash_write` (not a target) does the least a cache
 //!   could: the same GETs, each shard hashed and written to a local file as it arrives.
-//! - `dsrt_remote_first_sample`: a cold open and the first sample of a 2-worker `Loader`,
-//!   against `baseline_four_gets`: the GETs of manifest.json, index.bin, metadata.arrow and one
-//!   full-size shard, one after another. Target: the time to the first sample at most 1.1x
-//!   the baseline's, a ratio of at least 0.91. `floor_four_gets_hashed` (the same GETs, each
-//!   hashed and written as it arrives), `cold_open_only`,
-//!   `cold_open_first_sample_chunks_of_1` (the loader's chunks of one step instead of 256) and
-//!   `cold_open_first_sample_inline_no_prefetch` (no background download competing with the
-//!   first shard's) are there to say where the time goes, not targets;
-//!   `cold_open_first_sample_read_while_downloading` is the opt-in path that serves the first
-//!   records by range requests while their shards download.
+//! - `dsrt_remote_first_sample`: a cold open and the first sample of a 2-worker `Loader`
+//!   (default options: the first records are read by range requests while their shards
+//!   download), against `baseline_four_gets`: the GETs of manifest.json, index.bin,
+//!   metadata.arrow and one full-size shard, one after another. Target: the time to the first
+//!   sample at most 1.1x the baseline's, a ratio of at least 0.91. Not targets, to say where
+//!   the time goes: `cold_open_first_sample_checked_shard` (`read_while_downloading` off: the
+//!   first sample waits for its whole shard, hashed and written), its floor
+//!   `floor_four_gets_hashed` (the same GETs, each hashed and written as it arrives),
+//!   `cold_open_only`, and the checked path with the loader's chunks one step long
+//!   (`cold_open_first_sample_chunks_of_1`) or with no background download competing with
+//!   the first shard's (`cold_open_first_sample_inline_no_prefetch`).
 //! - `dsrt_remote_warm_epoch`: a second epoch from the filled local cache (the dataset stays
 //!   open, as in a job), against `baseline_local_dir_epoch`: the same epoch over the local
 //!   copy the cache was published from. Target: >= 0.9.
@@ -460,8 +461,9 @@ fn remote_bench(c: &mut Criterion) {
             )
         });
     });
-    // Not targets, to tell where the time goes: the open alone, and the first sample with no
-    // background downloads competing (no prefetch, the loader reading on the calling thread).
+    // Not targets, to tell where the time goes: the open alone, and the checked path's first
+    // sample with no background downloads competing (no prefetch, the loader reading on the
+    // calling thread).
     group.bench_function("cold_open_only", |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
@@ -477,28 +479,23 @@ fn remote_bench(c: &mut Criterion) {
             total
         });
     });
-    // The loader's first chunks ramp up from one step; with every chunk one step long the
-    // first sample needs only its own shard either way (kept to compare with earlier runs).
+    // The checked path again, with the loader's chunks one step long instead of ramping up
+    // from one step (kept to compare with earlier runs).
     group.bench_function("cold_open_first_sample_chunks_of_1", |b| {
         b.iter_custom(|iters| {
             let config = LoaderConfig {
                 prefetch: 1,
                 ..loader_config()
             };
-            first_sample(
-                iters,
-                work.path(),
-                &mut n,
-                &url,
-                |dir| RemoteOptions::new(dir),
-                config,
-            )
+            let options = |dir: &Path| RemoteOptions::new(dir).read_while_downloading(false);
+            first_sample(iters, work.path(), &mut n, &url, options, config)
         });
     });
-    // The opt-in path: the first records by range requests while their shards download.
-    group.bench_function("cold_open_first_sample_read_while_downloading", |b| {
+    // With `read_while_downloading` off: the first sample waits for its shard to be
+    // downloaded, hashed and written (compare with `floor_four_gets_hashed`).
+    group.bench_function("cold_open_first_sample_checked_shard", |b| {
         b.iter_custom(|iters| {
-            let options = |dir: &Path| RemoteOptions::new(dir).read_while_downloading(true);
+            let options = |dir: &Path| RemoteOptions::new(dir).read_while_downloading(false);
             first_sample(iters, work.path(), &mut n, &url, options, loader_config())
         });
     });
@@ -508,7 +505,11 @@ fn remote_bench(c: &mut Criterion) {
                 workers: 0,
                 ..loader_config()
             };
-            let options = |dir: &Path| RemoteOptions::new(dir).prefetch_shards(0);
+            let options = |dir: &Path| {
+                RemoteOptions::new(dir)
+                    .prefetch_shards(0)
+                    .read_while_downloading(false)
+            };
             first_sample(iters, work.path(), &mut n, &url, options, config)
         });
     });

@@ -300,7 +300,7 @@ impl PySample {
 /// O(1).
 ///
 /// `Cache(path_or_url, *, validate_cache=False, cache_dir=None, cache_limit=None,
-/// fetch="whole", prefetch_shards=2, read_while_downloading=False, attempts=5,
+/// fetch="whole", prefetch_shards=2, read_while_downloading=True, attempts=5,
 /// first_backoff=0.1, wait_for_room=600.0)`: `path_or_url` is a cache directory (str or os.PathLike, or a `file://`
 /// URL) or an object-store URL (`s3://bucket/prefix`; the store is configured from the
 /// environment, `AWS_*` for s3://). The cache is checked before the first sample is served
@@ -317,9 +317,11 @@ impl PySample {
 /// whole on its first read, checked against its SHA-256 before it becomes visible, and reads
 /// it locally after; `fetch="range"` reads each record with one range request and caches no
 /// shard (sparse random access). With `fetch="whole"`: `prefetch_shards` background
-/// downloads are kept in flight ahead of a Loader (0: none); `read_while_downloading=True`
-/// serves the first 8 records by range requests while their shards download (checked against
-/// metadata.arrow, not against the shard's SHA-256; ignored with `validate_cache=True`). A
+/// downloads are kept in flight ahead of a Loader (0: none); `read_while_downloading` (on by
+/// default) serves the first records (those read before the first returns, at most 8) by
+/// range requests while their shards download (checked against metadata.arrow, not against
+/// the shard's SHA-256, as a local cache's records are without `validate_cache`; ignored with
+/// `validate_cache=True`; the shards are still checked before they enter the local cache). A
 /// failed download is tried `attempts` times in all (an int >= 1), waiting `first_backoff`
 /// seconds (0 to 10) before the second attempt, doubling up to 10 s; a download waits up to
 /// `wait_for_room` seconds for room in the local cache (or for another process's download of
@@ -375,7 +377,7 @@ impl PyCache {
     #[new]
     #[pyo3(
         signature = (path, *, validate_cache = false, cache_dir = None, cache_limit = None, fetch = "whole", prefetch_shards = None, read_while_downloading = None, attempts = None, first_backoff = None, wait_for_room = None),
-        text_signature = "(path, *, validate_cache=False, cache_dir=None, cache_limit=None, fetch=\"whole\", prefetch_shards=2, read_while_downloading=False, attempts=5, first_backoff=0.1, wait_for_room=600.0)"
+        text_signature = "(path, *, validate_cache=False, cache_dir=None, cache_limit=None, fetch=\"whole\", prefetch_shards=2, read_while_downloading=True, attempts=5, first_backoff=0.1, wait_for_room=600.0)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn new(

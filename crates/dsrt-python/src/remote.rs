@@ -146,7 +146,7 @@ impl RemoteArgs {
         };
         let read_while_downloading = match given(raw.read_while_downloading) {
             Some(v) => parse_bool("read_while_downloading", v)?,
-            None => false,
+            None => true,
         };
         let first_backoff = match given(raw.first_backoff) {
             Some(v) => {

@@ -43,13 +43,14 @@ pub struct RemoteOptions {
     /// How long a download waits for room in the local cache (every other file being read)
     /// or for another process downloading the same shard, before it fails (retryable).
     pub wait_for_room: Duration,
-    /// With [`ShardFetch::Whole`], a record whose shard is still downloading is read by a
-    /// range request instead of waiting for the whole shard, up to an eighth of the shard's
-    /// bytes (so the first samples of an epoch do not wait for whole shards). Such a record is
-    /// checked as every record is, against metadata.arrow, but not against the shard's
-    /// SHA-256, which is the trust a local cache opened without `validate_cache` gives; with
-    /// `validate_cache` every byte served comes from a shard whose SHA-256 matched, and this
-    /// option is ignored. Default: off.
+    /// With [`ShardFetch::Whole`], the records read before the cache's first read returns (at
+    /// most 8) are read by range requests while their shards download, instead of waiting
+    /// for the whole shards (so the first sample of an epoch does not wait for a 16 MiB
+    /// download); later reads wait for their shards. Such a record is checked as every record
+    /// is, against metadata.arrow, but not against its shard's SHA-256, which is the trust a
+    /// local cache opened without `validate_cache` gives; its shard is still checked before
+    /// it enters the local cache. With `validate_cache` every byte served comes from a shard
+    /// whose SHA-256 matched, and this option is ignored. Default: on.
     pub read_while_downloading: bool,
 }
 
@@ -65,7 +66,7 @@ impl RemoteOptions {
             attempts: 5,
             first_backoff: Duration::from_millis(100),
             wait_for_room: Duration::from_secs(600),
-            read_while_downloading: false,
+            read_while_downloading: true,
         }
     }
 
@@ -99,7 +100,8 @@ impl RemoteOptions {
         self
     }
 
-    /// Serves records by range requests while their shard downloads (see the field).
+    /// Whether the first records are served by range requests while their shards download
+    /// (see the field; on by default).
     pub fn read_while_downloading(mut self, on: bool) -> Self {
         self.read_while_downloading = on;
         self

@@ -11,9 +11,10 @@ use std::time::Duration;
 const FIRST_READ_HEAD_START: Duration = Duration::from_millis(100);
 
 /// The prefetch threads of one remote cache; dropping it stops them after their current
-/// download.
+/// download ([`Prefetcher::stop`] also waits for them).
 pub(crate) struct Prefetcher {
     queue: Arc<Queue>,
+    threads: Vec<std::thread::JoinHandle<()>>,
 }
 
 struct Queue {
@@ -39,16 +40,31 @@ impl Prefetcher {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
         });
+        let mut threads = Vec::with_capacity(depth);
         for _ in 0..depth {
             let (queue, shared) = (Arc::clone(&queue), Arc::clone(shared));
             let spawned = std::thread::Builder::new()
                 .name("dsrt-prefetch".into())
                 .spawn(move || prefetch_loop(&queue, &shared));
-            if let Err(e) = spawned {
-                eprintln!("dsrt-remote: no prefetch thread: {e}");
+            match spawned {
+                Ok(thread) => threads.push(thread),
+                Err(e) => eprintln!("dsrt-remote: no prefetch thread: {e}"),
             }
         }
-        Self { queue }
+        Self { queue, threads }
+    }
+
+    /// Stops the threads after their current download and waits for them.
+    pub(crate) fn stop(mut self) {
+        self.close();
+        for thread in std::mem::take(&mut self.threads) {
+            let _ = thread.join();
+        }
+    }
+
+    fn close(&self) {
+        self.queue.lock().closed = true;
+        self.queue.changed.notify_all();
     }
 
     /// Replaces the hint: what the reader needs next, in order.
@@ -65,8 +81,7 @@ impl Prefetcher {
 
 impl Drop for Prefetcher {
     fn drop(&mut self) {
-        self.queue.lock().closed = true;
-        self.queue.changed.notify_all();
+        self.close();
     }
 }
 

@@ -21,9 +21,10 @@ use std::time::Duration;
 /// this one) from evicting them.
 const MAX_IDLE_OPEN: usize = 1;
 
-/// Records a cache may serve by range requests while their shards download: the first
-/// samples of an epoch (the loader's first chunks are 1, 2 and 4 steps), not a cold epoch's
-/// worth, which would fetch its bytes twice.
+/// Records a cache may serve by range requests while their shards download: those read
+/// before the cache's first read returns (the first sample's, and those of the loader's other
+/// workers started beside it), at most this many; never a cold epoch's worth, which would
+/// fetch its bytes twice.
 const EARLY_READS: u64 = 8;
 
 /// One remote cache's shards: where they are, what they must hash to, and the local copies
@@ -53,6 +54,9 @@ pub(crate) struct Shared {
     early: Option<EarlyReads>,
     /// Opened when the first read returns; background downloads wait for it (briefly).
     first_read: Gate,
+    /// Set when the cache is closed: downloads still running (only background ones can be)
+    /// stop at their next chunk or attempt, and their partial files are removed.
+    closing: AtomicBool,
 }
 
 /// A flag that threads can wait on, with a timeout.
@@ -86,6 +90,8 @@ struct EarlyReads {
     started: Vec<AtomicBool>,
     /// Range reads left.
     left: AtomicU64,
+    /// The downloads readers started, which closing the cache waits for (see `Drop`).
+    downloads: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
 /// Shard files open in this process, and the order they were last used in.
@@ -133,6 +139,7 @@ impl RemoteShards {
             EarlyReads {
                 started: (0..n).map(|_| AtomicBool::new(false)).collect(),
                 left: AtomicU64::new(EARLY_READS),
+                downloads: Mutex::new(Vec::new()),
             }
         });
         let inner = Arc::new(Shared {
@@ -148,6 +155,7 @@ impl RemoteShards {
             downloaded: Condvar::new(),
             early,
             first_read: Gate::default(),
+            closing: AtomicBool::new(false),
         });
         let prefetch = (fetch == ShardFetch::Whole && prefetch_shards > 0)
             .then(|| Prefetcher::start(&inner, prefetch_shards));
@@ -160,10 +168,11 @@ impl RemoteShards {
 }
 
 impl Drop for RemoteShards {
-    /// Closing the cache waits until every download it was served is published (renamed into
-    /// place, durable), even while prefetch threads, which stop after their current
-    /// download, still hold the local cache: a process that exits next keeps what it
-    /// downloaded.
+    /// Closing the cache stops the downloads no reader waits for (the prefetcher's and those
+    /// early reads started) at their next chunk, and waits for their threads, which remove
+    /// their partial files; then it waits until every download it was served is published
+    /// (renamed into place, durable). A process that exits next keeps what it read and leaves
+    /// no partial file.
     fn drop(&mut self) {
         if std::process::id() != self.pid {
             // A forked child (a `DataLoader` worker given this cache) has neither the prefetch
@@ -172,7 +181,21 @@ impl Drop for RemoteShards {
             std::mem::forget(self.prefetch.take());
             return;
         }
-        drop(self.prefetch.take());
+        self.inner.closing.store(true, Ordering::Release);
+        if let Some(prefetch) = self.prefetch.take() {
+            prefetch.stop();
+        }
+        if let Some(early) = &self.inner.early {
+            let downloads = std::mem::take(
+                &mut *early
+                    .downloads
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner),
+            );
+            for download in downloads {
+                let _ = download.join();
+            }
+        }
         self.inner.local.wait_published();
     }
 }
@@ -180,7 +203,7 @@ impl Drop for RemoteShards {
 impl ShardSource for RemoteShards {
     fn read_at(&self, shard: u64, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         let read = self.read_through(shard, offset, buf);
-        self.inner.first_read.open();
+        self.inner.first_read_served();
         read
     }
 
@@ -200,7 +223,7 @@ impl ShardSource for RemoteShards {
             return None;
         }
         let mapped = shared.mapped(shard).map_err(io::Error::other);
-        shared.first_read.open();
+        shared.first_read_served();
         Some(mapped.map(|m| m as SharedShard))
     }
 }
@@ -312,8 +335,13 @@ impl Shared {
                     // A failure is reported to the reader that next needs the shard.
                     let _ = shared.shard_file(shard);
                 });
-            if spawned.is_err() {
-                early.started[index].store(false, Ordering::Release);
+            match spawned {
+                Ok(download) => early
+                    .downloads
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(download),
+                Err(_) => early.started[index].store(false, Ordering::Release),
             }
         }
         read
@@ -432,6 +460,28 @@ impl Shared {
         self.local.limits().max_bytes
     }
 
+    /// An error once the cache is closed (see [`Shared::closing`]): no reader waits for the
+    /// download that asks, as a reader holds the cache open.
+    fn check_open(&self) -> io::Result<()> {
+        if self.closing.load(Ordering::Acquire) {
+            return Err(io::Error::other(
+                "the cache was closed before this background download finished",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Ends the early reads (those already under way finish) and lets background downloads
+    /// start: a read has returned. Once the first sample is out, what the reads need is
+    /// throughput, and range requests would compete with the downloads that serve every later
+    /// record (on the loopback bench, going on to 8 early reads cost a cold epoch 10%).
+    fn first_read_served(&self) {
+        if let Some(early) = &self.early {
+            early.left.store(0, Ordering::Release);
+        }
+        self.first_read.open();
+    }
+
     /// Waits until a reader has been served (or `timeout`).
     pub(crate) fn wait_for_first_read(&self, timeout: Duration) {
         self.first_read.wait(timeout);
@@ -463,11 +513,14 @@ impl Shared {
             let store = self.remote.store().as_ref();
             self.retry
                 .run(|| {
-                    sink.restart().map_err(|source| RemoteError::LocalIo {
+                    let local_io = |source| RemoteError::LocalIo {
                         path: url.clone(),
                         source,
-                    })?;
+                    };
+                    self.check_open().map_err(local_io)?;
+                    sink.restart().map_err(local_io)?;
                     stream_object(store, &object, &url, &mut |at, bytes| {
+                        self.check_open()?;
                         sink.write_owned(at, bytes)
                     })
                     .map(|_| ())
@@ -493,6 +546,10 @@ impl Shared {
             );
         match got {
             Ok(file) => Ok(file),
+            // A download stopped by the close: nothing to explain.
+            Err(source) if self.closing.load(Ordering::Acquire) => {
+                Err(RemoteError::LocalCache { url, source })
+            }
             Err(source) => Err(self.explain(url, source)),
         }
     }

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code: known small values.
 
 use dsrt_manifest::CompressionAlgo;
-use dsrt_reader::{CacheError, SampleBuf};
+use dsrt_reader::{Cache, CacheError, SampleBuf};
 use dsrt_remote::object_store::local::LocalFileSystem;
 use dsrt_remote::object_store::path::Path as StorePath;
 use dsrt_remote::{
@@ -116,15 +116,41 @@ fn a_shard_that_does_not_match_the_manifest_is_refused_and_not_cached() {
     std::fs::write(&shard, bytes).unwrap();
     let options = RemoteOptions::new(local.path()).retries(1, std::time::Duration::ZERO);
     let cache = open_remote(&remote(store_root.path(), "c"), &options).unwrap();
-    let error = cache.read(0, &mut SampleBuf::new()).unwrap_err();
+    // The first read is served by a range request (its record is intact, and checked against
+    // metadata.arrow); the next read of the shard waits for it whole, which is refused.
+    assert_eq!(
+        cache.read(0, &mut SampleBuf::new()).unwrap().payload,
+        payload(0)
+    );
+    let error = cache.read(1, &mut SampleBuf::new()).unwrap_err();
+    assert_refused_and_not_cached(cache, &error, local.path());
+
+    // With `read_while_downloading` off, or with `validate_cache`, the first read is refused.
+    for options in [
+        options.clone().read_while_downloading(false),
+        options.clone().validate_cache(true),
+    ] {
+        let local = tempfile::tempdir().unwrap();
+        let mut options = options;
+        options.cache_dir = local.path().to_path_buf();
+        let cache = open_remote(&remote(store_root.path(), "c"), &options).unwrap();
+        let error = cache.read(0, &mut SampleBuf::new()).unwrap_err();
+        assert_refused_and_not_cached(cache, &error, local.path());
+    }
+}
+
+/// Checks `error` and, once `cache` is closed (its background downloads of the bad shard
+/// ended), that nothing of the bad shard is under `local`.
+fn assert_refused_and_not_cached(cache: Cache, error: &CacheError, local: &Path) {
     let text = error.to_string();
     assert!(matches!(error, CacheError::Io { .. }), "{error:?}");
     assert!(
         text.contains("shards/000000.bin") && text.contains("SHA-256"),
         "{text}"
     );
+    drop(cache);
     assert!(
-        files_under(local.path())
+        files_under(local)
             .iter()
             .all(|p| !p.to_string_lossy().contains("000000.bin")),
         "nothing of the bad shard is cached"

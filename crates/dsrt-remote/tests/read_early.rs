@@ -1,6 +1,7 @@
-//! Reading while shards download: `read_while_downloading` serves the first records of a cache
-//! by range requests before any whole shard has arrived, within its bound, and never with
-//! `validate_cache`; the shards themselves still download whole, checked, once.
+//! Reading while shards download: `read_while_downloading` (the default) serves the first
+//! records of a cache by range requests before any whole shard has arrived, within its bound,
+//! and never with `validate_cache`; the shards themselves still download whole, checked, once,
+//! and closing the cache stops those downloads cleanly.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code: small known values.
 
 mod write_support;
@@ -48,35 +49,69 @@ fn count(gets: &[String], kind: &str) -> usize {
 }
 
 #[test]
-fn the_first_records_are_served_by_range_while_their_shards_download() {
+fn by_default_the_first_records_are_served_by_range_while_their_shards_download() {
     let (store, to, shards) = held_cache();
     let dir = tempfile::tempdir().unwrap();
-    let options = RemoteOptions::new(dir.path())
-        .prefetch_shards(0)
-        .read_while_downloading(true);
-    let cache = open_remote(&to, &options).unwrap();
-    let mut buf = SampleBuf::new();
-    // Every whole-shard GET is held: these reads can only be served by range.
-    for i in [0, 13, 26] {
-        assert_eq!(cache.read(i, &mut buf).unwrap().payload, payload(i), "{i}");
+    let options = RemoteOptions::new(dir.path()).prefetch_shards(0);
+    assert!(options.read_while_downloading);
+    let cache = Arc::new(open_remote(&to, &options).unwrap());
+    // Three reads under way at once before any has returned (every whole-shard GET is held,
+    // so they can only be served by range).
+    store
+        .behaviour
+        .hold_range_gets
+        .store(true, Ordering::SeqCst);
+    let first: Vec<_> = [0, 13, 26]
+        .into_iter()
+        .map(|i| {
+            let cache = Arc::clone(&cache);
+            std::thread::spawn(move || {
+                let mut buf = SampleBuf::new();
+                (i, cache.read(i, &mut buf).unwrap().payload.to_vec())
+            })
+        })
+        .collect();
+    while count(&store.gets(), "range") < 3 {
+        std::thread::sleep(Duration::from_millis(1));
     }
-    assert_eq!(count(&store.gets(), "range"), 3, "{:?}", store.gets());
+    store
+        .behaviour
+        .hold_range_gets
+        .store(false, Ordering::SeqCst);
+    for reader in first {
+        let (i, got) = reader.join().unwrap();
+        assert_eq!(got, payload(i), "{i}");
+    }
     // Each read also started its shard's whole download (held).
     std::thread::sleep(Duration::from_millis(50));
     assert_eq!(count(&store.gets(), "get"), 3, "{:?}", store.gets());
+
+    // A read has returned: the next read of a shard not yet local waits for the shard.
+    let later = {
+        let cache = Arc::clone(&cache);
+        std::thread::spawn(move || {
+            let mut buf = SampleBuf::new();
+            cache.read(5, &mut buf).unwrap().payload.to_vec()
+        })
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        !later.is_finished(),
+        "a later read waits for its whole shard"
+    );
+    assert_eq!(count(&store.gets(), "range"), 3, "{:?}", store.gets());
 
     store
         .behaviour
         .hold_shard_gets
         .store(false, Ordering::SeqCst);
+    assert_eq!(later.join().unwrap(), payload(5));
+    let mut buf = SampleBuf::new();
     for i in 0..SAMPLES {
         assert_eq!(cache.read(i, &mut buf).unwrap().payload, payload(i), "{i}");
     }
     let gets = store.gets();
-    assert!(
-        count(&gets, "range") <= 8,
-        "early reads are bounded: {gets:?}"
-    );
+    assert_eq!(count(&gets, "range"), 3, "only the first reads: {gets:?}");
     assert_eq!(
         count(&gets, "get"),
         shards,
@@ -122,7 +157,67 @@ fn with_validate_cache_no_record_is_served_before_its_shard_is_checked() {
 }
 
 #[test]
-fn by_default_a_read_waits_for_its_whole_checked_shard() {
-    let options = |dir: &std::path::Path| RemoteOptions::new(dir).prefetch_shards(0);
+fn with_the_option_off_a_read_waits_for_its_whole_checked_shard() {
+    let options = |dir: &std::path::Path| {
+        RemoteOptions::new(dir)
+            .prefetch_shards(0)
+            .read_while_downloading(false)
+    };
     assert_read_waits_for_its_whole_shard(options, 7);
+}
+
+/// Every file under `dir`, relative to it.
+fn files_under(dir: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                let rel = path.strip_prefix(dir).unwrap();
+                found.push(rel.display().to_string());
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn closing_the_cache_stops_the_downloads_its_early_reads_started_and_leaves_no_partial() {
+    let (store, to, _) = held_cache();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = open_remote(&to, &RemoteOptions::new(dir.path()).prefetch_shards(0)).unwrap();
+    let mut buf = SampleBuf::new();
+    assert_eq!(cache.read(0, &mut buf).unwrap().payload, payload(0));
+    // The read was served by range; its shard's download is held until after the close began.
+    let release = {
+        let store = store.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            store
+                .behaviour
+                .hold_shard_gets
+                .store(false, Ordering::SeqCst);
+        })
+    };
+    drop(cache);
+    release.join().unwrap();
+    // No reader needed the shard any more: its download stopped, and its partial file is gone
+    // before the close returned.
+    let files = files_under(dir.path());
+    assert!(
+        !files.iter().any(|f| f.contains("shards/")),
+        "nothing of the shard is left: {files:?}"
+    );
+    // At most the shard's own GET (the close may come before it starts); the manifest is not
+    // fetched again to explain the stop.
+    let gets = store.gets();
+    assert!(count(&gets, "get") <= 1, "{gets:?}");
+    assert_eq!(
+        gets.iter().filter(|g| g.ends_with("manifest.json")).count(),
+        1,
+        "{gets:?}"
+    );
 }

@@ -341,10 +341,10 @@ def test_a_child_forked_while_a_download_publishes_reads_and_exits_cleanly(tmp_p
 
 
 # The remote options beyond cache_dir, cache_limit and fetch, each at a value other than its
-# default (prefetch_shards=2, read_while_downloading=False, attempts=5, first_backoff=0.1,
+# default (prefetch_shards=2, read_while_downloading=True, attempts=5, first_backoff=0.1,
 # wait_for_room=600.0).
-OPTIONS = dict(prefetch_shards=0, read_while_downloading=True, attempts=3, first_backoff=0.25, wait_for_room=7.5)
-DEFAULTS = dict(prefetch_shards=2, read_while_downloading=False, attempts=5, first_backoff=0.1, wait_for_room=600.0)
+OPTIONS = dict(prefetch_shards=0, read_while_downloading=False, attempts=3, first_backoff=0.25, wait_for_room=7.5)
+DEFAULTS = dict(prefetch_shards=2, read_while_downloading=True, attempts=5, first_backoff=0.1, wait_for_room=600.0)
 
 
 def options_of(obj):

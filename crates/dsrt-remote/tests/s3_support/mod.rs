@@ -191,8 +191,8 @@ pub(crate) fn remote_error<'a>(
     None
 }
 
-/// What the proxy does with shard GETs (`GET .../shards/NNNNNN.bin`); other requests are
-/// always forwarded whole.
+/// What the proxy does with shard GETs (`GET .../shards/NNNNNN.bin` answered whole, 200);
+/// other requests, range GETs of a record included, are always forwarded whole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
     /// Forward everything.
@@ -415,7 +415,8 @@ fn serve(shared: &Shared, client: TcpStream, upstream: SocketAddr) -> std::io::R
             std::io::copy(&mut server_in, &mut client_out)?;
             break;
         };
-        if !shard_get {
+        // A range GET (206) reads one record, not the shard: it is forwarded as it comes.
+        if !shard_get || status != 200 {
             copy_exact(&mut server_in, &mut client_out, len)?;
             continue;
         }

@@ -70,6 +70,8 @@ pub(crate) struct Behaviour {
     pub tamper_before_update: Mutex<Option<Vec<u8>>>,
     /// While set, a GET of a whole object under `shards/` waits (range GETs go through).
     pub hold_shard_gets: AtomicBool,
+    /// While set, a range GET under `shards/` waits (after it is recorded).
+    pub hold_range_gets: AtomicBool,
 }
 
 pub(crate) struct TestStore {
@@ -181,8 +183,13 @@ impl ObjectStore for TestStore {
             "get"
         };
         self.gets.lock().unwrap().push(format!("{kind} {location}"));
-        if options.range.is_none() && location.as_ref().contains("/shards/") {
-            while self.behaviour.hold_shard_gets.load(Ordering::SeqCst) {
+        if location.as_ref().contains("/shards/") {
+            let hold = if options.range.is_none() {
+                &self.behaviour.hold_shard_gets
+            } else {
+                &self.behaviour.hold_range_gets
+            };
+            while hold.load(Ordering::SeqCst) {
                 tokio::time::sleep(std::time::Duration::from_millis(1)).await;
             }
         }

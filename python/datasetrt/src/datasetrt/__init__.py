@@ -81,7 +81,7 @@ def _reopen_dataset(
     cache_limit=None,
     fetch="whole",
     prefetch_shards=2,
-    read_while_downloading=False,
+    read_while_downloading=True,
     attempts=5,
     first_backoff=0.1,
     wait_for_room=600.0,

@@ -66,7 +66,7 @@ def _sample_dict(sample, copy: bool) -> Dict[str, Any]:
 # The defaults of the remote options StreamingDataset forwards to Dataset (None: these).
 _REMOTE_DEFAULTS: Dict[str, Any] = {
     "prefetch_shards": 2,
-    "read_while_downloading": False,
+    "read_while_downloading": True,
     "attempts": 5,
     "first_backoff": 0.1,
     "wait_for_room": 600.0,
@@ -91,7 +91,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
       ``read_while_downloading``, ``attempts``, ``first_backoff``, ``wait_for_room``: how
       remote caches are read, as for :class:`datasetrt.Dataset`. When a Dataset is given,
       an argument left at its default (``None`` for the last five) takes the Dataset's
-      value; otherwise ``None`` means the Dataset default (2, False, 5, 0.1, 600.0). They
+      value; otherwise ``None`` means the Dataset default (2, True, 5, 0.1, 600.0). They
       are checked at construction and ignored for local caches. Every worker process opens the same
       local cache directory: a shard is downloaded once per node, whichever process reads it
       first, and the others wait for it.
