@@ -28,6 +28,7 @@
 //! so its callers stay synchronous.
 #![forbid(unsafe_code)]
 
+mod background; // threads beside the readers, which closing a cache waits for
 mod error;
 mod fetch;
 mod local_files; // the files of a local cache, as its manifest names them

@@ -10,11 +10,10 @@ use std::time::Duration;
 /// anyway: a reader blocked on its first sample goes before speculative downloads.
 const FIRST_READ_HEAD_START: Duration = Duration::from_millis(100);
 
-/// The prefetch threads of one remote cache; dropping it stops them after their current
-/// download ([`Prefetcher::stop`] also waits for them).
+/// The prefetch threads of one remote cache (counted in its `Shared::background`); dropping it
+/// stops them after their current download.
 pub(crate) struct Prefetcher {
     queue: Arc<Queue>,
-    threads: Vec<std::thread::JoinHandle<()>>,
 }
 
 struct Queue {
@@ -40,31 +39,16 @@ impl Prefetcher {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
         });
-        let mut threads = Vec::with_capacity(depth);
         for _ in 0..depth {
-            let (queue, shared) = (Arc::clone(&queue), Arc::clone(shared));
-            let spawned = std::thread::Builder::new()
-                .name("dsrt-prefetch".into())
-                .spawn(move || prefetch_loop(&queue, &shared));
-            match spawned {
-                Ok(thread) => threads.push(thread),
-                Err(e) => eprintln!("dsrt-remote: no prefetch thread: {e}"),
+            let (queue, inner) = (Arc::clone(&queue), Arc::clone(shared));
+            if !shared
+                .background
+                .spawn("dsrt-prefetch", move || prefetch_loop(&queue, &inner))
+            {
+                eprintln!("dsrt-remote: the OS refused a prefetch thread");
             }
         }
-        Self { queue, threads }
-    }
-
-    /// Stops the threads after their current download and waits for them.
-    pub(crate) fn stop(mut self) {
-        self.close();
-        for thread in std::mem::take(&mut self.threads) {
-            let _ = thread.join();
-        }
-    }
-
-    fn close(&self) {
-        self.queue.lock().closed = true;
-        self.queue.changed.notify_all();
+        Self { queue }
     }
 
     /// Replaces the hint: what the reader needs next, in order.
@@ -81,7 +65,8 @@ impl Prefetcher {
 
 impl Drop for Prefetcher {
     fn drop(&mut self) {
-        self.close();
+        self.queue.lock().closed = true;
+        self.queue.changed.notify_all();
     }
 }
 

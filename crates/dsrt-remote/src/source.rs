@@ -1,5 +1,6 @@
 //! The shards of a remote cache, served to `dsrt_reader::Cache` through the local cache.
 
+use crate::background::Background;
 use crate::error::RemoteError;
 use crate::fetch::{read_range, stream_object, Retry};
 use crate::location::RemotePrefix;
@@ -26,6 +27,9 @@ const MAX_IDLE_OPEN: usize = 1;
 /// workers started beside it), at most this many; never a cold epoch's worth, which would
 /// fetch its bytes twice.
 const EARLY_READS: u64 = 8;
+
+/// How long closing a cache waits for its background threads to stop (see `Drop`).
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
 /// One remote cache's shards: where they are, what they must hash to, and the local copies
 /// this process has open.
@@ -57,6 +61,8 @@ pub(crate) struct Shared {
     /// Set when the cache is closed: downloads still running (only background ones can be)
     /// stop at their next chunk or attempt, and their partial files are removed.
     closing: AtomicBool,
+    /// The prefetch threads and the downloads early reads started.
+    pub(crate) background: Arc<Background>,
 }
 
 /// A flag that threads can wait on, with a timeout.
@@ -90,8 +96,6 @@ struct EarlyReads {
     started: Vec<AtomicBool>,
     /// Range reads left.
     left: AtomicU64,
-    /// The downloads readers started, which closing the cache waits for (see `Drop`).
-    downloads: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
 /// Shard files open in this process, and the order they were last used in.
@@ -139,7 +143,6 @@ impl RemoteShards {
             EarlyReads {
                 started: (0..n).map(|_| AtomicBool::new(false)).collect(),
                 left: AtomicU64::new(EARLY_READS),
-                downloads: Mutex::new(Vec::new()),
             }
         });
         let inner = Arc::new(Shared {
@@ -156,6 +159,7 @@ impl RemoteShards {
             early,
             first_read: Gate::default(),
             closing: AtomicBool::new(false),
+            background: Arc::default(),
         });
         let prefetch = (fetch == ShardFetch::Whole && prefetch_shards > 0)
             .then(|| Prefetcher::start(&inner, prefetch_shards));
@@ -169,10 +173,10 @@ impl RemoteShards {
 
 impl Drop for RemoteShards {
     /// Closing the cache stops the downloads no reader waits for (the prefetcher's and those
-    /// early reads started) at their next chunk, and waits for their threads, which remove
-    /// their partial files; then it waits until every download it was served is published
-    /// (renamed into place, durable). A process that exits next keeps what it read and leaves
-    /// no partial file.
+    /// early reads started) at their next chunk, and waits for their threads (at most
+    /// [`CLOSE_WAIT`]), which remove their partial files; then it waits until every download
+    /// it was served is published (renamed into place, durable). A process that exits next
+    /// keeps what it read and leaves no partial file.
     fn drop(&mut self) {
         if std::process::id() != self.pid {
             // A forked child (a `DataLoader` worker given this cache) has neither the prefetch
@@ -182,20 +186,10 @@ impl Drop for RemoteShards {
             return;
         }
         self.inner.closing.store(true, Ordering::Release);
-        if let Some(prefetch) = self.prefetch.take() {
-            prefetch.stop();
-        }
-        if let Some(early) = &self.inner.early {
-            let downloads = std::mem::take(
-                &mut *early
-                    .downloads
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner),
-            );
-            for download in downloads {
-                let _ = download.join();
-            }
-        }
+        drop(self.prefetch.take());
+        // A thread waiting for another process's download of its shard notices the close only
+        // when that download ends: the close does not wait for it without bound.
+        self.inner.background.wait(CLOSE_WAIT);
         self.inner.local.wait_published();
     }
 }
@@ -329,19 +323,12 @@ impl Shared {
         let read = self.read_range(shard, offset, buf).is_ok();
         if !early.started[index].swap(true, Ordering::AcqRel) {
             let shared = Arc::clone(self);
-            let spawned = std::thread::Builder::new()
-                .name("dsrt-download".into())
-                .spawn(move || {
-                    // A failure is reported to the reader that next needs the shard.
-                    let _ = shared.shard_file(shard);
-                });
-            match spawned {
-                Ok(download) => early
-                    .downloads
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push(download),
-                Err(_) => early.started[index].store(false, Ordering::Release),
+            let spawned = self.background.spawn("dsrt-download", move || {
+                // A failure is reported to the reader that next needs the shard.
+                let _ = shared.shard_file(shard);
+            });
+            if !spawned {
+                early.started[index].store(false, Ordering::Release);
             }
         }
         read
