@@ -13,7 +13,7 @@ use dsrt_writer::ManifestVersion;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use write_support::{make_cache, prefix, Behaviour, TestStore};
+use write_support::{local_files, make_cache, prefix, Behaviour, TestStore};
 
 const SAMPLES: u64 = 40;
 const PAYLOAD: usize = 1000;
@@ -166,24 +166,6 @@ fn with_the_option_off_a_read_waits_for_its_whole_checked_shard() {
     assert_read_waits_for_its_whole_shard(options, 7);
 }
 
-/// Every file under `dir`, relative to it.
-fn files_under(dir: &std::path::Path) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                todo.push(path);
-            } else {
-                let rel = path.strip_prefix(dir).unwrap();
-                found.push(rel.display().to_string());
-            }
-        }
-    }
-    found
-}
-
 #[test]
 fn closing_the_cache_stops_the_downloads_its_early_reads_started_and_leaves_no_partial() {
     let (store, to, _) = held_cache();
@@ -206,7 +188,10 @@ fn closing_the_cache_stops_the_downloads_its_early_reads_started_and_leaves_no_p
     release.join().unwrap();
     // No reader needed the shard any more: its download stopped, and its partial file is gone
     // before the close returned.
-    let files = files_under(dir.path());
+    let files: Vec<String> = local_files(dir.path())
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
     assert!(
         !files.iter().any(|f| f.contains("shards/")),
         "nothing of the shard is left: {files:?}"
