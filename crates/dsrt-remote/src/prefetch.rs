@@ -11,7 +11,7 @@ use std::time::Duration;
 const FIRST_READ_HEAD_START: Duration = Duration::from_millis(100);
 
 /// The prefetch threads of one remote cache (counted in its `Shared::background`); dropping it
-/// stops them after their current download.
+/// stops them after their current download, which a closing cache cuts short.
 pub(crate) struct Prefetcher {
     queue: Arc<Queue>,
 }

@@ -70,10 +70,17 @@ pub(crate) struct Shared {
 struct Gate {
     open: Mutex<bool>,
     opened: Condvar,
+    /// `open`'s value, read without the lock: every read opens the gate, and all but the first
+    /// find it open.
+    is_open: AtomicBool,
 }
 
 impl Gate {
     fn open(&self) {
+        if self.is_open.load(Ordering::Acquire) {
+            return;
+        }
+        self.is_open.store(true, Ordering::Release);
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         if !*open {
             *open = true;
@@ -463,7 +470,12 @@ impl Shared {
     /// throughput, and range requests would compete with the downloads that serve every later
     /// record (on the loopback bench, going on to 8 early reads cost a cold epoch 10%).
     fn first_read_served(&self) {
-        if let Some(early) = &self.early {
+        // Called for every read: it writes nothing shared once the early reads are over.
+        if let Some(early) = self
+            .early
+            .as_ref()
+            .filter(|e| e.left.load(Ordering::Acquire) > 0)
+        {
             early.left.store(0, Ordering::Release);
         }
         self.first_read.open();
