@@ -364,6 +364,12 @@ fn remote_bench(c: &mut Criterion) {
     let mut n = 0u64;
     let rt = runtime();
     let store = baseline_store(&url);
+    let floor = Floor {
+        rt: &rt,
+        store: &store,
+        remote: &remote,
+        root: work.path(),
+    };
 
     let mut group = c.benchmark_group("dsrt_remote_epoch");
     group.throughput(Throughput::Bytes(shard_bytes));
@@ -396,12 +402,6 @@ fn remote_bench(c: &mut Criterion) {
     group.bench_function("floor_get_hash_write", |b| {
         b.iter_custom(|iters| {
             let objects: Vec<&str> = shards.iter().map(String::as_str).collect();
-            let floor = Floor {
-                rt: &rt,
-                store: &store,
-                remote: &remote,
-                root: work.path(),
-            };
             floor.time(iters, &mut n, &objects, 2)
         });
     });
@@ -440,12 +440,6 @@ fn remote_bench(c: &mut Criterion) {
     group.bench_function("floor_four_gets_hashed", |b| {
         b.iter_custom(|iters| {
             let objects = ["manifest.json", "index.bin", "metadata.arrow", &shards[0]];
-            let floor = Floor {
-                rt: &rt,
-                store: &store,
-                remote: &remote,
-                root: work.path(),
-            };
             floor.time(iters, &mut n, &objects, 1)
         });
     });

@@ -6,7 +6,7 @@ use std::io;
 use std::sync::Arc;
 
 /// The whole of one shard's bytes, shared: whoever holds a clone keeps them readable (for a
-/// mapped local copy, the mapping and the file's read lock).
+/// mapped local copy, the mapping).
 pub type SharedShard = Arc<dyn AsRef<[u8]> + Send + Sync>;
 
 /// Serves the bytes of a cache's shards in place of the files under `shards/`.

@@ -68,31 +68,28 @@ pub(crate) struct Shared {
 /// A flag that threads can wait on, with a timeout.
 #[derive(Default)]
 struct Gate {
-    open: Mutex<bool>,
-    opened: Condvar,
-    /// `open`'s value, read without the lock: every read opens the gate, and all but the first
-    /// find it open.
+    /// Read without the lock: every read opens the gate, and all but the first find it open.
     is_open: AtomicBool,
+    /// Taken to open the gate and to wait, so no wake-up is lost between a waiter's check and
+    /// its wait.
+    lock: Mutex<()>,
+    opened: Condvar,
 }
 
 impl Gate {
     fn open(&self) {
-        if self.is_open.load(Ordering::Acquire) {
+        if self.is_open.swap(true, Ordering::AcqRel) {
             return;
         }
-        self.is_open.store(true, Ordering::Release);
-        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        if !*open {
-            *open = true;
-            self.opened.notify_all();
-        }
+        let _locked = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        self.opened.notify_all();
     }
 
     fn wait(&self, timeout: Duration) {
-        let open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let locked = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let _ = self
             .opened
-            .wait_timeout_while(open, timeout, |open| !*open)
+            .wait_timeout_while(locked, timeout, |_| !self.is_open.load(Ordering::Acquire))
             .unwrap_or_else(PoisonError::into_inner);
     }
 }

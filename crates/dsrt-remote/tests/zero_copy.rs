@@ -13,6 +13,9 @@ use dsrt_schema::{Column, ColumnType, Row, Schema};
 use dsrt_writer::{CacheWriter, WriterOptions};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use write_support::local_files;
+
+mod write_support;
 
 fn payload(i: u64) -> Vec<u8> {
     (0..300 + (i * 13) % 700)
@@ -103,14 +106,14 @@ fn uncompressed_payloads_are_slices_of_the_mapped_shards_and_compressed_ones_are
         );
         drop(samples);
         drop(dataset);
-        let partials = walk(local.path())
+        let files: Vec<String> = local_files(local.path())
             .into_iter()
-            .filter(|p| p.to_string_lossy().ends_with(".partial"))
-            .count();
-        assert_eq!(partials, 0);
-        let published = walk(&local_root)
-            .into_iter()
-            .filter(|p| p.parent().is_some_and(|d| d.ends_with("shards")))
+            .map(|(name, _)| name)
+            .collect();
+        assert!(!files.iter().any(|f| f.ends_with(".partial")), "{files:?}");
+        let published = files
+            .iter()
+            .filter(|f| f.rsplit('/').nth(1) == Some("shards"))
             .count();
         assert_eq!(
             published,
@@ -119,17 +122,4 @@ fn uncompressed_payloads_are_slices_of_the_mapped_shards_and_compressed_ones_are
                 .count()
         );
     }
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            out.extend(walk(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
 }

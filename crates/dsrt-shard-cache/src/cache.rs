@@ -1,6 +1,6 @@
 //! The cache: claims, downloads, eviction, pinned files, reads.
 
-use crate::lock::{lock, sync_dir, try_lock, Backoff, DirLock};
+use crate::lock::{lock, sync_dir, try_lock, try_lock_mutex, Backoff, DirLock};
 use crate::rel::{kind, Kind, Rel, PIN_LIST, TEMP_PREFIX};
 use crate::sink::PartialSink;
 use crate::unpublished::Unpublished;
@@ -230,9 +230,9 @@ impl ShardCache {
     /// fsyncs the directory, so no other process ever sees it before it is durable: until
     /// then they wait as for any download. A caller of this instance (another thread of the
     /// process) gets the checked file at once, through another descriptor sharing its lock;
-    /// the file is not yet at [`CachedFile::path`]. If publishing fails the partial file is removed and the caller
-    /// keeps reading its checked copy. [`ShardCache::wait_published`] (and dropping the
-    /// cache) waits for those threads.
+    /// the file is not yet at [`CachedFile::path`]. If publishing fails the partial file is
+    /// removed and the caller keeps reading its checked copy. [`ShardCache::wait_published`]
+    /// (and dropping the cache) waits for those threads.
     pub fn get_or_fetch_with(
         &self,
         rel: &Path,
@@ -630,12 +630,9 @@ impl ShardCache {
     fn touch(&self, rel: &Rel, file: &File) {
         let now = Instant::now();
         {
-            // Never waits: a process forked while another thread held this lock inherits it
-            // locked for good; the touch is best effort anyway.
-            let mut touched = match self.touched.try_lock() {
-                Ok(touched) => touched,
-                Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-                Err(std::sync::TryLockError::WouldBlock) => return,
+            // Never waits (see `try_lock_mutex`): the touch is best effort anyway.
+            let Some(mut touched) = try_lock_mutex(&self.touched) else {
+                return;
             };
             if touched
                 .get(rel.as_str())

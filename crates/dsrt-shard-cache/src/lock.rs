@@ -4,13 +4,27 @@
 //! even inside one process, which is what lets threads of one process follow the same
 //! protocol as separate processes. A lock goes away when its last descriptor closes, so a
 //! killed process leaves none behind.
+//!
+//! Also [`try_lock_mutex`], for the process-local state that must never be waited for.
 
 use rustix::fs::FlockOperation;
 use rustix::io::Errno;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
+
+/// `mutex` if it is free (also when poisoned), `None` if it is held. For state a caller can do
+/// without: a process forked while another thread held such a mutex inherits it locked for
+/// good (that thread does not exist in the child), so waiting for it could hang forever.
+pub(crate) fn try_lock_mutex<T>(mutex: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
+    match mutex.try_lock() {
+        Ok(guard) => Some(guard),
+        Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    }
+}
 
 /// Takes `op` (a blocking one), retrying on `EINTR`.
 pub(crate) fn lock(file: &File, op: FlockOperation) -> io::Result<()> {

@@ -5,9 +5,10 @@
 //! downloaded it need not: it gets another descriptor of the checked file, which shares the
 //! partial file's open file description and so its lock.
 
+use crate::lock::try_lock_mutex;
 use std::collections::HashMap;
 use std::fs::File;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// Relative path -> (the checked file, its length), for one process.
 #[derive(Debug, Default, Clone)]
@@ -34,16 +35,10 @@ impl Default for Entries {
 
 impl Unpublished {
     /// The entries of this process, or `None` when the lock is taken. Readers and downloaders
-    /// never wait for it: a process forked while a publishing thread held it inherits it
-    /// locked for good (that thread does not exist in the child), and there they simply go
-    /// without the shortcut.
+    /// never wait for it (see `try_lock_mutex`: a forked child may have inherited it locked
+    /// from a publishing thread); they then go without the shortcut.
     fn try_entries(&self) -> Option<MutexGuard<'_, Entries>> {
-        let entries = match self.inner.try_lock() {
-            Ok(entries) => entries,
-            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-            Err(TryLockError::WouldBlock) => return None,
-        };
-        Some(Self::of_this_process(entries))
+        try_lock_mutex(&self.inner).map(Self::of_this_process)
     }
 
     fn of_this_process(mut entries: MutexGuard<'_, Entries>) -> MutexGuard<'_, Entries> {
