@@ -49,6 +49,11 @@ impl MappedShards {
         Some(map)
     }
 
+    /// Whether shard `index`'s mapping is kept (without marking it used).
+    pub(crate) fn contains(&self, index: usize) -> bool {
+        self.slots.get(index).is_some_and(Option::is_some)
+    }
+
     /// Keeps `map` for shard `index` (or returns the one another thread kept meanwhile), then
     /// drops the least recently used mappings beyond [`MAX_MAPPED`] or `max_bytes` (the
     /// newest always stays). Payloads in a dropped mapping keep it alive.

@@ -234,6 +234,9 @@ impl RemoteShards {
                 if let Some(file) = shared.local_file(shard) {
                     return file.read_exact_at(buf, offset);
                 }
+                if let Some(read) = shared.read_kept_map(shard, offset, buf) {
+                    return read;
+                }
                 if shared.read_early(shard, offset, buf) {
                     return Ok(());
                 }
@@ -415,6 +418,35 @@ impl Shared {
         Ok(open.maps.insert(index, mapped, max_bytes))
     }
 
+    /// Serves `buf` from shard `shard`'s kept mapping, if there is one (its file may have been
+    /// evicted since: the mapping still holds the checked bytes).
+    fn read_kept_map(&self, shard: u64, offset: u64, buf: &mut [u8]) -> Option<io::Result<()>> {
+        let index = usize::try_from(shard).ok()?;
+        let map = self
+            .open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .maps
+            .get(index)?;
+        let bytes = usize::try_from(offset)
+            .ok()
+            .and_then(|start| map.map.get(start..start.checked_add(buf.len())?));
+        Some(match bytes {
+            Some(bytes) => {
+                buf.copy_from_slice(bytes);
+                Ok(())
+            }
+            None => Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "bytes {offset}..+{} lie past the end of shard {shard} ({} bytes)",
+                    buf.len(),
+                    map.map.len()
+                ),
+            )),
+        })
+    }
+
     /// Whether this cache may still serve records by range requests.
     fn early_reads_left(&self) -> bool {
         self.early
@@ -422,14 +454,15 @@ impl Shared {
             .is_some_and(|early| early.left.load(Ordering::Acquire) > 0)
     }
 
-    /// Whether shard `shard` needs no download: this process has it open, or the local cache
-    /// holds it whole.
+    /// Whether shard `shard` needs no download: this process has it open or mapped (a kept
+    /// mapping serves its reads even after another process evicted the file), or the local
+    /// cache holds it whole.
     pub(crate) fn is_local(&self, shard: u64) -> bool {
         let Some(index) = usize::try_from(shard).ok() else {
             return false;
         };
         let open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        if open.files.get(index).is_some_and(Option::is_some) {
+        if open.files.get(index).is_some_and(Option::is_some) || open.maps.contains(index) {
             return true;
         }
         drop(open);
