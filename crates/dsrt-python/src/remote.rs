@@ -49,7 +49,7 @@ impl Location {
 }
 
 /// The default of `prefetch_shards` (as `RemoteOptions`).
-pub(crate) const DEFAULT_PREFETCH_SHARDS: usize = 2;
+pub(crate) const DEFAULT_PREFETCH_SHARDS: usize = 4;
 /// The default of `attempts` (as `RemoteOptions`).
 pub(crate) const DEFAULT_ATTEMPTS: u32 = 5;
 /// The default of `first_backoff`, in seconds (as `RemoteOptions`: 100 ms).

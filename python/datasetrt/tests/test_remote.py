@@ -341,10 +341,10 @@ def test_a_child_forked_while_a_download_publishes_reads_and_exits_cleanly(tmp_p
 
 
 # The remote options beyond cache_dir, cache_limit and fetch, each at a value other than its
-# default (prefetch_shards=2, read_while_downloading=True, attempts=5, first_backoff=0.1,
+# default (prefetch_shards=4, read_while_downloading=True, attempts=5, first_backoff=0.1,
 # wait_for_room=600.0).
 OPTIONS = dict(prefetch_shards=0, read_while_downloading=False, attempts=3, first_backoff=0.25, wait_for_room=7.5)
-DEFAULTS = dict(prefetch_shards=2, read_while_downloading=True, attempts=5, first_backoff=0.1, wait_for_room=600.0)
+DEFAULTS = dict(prefetch_shards=4, read_while_downloading=True, attempts=5, first_backoff=0.1, wait_for_room=600.0)
 
 
 def options_of(obj):
@@ -398,7 +398,7 @@ def test_remote_options_are_accepted_and_ignored_for_local_caches(tmp_path):
     assert not cache.is_remote and [bytes(cache[i].payload) for i in range(20)] == [payload(i) for i in range(20)]
     # Ints where seconds are expected, zero, and None (the default) are fine too.
     dataset = datasetrt.Dataset([local], first_backoff=0, wait_for_room=0, attempts=1, prefetch_shards=None)
-    assert (dataset.first_backoff, dataset.wait_for_room, dataset.attempts, dataset.prefetch_shards) == (0.0, 0.0, 1, 2)
+    assert (dataset.first_backoff, dataset.wait_for_room, dataset.attempts, dataset.prefetch_shards) == (0.0, 0.0, 1, 4)
     assert bytes(dataset[(dataset.cache_ids[0], 7)].payload) == payload(7)
     assert not (tmp_path / "unused").exists()
     # The defaults, as the signature shows them.

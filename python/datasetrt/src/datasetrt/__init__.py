@@ -80,16 +80,16 @@ def _reopen_dataset(
     cache_dir=None,
     cache_limit=None,
     fetch="whole",
-    prefetch_shards=2,
-    read_while_downloading=True,
-    attempts=5,
-    first_backoff=0.1,
-    wait_for_room=600.0,
+    prefetch_shards=None,
+    read_while_downloading=None,
+    attempts=None,
+    first_backoff=None,
+    wait_for_room=None,
 ):
     """Rebuilds a pickled :class:`Dataset` in the receiving process: reopens its caches from
     their paths or URLs, remote ones through the local cache directory ``cache_dir``, with the
     options it was opened with. (A pickle of an older version carries only the first five
-    arguments; the others then take their defaults.)"""
+    arguments; the others then take :class:`Dataset`'s defaults.)"""
     return Dataset(
         paths,
         validate_cache=validate_cache,

@@ -65,7 +65,7 @@ def _sample_dict(sample, copy: bool) -> Dict[str, Any]:
 
 # The defaults of the remote options StreamingDataset forwards to Dataset (None: these).
 _REMOTE_DEFAULTS: Dict[str, Any] = {
-    "prefetch_shards": 2,
+    "prefetch_shards": 4,
     "read_while_downloading": True,
     "attempts": 5,
     "first_backoff": 0.1,
