@@ -48,14 +48,6 @@ impl Location {
     }
 }
 
-/// The default of `prefetch_shards` (as `RemoteOptions`).
-pub(crate) const DEFAULT_PREFETCH_SHARDS: usize = 4;
-/// The default of `attempts` (as `RemoteOptions`).
-pub(crate) const DEFAULT_ATTEMPTS: u32 = 5;
-/// The default of `first_backoff`, in seconds (as `RemoteOptions`: 100 ms).
-pub(crate) const DEFAULT_FIRST_BACKOFF: f64 = 0.1;
-/// The default of `wait_for_room`, in seconds (as `RemoteOptions`: 10 min).
-pub(crate) const DEFAULT_WAIT_FOR_ROOM: f64 = 600.0;
 /// The most `first_backoff` may be, in seconds: the retry backoff doubles up to 10 s, so a
 /// larger first wait would be longer than every later one (and could overflow when doubled).
 const MAX_FIRST_BACKOFF: f64 = 10.0;
@@ -125,6 +117,8 @@ impl RemoteArgs {
                 )))
             }
         };
+        // An option not given takes `RemoteOptions`' default (its cache directory is unused).
+        let defaults = RemoteOptions::new(PathBuf::new());
         let cache_limit = given(raw.cache_limit).map(parse_limit).transpose()?;
         let prefetch_shards = match given(raw.prefetch_shards) {
             Some(v) => {
@@ -133,7 +127,7 @@ impl RemoteArgs {
                     PyValueError::new_err(format!("prefetch_shards is too large: {n}"))
                 })?
             }
-            None => DEFAULT_PREFETCH_SHARDS,
+            None => defaults.prefetch_shards,
         };
         let attempts = match given(raw.attempts) {
             Some(v) => {
@@ -142,11 +136,11 @@ impl RemoteArgs {
                     PyValueError::new_err(format!("attempts must be at most {}, not {n}", u32::MAX))
                 })?
             }
-            None => DEFAULT_ATTEMPTS,
+            None => defaults.attempts,
         };
         let read_while_downloading = match given(raw.read_while_downloading) {
             Some(v) => parse_bool("read_while_downloading", v)?,
-            None => true,
+            None => defaults.read_while_downloading,
         };
         let first_backoff = match given(raw.first_backoff) {
             Some(v) => {
@@ -159,11 +153,11 @@ impl RemoteArgs {
                 }
                 seconds
             }
-            None => DEFAULT_FIRST_BACKOFF,
+            None => defaults.first_backoff.as_secs_f64(),
         };
         let wait_for_room = match given(raw.wait_for_room) {
             Some(v) => parse_seconds("wait_for_room", v)?,
-            None => DEFAULT_WAIT_FOR_ROOM,
+            None => defaults.wait_for_room.as_secs_f64(),
         };
         Ok(Self {
             cache_dir: raw.cache_dir,

@@ -11,13 +11,13 @@ use dsrt_remote::{open_remote, publish_cache, PublishOptions, RemoteOptions};
 use dsrt_writer::ManifestVersion;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use write_support::{local_files, make_cache, prefix, Behaviour, TestStore};
+use write_support::{local_files, make_cache, prefix, sample_payload, Behaviour, TestStore};
 
 const SAMPLES: u64 = 40;
 const PAYLOAD: usize = 1000;
 
 fn payload(i: u64) -> Vec<u8> {
-    (0..PAYLOAD).map(|b| (b as u64 ^ i) as u8).collect()
+    sample_payload(i, PAYLOAD)
 }
 
 /// The first sample stored in shard `shard`.

@@ -13,13 +13,13 @@ use dsrt_writer::ManifestVersion;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use write_support::{local_files, make_cache, prefix, Behaviour, TestStore};
+use write_support::{local_files, make_cache, prefix, sample_payload, Behaviour, TestStore};
 
 const SAMPLES: u64 = 40;
 const PAYLOAD: usize = 1000;
 
 fn payload(i: u64) -> Vec<u8> {
-    (0..PAYLOAD).map(|b| (b as u64 ^ i) as u8).collect()
+    sample_payload(i, PAYLOAD)
 }
 
 /// A published cache of a few samples per shard behind a store that holds whole-shard GETs,

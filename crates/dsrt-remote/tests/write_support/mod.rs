@@ -17,6 +17,11 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// The payload of sample `i` in a cache [`make_cache`] writes with `len`-byte payloads.
+pub(crate) fn sample_payload(i: u64, len: usize) -> Vec<u8> {
+    (0..len).map(|b| (b as u64 ^ i) as u8).collect()
+}
+
 /// Writes a cache of `samples` samples of `payload` bytes each into `dir`.
 pub(crate) fn make_cache(
     dir: &std::path::Path,
@@ -30,7 +35,7 @@ pub(crate) fn make_cache(
         .manifest_version(version);
     let mut writer = CacheWriter::create(dir, options).unwrap();
     for i in 0..samples {
-        let body: Vec<u8> = (0..payload).map(|b| (b as u64 ^ i) as u8).collect();
+        let body = sample_payload(i, payload);
         writer
             .add_values(&body, &[ValueRef::Int64(i as i64)])
             .unwrap();

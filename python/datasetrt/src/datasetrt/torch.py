@@ -91,7 +91,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
       ``read_while_downloading``, ``attempts``, ``first_backoff``, ``wait_for_room``: how
       remote caches are read, as for :class:`datasetrt.Dataset`. When a Dataset is given,
       an argument left at its default (``None`` for the last five) takes the Dataset's
-      value; otherwise ``None`` means the Dataset default (2, True, 5, 0.1, 600.0). They
+      value; otherwise ``None`` means the Dataset default (4, True, 5, 0.1, 600.0). They
       are checked at construction and ignored for local caches. Every worker process opens the same
       local cache directory: a shard is downloaded once per node, whichever process reads it
       first, and the others wait for it.
