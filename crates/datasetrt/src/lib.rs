@@ -51,7 +51,8 @@ pub use dsrt_plan::{
     RemainderPolicy, Sampling, Shuffle,
 };
 pub use dsrt_reader::{
-    Cache, CacheError, CacheFile, MappedPayload, OpenOptions, Sample, SampleBuf, SampleRef,
+    map_file, Cache, CacheError, CacheFile, Exhausted, FileIdentity, FileMap, HandlePool,
+    MappedPayload, OpenOptions, Sample, SampleBuf, SampleRef,
 };
 pub use dsrt_schema::{
     Column, ColumnType, Row, RowError, RowProblem, Schema, SchemaError, Value, ValueRef,

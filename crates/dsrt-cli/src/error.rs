@@ -148,6 +148,20 @@ impl CliError {
         }
     }
 
+    /// Whether the process ran out of descriptors or mappings (a runtime error, never a
+    /// verdict on a cache).
+    pub(crate) fn is_resource(&self) -> bool {
+        let error: &(dyn std::error::Error + 'static) = match self {
+            Self::Cache(e) => e,
+            Self::RemoteCache { source, .. } => source.as_ref(),
+            Self::Dataset(e) => e,
+            Self::Remote(e) => e,
+            Self::Io { source, .. } => source,
+            _ => return false,
+        };
+        chain_is_resource(error)
+    }
+
     /// Whether the details were printed already, so only the exit status is left to set.
     pub(crate) fn already_reported(&self) -> bool {
         matches!(self, Self::VerificationFailed { reported: true, .. })
@@ -168,6 +182,27 @@ fn chain_is_retryable(error: &(dyn std::error::Error + 'static)) -> bool {
         });
         if let Some(remote) = remote {
             return remote.is_retryable();
+        }
+        next = error.source();
+    }
+    false
+}
+
+/// Whether `error` or one of its causes is a resource running out.
+fn chain_is_resource(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(error) = next {
+        if matches!(
+            error.downcast_ref::<CacheError>(),
+            Some(CacheError::Resource { .. })
+        ) {
+            return true;
+        }
+        if error
+            .downcast_ref::<io::Error>()
+            .is_some_and(|e| datasetrt::Exhausted::of(e).is_some())
+        {
+            return true;
         }
         next = error.source();
     }

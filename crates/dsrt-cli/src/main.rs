@@ -44,6 +44,9 @@ pack --out writes, store prefixes (s3://bucket/prefix, gs://, az://, configured 
 AWS_*, GOOGLE_*, AZURE_* variables) and file:// URLs. Reading commands keep downloaded files
 in a bounded local cache directory (--cache-dir, --cache-limit, --fetch).
 
+Running out of file descriptors or memory mappings is a runtime error (exit status 1, the
+message names the limit and --max-open-shards), never a failed verification.
+
 Exit status: 0 success, 1 a runtime error or a cache that failed verification, 2 a usage
 error, 75 a store failure that may pass when run again (a timeout, throttling or server error
 after the retries made, or no room in the local cache yet), 130 interrupted.
@@ -57,6 +60,10 @@ Examples:
   dsrt inspect s3://bucket/caches/images
   dsrt cat s3://bucket/caches/images 3 --cache-dir /scratch/dsrt > sample3.bin")]
 struct Cli {
+    /// Idle shard files and mappings the process keeps open at most (default 128, or
+    /// DSRT_MAX_OPEN_SHARDS), whatever the number of shards and caches.
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_open_shards: Option<u64>,
     #[command(subcommand)]
     command: Command,
 }
@@ -82,6 +89,9 @@ enum Command {
 fn main() -> ExitCode {
     // clap prints usage errors itself and exits 2, `--help` and `--version` exit 0.
     let cli = Cli::parse();
+    if let Some(n) = cli.max_open_shards {
+        datasetrt::HandlePool::global().set_capacity(usize::try_from(n).unwrap_or(usize::MAX));
+    }
     let result = match cli.command {
         Command::Pack(args) => pack::run(&args),
         Command::Inspect(args) => inspect::run(&args),

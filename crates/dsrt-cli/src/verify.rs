@@ -76,7 +76,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<(), CliError> {
     let mut stdout_result = Ok(());
     let store = store_args(args);
     for path in &args.caches {
-        let report = check(path, args.full, &store);
+        let report = check(path, args.full, &store)?;
         if !args.json {
             stdout_result = stdout_result.and(print_text(&report));
         }
@@ -129,7 +129,9 @@ fn print_text(report: &CacheReport<'_>) -> Result<(), CliError> {
     }
 }
 
-fn check<'a>(path: &'a Path, full: bool, store: &StoreArgs) -> CacheReport<'a> {
+/// Checks one cache. A resource running out (descriptors, mappings) says nothing about the
+/// cache: it ends the command as a runtime error instead of failing the cache.
+fn check<'a>(path: &'a Path, full: bool, store: &StoreArgs) -> Result<CacheReport<'a>, CliError> {
     let (samples, result) = match open(path, full, store) {
         Ok(opened) => (
             Some(opened.cache.len()),
@@ -141,13 +143,17 @@ fn check<'a>(path: &'a Path, full: bool, store: &StoreArgs) -> CacheReport<'a> {
         ),
         Err(error) => (None, Err(error)),
     };
-    CacheReport {
+    let result = match result {
+        Err(error) if error.is_resource() => return Err(error),
+        other => other,
+    };
+    Ok(CacheReport {
         path,
         valid: result.is_ok(),
         samples,
         retryable: result.as_ref().is_err_and(CliError::is_retryable),
         error: result.err().map(|e| e.to_string()),
-    }
+    })
 }
 
 fn open(path: &Path, full: bool, store: &StoreArgs) -> Result<OpenedCache, CliError> {

@@ -3,88 +3,30 @@
 use crate::errors::{cache_error, detach, remote_error};
 use crate::remote::{Location, RawRemoteArgs, RemoteArgs};
 use crate::values::{arrow_type, row_dict, schema_to_arrow};
-use datasetrt::{Cache, CacheError, Dataset, MappedPayload, OpenOptions, SampleBuf};
+use datasetrt::{Cache, CacheError, Dataset, FileMap, MappedPayload, OpenOptions, SampleBuf};
 use pyo3::exceptions::{PyIndexError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyDict, PyList, PyMemoryView, PySlice};
+use pyo3::types::{PyBytes, PyDict, PyList};
 use std::cell::RefCell;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// Zero-copy payload views: per cache of an owner, per shard, a `memoryview` of a read-only
-/// Python `mmap` of the shard file, made on first use. Slices of it keep the mapping alive
-/// after the cache is dropped.
-pub(crate) struct ShardViews(Vec<Vec<PyOnceLock<Py<PyAny>>>>);
-
-impl ShardViews {
-    pub(crate) fn new<'c>(caches: impl Iterator<Item = &'c Cache>) -> Arc<Self> {
-        Arc::new(Self(
-            caches
-                .map(|c| {
-                    (0..c.manifest().description().shards.len())
-                        .map(|_| PyOnceLock::new())
-                        .collect()
-                })
-                .collect(),
-        ))
-    }
-}
-
-/// A cache, owned alone or as one of a dataset's caches, with its payload views.
+/// A cache, owned alone or as one of a dataset's caches.
 #[derive(Clone)]
 pub(crate) enum CacheRef {
     /// Opened by `datasetrt.Cache(...)`.
-    Own(Arc<Cache>, Arc<ShardViews>),
+    Own(Arc<Cache>),
     /// The `usize`-th cache of a dataset.
-    InDataset(Arc<Dataset>, usize, Arc<ShardViews>),
+    InDataset(Arc<Dataset>, usize),
 }
 
 impl CacheRef {
     pub(crate) fn get(&self) -> &Cache {
         match self {
-            Self::Own(cache, _) => cache,
-            Self::InDataset(dataset, i, _) => &dataset.caches()[*i].cache,
+            Self::Own(cache) => cache,
+            Self::InDataset(dataset, i) => &dataset.caches()[*i].cache,
         }
-    }
-
-    /// `len` bytes at `offset` of shard `shard`, as a read-only memoryview of the mapped file.
-    pub(crate) fn view<'py>(
-        &self,
-        py: Python<'py>,
-        shard: u64,
-        offset: u64,
-        len: usize,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let (views, i) = match self {
-            Self::Own(_, v) => (v, 0),
-            Self::InDataset(_, i, v) => (v, *i),
-        };
-        let cell = usize::try_from(shard)
-            .ok()
-            .and_then(|s| views.0.get(i)?.get(s))
-            .ok_or_else(|| PyIndexError::new_err(format!("no shard {shard}")))?;
-        let whole = cell.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-            let path = self
-                .get()
-                .shard_path(shard)
-                .ok_or_else(|| PyIndexError::new_err(format!("no shard {shard}")))?;
-            let mmap = py.import("mmap")?;
-            let file = py.import("builtins")?.call_method1("open", (path, "rb"))?;
-            let fileno = file.call_method0("fileno")?;
-            let kwargs = PyDict::new(py);
-            kwargs.set_item("access", mmap.getattr("ACCESS_READ")?)?;
-            let map = mmap.call_method("mmap", (fileno, 0), Some(&kwargs))?;
-            // The mapping outlives the descriptor.
-            file.call_method0("close")?;
-            Ok(PyMemoryView::from(&map)?.into_any().unbind())
-        })?;
-        let start = isize::try_from(offset).map_err(|_| PyIndexError::new_err("offset"))?;
-        let end = start
-            .checked_add(isize::try_from(len).map_err(|_| PyIndexError::new_err("length"))?)
-            .ok_or_else(|| PyIndexError::new_err("length"))?;
-        whole.bind(py).get_item(PySlice::new(py, start, end, 1))
     }
 }
 
@@ -95,8 +37,13 @@ thread_local! {
 
 /// Where one read put its payload: in place in a shard (zero-copy) or in the batch buffer.
 pub(crate) enum Located {
-    /// Stored uncompressed at `offset` of shard `shard`.
-    InShard(u64, u64, usize),
+    /// Stored uncompressed: `len` bytes at `offset` of shard `shard`, which `map` maps.
+    InShard {
+        shard: u64,
+        offset: u64,
+        len: usize,
+        map: FileMap,
+    },
     /// Decoded into the batch buffer at this range.
     Buffer(Range<usize>),
 }
@@ -116,9 +63,17 @@ pub(crate) fn read_batch(
         let mut located = Vec::with_capacity(items.len());
         for &(cache, sample) in items {
             located.push(match cache.read_mapped_location(sample, &mut buf)? {
-                MappedPayload::InShard { shard, offset, len } => {
-                    Located::InShard(shard, offset, len)
-                }
+                MappedPayload::InShard {
+                    shard,
+                    offset,
+                    len,
+                    map,
+                } => Located::InShard {
+                    shard,
+                    offset,
+                    len,
+                    map,
+                },
                 MappedPayload::Decoded(payload) => {
                     let at = out.len();
                     out.extend_from_slice(payload);
@@ -157,12 +112,13 @@ pub(crate) fn read_copied(
 /// `bytes` (decoded).
 pub(crate) fn payload_object<'py>(
     py: Python<'py>,
-    cache: &CacheRef,
     buffer: &[u8],
     located: &Located,
 ) -> PyResult<Bound<'py, PyAny>> {
     match located {
-        Located::InShard(shard, offset, len) => cache.view(py, *shard, *offset, *len),
+        Located::InShard {
+            offset, len, map, ..
+        } => crate::views::payload_view(py, map, *offset, *len),
         Located::Buffer(range) => Ok(PyBytes::new(py, &buffer[range.clone()]).into_any()),
     }
 }
@@ -178,9 +134,17 @@ pub(crate) fn read_one<'py>(
         SCRATCH.with(|scratch| {
             let (buf, out) = &mut *scratch.borrow_mut();
             Ok(match inner.read_mapped_location(sample, buf)? {
-                MappedPayload::InShard { shard, offset, len } => {
-                    Located::InShard(shard, offset, len)
-                }
+                MappedPayload::InShard {
+                    shard,
+                    offset,
+                    len,
+                    map,
+                } => Located::InShard {
+                    shard,
+                    offset,
+                    len,
+                    map,
+                },
                 MappedPayload::Decoded(payload) => {
                     out.clear();
                     out.extend_from_slice(payload);
@@ -191,7 +155,7 @@ pub(crate) fn read_one<'py>(
     })?;
     let located = read.map_err(|e| cache_error(py, &e))?;
     // The GIL is held again on the same thread: the scratch buffer still holds the payload.
-    SCRATCH.with(|scratch| payload_object(py, cache, &scratch.borrow().1, &located))
+    SCRATCH.with(|scratch| payload_object(py, &scratch.borrow().1, &located))
 }
 
 /// Normalises a Python index (negative counts from the end).
@@ -350,10 +314,10 @@ impl PyCache {
             return location.clone();
         }
         match &self.cache {
-            CacheRef::InDataset(dataset, i, _) => {
+            CacheRef::InDataset(dataset, i) => {
                 dataset.caches()[*i].path.to_string_lossy().into_owned()
             }
-            CacheRef::Own(cache, _) => cache.path().to_string_lossy().into_owned(),
+            CacheRef::Own(cache) => cache.path().to_string_lossy().into_owned(),
         }
     }
 }
@@ -417,10 +381,7 @@ impl PyCache {
             }
         };
         Ok(Self {
-            cache: {
-                let views = ShardViews::new(std::iter::once(&cache));
-                CacheRef::Own(Arc::new(cache), views)
-            },
+            cache: CacheRef::Own(Arc::new(cache)),
             cache_id: None,
             location: Some(location.display()),
         })
@@ -451,7 +412,7 @@ impl PyCache {
         let (data, located) = read_batch(py, &items)?.map_err(|e| cache_error(py, &e))?;
         let list = PyList::empty(py);
         for (&sample, at) in samples.iter().zip(&located) {
-            let payload = payload_object(py, &self.cache, &data, at)?;
+            let payload = payload_object(py, &data, at)?;
             list.append(self.sample(sample, payload))?;
         }
         Ok(list)

@@ -1,6 +1,6 @@
 //! `datasetrt.Dataset`, `datasetrt.SampleTable` and the manifest-update report.
 
-use crate::cache::{payload_object, read_batch, read_one, CacheRef, PyCache, PySample, ShardViews};
+use crate::cache::{payload_object, read_batch, read_one, CacheRef, PyCache, PySample};
 use crate::errors::{
     cache_error, dataset_error, detach, entry_dict, manifest_update_error, remote_error,
 };
@@ -53,7 +53,6 @@ type Reduced<'py> = (
 #[pyclass(module = "datasetrt", name = "Dataset", frozen)]
 pub(crate) struct PyDataset {
     pub(crate) dataset: Arc<Dataset>,
-    pub(crate) views: Arc<ShardViews>,
     pub(crate) paths: Vec<Location>,
     pub(crate) args: RemoteArgs,
 }
@@ -66,7 +65,7 @@ impl PyDataset {
     }
 
     pub(crate) fn cache_ref(&self, position: usize) -> CacheRef {
-        CacheRef::InDataset(Arc::clone(&self.dataset), position, Arc::clone(&self.views))
+        CacheRef::InDataset(Arc::clone(&self.dataset), position)
     }
 
     fn sample(&self, position: usize, sample_id: u64, payload: Bound<'_, PyAny>) -> PySample {
@@ -161,10 +160,8 @@ impl PyDataset {
                 detach(py, || Dataset::open(&dirs, options))?.map_err(|e| dataset_error(py, &e))?
             }
         };
-        let views = ShardViews::new(dataset.caches().iter().map(|c| &c.cache));
         Ok(Self {
             dataset: Arc::new(dataset),
-            views,
             paths,
             args,
         })
@@ -204,7 +201,7 @@ impl PyDataset {
         let (data, at) = read_batch(py, &items)?.map_err(|e| cache_error(py, &e))?;
         let list = PyList::empty(py);
         for (&(position, sample_id), at) in located.iter().zip(&at) {
-            let payload = payload_object(py, &self.cache_ref(position), &data, at)?;
+            let payload = payload_object(py, &data, at)?;
             list.append(self.sample(position, sample_id, payload))?;
         }
         Ok(list)

@@ -27,6 +27,12 @@ pyo3::create_exception!(
 );
 pyo3::create_exception!(
     datasetrt,
+    ResourceError,
+    CacheError,
+    "The process ran out of file descriptors or memory mappings opening or mapping a cache file: a resource limit, not a fault of the cache. `resource` is \"descriptors\" or \"mappings\", `max_open_shards` the bound on idle shard files kept open (datasetrt.set_max_open_shards, DSRT_MAX_OPEN_SHARDS); raise the limit (ulimit -n, vm.max_map_count) or lower the bound."
+);
+pyo3::create_exception!(
+    datasetrt,
     IncompleteCacheError,
     CacheError,
     "The directory has no manifest.json: the cache was never published (or its writer was interrupted)."
@@ -166,6 +172,7 @@ pub(crate) fn cache_error(py: Python<'_>, err: &RsCacheError) -> PyErr {
             Some(*sample),
         ),
         RsCacheError::Io { file, .. } => ("io", Some(file.to_string()), None),
+        RsCacheError::Resource { file, .. } => ("resource", Some(file.to_string()), None),
         // The enum is `#[non_exhaustive]`: a variant added later is still reported.
         _ => ("other", None, None),
     };
@@ -193,12 +200,88 @@ pub(crate) fn cache_error(py: Python<'_>, err: &RsCacheError) -> PyErr {
     ];
     let message = err.to_string();
     match err {
+        RsCacheError::Resource { resource, .. } => {
+            let extra = [
+                ("resource", obj(py, resource_name(*resource))),
+                (
+                    "max_open_shards",
+                    obj(py, datasetrt::HandlePool::global().capacity()),
+                ),
+                ("errno", obj(py, err_errno(err))),
+            ];
+            with_attrs::<ResourceError>(
+                py,
+                message,
+                &attrs.into_iter().chain(extra).collect::<Vec<_>>(),
+            )
+        }
         RsCacheError::Incomplete { .. } => with_attrs::<IncompleteCacheError>(py, message, &attrs),
         RsCacheError::Checksum { .. } => with_attrs::<ChecksumError>(py, message, &attrs),
         RsCacheError::NotADirectory { .. } | RsCacheError::Io { .. } => {
             with_attrs::<CacheError>(py, message, &attrs)
         }
         _ => with_attrs::<CorruptCacheError>(py, message, &attrs),
+    }
+}
+
+fn resource_name(resource: datasetrt::Exhausted) -> &'static str {
+    match resource {
+        datasetrt::Exhausted::Descriptors => "descriptors",
+        datasetrt::Exhausted::Mappings => "mappings",
+    }
+}
+
+fn err_errno(err: &RsCacheError) -> Option<i32> {
+    match err {
+        RsCacheError::Resource { source, .. } | RsCacheError::Io { source, .. } => {
+            source.raw_os_error()
+        }
+        _ => None,
+    }
+}
+
+/// An I/O error opening or mapping the shard file at `path` outside any `Cache` (a
+/// `transfer="locations"` receiver): `ResourceError` when a resource ran out, else
+/// `CacheError` (kind `io`).
+pub(crate) fn io_file_error(py: Python<'_>, path: &Path, error: &std::io::Error) -> PyErr {
+    let reason = error.to_string();
+    let common = [
+        ("path", path_obj(py, path)),
+        ("file", path_obj(py, path)),
+        ("sample", py.None()),
+        ("errno", obj(py, error.raw_os_error())),
+    ];
+    match datasetrt::Exhausted::of(error) {
+        Some(resource) => {
+            let message = format!(
+                "{}: {resource}: {reason}; {}",
+                path.display(),
+                resource.advice()
+            );
+            let attrs = [
+                ("reason", obj(py, &reason)),
+                ("kind", obj(py, "resource")),
+                ("resource", obj(py, resource_name(resource))),
+                (
+                    "max_open_shards",
+                    obj(py, datasetrt::HandlePool::global().capacity()),
+                ),
+            ];
+            with_attrs::<ResourceError>(
+                py,
+                message,
+                &common.into_iter().chain(attrs).collect::<Vec<_>>(),
+            )
+        }
+        None => {
+            let message = format!("{}: {reason}", path.display());
+            let attrs = [("reason", obj(py, &reason)), ("kind", obj(py, "io"))];
+            with_attrs::<CacheError>(
+                py,
+                message,
+                &common.into_iter().chain(attrs).collect::<Vec<_>>(),
+            )
+        }
     }
 }
 
@@ -472,6 +555,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("Error", py.get_type::<Error>())?;
     m.add("CacheError", py.get_type::<CacheError>())?;
+    m.add("ResourceError", py.get_type::<ResourceError>())?;
     m.add(
         "IncompleteCacheError",
         py.get_type::<IncompleteCacheError>(),

@@ -21,6 +21,7 @@ mod errors;
 mod loader;
 mod remote;
 mod values;
+mod views;
 mod writer;
 
 use pyo3::prelude::*;
@@ -254,6 +255,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_rust_write_benchmark, m)?)?;
     m.add_function(wrap_pyfunction!(_payload_views, m)?)?;
     m.add_class::<PayloadViews>()?;
+    m.add_class::<views::PyShardMapping>()?;
+    m.add_function(wrap_pyfunction!(views::_shard_view, m)?)?;
+    m.add_function(wrap_pyfunction!(views::max_open_shards, m)?)?;
+    m.add_function(wrap_pyfunction!(views::set_max_open_shards, m)?)?;
+    m.add_function(wrap_pyfunction!(views::open_shard_handles, m)?)?;
     m.add(
         "DEFAULT_MAX_SHARD_BYTES",
         datasetrt::DEFAULT_MAX_SHARD_BYTES,

@@ -1,6 +1,6 @@
 //! `datasetrt.Loader` and the per-rank step plan the PyTorch dataset reads through.
 
-use crate::cache::{payload_object, read_batch, read_copied, Located, PySample, ShardViews};
+use crate::cache::{payload_object, read_batch, read_copied, Located, PySample};
 use crate::dataset::PyDataset;
 use crate::errors::{cache_error, dataset_error, detach};
 use datasetrt::{
@@ -87,7 +87,6 @@ pub(crate) fn state_from_dict(dict: &Bound<'_, PyDict>) -> PyResult<IterState> {
 fn loaded_sample(
     py: Python<'_>,
     dataset: &Arc<Dataset>,
-    views: &Arc<ShardViews>,
     sample: datasetrt::LoadedSample,
 ) -> PyResult<PySample> {
     let position = dataset.position(sample.key.cache_id).ok_or_else(|| {
@@ -99,7 +98,7 @@ fn loaded_sample(
         )
     })?;
     Ok(PySample {
-        cache: crate::cache::CacheRef::InDataset(Arc::clone(dataset), position, Arc::clone(views)),
+        cache: crate::cache::CacheRef::InDataset(Arc::clone(dataset), position),
         cache_id: Some(sample.key.cache_id),
         sample_id: sample.key.sample_id,
         payload: PyBytes::new(py, &sample.payload).into_any().unbind(),
@@ -123,7 +122,6 @@ fn loaded_sample(
 #[pyclass(module = "datasetrt", name = "Loader", frozen)]
 pub(crate) struct PyLoader {
     dataset: Arc<Dataset>,
-    views: Arc<ShardViews>,
     base: LoaderConfig,
     loader: Mutex<Loader>,
 }
@@ -169,7 +167,6 @@ impl PyLoader {
         workers: usize,
         prefetch: usize,
     ) -> PyResult<Self> {
-        let views = Arc::clone(&dataset.get().views);
         let dataset = Arc::clone(&dataset.get().dataset);
         let base = LoaderConfig {
             plan: plan_config(
@@ -194,7 +191,6 @@ impl PyLoader {
             detach(py, move || Loader::new(shared, config))?.map_err(|e| dataset_error(py, &e))?;
         Ok(Self {
             dataset,
-            views,
             base,
             loader: Mutex::new(loader),
         })
@@ -212,7 +208,7 @@ impl PyLoader {
         };
         match next {
             None => Ok(None),
-            Some(Ok(sample)) => loaded_sample(py, &self.dataset, &self.views, sample).map(Some),
+            Some(Ok(sample)) => loaded_sample(py, &self.dataset, sample).map(Some),
             Some(Err(e)) => Err(dataset_error(py, &e)),
         }
     }
@@ -228,7 +224,7 @@ impl PyLoader {
         let list = PyList::empty(py);
         for item in batch {
             let sample = item.map_err(|e| dataset_error(py, &e))?;
-            list.append(loaded_sample(py, &self.dataset, &self.views, sample)?)?;
+            list.append(loaded_sample(py, &self.dataset, sample)?)?;
         }
         Ok(list)
     }
@@ -279,7 +275,6 @@ impl PyLoader {
 #[pyclass(module = "datasetrt", name = "RankPlan", frozen)]
 pub(crate) struct PyRankPlan {
     dataset: Arc<Dataset>,
-    views: Arc<ShardViews>,
     plan: Arc<EpochPlan>,
     partition: Partition,
     seed: u64,
@@ -453,7 +448,6 @@ impl PyRankPlan {
         policy: &str,
         start: u64,
     ) -> PyResult<Self> {
-        let views = Arc::clone(&dataset.get().views);
         let dataset = Arc::clone(&dataset.get().dataset);
         let config = plan_config(
             seed,
@@ -476,7 +470,6 @@ impl PyRankPlan {
             .map_err(|e| dataset_error(py, &DatasetError::Plan(e)))?;
         Ok(Self {
             dataset,
-            views,
             plan: Arc::new(plan),
             partition,
             seed,
@@ -593,7 +586,9 @@ impl PyRankPlan {
             |v: u64| i64::try_from(v).map_err(|_| PyValueError::new_err("offset out of range"));
         for (&(cache, _, _, _), place) in located.iter().zip(&at) {
             let (shard, offset, len) = match *place {
-                Located::InShard(shard, offset, len) => {
+                Located::InShard {
+                    shard, offset, len, ..
+                } => {
                     let at = match shards.get(&(cache, shard)) {
                         Some(&at) => at,
                         None => {
@@ -633,15 +628,11 @@ impl PyRankPlan {
         for ((&step, &(cache, sample, position, padding)), at) in
             steps.iter().zip(&located).zip(&at)
         {
-            let cache_ref = crate::cache::CacheRef::InDataset(
-                Arc::clone(dataset),
-                cache,
-                Arc::clone(&self.views),
-            );
+            let cache_ref = crate::cache::CacheRef::InDataset(Arc::clone(dataset), cache);
             list.append(PySample {
                 cache_id: Some(dataset.caches()[cache].cache_id),
                 sample_id: sample,
-                payload: payload_object(py, &cache_ref, &data, at)?.unbind(),
+                payload: payload_object(py, &data, at)?.unbind(),
                 cache: cache_ref,
                 step: Some(step),
                 global_position: Some(position),

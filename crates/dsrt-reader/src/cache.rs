@@ -5,10 +5,11 @@ use dsrt_manifest::{CompressionAlgo, Manifest, MANIFEST_FILE_NAME};
 use dsrt_metadata::{MetadataTable, RowView, METADATA_FILE_NAME};
 use dsrt_schema::Schema;
 use dsrt_shard::{EnvelopeCodec, SHARDS_DIR_NAME};
+use handle_pool::{Exhausted, LazyFiles};
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// Largest manifest.json a reader accepts; a real one is a few KiB per thousand shards.
 const MAX_MANIFEST_BYTES: u64 = 256 << 20;
@@ -32,37 +33,6 @@ impl OpenOptions {
 
 pub(crate) struct Shard {
     pub(crate) algo: CompressionAlgo,
-    path: PathBuf,
-    /// Opened on first read, so a cache of many shards holds descriptors only for the shards
-    /// it serves.
-    file: OnceLock<File>,
-    /// Mapped read-only on the first [`Cache::read_mapped`] of one of its samples.
-    map: OnceLock<memmap2::Mmap>,
-}
-
-impl Shard {
-    pub(crate) fn file(&self) -> io::Result<&File> {
-        if let Some(file) = self.file.get() {
-            return Ok(file);
-        }
-        let file = File::open(&self.path)?;
-        Ok(self.file.get_or_init(|| file))
-    }
-
-    pub(crate) fn map(&self) -> io::Result<&memmap2::Mmap> {
-        if let Some(map) = self.map.get() {
-            return Ok(map);
-        }
-        let file = self.file()?;
-        // SAFETY: the format makes published cache files immutable while readers are alive
-        // (docs/format/datasetrt.md), as for the mapped index.bin and metadata.arrow: the
-        // mapping is read-only and nothing in this process writes the file. A shard truncated
-        // by another process behind the reader's back would make a later access fault
-        // (SIGBUS); callers who cannot rule that out use `Cache::read`, which uses `pread`.
-        #[allow(unsafe_code)]
-        let map = unsafe { memmap2::Mmap::map(file)? };
-        Ok(self.map.get_or_init(|| map))
-    }
 }
 
 /// An open, validated cache. Cheap to share between threads (`Send + Sync`); every read is a
@@ -73,6 +43,9 @@ pub struct Cache {
     pub(crate) index: IndexView,
     pub(crate) metadata: MetadataTable,
     pub(crate) shards: Vec<Shard>,
+    /// The shard files, opened and mapped on demand, idle ones closed by the process's
+    /// [`HandlePool`](handle_pool::HandlePool) (unused when `source` serves the shards).
+    pub(crate) files: Arc<LazyFiles>,
     /// Where shard bytes come from when they are not the files under `shards/`.
     pub(crate) source: Option<Arc<dyn ShardSource>>,
     pub(crate) envelope: EnvelopeCodec,
@@ -128,7 +101,12 @@ impl Cache {
             path: path.clone(),
             source,
         };
-        let index = IndexView::open(&path.join(INDEX_FILE_NAME)).map_err(index_error)?;
+        let index = IndexView::open(&path.join(INDEX_FILE_NAME)).map_err(|e| match e {
+            dsrt_index::IndexError::Io(source) if Exhausted::of(&source).is_some() => {
+                CacheError::io(&path, CacheFile::Index, source)
+            }
+            e => index_error(e),
+        })?;
         index
             .validate(description.sample_count, &shard_lens)
             .map_err(index_error)?;
@@ -137,7 +115,12 @@ impl Cache {
             source,
         };
         let metadata =
-            MetadataTable::open(&path.join(METADATA_FILE_NAME)).map_err(metadata_error)?;
+            MetadataTable::open(&path.join(METADATA_FILE_NAME)).map_err(|e| match e {
+                dsrt_metadata::MetadataError::Io(source) if Exhausted::of(&source).is_some() => {
+                    CacheError::io(&path, CacheFile::Metadata, source)
+                }
+                e => metadata_error(e),
+            })?;
         if metadata.num_rows() != description.sample_count {
             let found = metadata.num_rows();
             return Err(metadata_error(dsrt_metadata::MetadataError::RowCount {
@@ -154,11 +137,15 @@ impl Cache {
             .iter()
             .map(|entry| Shard {
                 algo: entry.compression.algo,
-                path: shards_dir.join(&entry.name),
-                file: OnceLock::new(),
-                map: OnceLock::new(),
             })
             .collect();
+        let files = LazyFiles::new(
+            description
+                .shards
+                .iter()
+                .map(|entry| shards_dir.join(&entry.name))
+                .collect(),
+        );
         let envelope = EnvelopeCodec::new(&description.metadata_schema);
         Ok(Self {
             path,
@@ -166,6 +153,7 @@ impl Cache {
             index,
             metadata,
             shards,
+            files,
             source,
             envelope,
         })
@@ -202,10 +190,7 @@ impl Cache {
         if self.source.is_some() {
             return None;
         }
-        usize::try_from(shard)
-            .ok()
-            .and_then(|i| self.shards.get(i))
-            .map(|s| s.path.as_path())
+        usize::try_from(shard).ok().and_then(|i| self.files.path(i))
     }
 
     /// Whether the shards come from a [`ShardSource`] (see [`Cache::open_with_source`]).
@@ -243,11 +228,13 @@ impl Cache {
     }
 
     pub(crate) fn io_error(&self, file: CacheFile) -> impl FnOnce(io::Error) -> CacheError + '_ {
-        move |source| CacheError::Io {
-            path: self.path.clone(),
-            file,
-            source,
-        }
+        move |source| CacheError::io(&self.path, file, source)
+    }
+
+    /// How many of this cache's shard files have a descriptor or a mapping held for them by
+    /// the process's handle pool now (for tests and diagnostics).
+    pub fn open_shard_files(&self) -> usize {
+        self.files.open_count()
     }
 }
 
@@ -271,11 +258,7 @@ fn missing_manifest(path: &Path) -> CacheError {
 
 fn read_manifest(path: &Path) -> Result<Manifest, CacheError> {
     let manifest_path = path.join(MANIFEST_FILE_NAME);
-    let io_error = |source| CacheError::Io {
-        path: path.to_path_buf(),
-        file: CacheFile::Manifest,
-        source,
-    };
+    let io_error = |source| CacheError::io(path, CacheFile::Manifest, source);
     let file = match File::open(&manifest_path) {
         Ok(file) => file,
         Err(e)

@@ -126,6 +126,20 @@ pub enum CacheError {
         #[source]
         source: dsrt_shard::RecordError,
     },
+    /// The process ran out of file descriptors or memory mappings opening or mapping a
+    /// file: a resource limit, not a property of the cache (which may be perfectly valid).
+    #[error("{path}: {file}: {resource}: {source}; {}", resource.advice())]
+    Resource {
+        /// The cache directory.
+        path: PathBuf,
+        /// The file being opened or mapped.
+        file: CacheFile,
+        /// What ran out.
+        resource: handle_pool::Exhausted,
+        /// The system's error.
+        #[source]
+        source: std::io::Error,
+    },
     /// Reading a file failed.
     #[error("{path}: {file}: {source}")]
     Io {
@@ -152,7 +166,23 @@ impl CacheError {
             | Self::ShardLength { path, .. }
             | Self::Checksum { path, .. }
             | Self::Record { path, .. }
+            | Self::Resource { path, .. }
             | Self::Io { path, .. } => path,
+        }
+    }
+
+    /// An I/O error on `file` of the cache at `path`: [`CacheError::Resource`] when a
+    /// resource ran out, else [`CacheError::Io`].
+    pub fn io(path: &std::path::Path, file: CacheFile, source: std::io::Error) -> Self {
+        let path = path.to_path_buf();
+        match handle_pool::Exhausted::of(&source) {
+            Some(resource) => Self::Resource {
+                path,
+                file,
+                resource,
+                source,
+            },
+            None => Self::Io { path, file, source },
         }
     }
 }

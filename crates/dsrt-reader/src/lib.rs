@@ -11,9 +11,14 @@
 //! What it is not for: joining caches into datasets, selections and iteration (`dsrt-dataset`,
 //! with epoch plans from `dsrt-plan`), and writing (`dsrt-writer`).
 //!
-//! Layering: above every DatasetRT file crate; re-exported by the `datasetrt` facade.
-// One `unsafe` block: mapping a shard for `Cache::read_mapped` (see its SAFETY comment).
-#![deny(unsafe_code)]
+//! Shard files are opened (and mapped) when first read and closed again by the process's
+//! [`HandlePool`] when they are the least recently used idle ones beyond its capacity, so a
+//! process reading any number of shards of any number of caches holds a bounded number of
+//! descriptors and mappings (index.bin and metadata.arrow are mapped at open and their files
+//! closed). A descriptor or mapping running out anyway is [`CacheError::Resource`].
+//!
+//! Layering: above every DatasetRT file crate and `handle-pool`; re-exported by the `datasetrt` facade.
+#![forbid(unsafe_code)]
 
 mod cache;
 mod error;
@@ -24,6 +29,7 @@ mod validate;
 
 pub use cache::{Cache, OpenOptions};
 pub use error::{CacheError, CacheFile};
+pub use handle_pool::{map_file, Exhausted, FileIdentity, FileMap, HandlePool};
 pub use sample::{MappedPayload, Sample, SampleBuf, SampleRef};
 pub use shared::SharedPayload;
 pub use source::{ShardSource, SharedShard};

@@ -4,7 +4,7 @@ use dsrt_index::IndexRow;
 use dsrt_metadata::RowView;
 use dsrt_schema::{Value, ValueRef};
 use dsrt_shard::{load_payload, split_record, RecordError};
-use std::os::unix::fs::FileExt;
+use handle_pool::FileMap;
 
 /// Reusable buffers for [`Cache::read`]: reading many samples through one `SampleBuf`
 /// allocates only when a record is larger than any before it.
@@ -12,6 +12,9 @@ use std::os::unix::fs::FileExt;
 pub struct SampleBuf {
     record: Vec<u8>,
     decoded: Vec<u8>,
+    /// The mapping the last [`Cache::read_mapped`] payload lies in: held here, so the shard
+    /// stays mapped while the payload is borrowed even if the handle pool releases it.
+    mapping: Option<FileMap>,
 }
 
 impl SampleBuf {
@@ -48,10 +51,11 @@ impl SampleRef<'_> {
 }
 
 /// Where [`Cache::read_mapped_location`] found a payload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum MappedPayload<'a> {
     /// Stored uncompressed: `len` bytes at byte `offset` of shard `shard`'s file
-    /// ([`Cache::shard_path`]).
+    /// ([`Cache::shard_path`]), which `map` maps whole (holding it keeps the bytes readable,
+    /// whatever the handle pool releases meanwhile).
     InShard {
         /// Shard id.
         shard: u64,
@@ -59,6 +63,8 @@ pub enum MappedPayload<'a> {
         offset: u64,
         /// Payload length.
         len: usize,
+        /// The whole shard file, mapped.
+        map: FileMap,
     },
     /// Stored compressed: the decoded bytes, in the caller's [`SampleBuf`].
     Decoded(&'a [u8]),
@@ -89,7 +95,7 @@ impl Cache {
             buf.record.resize(len, 0);
         }
         let record = &mut buf.record[..len];
-        let (stored, metadata) = self.read_checked_record(sample, &row, shard, record)?;
+        let (stored, metadata) = self.read_checked_record(sample, &row, record)?;
         let payload = load_payload(shard.algo, &record[stored], &mut buf.decoded)
             .map_err(|source| self.record_error(sample, &row, source))?;
         Ok(SampleRef {
@@ -133,7 +139,7 @@ impl Cache {
         if out.len() < end {
             out.resize(end, 0);
         }
-        let (stored, _) = self.read_checked_record(sample, &row, shard, &mut out[at..end])?;
+        let (stored, _) = self.read_checked_record(sample, &row, &mut out[at..end])?;
         let stored = at + stored.start..at + stored.end;
         if shard.algo == dsrt_manifest::CompressionAlgo::None {
             return Ok(stored);
@@ -151,7 +157,7 @@ impl Cache {
         Ok(at..end)
     }
 
-    /// The index row of `sample`, its shard and the record's length.
+    /// The index row of `sample`, its shard's index and entry, and the record's length.
     pub(crate) fn locate(&self, sample: u64) -> Result<(IndexRow, &Shard, usize), CacheError> {
         let row = self.index.row(sample).map_err(|source| CacheError::Index {
             path: self.path.clone(),
@@ -187,13 +193,14 @@ impl Cache {
         &self,
         sample: u64,
         row: &IndexRow,
-        shard: &Shard,
         record: &mut [u8],
     ) -> Result<(std::ops::Range<usize>, RowView<'_>), CacheError> {
         let read = match &self.source {
-            None => shard
-                .file()
-                .and_then(|file| file.read_exact_at(record, row.offset)),
+            None => {
+                // `locate` found the shard id among the manifest's shards.
+                let index = usize::try_from(row.shard_id).unwrap_or(usize::MAX);
+                self.files.read_exact_at(index, record, row.offset)
+            }
             Some(source) => source.read_at(row.shard_id, row.offset, record),
         };
         read.map_err(self.io_error(CacheFile::Shard(row.shard_id)))?;
@@ -225,7 +232,10 @@ impl Cache {
     /// the mapping (no system call, no copy), an LZ4 payload is decoded into `buf`. The same
     /// checks run (index row, record envelope against metadata.arrow, payload decoding).
     ///
-    /// The shard is mapped on its first mapped read and stays mapped while the cache is open.
+    /// The shard is mapped on its first mapped read and stays mapped until the process's
+    /// handle pool releases it (the least recently used idle shard beyond
+    /// [`HandlePool::capacity`](handle_pool::HandlePool::capacity)); `buf` holds the mapping
+    /// of the payload it returns, so the payload stays valid while it is borrowed.
     /// The format's rule that published caches are immutable while readers are alive matters
     /// more here than for [`Cache::read`]: a shard truncated behind the reader's back makes an
     /// access to the vanished part fault (`SIGBUS`) instead of returning an I/O error; a record
@@ -241,8 +251,12 @@ impl Cache {
         if self.source.is_some() {
             return self.read(sample, buf);
         }
-        let (row, shard, record, stored_at, metadata) = self.mapped_record(sample)?;
-        let payload = load_payload(shard.algo, &record[stored_at..], &mut buf.decoded)
+        let (row, algo, map, range, stored_at, metadata) = self.mapped_record(sample)?;
+        let SampleBuf {
+            decoded, mapping, ..
+        } = buf;
+        let record = &mapping.insert(map)[range];
+        let payload = load_payload(algo, &record[stored_at..], decoded)
             .map_err(|source| self.record_error(sample, &row, source))?;
         Ok(SampleRef {
             sample,
@@ -265,33 +279,62 @@ impl Cache {
             // No file to map: the payload is read through the source.
             return Ok(MappedPayload::Decoded(self.read(sample, buf)?.payload));
         }
-        let (row, shard, record, stored_at, _) = self.mapped_record(sample)?;
-        if shard.algo == dsrt_manifest::CompressionAlgo::None {
+        let (row, algo, map, range, stored_at, _) = self.mapped_record(sample)?;
+        if algo == dsrt_manifest::CompressionAlgo::None {
             return Ok(MappedPayload::InShard {
                 shard: row.shard_id,
                 offset: row.offset + stored_at as u64,
-                len: record.len() - stored_at,
+                len: range.len() - stored_at,
+                map,
             });
         }
-        load_payload(shard.algo, &record[stored_at..], &mut buf.decoded)
+        let SampleBuf {
+            decoded, mapping, ..
+        } = buf;
+        load_payload(algo, &mapping.insert(map)[range][stored_at..], decoded)
             .map(MappedPayload::Decoded)
             .map_err(|source| self.record_error(sample, &row, source))
     }
 
-    /// The mapped record of `sample`, checked against metadata.arrow: its index row, shard,
-    /// bytes, the stored payload's start within them, and the metadata row.
+    /// The mapped record of `sample`, checked against metadata.arrow: its index row, its
+    /// shard's compression, the shard's mapping, the record's range in it, the stored
+    /// payload's start within the record, and the metadata row.
     #[allow(clippy::type_complexity)]
     fn mapped_record(
         &self,
         sample: u64,
-    ) -> Result<(IndexRow, &Shard, &[u8], usize, RowView<'_>), CacheError> {
+    ) -> Result<
+        (
+            IndexRow,
+            dsrt_manifest::CompressionAlgo,
+            FileMap,
+            std::ops::Range<usize>,
+            usize,
+            RowView<'_>,
+        ),
+        CacheError,
+    > {
         let (row, shard, len) = self.locate(sample)?;
-        let map = shard
-            .map()
-            .map_err(self.io_error(CacheFile::Shard(row.shard_id)))?;
-        let (_, record) = self.record_in(&row, len, map)?;
+        let map = self.mapped_shard(row.shard_id)?;
+        let (start, record) = self.record_in(&row, len, &map)?;
         let (stored_at, metadata) = self.check_record(sample, &row, record)?;
-        Ok((row, shard, record, stored_at, metadata))
+        let range = start..start + record.len();
+        Ok((row, shard.algo, map, range, stored_at, metadata))
+    }
+
+    /// Shard `shard`'s file, mapped read-only whole: the mapping the process's handle pool
+    /// keeps for it, or a new one. Holding the [`FileMap`] keeps it valid. `None` for a cache
+    /// whose shards come from a [`ShardSource`](crate::ShardSource) (an I/O error).
+    pub fn mapped_shard(&self, shard: u64) -> Result<FileMap, CacheError> {
+        let file = CacheFile::Shard(shard);
+        if self.source.is_some() {
+            return Err(self.io_error(file)(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "the shards of this cache come from a shard source, not files to map",
+            )));
+        }
+        let index = usize::try_from(shard).unwrap_or(usize::MAX);
+        self.files.map(index).map_err(self.io_error(file))
     }
 
     /// The `len` bytes of `row`'s record within `shard_bytes` (its whole shard, mapped or

@@ -37,13 +37,7 @@ pub(crate) fn check_shard_files(
                         file,
                     })
                 }
-                Err(source) => {
-                    return Err(CacheError::Io {
-                        path: path.to_path_buf(),
-                        file,
-                        source,
-                    })
-                }
+                Err(source) => return Err(CacheError::io(path, file, source)),
             };
             if found != entry.byte_len {
                 return Err(CacheError::ShardLength {
@@ -170,11 +164,7 @@ fn verify_file(path: &Path, job: &HashJob<'_>) -> Result<(), CacheError> {
         expected,
         ..
     } = job;
-    let io_error = |source| CacheError::Io {
-        path: path.to_path_buf(),
-        file: file.clone(),
-        source,
-    };
+    let io_error = |source| CacheError::io(path, file.clone(), source);
     let opened = File::open(file_path).map_err(io_error)?;
     let (digest, _) = dsrt_atlas_codec::sha::sha256_reader(opened).map_err(io_error)?;
     let found = dsrt_atlas_codec::to_hex(&digest);

@@ -69,11 +69,17 @@ fn mapped_locations_point_at_the_payload_bytes() {
         let mut buf = SampleBuf::new();
         for i in 0..30 {
             match cache.read_mapped_location(i, &mut buf).unwrap() {
-                MappedPayload::InShard { shard, offset, len } => {
+                MappedPayload::InShard {
+                    shard,
+                    offset,
+                    len,
+                    map,
+                } => {
                     assert_eq!(algo, CompressionAlgo::None);
                     let bytes = std::fs::read(cache.shard_path(shard).unwrap()).unwrap();
                     let at = offset as usize;
                     assert_eq!(&bytes[at..at + len], payload(i).as_slice());
+                    assert_eq!(&map[at..at + len], payload(i).as_slice());
                 }
                 MappedPayload::Decoded(decoded) => {
                     assert_eq!(algo, CompressionAlgo::Lz4);

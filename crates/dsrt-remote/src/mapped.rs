@@ -54,33 +54,44 @@ impl MappedShards {
         self.slots.get(index).is_some_and(Option::is_some)
     }
 
+    /// Stops keeping shard `index`'s mapping; returns it (payloads in it keep it alive).
+    pub(crate) fn remove(&mut self, index: usize) -> Option<Arc<MappedShard>> {
+        let map = self.slots.get_mut(index).and_then(Option::take)?;
+        self.bytes -= map.map.len() as u64;
+        self.recent.retain(|&i| i != index);
+        Some(map)
+    }
+
     /// Keeps `map` for shard `index` (or returns the one another thread kept meanwhile), then
     /// drops the least recently used mappings beyond [`MAX_MAPPED`] or `max_bytes` (the
-    /// newest always stays). Payloads in a dropped mapping keep it alive.
+    /// newest always stays), returning the shards whose mappings it dropped. Payloads in a
+    /// dropped mapping keep it alive.
     pub(crate) fn insert(
         &mut self,
         index: usize,
         map: Arc<MappedShard>,
         max_bytes: u64,
-    ) -> Arc<MappedShard> {
+    ) -> (Arc<MappedShard>, Vec<usize>) {
         if let Some(present) = self.get(index) {
-            return present;
+            return (present, Vec::new());
         }
         let Some(slot) = self.slots.get_mut(index) else {
-            return map;
+            return (map, Vec::new());
         };
         *slot = Some(Arc::clone(&map));
         self.bytes += map.map.len() as u64;
         self.recent.push_back(index);
+        let mut dropped = Vec::new();
         while self.recent.len() > 1 && (self.recent.len() > MAX_MAPPED || self.bytes > max_bytes) {
             let Some(oldest) = self.recent.pop_front() else {
                 break;
             };
-            if let Some(dropped) = self.slots.get_mut(oldest).and_then(Option::take) {
-                self.bytes -= dropped.map.len() as u64;
+            if let Some(map) = self.slots.get_mut(oldest).and_then(Option::take) {
+                self.bytes -= map.map.len() as u64;
+                dropped.push(oldest);
             }
         }
-        map
+        (map, dropped)
     }
 }
 

@@ -131,12 +131,17 @@ pub fn open_remote(remote: &RemotePrefix, options: &RemoteOptions) -> Result<Cac
         fetch: options.fetch,
         retry,
         manifest_sha,
-        held,
         read_while_downloading: options.read_while_downloading && !options.validate_cache,
     };
     let shards = RemoteShards::new(spec, options.prefetch_shards);
     let dir = options.cache_dir.join(&key);
-    Cache::open_with_source(dir, open_options(options), Arc::new(shards)).map_err(|e| {
+    let opened = Cache::open_with_source(dir, open_options(options), Arc::new(shards));
+    // The small files stay read-locked (no process evicts them) until the cache has mapped
+    // index.bin and metadata.arrow; then their descriptors close, so an open remote cache
+    // holds none. Evicted later, a mapped file is unlinked, never truncated: its mapping
+    // stays valid (docs/remote.md, "Open files").
+    drop(held);
+    opened.map_err(|e| {
         // Name the remote cache, not only its local copy.
         RemoteError::Opened {
             url: remote.url().to_owned(),

@@ -10,11 +10,12 @@ use crate::prefetch::Prefetcher;
 use dsrt_manifest::ShardEntry;
 use dsrt_reader::{ShardSource, SharedShard};
 use dsrt_shard_cache::{CachedFile, FetchError, FetchSink, Publication, ShardCache};
+use handle_pool::{HandlePool, Holder};
 use std::collections::VecDeque;
 use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 /// Idle shard files a process keeps open (read-locked) beyond those being read: the one it
@@ -50,8 +51,11 @@ pub(crate) struct Shared {
     retry: Retry,
     /// The SHA-256 of the manifest bytes the cache was opened with.
     manifest_sha: [u8; 32],
-    _held: Vec<CachedFile>,
     open: Mutex<OpenShards>,
+    /// Per pool key ([`pool_key`]): used since the process's handle pool last looked.
+    used: Vec<AtomicBool>,
+    /// This cache as the pool knows it.
+    this: Weak<Shared>,
     /// Signalled when a download this process runs ends (see [`OpenShards::downloading`]).
     downloaded: Condvar,
     /// Reads by range while a shard downloads, when enabled.
@@ -113,6 +117,22 @@ struct OpenShards {
     /// waits for that download's checked file instead of for its publication (an fsync
     /// later), which other processes must wait for.
     downloading: Vec<bool>,
+    /// Per pool key: whether the process's handle pool counts it.
+    admitted: Vec<bool>,
+}
+
+/// The handle pool's key of shard `index`'s file (`map == false`) or mapping.
+fn pool_key(index: usize, map: bool) -> u64 {
+    (index as u64) << 1 | u64::from(map)
+}
+
+/// Handles a cache's [`OpenShards`] opened or closed under its lock, for the pool to hear
+/// of once the lock is dropped.
+#[derive(Default)]
+#[must_use]
+struct PoolChanges {
+    admit: Vec<u64>,
+    forget: Vec<u64>,
 }
 
 /// What [`RemoteShards::new`] needs: the cache's shards and where they go.
@@ -125,9 +145,6 @@ pub(crate) struct ShardsSpec {
     pub(crate) fetch: ShardFetch,
     pub(crate) retry: Retry,
     pub(crate) manifest_sha: [u8; 32],
-    /// The cache's small files (manifest, index, metadata), kept open and read-locked while
-    /// the cache is, so no process evicts them.
-    pub(crate) held: Vec<CachedFile>,
     /// Serve records by range requests while their shard downloads (see
     /// [`RemoteOptions::read_while_downloading`](crate::RemoteOptions::read_while_downloading)).
     pub(crate) read_while_downloading: bool,
@@ -140,7 +157,9 @@ impl RemoteShards {
             maps: MappedShards::new(spec.entries.len()),
             recent: VecDeque::new(),
             downloading: vec![false; spec.entries.len()],
+            admitted: vec![false; 2 * spec.entries.len()],
         };
+        let keys = 2 * spec.entries.len();
         let fetch = spec.fetch;
         let early = (fetch == ShardFetch::Whole && spec.read_while_downloading).then(|| {
             let n = spec.entries.len();
@@ -149,7 +168,7 @@ impl RemoteShards {
                 left: AtomicU64::new(EARLY_READS),
             }
         });
-        let inner = Arc::new(Shared {
+        let inner = Arc::new_cyclic(|this| Shared {
             remote: spec.remote,
             key: spec.key,
             entries: spec.entries,
@@ -157,8 +176,9 @@ impl RemoteShards {
             fetch,
             retry: spec.retry,
             manifest_sha: spec.manifest_sha,
-            _held: spec.held,
             open: Mutex::new(open),
+            used: (0..keys).map(|_| AtomicBool::new(false)).collect(),
+            this: this.clone(),
             downloaded: Condvar::new(),
             early,
             first_read: Gate::default(),
@@ -299,8 +319,9 @@ impl Shared {
                 file
             }
         };
-        open.touch(shard);
-        open.close_idle(MAX_IDLE_OPEN);
+        let changes = open.file_used(index, Some(MAX_IDLE_OPEN));
+        drop(open);
+        self.tell_pool(index, false, changes);
         Some(file)
     }
 
@@ -350,7 +371,9 @@ impl Shared {
         loop {
             if let Some(file) = open.files.get(index).and_then(Option::as_ref) {
                 let file = Arc::clone(file);
-                open.touch(shard);
+                let changes = open.file_used(index, None);
+                drop(open);
+                self.tell_pool(index, false, changes);
                 return Ok(file);
             }
             match open.downloading.get(index) {
@@ -369,8 +392,10 @@ impl Shared {
         }
         // Whatever this process holds open but is not reading must not keep the download
         // from making room.
-        open.close_idle(0);
+        let closed = open.close_idle(0);
+        let changes = open.forget_files(closed);
         drop(open);
+        self.tell_pool(index, false, changes);
         let downloaded = self.download(shard).map(Arc::new);
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(flag) = open.downloading.get_mut(index) {
@@ -386,8 +411,9 @@ impl Shared {
             }
             None => file,
         };
-        open.touch(shard);
-        open.close_idle(MAX_IDLE_OPEN);
+        let changes = open.file_used(index, Some(MAX_IDLE_OPEN));
+        drop(open);
+        self.tell_pool(index, false, changes);
         Ok(file)
     }
 
@@ -402,6 +428,7 @@ impl Shared {
             .maps
             .get(index)
         {
+            self.mark_used(pool_key(index, true));
             return Ok(map);
         }
         let file = match self.local_file(shard) {
@@ -415,7 +442,11 @@ impl Shared {
         let mapped = Arc::new(MappedShard { map });
         let max_bytes = self.cache_limit() / 2;
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        Ok(open.maps.insert(index, mapped, max_bytes))
+        let (map, dropped) = open.maps.insert(index, mapped, max_bytes);
+        let changes = open.map_used(index, dropped);
+        drop(open);
+        self.tell_pool(index, true, changes);
+        Ok(map)
     }
 
     /// Serves `buf` from shard `shard`'s kept mapping, if there is one (its file may have been
@@ -428,6 +459,7 @@ impl Shared {
             .unwrap_or_else(PoisonError::into_inner)
             .maps
             .get(index)?;
+        self.mark_used(pool_key(index, true));
         let bytes = usize::try_from(offset)
             .ok()
             .and_then(|start| map.map.get(start..start.checked_add(buf.len())?));
@@ -638,15 +670,125 @@ impl Shared {
     }
 }
 
+impl Shared {
+    fn mark_used(&self, key: u64) {
+        if let Some(used) = usize::try_from(key).ok().and_then(|k| self.used.get(k)) {
+            if !used.load(Ordering::Relaxed) {
+                used.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Marks shard `index`'s file or mapping used and tells the process's handle pool what
+    /// the cache opened and closed (never under the cache's lock: the pool may release
+    /// handles of this cache).
+    fn tell_pool(&self, index: usize, map: bool, changes: PoolChanges) {
+        self.mark_used(pool_key(index, map));
+        let pool = HandlePool::global();
+        let this: Weak<dyn Holder> = self.this.clone();
+        for key in changes.forget {
+            pool.forget(&this, key);
+        }
+        for key in changes.admit {
+            pool.admit(this.clone(), key);
+        }
+    }
+}
+
+/// The process's handle pool counts each kept file and mapping of a remote cache; the
+/// least recently used idle ones beyond its capacity, across every cache, are closed.
+impl Holder for Shared {
+    fn take_used(&self, key: u64) -> bool {
+        usize::try_from(key)
+            .ok()
+            .and_then(|k| self.used.get(k))
+            .is_some_and(|used| used.swap(false, Ordering::Relaxed))
+    }
+
+    fn release(&self, key: u64) {
+        let Ok(index) = usize::try_from(key >> 1) else {
+            return;
+        };
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let (file, map) = if key & 1 == 1 {
+            (None, open.maps.remove(index))
+        } else if open.is_idle(index) {
+            open.recent.retain(|&s| s != index as u64);
+            (open.files.get_mut(index).and_then(Option::take), None)
+        } else {
+            // Being read: it stays open, and is counted again when next used.
+            (None, None)
+        };
+        if let Some(admitted) = usize::try_from(key)
+            .ok()
+            .and_then(|k| open.admitted.get_mut(k))
+        {
+            *admitted = false;
+        }
+        drop(open);
+        drop(file);
+        drop(map);
+    }
+}
+
 impl OpenShards {
+    /// Shard `index`'s file is in use: marked most recent and counted by the pool; with
+    /// `keep`, idle files beyond the `keep` most recent are closed.
+    fn file_used(&mut self, index: usize, keep: Option<usize>) -> PoolChanges {
+        self.touch(index as u64);
+        let mut changes = self.admit(pool_key(index, false));
+        if let Some(keep) = keep {
+            let closed = self.close_idle(keep);
+            changes.forget = self.forget_files(closed).forget;
+        }
+        changes
+    }
+
+    /// Shard `index`'s mapping is kept; `dropped` are the mappings that made room for it.
+    fn map_used(&mut self, index: usize, dropped: Vec<usize>) -> PoolChanges {
+        let mut changes = self.admit(pool_key(index, true));
+        for index in dropped {
+            changes.forget.extend(self.unadmit(pool_key(index, true)));
+        }
+        changes
+    }
+
+    fn forget_files(&mut self, closed: Vec<usize>) -> PoolChanges {
+        let mut changes = PoolChanges::default();
+        for index in closed {
+            changes.forget.extend(self.unadmit(pool_key(index, false)));
+        }
+        changes
+    }
+
+    fn admit(&mut self, key: u64) -> PoolChanges {
+        let mut changes = PoolChanges::default();
+        if let Some(admitted) = usize::try_from(key)
+            .ok()
+            .and_then(|k| self.admitted.get_mut(k))
+        {
+            if !std::mem::replace(admitted, true) {
+                changes.admit.push(key);
+            }
+        }
+        changes
+    }
+
+    /// `Some(key)` if the pool counted `key`, which it no longer should.
+    fn unadmit(&mut self, key: u64) -> Option<u64> {
+        let admitted = self.admitted.get_mut(usize::try_from(key).ok()?)?;
+        std::mem::replace(admitted, false).then_some(key)
+    }
+
     fn touch(&mut self, shard: u64) {
         self.recent.retain(|&s| s != shard);
         self.recent.push_back(shard);
     }
 
     /// Closes the least recently used files nobody is reading, keeping at most `keep` of the
-    /// most recent, so that they may be evicted.
-    fn close_idle(&mut self, keep: usize) {
+    /// most recent, so that they may be evicted; returns the shards it closed.
+    fn close_idle(&mut self, keep: usize) -> Vec<usize> {
+        let mut closed = Vec::new();
         let mut excess = self.recent.len().saturating_sub(keep);
         let mut kept = VecDeque::with_capacity(self.recent.len());
         while let Some(shard) = self.recent.pop_front() {
@@ -654,6 +796,7 @@ impl OpenShards {
             if excess > 0 && self.is_idle(index) {
                 if let Some(slot) = self.files.get_mut(index) {
                     *slot = None;
+                    closed.push(index);
                 }
                 excess -= 1;
             } else {
@@ -661,6 +804,7 @@ impl OpenShards {
             }
         }
         self.recent = kept;
+        closed
     }
 
     /// Whether nothing but its slot holds shard `index`'s file (payloads in its mapping do

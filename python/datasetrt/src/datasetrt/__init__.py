@@ -11,6 +11,11 @@ native module ``datasetrt._native``; ``datasetrt.torch`` adds a PyTorch ``Iterab
 - :class:`Loader` iterates one rank's share of an epoch reproducibly, resumably.
 - :func:`update_manifests` / :meth:`Dataset.update_manifests` migrate v2 manifests to v3.
 
+A process keeps at most :func:`max_open_shards` idle shard files and mappings open (default
+128, or ``DSRT_MAX_OPEN_SHARDS``; :func:`set_max_open_shards` changes it), whatever the number
+of shards and caches; payloads still referenced keep their mapping alive. Running out of
+descriptors or mappings anyway raises :class:`ResourceError`, never a corruption error.
+
 Errors derive from :class:`Error`; each carries ``path`` and ``reason``. Failures on the
 object-store side raise :class:`RemoteError` (``url``, ``kind``, ``retryable``) or one of its
 subclasses :class:`RemoteIntegrityError`, :class:`ManifestChangedError` and
@@ -37,11 +42,15 @@ from ._native import (
     RankPlan,
     RemoteError,
     RemoteIntegrityError,
+    ResourceError,
     Sample,
     SampleTable,
     WriteError,
     cache_id_for_source,
+    max_open_shards,
+    open_shard_handles,
     publish,
+    set_max_open_shards,
     update_manifests,
 )
 
@@ -65,11 +74,15 @@ __all__ = [
     "RankPlan",
     "RemoteError",
     "RemoteIntegrityError",
+    "ResourceError",
     "Sample",
     "SampleTable",
     "WriteError",
     "cache_id_for_source",
+    "max_open_shards",
+    "open_shard_handles",
     "publish",
+    "set_max_open_shards",
     "update_manifests",
 ]
 

@@ -17,7 +17,6 @@ taken with any ``num_workers`` (then build a new loader over the dataset with an
 from __future__ import annotations
 
 import array
-import mmap
 import os
 import sys
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -25,7 +24,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 import torch
 import torch.utils.data
 
-from ._native import Dataset, RankPlan, _payload_views
+from ._native import Dataset, RankPlan, _payload_views, _shard_view
 
 __all__ = ["ColumnarBatch", "StreamingDataset", "rank_and_world_size"]
 
@@ -113,8 +112,8 @@ class StreamingDataset(torch.utils.data.IterableDataset):
       one buffer and pickled through the DataLoader's queue. ``"locations"``: the worker does
       every check a read does (index row, record envelope against metadata.arrow) and sends
       only where each payload lies (shard file, offset, length) with the keys and metadata;
-      the receiving process maps each shard file once (read-only ``mmap``, kept per process)
-      and ``batch["payloads"]`` gives zero-copy ``memoryview`` slices of it, each made when
+      the receiving process maps each shard file (read-only, no descriptor kept; the most
+      recently used ``datasetrt.max_open_shards()`` mappings are kept for reuse) and ``batch["payloads"]`` gives zero-copy ``memoryview`` slices of it, each made when
       it is taken (a sequence: index it or iterate it). Payloads stored
       LZ4-compressed are still decoded in the worker and sent as bytes. The items are the
       same in both modes (same keys, metadata, payload bytes and order); ``"locations"``
@@ -447,11 +446,6 @@ def _int64s(data: bytearray) -> Sequence[int]:
     return values
 
 
-# Read-only mappings of shard files, per process: path -> (file identity, memoryview).
-_SHARD_VIEWS: Dict[Any, Tuple[Tuple[int, int, int, int], memoryview]] = {}
-_SHARD_VIEWS_PID = os.getpid()
-
-
 def _identity(st: os.stat_result) -> Tuple[int, int, int, int]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
@@ -461,43 +455,13 @@ def _shard_identities(paths: Sequence[Any]) -> List[Tuple[int, int, int, int]]:
     return [_identity(os.stat(p)) for p in paths]
 
 
-def _changed(path: Any, reason: str) -> Exception:
-    from . import CorruptCacheError
-
-    err = CorruptCacheError(f"{path}: {reason}")
-    err.path = os.fspath(path)
-    err.reason = reason
-    return err
-
-
-def _shard_view(path: Any, identity: Optional[Tuple[int, int, int, int]] = None) -> memoryview:
-    """A memoryview of a read-only ``mmap`` of the shard file at ``path``, mapped once per
-    process (a forked child maps again) and kept. ``identity`` is what the worker that checked
-    the records saw of the file: a file replaced since is mapped again, and one that is not
-    that file raises :class:`datasetrt.CorruptCacheError`."""
-    global _SHARD_VIEWS_PID
-    if _SHARD_VIEWS_PID != os.getpid():
-        _SHARD_VIEWS.clear()
-        _SHARD_VIEWS_PID = os.getpid()
-    entry = _SHARD_VIEWS.get(path)
-    if entry is not None and (identity is None or entry[0] == identity):
-        return entry[1]
-    with open(path, "rb") as f:
-        found = _identity(os.fstat(f.fileno()))
-        if identity is not None and found != identity:
-            raise _changed(path, "the shard file changed after a DataLoader worker checked it")
-        if found[2] == 0:
-            view = memoryview(b"")
-        else:
-            view = memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
-    _SHARD_VIEWS[path] = (found, view)
-    return view
-
-
 def _located_payloads(raw: Dict[str, Any]) -> Sequence[Any]:
     """The payloads of a ``RankPlan.read_located`` batch: zero-copy slices of the mapped
     shard files (or of the batch's buffer of decoded payloads)."""
     identities = raw.get("shard_identities") or [None] * len(raw["shards"])
+    # Mapped by the native module (no descriptor kept), the most recently used kept for reuse
+    # up to max_open_shards(); a file that is not the one the worker checked raises
+    # CorruptCacheError.
     sources = [_shard_view(path, ident) for path, ident in zip(raw["shards"], identities)]
     sources.append(memoryview(raw["payload"]))
     # Little-endian i64 triples (shard, offset, length), whatever the host.

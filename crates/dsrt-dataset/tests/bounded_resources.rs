@@ -1,0 +1,253 @@
+//! Bounded resources at the scale users run: a 5,000-shard cache and a dataset of 2,000
+//! caches, read in full under `ulimit -n 256` (each test re-runs itself as a child process
+//! with that limit), with the descriptors in use counted from `/proc/self/fd` throughout.
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
+
+use dsrt_dataset::{Dataset, Loader, LoaderConfig};
+use dsrt_plan::{PlanConfig, Shuffle};
+use dsrt_reader::{Cache, CacheError, HandlePool, OpenOptions, SampleBuf};
+use dsrt_schema::{Column, ColumnType, Row, Schema};
+use dsrt_writer::{CacheWriter, WriterOptions};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+/// The limit the children run under.
+const ULIMIT: u32 = 256;
+/// Descriptors a test process holds besides shard files (stdio, the harness, the loader's
+/// in-flight reads).
+const SLACK: usize = 24;
+
+const CHILD_ENV: &str = "DSRT_BOUNDED_CHILD";
+const ROOT_ENV: &str = "DSRT_BOUNDED_ROOT";
+
+fn payload(cache: usize, sample: u64) -> Vec<u8> {
+    let mut bytes = format!("c{cache}s{sample}:").into_bytes();
+    bytes.resize(40 + (sample % 17) as usize, b'0' + (sample % 10) as u8);
+    bytes
+}
+
+/// A cache of `samples` samples, `per_shard` to a shard.
+fn write_cache(path: &Path, source: &str, cache: usize, samples: u64, per_shard: u64) {
+    let schema = Schema::new(vec![Column::new("n", ColumnType::Int64, false)]).unwrap();
+    // A record is its payload, the envelope JSON and a header: about 100 bytes.
+    let options = WriterOptions::new(source, schema).max_shard_bytes(per_shard * 100 - 50);
+    let mut writer = CacheWriter::create(path, options).unwrap();
+    for i in 0..samples {
+        writer
+            .add(&payload(cache, i), &Row::new().with("n", i as i64))
+            .unwrap();
+    }
+    writer.finish().unwrap();
+}
+
+/// Fixtures live on tmpfs where there is one: thousands of fsyncs cost nothing there.
+fn scratch() -> tempfile::TempDir {
+    match Path::new("/dev/shm").is_dir() {
+        true => tempfile::tempdir_in("/dev/shm").unwrap(),
+        false => tempfile::tempdir().unwrap(),
+    }
+}
+
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+fn assert_bounded(context: &str) {
+    let open = open_fds();
+    let bound = HandlePool::global().capacity() + SLACK;
+    assert!(
+        open <= bound,
+        "{context}: {open} descriptors open, bound {bound}"
+    );
+}
+
+/// Runs test `name` again as a child under `ulimit -n ULIMIT`, with `root` for its fixtures.
+fn run_child(name: &str, root: &Path) {
+    let exe = std::env::current_exe().unwrap();
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -n {ULIMIT} && exec \"$0\" \"$@\""))
+        .arg(exe)
+        .args(["--exact", name, "--nocapture", "--test-threads", "1"])
+        .env(CHILD_ENV, name)
+        .env(ROOT_ENV, root)
+        .status()
+        .unwrap();
+    assert!(status.success(), "child {name} failed: {status}");
+}
+
+/// `Some(root)` in the child of test `name`.
+fn child_root(name: &str) -> Option<PathBuf> {
+    (std::env::var(CHILD_ENV).ok()? == name)
+        .then(|| PathBuf::from(std::env::var(ROOT_ENV).unwrap()))
+}
+
+fn epoch_config(workers: usize) -> LoaderConfig {
+    LoaderConfig {
+        plan: PlanConfig {
+            seed: 3,
+            shuffle: Shuffle::Full,
+            ..PlanConfig::default()
+        },
+        workers,
+        prefetch: 64,
+        ..LoaderConfig::default()
+    }
+}
+
+const SHARDS: u64 = 5_000;
+const PER_SHARD: u64 = 2;
+
+#[test]
+fn a_5000_shard_cache_is_read_whole_under_ulimit_256() {
+    const NAME: &str = "a_5000_shard_cache_is_read_whole_under_ulimit_256";
+    let Some(root) = child_root(NAME) else {
+        let dir = scratch();
+        write_cache(
+            &dir.path().join("big"),
+            "big",
+            0,
+            SHARDS * PER_SHARD,
+            PER_SHARD,
+        );
+        let cache = Cache::open(dir.path().join("big"), OpenOptions::default()).unwrap();
+        assert_eq!(cache.manifest().description().shards.len() as u64, SHARDS);
+        run_child(NAME, dir.path());
+        return;
+    };
+    let cache = Cache::open(root.join("big"), OpenOptions::default()).unwrap();
+    let n = cache.len();
+    let mut buf = SampleBuf::new();
+    // Random order (a full-period stride), positional reads.
+    for k in 0..n {
+        let i = (k * 7_919) % n;
+        assert_eq!(cache.read(i, &mut buf).unwrap().payload, payload(0, i));
+        if k % 1_000 == 0 {
+            assert_bounded("random reads");
+        }
+    }
+    // Mapped reads, a different stride.
+    for k in 0..n {
+        let i = (k * 104_729) % n;
+        assert_eq!(
+            cache.read_mapped(i, &mut buf).unwrap().payload,
+            payload(0, i)
+        );
+        if k % 1_000 == 0 {
+            assert_bounded("mapped reads");
+        }
+    }
+    assert!(cache.open_shard_files() <= HandlePool::global().capacity());
+    // An epoch through the Loader with two workers.
+    let dataset = Arc::new(Dataset::open(&[root.join("big")], OpenOptions::default()).unwrap());
+    let mut seen = vec![false; n as usize];
+    for (k, sample) in Loader::new(dataset, epoch_config(2)).unwrap().enumerate() {
+        let sample = sample.unwrap();
+        assert_eq!(*sample.payload, *payload(0, sample.key.sample_id));
+        seen[sample.key.sample_id as usize] = true;
+        if k % 1_000 == 0 {
+            assert_bounded("loader epoch");
+        }
+    }
+    assert!(seen.iter().all(|&s| s), "the epoch missed samples");
+}
+
+const CACHES: usize = 2_000;
+
+#[test]
+fn a_dataset_of_2000_caches_opens_and_iterates_under_ulimit_256() {
+    const NAME: &str = "a_dataset_of_2000_caches_opens_and_iterates_under_ulimit_256";
+    let Some(root) = child_root(NAME) else {
+        let dir = scratch();
+        for c in 0..CACHES {
+            write_cache(
+                &dir.path().join(format!("c{c:04}")),
+                &format!("src{c}"),
+                c,
+                3,
+                4,
+            );
+        }
+        run_child(NAME, dir.path());
+        return;
+    };
+    let paths: Vec<PathBuf> = (0..CACHES).map(|c| root.join(format!("c{c:04}"))).collect();
+    let dataset = Arc::new(Dataset::open(&paths, OpenOptions::default()).unwrap());
+    // Open, the dataset holds no descriptor per cache.
+    assert!(
+        open_fds() <= SLACK,
+        "{} descriptors after the open",
+        open_fds()
+    );
+    let mut seen = std::collections::HashSet::new();
+    for (k, sample) in Loader::new(Arc::clone(&dataset), epoch_config(2))
+        .unwrap()
+        .enumerate()
+    {
+        let sample = sample.unwrap();
+        let cache = dataset.position(sample.key.cache_id).unwrap();
+        assert_eq!(*sample.payload, *payload(cache, sample.key.sample_id));
+        seen.insert((cache, sample.key.sample_id));
+        if k % 500 == 0 {
+            assert_bounded("loader epoch over 2,000 caches");
+        }
+    }
+    assert_eq!(seen.len(), CACHES * 3);
+}
+
+#[test]
+fn a_payload_held_across_its_shards_eviction_keeps_its_bytes() {
+    const NAME: &str = "a_payload_held_across_its_shards_eviction_keeps_its_bytes";
+    let Some(root) = child_root(NAME) else {
+        let dir = scratch();
+        write_cache(&dir.path().join("c"), "c", 0, 400, 2);
+        run_child(NAME, dir.path());
+        return;
+    };
+    HandlePool::global().set_capacity(4);
+    let cache = Cache::open(root.join("c"), OpenOptions::default()).unwrap();
+    let mut held = SampleBuf::new();
+    let mut buf = SampleBuf::new();
+    let first = cache.read_mapped(0, &mut held).unwrap();
+    let dsrt_reader::MappedPayload::InShard {
+        map, offset, len, ..
+    } = cache.read_mapped_location(1, &mut buf).unwrap()
+    else {
+        panic!("uncompressed payloads lie in the shard");
+    };
+    // Every other shard is read, so shard 0 is released many times over.
+    for i in 2..400 {
+        cache.read_mapped(i, &mut buf).unwrap();
+    }
+    assert!(cache.open_shard_files() <= 4);
+    assert_eq!(first.payload, payload(0, 0));
+    assert_eq!(&map[offset as usize..offset as usize + len], payload(0, 1));
+}
+
+#[test]
+fn running_out_of_descriptors_is_a_resource_error() {
+    const NAME: &str = "running_out_of_descriptors_is_a_resource_error";
+    let Some(root) = child_root(NAME) else {
+        let dir = scratch();
+        write_cache(&dir.path().join("c"), "c", 0, 40, 2);
+        run_child(NAME, dir.path());
+        return;
+    };
+    let cache = Cache::open(root.join("c"), OpenOptions::default()).unwrap();
+    // Every descriptor the limit allows is taken.
+    let mut hogs = Vec::new();
+    while let Ok(file) = std::fs::File::open("/dev/null") {
+        hogs.push(file);
+    }
+    let mut buf = SampleBuf::new();
+    let err = cache.read(5, &mut buf).unwrap_err();
+    assert!(matches!(err, CacheError::Resource { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(text.contains("out of file descriptors"), "{text}");
+    assert!(text.contains("DSRT_MAX_OPEN_SHARDS"), "{text}");
+    let err = Cache::open(root.join("c"), OpenOptions::default()).unwrap_err();
+    assert!(matches!(err, CacheError::Resource { .. }), "{err:?}");
+    drop(hogs);
+    assert_eq!(cache.read(5, &mut buf).unwrap().payload, payload(0, 5));
+}

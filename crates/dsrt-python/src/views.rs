@@ -1,0 +1,256 @@
+//! Zero-copy payload views over the shard mappings the Rust reader holds.
+//!
+//! A payload stored uncompressed is handed to Python as a read-only `memoryview` slice of its
+//! shard's mapping ([`FileMap`], from the process's handle pool): `pyarrow.foreign_buffer`
+//! wraps the mapping's address with an owner object ([`PyShardMapping`]) that holds the
+//! `FileMap`, so every view and slice keeps the mapping valid however long it is held,
+//! whatever the pool releases meanwhile, and no descriptor stays open for it. The whole-shard
+//! views are kept for reuse in a bounded least-recently-used table
+//! ([`HandlePool::capacity`](datasetrt::HandlePool::capacity) entries per table), so the
+//! mappings this module keeps alive are bounded as the pool's are.
+
+use crate::errors::{with_attrs, CorruptCacheError};
+use datasetrt::{FileMap, HandlePool};
+use pyo3::prelude::*;
+use pyo3::types::{PyMemoryView, PySlice};
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+/// Keeps a shard mapping alive for as long as Python references it (the `base` of its
+/// pyarrow buffer). Not constructible from Python.
+#[pyclass(module = "datasetrt._native", name = "ShardMapping", frozen)]
+pub(crate) struct PyShardMapping {
+    map: FileMap,
+}
+
+#[pymethods]
+impl PyShardMapping {
+    fn __len__(&self) -> usize {
+        self.map.len()
+    }
+}
+
+/// A memoryview of the whole of `map`.
+fn whole_view<'py>(py: Python<'py>, map: &FileMap) -> PyResult<Bound<'py, PyAny>> {
+    if map.is_empty() {
+        return Ok(PyMemoryView::from(&pyo3::types::PyBytes::new(py, b""))?.into_any());
+    }
+    let owner = Bound::new(py, PyShardMapping { map: map.clone() })?;
+    // The address stays valid while `owner` (the buffer's base) lives: it holds the mapping.
+    let address = map.as_ptr() as usize;
+    let buffer = py
+        .import("pyarrow")?
+        .call_method1("foreign_buffer", (address, map.len(), owner))?;
+    Ok(PyMemoryView::from(&buffer)?.into_any())
+}
+
+/// A bounded table of whole-shard views, least recently used out.
+struct Views<K> {
+    entries: HashMap<K, (Py<PyAny>, u64)>,
+    tick: u64,
+}
+
+impl<K: Hash + Eq + Clone> Views<K> {
+    fn new() -> Self {
+        Self {
+            entries: HashMap::new(),
+            tick: 0,
+        }
+    }
+
+    fn get(&mut self, py: Python<'_>, key: &K) -> Option<Py<PyAny>> {
+        self.tick += 1;
+        let tick = self.tick;
+        self.entries.get_mut(key).map(|(view, used)| {
+            *used = tick;
+            view.clone_ref(py)
+        })
+    }
+
+    /// Inserts `view`, returning what was dropped to stay within the pool's capacity (to be
+    /// dropped by the caller once the table's lock is released).
+    fn insert(&mut self, key: K, view: Py<PyAny>) -> Vec<Py<PyAny>> {
+        self.tick += 1;
+        let mut dropped: Vec<Py<PyAny>> = self
+            .entries
+            .insert(key, (view, self.tick))
+            .map(|(old, _)| old)
+            .into_iter()
+            .collect();
+        let capacity = HandlePool::global().capacity();
+        while self.entries.len() > capacity {
+            let Some(oldest) = self
+                .entries
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(k, _)| k.clone())
+            else {
+                break;
+            };
+            if let Some((view, _)) = self.entries.remove(&oldest) {
+                dropped.push(view);
+            }
+        }
+        dropped
+    }
+}
+
+/// Views of the reader's mappings, by the mapping's address (unique while the table's view
+/// keeps the mapping alive).
+static BY_MAPPING: Mutex<Option<Views<usize>>> = Mutex::new(None);
+
+/// `len` bytes at `offset` of `map`, as a read-only memoryview slice (zero-copy).
+pub(crate) fn payload_view<'py>(
+    py: Python<'py>,
+    map: &FileMap,
+    offset: u64,
+    len: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let key = map.as_ptr() as usize;
+    // No Python code runs under the table's lock (it could wait for the GIL held elsewhere).
+    let cached = lock(&BY_MAPPING)
+        .get_or_insert_with(Views::new)
+        .get(py, &key);
+    let whole = match cached {
+        Some(view) => view.into_bound(py),
+        None => {
+            let view = whole_view(py, map)?;
+            let dropped = lock(&BY_MAPPING)
+                .get_or_insert_with(Views::new)
+                .insert(key, view.clone().unbind());
+            drop(dropped);
+            view
+        }
+    };
+    slice(py, &whole, offset, len)
+}
+
+fn slice<'py>(
+    py: Python<'py>,
+    whole: &Bound<'py, PyAny>,
+    offset: u64,
+    len: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let range = isize::try_from(offset)
+        .ok()
+        .zip(isize::try_from(len).ok())
+        .and_then(|(start, len)| Some((start, start.checked_add(len)?)));
+    let (start, end) =
+        range.ok_or_else(|| pyo3::exceptions::PyIndexError::new_err("payload out of range"))?;
+    whole.get_item(PySlice::new(py, start, end, 1))
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A file's identity as `os.stat` gives it: `(st_dev, st_ino, st_size, st_mtime_ns)`.
+pub(crate) type Identity = (u64, u64, u64, i128);
+
+fn identity_of(id: &datasetrt::FileIdentity) -> Identity {
+    (id.dev, id.ino, id.len, id.mtime_ns)
+}
+
+/// Views of shard files mapped by path (the training-process side of
+/// `transfer="locations"`), with the identity each was mapped at.
+static BY_PATH: Mutex<Option<Views<PathBuf>>> = Mutex::new(None);
+static IDENTITIES: Mutex<Option<HashMap<PathBuf, Identity>>> = Mutex::new(None);
+
+/// `_shard_view(path, identity=None)`: a read-only memoryview of the whole shard file at
+/// `path`, mapped once (no descriptor kept) and reused while it is among the most recently
+/// used (as many as the handle pool's capacity). `identity` is what a DataLoader worker saw of
+/// the file when it checked its records (`(st_dev, st_ino, st_size, st_mtime_ns)`): a file
+/// replaced since is mapped again, and one that is not that file raises CorruptCacheError.
+#[pyfunction]
+#[pyo3(signature = (path, identity = None))]
+pub(crate) fn _shard_view<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    identity: Option<Identity>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let known = lock(&IDENTITIES)
+        .get_or_insert_with(HashMap::new)
+        .get(&path)
+        .copied();
+    if known.is_some() && (identity.is_none() || identity == known) {
+        if let Some(view) = lock(&BY_PATH).get_or_insert_with(Views::new).get(py, &path) {
+            return Ok(view.into_bound(py));
+        }
+    }
+    let (found, map) = py
+        .detach(|| datasetrt::map_file(&path))
+        .map_err(|e| map_error(py, &path, &e))?;
+    let found = identity_of(&found);
+    if identity.is_some_and(|expected| expected != found) {
+        let reason = "the shard file changed after a DataLoader worker checked it".to_owned();
+        return Err(changed(py, &path, reason));
+    }
+    let view = whole_view(py, &map)?;
+    let dropped = {
+        let mut views = lock(&BY_PATH);
+        let views = views.get_or_insert_with(Views::new);
+        let dropped = views.insert(path.clone(), view.clone().unbind());
+        let mut identities = lock(&IDENTITIES);
+        let identities = identities.get_or_insert_with(HashMap::new);
+        identities.insert(path, found);
+        identities.retain(|p, _| views.entries.contains_key(p));
+        dropped
+    };
+    drop(dropped);
+    Ok(view)
+}
+
+fn changed(py: Python<'_>, path: &Path, reason: String) -> PyErr {
+    let message = format!("{}: {reason}", path.display());
+    with_attrs::<CorruptCacheError>(
+        py,
+        message,
+        &[
+            (
+                "path",
+                path.to_string_lossy()
+                    .into_owned()
+                    .into_pyobject(py)
+                    .map_or_else(|_| py.None(), |s| s.into_any().unbind()),
+            ),
+            (
+                "reason",
+                reason
+                    .into_pyobject(py)
+                    .map_or_else(|_| py.None(), |s| s.into_any().unbind()),
+            ),
+        ],
+    )
+}
+
+fn map_error(py: Python<'_>, path: &Path, error: &std::io::Error) -> PyErr {
+    crate::errors::io_file_error(py, path, error)
+}
+
+/// `max_open_shards()`: how many idle shard files and mappings a process keeps open.
+#[pyfunction]
+pub(crate) fn max_open_shards() -> usize {
+    HandlePool::global().capacity()
+}
+
+/// `set_max_open_shards(n)`: sets that bound for this process (n >= 1); a lower bound closes
+/// files at once. `DSRT_MAX_OPEN_SHARDS` in the environment sets it when the process starts.
+#[pyfunction]
+pub(crate) fn set_max_open_shards(n: usize) -> PyResult<()> {
+    if n == 0 {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "max_open_shards must be at least 1",
+        ));
+    }
+    HandlePool::global().set_capacity(n);
+    Ok(())
+}
+
+/// `open_shard_handles()`: how many shard files and mappings the process's handle pool holds
+/// now (diagnostics and tests).
+#[pyfunction]
+pub(crate) fn open_shard_handles() -> usize {
+    HandlePool::global().admitted()
+}

@@ -1,0 +1,271 @@
+//! The process-wide count of idle handles and the CLOCK sweep that closes the least recently
+//! used ones.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+
+/// Handles the process keeps open when [`CAPACITY_ENV`] does not say otherwise: far below the
+/// usual soft limit of 1024 descriptors (each `DataLoader` worker is a process with its own
+/// pool) and `vm.max_map_count`, and more than any loader's window of shards in flight.
+pub const DEFAULT_CAPACITY: usize = 128;
+
+/// The environment variable read once, when the global pool is first used, for its capacity.
+pub const CAPACITY_ENV: &str = "DSRT_MAX_OPEN_SHARDS";
+
+/// Something that keeps handles the pool counts, each named by a key of its own choosing.
+///
+/// The pool calls both methods without holding any lock of its own that a holder could wait
+/// on, and a holder must never call [`HandlePool::admit`] while it holds a lock that
+/// `release` takes.
+pub trait Holder: Send + Sync {
+    /// Whether handle `key` was used since the last call, clearing that mark (the CLOCK's
+    /// reference bit). Called with the pool's lock held: an atomic swap, nothing more.
+    fn take_used(&self, key: u64) -> bool;
+
+    /// Closes handle `key`: the pool no longer counts it. Whoever is using it at that moment
+    /// keeps what they hold (a cloned `Arc`), and a holder that cannot close it yet (a file
+    /// that is being read) may keep it open; it must then admit it again when it next uses it.
+    fn release(&self, key: u64);
+}
+
+struct Entry {
+    holder: Weak<dyn Holder>,
+    key: u64,
+}
+
+#[derive(Default)]
+struct State {
+    entries: Vec<Entry>,
+    /// The CLOCK's hand: the next entry to consider.
+    hand: usize,
+}
+
+/// A count of open handles with a bound: admitting one beyond [`HandlePool::capacity`]
+/// releases the least recently used others (CLOCK: a used handle gets a second chance).
+pub struct HandlePool {
+    capacity: AtomicUsize,
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for HandlePool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HandlePool")
+            .field("capacity", &self.capacity())
+            .field("admitted", &self.admitted())
+            .finish()
+    }
+}
+
+impl HandlePool {
+    /// A pool of its own (tests, tools); readers use [`HandlePool::global`].
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            capacity: AtomicUsize::new(capacity.max(1)),
+            state: Mutex::default(),
+        }
+    }
+
+    /// The process's pool: [`DEFAULT_CAPACITY`], or the number in [`CAPACITY_ENV`] (a value
+    /// that is not a whole number >= 1 is ignored).
+    pub fn global() -> &'static Self {
+        static GLOBAL: OnceLock<HandlePool> = OnceLock::new();
+        GLOBAL.get_or_init(|| {
+            let capacity = std::env::var(CAPACITY_ENV)
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .filter(|&n| n >= 1)
+                .unwrap_or(DEFAULT_CAPACITY);
+            Self::new(capacity)
+        })
+    }
+
+    /// How many handles nothing uses the pool keeps at most.
+    pub fn capacity(&self) -> usize {
+        self.capacity.load(Ordering::Relaxed)
+    }
+
+    /// Sets the bound (at least 1); a lower bound releases handles at once.
+    pub fn set_capacity(&self, capacity: usize) {
+        self.capacity.store(capacity.max(1), Ordering::Relaxed);
+        self.sweep(None);
+    }
+
+    /// How many handles the pool counts now (released ones and those of dropped holders
+    /// excepted, once a sweep has seen them).
+    pub fn admitted(&self) -> usize {
+        self.lock().entries.len()
+    }
+
+    /// Counts handle `key` of `holder` as open, then releases the least recently used handles
+    /// beyond the capacity. A holder admits a handle once, when it opens it, and again only
+    /// after the pool released it.
+    pub fn admit(&self, holder: Weak<dyn Holder>, key: u64) {
+        self.sweep(Some(Entry { holder, key }));
+    }
+
+    /// Stops counting handle `key` of `holder`, which the holder closed itself.
+    pub fn forget(&self, holder: &Weak<dyn Holder>, key: u64) {
+        let mut state = self.lock();
+        if let Some(at) = state
+            .entries
+            .iter()
+            .position(|e| e.key == key && Weak::ptr_eq(&e.holder, holder))
+        {
+            let entry = state.entries.swap_remove(at);
+            drop(state);
+            drop(entry);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Adds `entry`, picks the handles to release under the lock (memory only, no system
+    /// call: a process forked meanwhile never inherits the lock held for long), then releases
+    /// them after it.
+    fn sweep(&self, entry: Option<Entry>) {
+        let capacity = self.capacity();
+        let mut victims: Vec<(Arc<dyn Holder>, u64)> = Vec::new();
+        // Holders upgraded to look at them; dropping one could run its destructor, which
+        // must not run under the lock.
+        let mut seen: Vec<Arc<dyn Holder>> = Vec::new();
+        {
+            let mut state = self.lock();
+            if let Some(entry) = entry {
+                state.entries.push(entry);
+            }
+            // Two turns of the clock at most: every used mark is cleared in the first.
+            let mut budget = state.entries.len().saturating_mul(2).saturating_add(1);
+            while state.entries.len() > capacity && budget > 0 {
+                budget -= 1;
+                if state.hand >= state.entries.len() {
+                    state.hand = 0;
+                }
+                let hand = state.hand;
+                let Some(holder) = state.entries[hand].holder.upgrade() else {
+                    state.entries.swap_remove(hand);
+                    continue;
+                };
+                let key = state.entries[hand].key;
+                if holder.take_used(key) {
+                    state.hand += 1;
+                    seen.push(holder);
+                } else {
+                    state.entries.swap_remove(hand);
+                    victims.push((holder, key));
+                }
+            }
+        }
+        for (holder, key) in &victims {
+            holder.release(*key);
+        }
+        drop(seen);
+        drop(victims);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    /// Handles 0..n, each with a used mark and an open flag.
+    struct Handles {
+        used: Vec<AtomicBool>,
+        open: Vec<AtomicBool>,
+    }
+
+    impl Handles {
+        fn new(n: usize) -> Arc<Self> {
+            Arc::new(Self {
+                used: (0..n).map(|_| AtomicBool::new(false)).collect(),
+                open: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            })
+        }
+
+        fn open(self: &Arc<Self>, pool: &HandlePool, key: usize) {
+            self.used[key].store(true, Ordering::Relaxed);
+            if !self.open[key].swap(true, Ordering::Relaxed) {
+                let weak = Arc::downgrade(self);
+                pool.admit(weak, key as u64);
+            }
+        }
+
+        fn open_count(&self) -> usize {
+            self.open
+                .iter()
+                .filter(|o| o.load(Ordering::Relaxed))
+                .count()
+        }
+    }
+
+    impl Holder for Handles {
+        fn take_used(&self, key: u64) -> bool {
+            self.used[key as usize].swap(false, Ordering::Relaxed)
+        }
+
+        fn release(&self, key: u64) {
+            self.open[key as usize].store(false, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn never_more_than_the_capacity_stay_open() {
+        let pool = HandlePool::new(4);
+        let handles = Handles::new(100);
+        for key in 0..100 {
+            handles.open(&pool, key);
+            assert!(handles.open_count() <= 4, "after opening {key}");
+            assert!(pool.admitted() <= 4);
+        }
+    }
+
+    #[test]
+    fn a_handle_used_since_the_last_sweep_outlives_unused_ones() {
+        let pool = HandlePool::new(3);
+        let handles = Handles::new(10);
+        for key in 0..4 {
+            handles.open(&pool, key);
+        }
+        // That sweep cleared every mark; 1 is used again before 4 arrives.
+        assert_eq!(handles.open_count(), 3);
+        handles.open(&pool, 1);
+        handles.open(&pool, 4);
+        assert!(
+            handles.open[1].load(Ordering::Relaxed),
+            "the hot handle was closed"
+        );
+        assert!(handles.open[4].load(Ordering::Relaxed));
+        assert_eq!(handles.open_count(), 3);
+    }
+
+    #[test]
+    fn dropped_holders_free_their_places_and_lower_capacity_releases_at_once() {
+        let pool = HandlePool::new(8);
+        let gone = Handles::new(8);
+        for key in 0..8 {
+            gone.open(&pool, key);
+        }
+        drop(gone);
+        let kept = Handles::new(8);
+        for key in 0..8 {
+            kept.open(&pool, key);
+        }
+        assert_eq!(
+            kept.open_count(),
+            8,
+            "dead entries should go before live ones"
+        );
+        assert_eq!(pool.admitted(), 8);
+        pool.set_capacity(2);
+        assert_eq!(kept.open_count(), 2);
+        assert_eq!(pool.admitted(), 2);
+        let open = (0..8)
+            .find(|&k| kept.open[k].load(Ordering::Relaxed))
+            .unwrap();
+        let weak: Weak<dyn Holder> = Arc::downgrade(&kept) as Weak<dyn Holder>;
+        pool.forget(&weak, open as u64);
+        assert_eq!(pool.admitted(), 1);
+    }
+}
