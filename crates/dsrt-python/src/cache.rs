@@ -48,6 +48,30 @@ pub(crate) enum Located {
     Buffer(Range<usize>),
 }
 
+impl Located {
+    /// Where `payload` is: in its shard, or appended (decoded) to `out`.
+    fn appended(payload: MappedPayload<'_>, out: &mut Vec<u8>) -> Self {
+        match payload {
+            MappedPayload::InShard {
+                shard,
+                offset,
+                len,
+                map,
+            } => Self::InShard {
+                shard,
+                offset,
+                len,
+                map,
+            },
+            MappedPayload::Decoded(payload) => {
+                let at = out.len();
+                out.extend_from_slice(payload);
+                Self::Buffer(at..out.len())
+            }
+        }
+    }
+}
+
 /// Many reads: each payload's location and the buffer holding the decoded ones.
 pub(crate) type Batch = (Vec<u8>, Vec<Located>);
 
@@ -62,24 +86,8 @@ pub(crate) fn read_batch(
         let mut out = Vec::new();
         let mut located = Vec::with_capacity(items.len());
         for &(cache, sample) in items {
-            located.push(match cache.read_mapped_location(sample, &mut buf)? {
-                MappedPayload::InShard {
-                    shard,
-                    offset,
-                    len,
-                    map,
-                } => Located::InShard {
-                    shard,
-                    offset,
-                    len,
-                    map,
-                },
-                MappedPayload::Decoded(payload) => {
-                    let at = out.len();
-                    out.extend_from_slice(payload);
-                    Located::Buffer(at..out.len())
-                }
-            });
+            let payload = cache.read_mapped_location(sample, &mut buf)?;
+            located.push(Located::appended(payload, &mut out));
         }
         Ok((out, located))
     })
@@ -133,24 +141,9 @@ pub(crate) fn read_one<'py>(
     let read: Result<Located, CacheError> = detach(py, || {
         SCRATCH.with(|scratch| {
             let (buf, out) = &mut *scratch.borrow_mut();
-            Ok(match inner.read_mapped_location(sample, buf)? {
-                MappedPayload::InShard {
-                    shard,
-                    offset,
-                    len,
-                    map,
-                } => Located::InShard {
-                    shard,
-                    offset,
-                    len,
-                    map,
-                },
-                MappedPayload::Decoded(payload) => {
-                    out.clear();
-                    out.extend_from_slice(payload);
-                    Located::Buffer(0..out.len())
-                }
-            })
+            let payload = inner.read_mapped_location(sample, buf)?;
+            out.clear();
+            Ok(Located::appended(payload, out))
         })
     })?;
     let located = read.map_err(|e| cache_error(py, &e))?;

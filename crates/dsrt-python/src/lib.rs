@@ -257,6 +257,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PayloadViews>()?;
     m.add_class::<views::PyShardMapping>()?;
     m.add_function(wrap_pyfunction!(views::_shard_view, m)?)?;
+    m.add_function(wrap_pyfunction!(views::_clear_shard_views, m)?)?;
     m.add_function(wrap_pyfunction!(views::max_open_shards, m)?)?;
     m.add_function(wrap_pyfunction!(views::set_max_open_shards, m)?)?;
     m.add_function(wrap_pyfunction!(views::open_shard_handles, m)?)?;

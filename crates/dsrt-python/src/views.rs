@@ -43,7 +43,8 @@ fn whole_view<'py>(py: Python<'py>, map: &FileMap) -> PyResult<Bound<'py, PyAny>
     let buffer = py
         .import("pyarrow")?
         .call_method1("foreign_buffer", (address, map.len(), owner))?;
-    Ok(PyMemoryView::from(&buffer)?.into_any())
+    // pyarrow exports signed bytes ('b'); payloads are unsigned, as `bytes` are.
+    PyMemoryView::from(&buffer)?.call_method1("cast", ("B",))
 }
 
 /// A bounded table of whole-shard views, least recently used out.
@@ -227,6 +228,15 @@ fn changed(py: Python<'_>, path: &Path, reason: String) -> PyErr {
 
 fn map_error(py: Python<'_>, path: &Path, error: &std::io::Error) -> PyErr {
     crate::errors::io_file_error(py, path, error)
+}
+
+/// `_clear_shard_views()`: forgets every view `_shard_view` keeps, as a fresh process would
+/// have none (tests).
+#[pyfunction]
+pub(crate) fn _clear_shard_views() {
+    let dropped = lock(&BY_PATH).take();
+    lock(&IDENTITIES).take();
+    drop(dropped);
 }
 
 /// `max_open_shards()`: how many idle shard files and mappings a process keeps open.

@@ -166,6 +166,7 @@ impl HandlePool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: small keys
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicBool;

@@ -11,6 +11,7 @@ from torch.utils.data import DataLoader
 from torchdata.stateful_dataloader import StatefulDataLoader
 
 import datasetrt
+from datasetrt._native import _clear_shard_views
 from datasetrt.torch import ColumnarBatch, StreamingDataset, rank_and_world_size
 from conftest import payload, write_cache
 
@@ -374,7 +375,7 @@ def test_locations_transfer_options_and_a_cut_shard(tmp_path):
     # A mapping of the shard file as it is now (another process maps it for itself).
     import datasetrt.torch as dt
 
-    dt._SHARD_VIEWS.clear()
+    _clear_shard_views()
     shard = str(raw["shards"][0])
     # What a worker saw of the shard file: the training process maps that file or refuses.
     seen = dt._shard_identities(raw["shards"])
@@ -388,14 +389,14 @@ def test_locations_transfer_options_and_a_cut_shard(tmp_path):
     # This process still maps the file the worker checked: its bytes, not the new file's.
     again = ColumnarBatch({**raw, "shard_identities": seen})
     assert bytes(again["payloads"][0]) == payload(int(again["keys"][0][1]))
-    dt._SHARD_VIEWS.clear()  # a process that maps it now finds another file
+    _clear_shard_views()  # a process that maps it now finds another file
     with pytest.raises(datasetrt.CorruptCacheError) as info:
         ColumnarBatch({**raw, "shard_identities": seen})["payloads"]
     assert "changed" in info.value.reason
     with open(shard + ".new", "wb") as f:
         f.write(original)
     os.replace(shard + ".new", shard)
-    dt._SHARD_VIEWS.clear()
+    _clear_shard_views()
     size = os.path.getsize(shard)
     with open(shard, "r+b") as f:
         f.truncate(size // 2)
@@ -404,4 +405,4 @@ def test_locations_transfer_options_and_a_cut_shard(tmp_path):
             batch["payloads"]
         assert "past the end" in info.value.reason
     finally:
-        dt._SHARD_VIEWS.clear()
+        _clear_shard_views()
