@@ -168,45 +168,40 @@ impl CliError {
     }
 }
 
-/// Whether `error` or one of its causes is a retryable [`RemoteError`]. A shard source's
-/// failure reaches the reader as an `io::Error` wrapping the `RemoteError`, which
-/// `io::Error::source` skips, so each `io::Error` is looked inside too.
-fn chain_is_retryable(error: &(dyn std::error::Error + 'static)) -> bool {
-    let mut next = Some(error);
-    while let Some(error) = next {
-        let remote = error.downcast_ref::<RemoteError>().or_else(|| {
-            error
-                .downcast_ref::<io::Error>()
-                .and_then(io::Error::get_ref)
-                .and_then(|inner| inner.downcast_ref::<RemoteError>())
-        });
-        if let Some(remote) = remote {
-            return remote.is_retryable();
+/// `error` and its causes. A shard source's failure reaches the reader as an `io::Error`
+/// wrapping the `RemoteError`, which `io::Error::source` skips: after an `io::Error` comes the
+/// error it wraps.
+fn causes<'a>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
+    std::iter::successors(Some(error), |error| {
+        match error
+            .downcast_ref::<io::Error>()
+            .and_then(io::Error::get_ref)
+        {
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => error.source(),
         }
-        next = error.source();
-    }
-    false
+    })
+}
+
+/// Whether the first [`RemoteError`] among `error` and its causes is retryable.
+fn chain_is_retryable(error: &(dyn std::error::Error + 'static)) -> bool {
+    causes(error)
+        .find_map(|e| e.downcast_ref::<RemoteError>())
+        .is_some_and(RemoteError::is_retryable)
 }
 
 /// Whether `error` or one of its causes is a resource running out.
 fn chain_is_resource(error: &(dyn std::error::Error + 'static)) -> bool {
-    let mut next = Some(error);
-    while let Some(error) = next {
-        if matches!(
-            error.downcast_ref::<CacheError>(),
+    causes(error).any(|e| {
+        matches!(
+            e.downcast_ref::<CacheError>(),
             Some(CacheError::Resource { .. })
-        ) {
-            return true;
-        }
-        if error
+        ) || e
             .downcast_ref::<io::Error>()
             .is_some_and(|e| datasetrt::Exhausted::of(e).is_some())
-        {
-            return true;
-        }
-        next = error.source();
-    }
-    false
+    })
 }
 
 #[cfg(test)]

@@ -62,7 +62,19 @@ fn assert_bounded(context: &str) {
     );
 }
 
-/// Runs test `name` again as a child under `ulimit -n ULIMIT`, with `root` for its fixtures.
+/// In the test process: writes the fixtures with `setup` into a scratch directory, runs test
+/// `name` again as a child under `ulimit -n ULIMIT` and returns `None`. In that child:
+/// `Some(the fixtures' directory)`.
+fn in_child(name: &str, setup: impl FnOnce(&Path)) -> Option<PathBuf> {
+    if std::env::var(CHILD_ENV).is_ok_and(|child| child == name) {
+        return Some(PathBuf::from(std::env::var(ROOT_ENV).unwrap()));
+    }
+    let dir = scratch();
+    setup(dir.path());
+    run_child(name, dir.path());
+    None
+}
+
 fn run_child(name: &str, root: &Path) {
     let exe = std::env::current_exe().unwrap();
     let status = Command::new("sh")
@@ -75,12 +87,6 @@ fn run_child(name: &str, root: &Path) {
         .status()
         .unwrap();
     assert!(status.success(), "child {name} failed: {status}");
-}
-
-/// `Some(root)` in the child of test `name`.
-fn child_root(name: &str) -> Option<PathBuf> {
-    (std::env::var(CHILD_ENV).ok()? == name)
-        .then(|| PathBuf::from(std::env::var(ROOT_ENV).unwrap()))
 }
 
 fn epoch_config(workers: usize) -> LoaderConfig {
@@ -102,18 +108,11 @@ const PER_SHARD: u64 = 2;
 #[test]
 fn a_5000_shard_cache_is_read_whole_under_ulimit_256() {
     const NAME: &str = "a_5000_shard_cache_is_read_whole_under_ulimit_256";
-    let Some(root) = child_root(NAME) else {
-        let dir = scratch();
-        write_cache(
-            &dir.path().join("big"),
-            "big",
-            0,
-            SHARDS * PER_SHARD,
-            PER_SHARD,
-        );
-        let cache = Cache::open(dir.path().join("big"), OpenOptions::default()).unwrap();
+    let Some(root) = in_child(NAME, |dir| {
+        write_cache(&dir.join("big"), "big", 0, SHARDS * PER_SHARD, PER_SHARD);
+        let cache = Cache::open(dir.join("big"), OpenOptions::default()).unwrap();
         assert_eq!(cache.manifest().description().shards.len() as u64, SHARDS);
-        run_child(NAME, dir.path());
+    }) else {
         return;
     };
     let cache = Cache::open(root.join("big"), OpenOptions::default()).unwrap();
@@ -158,18 +157,11 @@ const CACHES: usize = 2_000;
 #[test]
 fn a_dataset_of_2000_caches_opens_and_iterates_under_ulimit_256() {
     const NAME: &str = "a_dataset_of_2000_caches_opens_and_iterates_under_ulimit_256";
-    let Some(root) = child_root(NAME) else {
-        let dir = scratch();
+    let Some(root) = in_child(NAME, |dir| {
         for c in 0..CACHES {
-            write_cache(
-                &dir.path().join(format!("c{c:04}")),
-                &format!("src{c}"),
-                c,
-                3,
-                4,
-            );
+            write_cache(&dir.join(format!("c{c:04}")), &format!("src{c}"), c, 3, 4);
         }
-        run_child(NAME, dir.path());
+    }) else {
         return;
     };
     let paths: Vec<PathBuf> = (0..CACHES).map(|c| root.join(format!("c{c:04}"))).collect();
@@ -199,10 +191,9 @@ fn a_dataset_of_2000_caches_opens_and_iterates_under_ulimit_256() {
 #[test]
 fn a_payload_held_across_its_shards_eviction_keeps_its_bytes() {
     const NAME: &str = "a_payload_held_across_its_shards_eviction_keeps_its_bytes";
-    let Some(root) = child_root(NAME) else {
-        let dir = scratch();
-        write_cache(&dir.path().join("c"), "c", 0, 400, 2);
-        run_child(NAME, dir.path());
+    let Some(root) = in_child(NAME, |dir| {
+        write_cache(&dir.join("c"), "c", 0, 400, 2);
+    }) else {
         return;
     };
     HandlePool::global().set_capacity(4);
@@ -228,10 +219,9 @@ fn a_payload_held_across_its_shards_eviction_keeps_its_bytes() {
 #[test]
 fn running_out_of_descriptors_is_a_resource_error() {
     const NAME: &str = "running_out_of_descriptors_is_a_resource_error";
-    let Some(root) = child_root(NAME) else {
-        let dir = scratch();
-        write_cache(&dir.path().join("c"), "c", 0, 40, 2);
-        run_child(NAME, dir.path());
+    let Some(root) = in_child(NAME, |dir| {
+        write_cache(&dir.join("c"), "c", 0, 40, 2);
+    }) else {
         return;
     };
     let cache = Cache::open(root.join("c"), OpenOptions::default()).unwrap();

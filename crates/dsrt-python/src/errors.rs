@@ -127,14 +127,14 @@ pub(crate) fn with_attrs<T: pyo3::PyTypeInfo>(
     err
 }
 
-fn path_obj(py: Python<'_>, path: &Path) -> Py<PyAny> {
+pub(crate) fn path_obj(py: Python<'_>, path: &Path) -> Py<PyAny> {
     path.to_string_lossy()
         .into_owned()
         .into_pyobject(py)
         .map_or_else(|_| py.None(), |s| s.into_any().unbind())
 }
 
-fn obj<'py, T: pyo3::IntoPyObject<'py>>(py: Python<'py>, v: T) -> Py<PyAny> {
+pub(crate) fn obj<'py, T: pyo3::IntoPyObject<'py>>(py: Python<'py>, v: T) -> Py<PyAny> {
     use pyo3::IntoPyObjectExt;
     v.into_py_any(py).unwrap_or_else(|_| py.None())
 }
@@ -200,15 +200,10 @@ pub(crate) fn cache_error(py: Python<'_>, err: &RsCacheError) -> PyErr {
     ];
     let message = err.to_string();
     match err {
-        RsCacheError::Resource { resource, .. } => {
-            let extra = [
-                ("resource", obj(py, resource_name(*resource))),
-                (
-                    "max_open_shards",
-                    obj(py, datasetrt::HandlePool::global().capacity()),
-                ),
-                ("errno", obj(py, err_errno(err))),
-            ];
+        RsCacheError::Resource {
+            resource, source, ..
+        } => {
+            let extra = resource_attrs(py, *resource, source);
             with_attrs::<ResourceError>(
                 py,
                 message,
@@ -224,20 +219,25 @@ pub(crate) fn cache_error(py: Python<'_>, err: &RsCacheError) -> PyErr {
     }
 }
 
-fn resource_name(resource: datasetrt::Exhausted) -> &'static str {
-    match resource {
+/// The attributes a `ResourceError` carries beside `CacheError`'s: `resource`,
+/// `max_open_shards` and `errno`.
+fn resource_attrs(
+    py: Python<'_>,
+    resource: datasetrt::Exhausted,
+    source: &std::io::Error,
+) -> [(&'static str, Py<PyAny>); 3] {
+    let name = match resource {
         datasetrt::Exhausted::Descriptors => "descriptors",
         datasetrt::Exhausted::Mappings => "mappings",
-    }
-}
-
-fn err_errno(err: &RsCacheError) -> Option<i32> {
-    match err {
-        RsCacheError::Resource { source, .. } | RsCacheError::Io { source, .. } => {
-            source.raw_os_error()
-        }
-        _ => None,
-    }
+    };
+    [
+        ("resource", obj(py, name)),
+        (
+            "max_open_shards",
+            obj(py, datasetrt::HandlePool::global().capacity()),
+        ),
+        ("errno", obj(py, source.raw_os_error())),
+    ]
 }
 
 /// An I/O error opening or mapping the shard file at `path` outside any `Cache` (a
@@ -249,7 +249,7 @@ pub(crate) fn io_file_error(py: Python<'_>, path: &Path, error: &std::io::Error)
         ("path", path_obj(py, path)),
         ("file", path_obj(py, path)),
         ("sample", py.None()),
-        ("errno", obj(py, error.raw_os_error())),
+        ("reason", obj(py, &reason)),
     ];
     match datasetrt::Exhausted::of(error) {
         Some(resource) => {
@@ -258,29 +258,19 @@ pub(crate) fn io_file_error(py: Python<'_>, path: &Path, error: &std::io::Error)
                 path.display(),
                 resource.advice()
             );
-            let attrs = [
-                ("reason", obj(py, &reason)),
-                ("kind", obj(py, "resource")),
-                ("resource", obj(py, resource_name(resource))),
-                (
-                    "max_open_shards",
-                    obj(py, datasetrt::HandlePool::global().capacity()),
-                ),
-            ];
-            with_attrs::<ResourceError>(
-                py,
-                message,
-                &common.into_iter().chain(attrs).collect::<Vec<_>>(),
-            )
+            let attrs = common
+                .into_iter()
+                .chain([("kind", obj(py, "resource"))])
+                .chain(resource_attrs(py, resource, error));
+            with_attrs::<ResourceError>(py, message, &attrs.collect::<Vec<_>>())
         }
         None => {
             let message = format!("{}: {reason}", path.display());
-            let attrs = [("reason", obj(py, &reason)), ("kind", obj(py, "io"))];
-            with_attrs::<CacheError>(
-                py,
-                message,
-                &common.into_iter().chain(attrs).collect::<Vec<_>>(),
-            )
+            let attrs = common.into_iter().chain([
+                ("kind", obj(py, "io")),
+                ("errno", obj(py, error.raw_os_error())),
+            ]);
+            with_attrs::<CacheError>(py, message, &attrs.collect::<Vec<_>>())
         }
     }
 }

@@ -9,7 +9,7 @@
 //! ([`HandlePool::capacity`](datasetrt::HandlePool::capacity) entries per table), so the
 //! mappings this module keeps alive are bounded as the pool's are.
 
-use crate::errors::{with_attrs, CorruptCacheError};
+use crate::errors::{io_file_error, obj, path_obj, with_attrs, CorruptCacheError};
 use datasetrt::{FileMap, HandlePool};
 use pyo3::prelude::*;
 use pyo3::types::{PyMemoryView, PySlice};
@@ -47,13 +47,14 @@ fn whole_view<'py>(py: Python<'py>, map: &FileMap) -> PyResult<Bound<'py, PyAny>
     PyMemoryView::from(&buffer)?.call_method1("cast", ("B",))
 }
 
-/// A bounded table of whole-shard views, least recently used out.
-struct Views<K> {
-    entries: HashMap<K, (Py<PyAny>, u64)>,
+/// A bounded table of whole-shard views (with whatever `V` holds beside them), least recently
+/// used out.
+struct Views<K, V> {
+    entries: HashMap<K, (V, u64)>,
     tick: u64,
 }
 
-impl<K: Hash + Eq + Clone> Views<K> {
+impl<K: Hash + Eq + Clone, V> Views<K, V> {
     fn new() -> Self {
         Self {
             entries: HashMap::new(),
@@ -61,20 +62,20 @@ impl<K: Hash + Eq + Clone> Views<K> {
         }
     }
 
-    fn get(&mut self, py: Python<'_>, key: &K) -> Option<Py<PyAny>> {
+    fn get(&mut self, key: &K) -> Option<&V> {
         self.tick += 1;
         let tick = self.tick;
-        self.entries.get_mut(key).map(|(view, used)| {
+        self.entries.get_mut(key).map(|(value, used)| {
             *used = tick;
-            view.clone_ref(py)
+            &*value
         })
     }
 
     /// Inserts `view`, returning what was dropped to stay within the pool's capacity (to be
     /// dropped by the caller once the table's lock is released).
-    fn insert(&mut self, key: K, view: Py<PyAny>) -> Vec<Py<PyAny>> {
+    fn insert(&mut self, key: K, view: V) -> Vec<V> {
         self.tick += 1;
-        let mut dropped: Vec<Py<PyAny>> = self
+        let mut dropped: Vec<V> = self
             .entries
             .insert(key, (view, self.tick))
             .map(|(old, _)| old)
@@ -100,7 +101,7 @@ impl<K: Hash + Eq + Clone> Views<K> {
 
 /// Views of the reader's mappings, by the mapping's address (unique while the table's view
 /// keeps the mapping alive).
-static BY_MAPPING: Mutex<Option<Views<usize>>> = Mutex::new(None);
+static BY_MAPPING: Mutex<Option<Views<usize, Py<PyAny>>>> = Mutex::new(None);
 
 /// `len` bytes at `offset` of `map`, as a read-only memoryview slice (zero-copy).
 pub(crate) fn payload_view<'py>(
@@ -113,7 +114,8 @@ pub(crate) fn payload_view<'py>(
     // No Python code runs under the table's lock (it could wait for the GIL held elsewhere).
     let cached = lock(&BY_MAPPING)
         .get_or_insert_with(Views::new)
-        .get(py, &key);
+        .get(&key)
+        .map(|view| view.clone_ref(py));
     let whole = match cached {
         Some(view) => view.into_bound(py),
         None => {
@@ -155,9 +157,11 @@ fn identity_of(id: &datasetrt::FileIdentity) -> Identity {
 }
 
 /// Views of shard files mapped by path (the training-process side of
-/// `transfer="locations"`), with the identity each was mapped at.
-static BY_PATH: Mutex<Option<Views<PathBuf>>> = Mutex::new(None);
-static IDENTITIES: Mutex<Option<HashMap<PathBuf, Identity>>> = Mutex::new(None);
+/// `transfer="locations"`), each with the identity of the file it maps.
+static BY_PATH: Mutex<Option<PathViews>> = Mutex::new(None);
+
+/// Whole-file views by path, with the identity of the file each maps.
+type PathViews = Views<PathBuf, (Identity, Py<PyAny>)>;
 
 /// `_shard_view(path, identity=None)`: a read-only memoryview of the whole shard file at
 /// `path`, mapped once (no descriptor kept) and reused while it is among the most recently
@@ -171,34 +175,26 @@ pub(crate) fn _shard_view<'py>(
     path: PathBuf,
     identity: Option<Identity>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let known = lock(&IDENTITIES)
-        .get_or_insert_with(HashMap::new)
+    let known = lock(&BY_PATH)
+        .get_or_insert_with(Views::new)
         .get(&path)
-        .copied();
-    if known.is_some() && (identity.is_none() || identity == known) {
-        if let Some(view) = lock(&BY_PATH).get_or_insert_with(Views::new).get(py, &path) {
-            return Ok(view.into_bound(py));
-        }
+        .filter(|(mapped, _)| identity.is_none_or(|expected| expected == *mapped))
+        .map(|(_, view)| view.clone_ref(py));
+    if let Some(view) = known {
+        return Ok(view.into_bound(py));
     }
     let (found, map) = py
         .detach(|| datasetrt::map_file(&path))
-        .map_err(|e| map_error(py, &path, &e))?;
+        .map_err(|e| io_file_error(py, &path, &e))?;
     let found = identity_of(&found);
     if identity.is_some_and(|expected| expected != found) {
         let reason = "the shard file changed after a DataLoader worker checked it".to_owned();
         return Err(changed(py, &path, reason));
     }
     let view = whole_view(py, &map)?;
-    let dropped = {
-        let mut views = lock(&BY_PATH);
-        let views = views.get_or_insert_with(Views::new);
-        let dropped = views.insert(path.clone(), view.clone().unbind());
-        let mut identities = lock(&IDENTITIES);
-        let identities = identities.get_or_insert_with(HashMap::new);
-        identities.insert(path, found);
-        identities.retain(|p, _| views.entries.contains_key(p));
-        dropped
-    };
+    let dropped = lock(&BY_PATH)
+        .get_or_insert_with(Views::new)
+        .insert(path, (found, view.clone().unbind()));
     drop(dropped);
     Ok(view)
 }
@@ -208,26 +204,8 @@ fn changed(py: Python<'_>, path: &Path, reason: String) -> PyErr {
     with_attrs::<CorruptCacheError>(
         py,
         message,
-        &[
-            (
-                "path",
-                path.to_string_lossy()
-                    .into_owned()
-                    .into_pyobject(py)
-                    .map_or_else(|_| py.None(), |s| s.into_any().unbind()),
-            ),
-            (
-                "reason",
-                reason
-                    .into_pyobject(py)
-                    .map_or_else(|_| py.None(), |s| s.into_any().unbind()),
-            ),
-        ],
+        &[("path", path_obj(py, path)), ("reason", obj(py, reason))],
     )
-}
-
-fn map_error(py: Python<'_>, path: &Path, error: &std::io::Error) -> PyErr {
-    crate::errors::io_file_error(py, path, error)
 }
 
 /// `_clear_shard_views()`: forgets every view `_shard_view` keeps, as a fresh process would
@@ -235,7 +213,6 @@ fn map_error(py: Python<'_>, path: &Path, error: &std::io::Error) -> PyErr {
 #[pyfunction]
 pub(crate) fn _clear_shard_views() {
     let dropped = lock(&BY_PATH).take();
-    lock(&IDENTITIES).take();
     drop(dropped);
 }
 

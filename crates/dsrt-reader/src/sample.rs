@@ -157,7 +157,7 @@ impl Cache {
         Ok(at..end)
     }
 
-    /// The index row of `sample`, its shard's index and entry, and the record's length.
+    /// The index row of `sample`, its shard and the record's length.
     pub(crate) fn locate(&self, sample: u64) -> Result<(IndexRow, &Shard, usize), CacheError> {
         let row = self.index.row(sample).map_err(|source| CacheError::Index {
             path: self.path.clone(),
@@ -323,8 +323,8 @@ impl Cache {
     }
 
     /// Shard `shard`'s file, mapped read-only whole: the mapping the process's handle pool
-    /// keeps for it, or a new one. Holding the [`FileMap`] keeps it valid. `None` for a cache
-    /// whose shards come from a [`ShardSource`](crate::ShardSource) (an I/O error).
+    /// keeps for it, or a new one. Holding the [`FileMap`] keeps it valid. A cache whose shards
+    /// come from a [`ShardSource`](crate::ShardSource) has no file to map: an I/O error.
     pub fn mapped_shard(&self, shard: u64) -> Result<FileMap, CacheError> {
         let file = CacheFile::Shard(shard);
         if self.source.is_some() {

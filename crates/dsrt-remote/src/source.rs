@@ -117,8 +117,6 @@ struct OpenShards {
     /// waits for that download's checked file instead of for its publication (an fsync
     /// later), which other processes must wait for.
     downloading: Vec<bool>,
-    /// Per pool key: whether the process's handle pool counts it.
-    admitted: Vec<bool>,
 }
 
 /// The handle pool's key of shard `index`'s file (`map == false`) or mapping.
@@ -126,12 +124,13 @@ fn pool_key(index: usize, map: bool) -> u64 {
     (index as u64) << 1 | u64::from(map)
 }
 
-/// Handles a cache's [`OpenShards`] opened or closed under its lock, for the pool to hear
-/// of once the lock is dropped.
+/// Handles a cache's [`OpenShards`] kept or closed under its lock, for the pool to hear of
+/// once the lock is dropped. The pool counts a file or mapping exactly while its slot holds
+/// it.
 #[derive(Default)]
 #[must_use]
 struct PoolChanges {
-    admit: Vec<u64>,
+    admit: Option<u64>,
     forget: Vec<u64>,
 }
 
@@ -157,7 +156,6 @@ impl RemoteShards {
             maps: MappedShards::new(spec.entries.len()),
             recent: VecDeque::new(),
             downloading: vec![false; spec.entries.len()],
-            admitted: vec![false; 2 * spec.entries.len()],
         };
         let keys = 2 * spec.entries.len();
         let fetch = spec.fetch;
@@ -312,14 +310,14 @@ impl Shared {
                 .ok()??,
         );
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        let file = match open.files.get_mut(index)? {
-            Some(present) => Arc::clone(present),
+        let (file, placed) = match open.files.get_mut(index)? {
+            Some(present) => (Arc::clone(present), false),
             slot => {
                 *slot = Some(Arc::clone(&file));
-                file
+                (file, true)
             }
         };
-        let changes = open.file_used(index, Some(MAX_IDLE_OPEN));
+        let changes = open.file_used(index, placed, Some(MAX_IDLE_OPEN));
         drop(open);
         self.tell_pool(index, false, changes);
         Some(file)
@@ -371,7 +369,7 @@ impl Shared {
         loop {
             if let Some(file) = open.files.get(index).and_then(Option::as_ref) {
                 let file = Arc::clone(file);
-                let changes = open.file_used(index, None);
+                let changes = open.file_used(index, false, None);
                 drop(open);
                 self.tell_pool(index, false, changes);
                 return Ok(file);
@@ -392,8 +390,7 @@ impl Shared {
         }
         // Whatever this process holds open but is not reading must not keep the download
         // from making room.
-        let closed = open.close_idle(0);
-        let changes = open.forget_files(closed);
+        let changes = open.close_idle(0);
         drop(open);
         self.tell_pool(index, false, changes);
         let downloaded = self.download(shard).map(Arc::new);
@@ -403,15 +400,15 @@ impl Shared {
         }
         self.downloaded.notify_all();
         let file = downloaded?;
-        let file = match open.files.get_mut(index) {
-            Some(Some(present)) => Arc::clone(present),
+        let (file, placed) = match open.files.get_mut(index) {
+            Some(Some(present)) => (Arc::clone(present), false),
             Some(slot) => {
                 *slot = Some(Arc::clone(&file));
-                file
+                (file, true)
             }
-            None => file,
+            None => (file, false),
         };
-        let changes = open.file_used(index, Some(MAX_IDLE_OPEN));
+        let changes = open.file_used(index, placed, Some(MAX_IDLE_OPEN));
         drop(open);
         self.tell_pool(index, false, changes);
         Ok(file)
@@ -442,8 +439,12 @@ impl Shared {
         let mapped = Arc::new(MappedShard { map });
         let max_bytes = self.cache_limit() / 2;
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let placed = !open.maps.contains(index);
         let (map, dropped) = open.maps.insert(index, mapped, max_bytes);
-        let changes = open.map_used(index, dropped);
+        let changes = PoolChanges {
+            admit: placed.then(|| pool_key(index, true)),
+            forget: dropped.into_iter().map(|i| pool_key(i, true)).collect(),
+        };
         drop(open);
         self.tell_pool(index, true, changes);
         Ok(map)
@@ -689,8 +690,8 @@ impl Shared {
         for key in changes.forget {
             pool.forget(&this, key);
         }
-        for key in changes.admit {
-            pool.admit(this.clone(), key);
+        if let Some(key) = changes.admit {
+            pool.admit(this, key);
         }
     }
 }
@@ -705,79 +706,37 @@ impl Holder for Shared {
             .is_some_and(|used| used.swap(false, Ordering::Relaxed))
     }
 
-    fn release(&self, key: u64) {
+    fn release(&self, key: u64) -> bool {
         let Ok(index) = usize::try_from(key >> 1) else {
-            return;
+            return true;
         };
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         let (file, map) = if key & 1 == 1 {
             (None, open.maps.remove(index))
-        } else if open.is_idle(index) {
+        } else if open.is_idle(index) || open.files.get(index).is_none_or(Option::is_none) {
             open.recent.retain(|&s| s != index as u64);
             (open.files.get_mut(index).and_then(Option::take), None)
         } else {
-            // Being read: it stays open, and is counted again when next used.
-            (None, None)
+            // Being read (its read lock keeps other processes from evicting it): it stays
+            // open, and counted.
+            return false;
         };
-        if let Some(admitted) = usize::try_from(key)
-            .ok()
-            .and_then(|k| open.admitted.get_mut(k))
-        {
-            *admitted = false;
-        }
         drop(open);
         drop(file);
         drop(map);
+        true
     }
 }
 
 impl OpenShards {
-    /// Shard `index`'s file is in use: marked most recent and counted by the pool; with
-    /// `keep`, idle files beyond the `keep` most recent are closed.
-    fn file_used(&mut self, index: usize, keep: Option<usize>) -> PoolChanges {
+    /// Shard `index`'s file is in use, just placed in its slot (`placed`: the pool counts it
+    /// from now) or found there: marked most recent; with `keep`, idle files beyond the `keep`
+    /// most recent are closed.
+    fn file_used(&mut self, index: usize, placed: bool, keep: Option<usize>) -> PoolChanges {
         self.touch(index as u64);
-        let mut changes = self.admit(pool_key(index, false));
-        if let Some(keep) = keep {
-            let closed = self.close_idle(keep);
-            changes.forget = self.forget_files(closed).forget;
-        }
+        let mut changes = keep.map_or_else(PoolChanges::default, |keep| self.close_idle(keep));
+        changes.admit = placed.then(|| pool_key(index, false));
         changes
-    }
-
-    /// Shard `index`'s mapping is kept; `dropped` are the mappings that made room for it.
-    fn map_used(&mut self, index: usize, dropped: Vec<usize>) -> PoolChanges {
-        let mut changes = self.admit(pool_key(index, true));
-        for index in dropped {
-            changes.forget.extend(self.unadmit(pool_key(index, true)));
-        }
-        changes
-    }
-
-    fn forget_files(&mut self, closed: Vec<usize>) -> PoolChanges {
-        let mut changes = PoolChanges::default();
-        for index in closed {
-            changes.forget.extend(self.unadmit(pool_key(index, false)));
-        }
-        changes
-    }
-
-    fn admit(&mut self, key: u64) -> PoolChanges {
-        let mut changes = PoolChanges::default();
-        if let Some(admitted) = usize::try_from(key)
-            .ok()
-            .and_then(|k| self.admitted.get_mut(k))
-        {
-            if !std::mem::replace(admitted, true) {
-                changes.admit.push(key);
-            }
-        }
-        changes
-    }
-
-    /// `Some(key)` if the pool counted `key`, which it no longer should.
-    fn unadmit(&mut self, key: u64) -> Option<u64> {
-        let admitted = self.admitted.get_mut(usize::try_from(key).ok()?)?;
-        std::mem::replace(admitted, false).then_some(key)
     }
 
     fn touch(&mut self, shard: u64) {
@@ -786,9 +745,9 @@ impl OpenShards {
     }
 
     /// Closes the least recently used files nobody is reading, keeping at most `keep` of the
-    /// most recent, so that they may be evicted; returns the shards it closed.
-    fn close_idle(&mut self, keep: usize) -> Vec<usize> {
-        let mut closed = Vec::new();
+    /// most recent, so that they may be evicted; the pool is to forget them.
+    fn close_idle(&mut self, keep: usize) -> PoolChanges {
+        let mut closed = PoolChanges::default();
         let mut excess = self.recent.len().saturating_sub(keep);
         let mut kept = VecDeque::with_capacity(self.recent.len());
         while let Some(shard) = self.recent.pop_front() {
@@ -796,7 +755,7 @@ impl OpenShards {
             if excess > 0 && self.is_idle(index) {
                 if let Some(slot) = self.files.get_mut(index) {
                     *slot = None;
-                    closed.push(index);
+                    closed.forget.push(pool_key(index, false));
                 }
                 excess -= 1;
             } else {

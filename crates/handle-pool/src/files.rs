@@ -7,7 +7,7 @@ use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 /// A read-only mapping of a whole immutable file, shared: every clone keeps it mapped, and it
 /// stays valid after the pool released it or its file was closed, unlinked or evicted.
@@ -26,16 +26,6 @@ impl FileMap {
         #[allow(unsafe_code)]
         let map = unsafe { memmap2::Mmap::map(file)? };
         Ok(Self(Arc::new(map)))
-    }
-
-    /// The mapped bytes.
-    pub fn bytes(&self) -> &[u8] {
-        &self.0
-    }
-
-    /// Whether `self` and `other` are the same mapping.
-    pub fn same_as(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
     }
 }
 
@@ -102,8 +92,13 @@ struct Open {
     /// The last mapping, while something still references it: mapped again, the file reuses
     /// it instead of making a second.
     last_map: Weak<memmap2::Mmap>,
-    /// Whether the pool counts this file's handles.
-    admitted: bool,
+}
+
+impl Open {
+    /// Whether a descriptor or a mapping is held: exactly when the pool counts the file.
+    fn is_held(&self) -> bool {
+        self.file.is_some() || self.map.is_some()
+    }
 }
 
 struct Slot {
@@ -112,12 +107,11 @@ struct Slot {
 }
 
 /// Immutable files by path, each opened ([`LazyFiles::file`]) or mapped ([`LazyFiles::map`])
-/// when first needed and kept, one place in the [`HandlePool`] per file, until the pool
-/// releases it. A file is reopened on demand after that.
+/// when first needed and kept, one place in the process's [`HandlePool`] per file, until the
+/// pool releases it. A file is reopened on demand after that.
 pub struct LazyFiles {
     paths: Vec<PathBuf>,
     slots: Vec<Slot>,
-    pool: &'static HandlePool,
     this: Weak<LazyFiles>,
 }
 
@@ -133,11 +127,6 @@ impl LazyFiles {
     /// The files at `paths`, counted by the process's pool ([`HandlePool::global`]). Nothing
     /// is opened yet.
     pub fn new(paths: Vec<PathBuf>) -> Arc<Self> {
-        Self::with_pool(paths, HandlePool::global())
-    }
-
-    /// The files at `paths`, counted by `pool`.
-    pub fn with_pool(paths: Vec<PathBuf>, pool: &'static HandlePool) -> Arc<Self> {
         Arc::new_cyclic(|this| Self {
             slots: paths
                 .iter()
@@ -147,19 +136,8 @@ impl LazyFiles {
                 })
                 .collect(),
             paths,
-            pool,
             this: this.clone(),
         })
-    }
-
-    /// How many files.
-    pub fn len(&self) -> usize {
-        self.paths.len()
-    }
-
-    /// Whether there is no file.
-    pub fn is_empty(&self) -> bool {
-        self.paths.is_empty()
     }
 
     /// The path of file `index`.
@@ -171,6 +149,7 @@ impl LazyFiles {
     pub fn file(&self, index: usize) -> io::Result<Arc<File>> {
         let slot = self.slot(index)?;
         let mut open = slot.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let was_held = open.is_held();
         let file = match &open.file {
             Some(file) => Arc::clone(file),
             None => {
@@ -179,7 +158,7 @@ impl LazyFiles {
                 file
             }
         };
-        self.used(slot, index, open);
+        self.used(slot, index, was_held, open);
         Ok(file)
     }
 
@@ -192,6 +171,7 @@ impl LazyFiles {
     pub fn map(&self, index: usize) -> io::Result<FileMap> {
         let slot = self.slot(index)?;
         let mut open = slot.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let was_held = open.is_held();
         let map = match &open.map {
             Some(map) => map.clone(),
             None => {
@@ -207,7 +187,7 @@ impl LazyFiles {
                 map
             }
         };
-        self.used(slot, index, open);
+        self.used(slot, index, was_held, open);
         Ok(map)
     }
 
@@ -216,8 +196,10 @@ impl LazyFiles {
         self.slots
             .iter()
             .filter(|slot| {
-                let open = slot.open.lock().unwrap_or_else(PoisonError::into_inner);
-                open.file.is_some() || open.map.is_some()
+                slot.open
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .is_held()
             })
             .count()
     }
@@ -231,17 +213,16 @@ impl LazyFiles {
         })
     }
 
-    /// Marks `slot` used and, the first time since the pool last released it, admits it
-    /// (after its lock is dropped: the pool may release other files of this set).
-    fn used(&self, slot: &Slot, index: usize, mut open: std::sync::MutexGuard<'_, Open>) {
+    /// Marks `slot` used and, if it held nothing before (`was_held` false), admits it to the
+    /// pool after its lock is dropped (the pool may release other files of this set).
+    fn used(&self, slot: &Slot, index: usize, was_held: bool, open: MutexGuard<'_, Open>) {
         if !slot.used.load(Ordering::Relaxed) {
             slot.used.store(true, Ordering::Relaxed);
         }
-        let admit = !std::mem::replace(&mut open.admitted, true);
         drop(open);
-        if admit {
+        if !was_held {
             let this: Weak<dyn Holder> = self.this.clone();
-            self.pool.admit(this, index as u64);
+            HandlePool::global().admit(this, index as u64);
         }
     }
 }
@@ -254,16 +235,16 @@ impl Holder for LazyFiles {
             .is_some_and(|slot| slot.used.swap(false, Ordering::Relaxed))
     }
 
-    fn release(&self, key: u64) {
+    fn release(&self, key: u64) -> bool {
         let Some(slot) = usize::try_from(key).ok().and_then(|i| self.slots.get(i)) else {
-            return;
+            return true;
         };
         let mut open = slot.open.lock().unwrap_or_else(PoisonError::into_inner);
         let (file, map) = (open.file.take(), open.map.take());
-        open.admitted = false;
         drop(open);
         // Closed and unmapped outside the lock; a reader holding a clone keeps its own.
         drop(file);
         drop(map);
+        true
     }
 }

@@ -4,7 +4,7 @@
 //! a dataset of thousands of caches) open each file when it is first needed and keep it for
 //! reuse, while the process as a whole keeps at most [`HandlePool::capacity`] handles that
 //! nothing is using. The least recently used idle handle is closed first (a CLOCK sweep: a hit
-//! costs one relaxed atomic, never the pool's lock). A mapping something still references (a
+//! takes only its own file's lock and marks it used, never the pool's lock). A mapping something still references (a
 //! zero-copy payload) stays valid after the pool releases it, and is reused if its file is
 //! needed again. [`LazyFiles`] is the ready-made holder (files by path, opened and mapped on
 //! demand); anything else that keeps handles implements [`Holder`] and admits them itself.

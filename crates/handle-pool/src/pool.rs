@@ -22,10 +22,11 @@ pub trait Holder: Send + Sync {
     /// reference bit). Called with the pool's lock held: an atomic swap, nothing more.
     fn take_used(&self, key: u64) -> bool;
 
-    /// Closes handle `key`: the pool no longer counts it. Whoever is using it at that moment
-    /// keeps what they hold (a cloned `Arc`), and a holder that cannot close it yet (a file
-    /// that is being read) may keep it open; it must then admit it again when it next uses it.
-    fn release(&self, key: u64);
+    /// Closes handle `key` and returns `true`: the pool no longer counts it. Whoever is using
+    /// it at that moment keeps what they hold (a cloned `Arc`). A holder that must not close
+    /// it yet (a file that is being read, whose lock others wait on) returns `false`, and the
+    /// pool goes on counting it. A handle that is no longer open is `true`.
+    fn release(&self, key: u64) -> bool;
 }
 
 struct Entry {
@@ -122,8 +123,8 @@ impl HandlePool {
     }
 
     /// Adds `entry`, picks the handles to release under the lock (memory only, no system
-    /// call: a process forked meanwhile never inherits the lock held for long), then releases
-    /// them after it.
+    /// call: a process forked meanwhile never inherits the lock held for long), releases
+    /// them after it, and counts again those their holders kept.
     fn sweep(&self, entry: Option<Entry>) {
         let capacity = self.capacity();
         let mut victims: Vec<(Arc<dyn Holder>, u64)> = Vec::new();
@@ -157,8 +158,16 @@ impl HandlePool {
                 }
             }
         }
-        for (holder, key) in &victims {
-            holder.release(*key);
+        let kept: Vec<Entry> = victims
+            .iter()
+            .filter(|(holder, key)| !holder.release(*key))
+            .map(|(holder, key)| Entry {
+                holder: Arc::downgrade(holder),
+                key: *key,
+            })
+            .collect();
+        if !kept.is_empty() {
+            self.lock().entries.extend(kept);
         }
         drop(seen);
         drop(victims);
@@ -171,10 +180,12 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicBool;
 
-    /// Handles 0..n, each with a used mark and an open flag.
+    /// Handles 0..n, each with a used mark, an open flag and a busy flag (being read: not to
+    /// be closed).
     struct Handles {
         used: Vec<AtomicBool>,
         open: Vec<AtomicBool>,
+        busy: Vec<AtomicBool>,
     }
 
     impl Handles {
@@ -182,6 +193,7 @@ mod tests {
             Arc::new(Self {
                 used: (0..n).map(|_| AtomicBool::new(false)).collect(),
                 open: (0..n).map(|_| AtomicBool::new(false)).collect(),
+                busy: (0..n).map(|_| AtomicBool::new(false)).collect(),
             })
         }
 
@@ -206,8 +218,12 @@ mod tests {
             self.used[key as usize].swap(false, Ordering::Relaxed)
         }
 
-        fn release(&self, key: u64) {
+        fn release(&self, key: u64) -> bool {
+            if self.busy[key as usize].load(Ordering::Relaxed) {
+                return false;
+            }
             self.open[key as usize].store(false, Ordering::Relaxed);
+            true
         }
     }
 
@@ -239,6 +255,29 @@ mod tests {
         );
         assert!(handles.open[4].load(Ordering::Relaxed));
         assert_eq!(handles.open_count(), 3);
+    }
+
+    #[test]
+    fn a_busy_handle_stays_open_and_counted() {
+        let pool = HandlePool::new(2);
+        let handles = Handles::new(10);
+        handles.busy[0].store(true, Ordering::Relaxed);
+        for key in 0..10 {
+            handles.open(&pool, key);
+        }
+        assert!(
+            handles.open[0].load(Ordering::Relaxed),
+            "a busy handle was closed"
+        );
+        assert_eq!(pool.admitted(), handles.open_count());
+        handles.busy[0].store(false, Ordering::Relaxed);
+        handles.open(&pool, 5);
+        handles.open(&pool, 6);
+        assert!(
+            !handles.open[0].load(Ordering::Relaxed),
+            "once idle, it is closed like any other"
+        );
+        assert_eq!(handles.open_count(), 2);
     }
 
     #[test]

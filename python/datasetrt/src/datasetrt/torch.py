@@ -113,7 +113,8 @@ class StreamingDataset(torch.utils.data.IterableDataset):
       every check a read does (index row, record envelope against metadata.arrow) and sends
       only where each payload lies (shard file, offset, length) with the keys and metadata;
       the receiving process maps each shard file (read-only, no descriptor kept; the most
-      recently used ``datasetrt.max_open_shards()`` mappings are kept for reuse) and ``batch["payloads"]`` gives zero-copy ``memoryview`` slices of it, each made when
+      recently used ``datasetrt.max_open_shards()`` mappings are kept for reuse) and
+      ``batch["payloads"]`` gives zero-copy ``memoryview`` slices of it, each made when
       it is taken (a sequence: index it or iterate it). Payloads stored
       LZ4-compressed are still decoded in the worker and sent as bytes. The items are the
       same in both modes (same keys, metadata, payload bytes and order); ``"locations"``
