@@ -13,7 +13,7 @@ use crate::errors::{io_file_error, obj, path_obj, with_attrs, CorruptCacheError}
 use datasetrt::{FileMap, HandlePool};
 use pyo3::prelude::*;
 use pyo3::types::{PyMemoryView, PySlice};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
@@ -48,9 +48,11 @@ fn whole_view<'py>(py: Python<'py>, map: &FileMap) -> PyResult<Bound<'py, PyAny>
 }
 
 /// A bounded table of whole-shard views (with whatever `V` holds beside them), least recently
-/// used out.
+/// used out in O(log n): the table may be as large as the handle pool, thousands of entries.
 struct Views<K, V> {
     entries: HashMap<K, (V, u64)>,
+    /// Each entry's last use, oldest first.
+    order: BTreeMap<u64, K>,
     tick: u64,
 }
 
@@ -58,42 +60,50 @@ impl<K: Hash + Eq + Clone, V> Views<K, V> {
     fn new() -> Self {
         Self {
             entries: HashMap::new(),
+            order: BTreeMap::new(),
             tick: 0,
         }
     }
 
-    fn get(&mut self, key: &K) -> Option<&V> {
+    /// Marks `key` used and returns `take` of its value; also drops what exceeds the pool's
+    /// capacity, which may have been lowered since (returned, to be dropped by the caller once
+    /// the table's lock is released: dropping a view can unmap).
+    fn get<R>(&mut self, key: &K, take: impl FnOnce(&V) -> R) -> (Option<R>, Vec<V>) {
         self.tick += 1;
-        let tick = self.tick;
-        self.entries.get_mut(key).map(|(value, used)| {
-            *used = tick;
-            &*value
-        })
+        let found = self.entries.get_mut(key).map(|(value, used)| {
+            if let Some(key) = self.order.remove(used) {
+                self.order.insert(self.tick, key);
+            }
+            *used = self.tick;
+            take(value)
+        });
+        (found, self.trim())
     }
 
     /// Inserts `view`, returning what was dropped to stay within the pool's capacity (to be
     /// dropped by the caller once the table's lock is released).
     fn insert(&mut self, key: K, view: V) -> Vec<V> {
         self.tick += 1;
-        let mut dropped: Vec<V> = self
-            .entries
-            .insert(key, (view, self.tick))
-            .map(|(old, _)| old)
-            .into_iter()
-            .collect();
+        let replaced = self.entries.insert(key.clone(), (view, self.tick));
+        let replaced = replaced.map(|(old, used)| {
+            self.order.remove(&used);
+            old
+        });
+        self.order.insert(self.tick, key);
+        let mut dropped = self.trim();
+        dropped.extend(replaced);
+        dropped
+    }
+
+    /// Drops the least recently used entries beyond the pool's capacity.
+    fn trim(&mut self) -> Vec<V> {
         let capacity = HandlePool::global().capacity();
+        let mut dropped = Vec::new();
         while self.entries.len() > capacity {
-            let Some(oldest) = self
-                .entries
-                .iter()
-                .min_by_key(|(_, (_, used))| *used)
-                .map(|(k, _)| k.clone())
-            else {
+            let Some((_, oldest)) = self.order.pop_first() else {
                 break;
             };
-            if let Some((view, _)) = self.entries.remove(&oldest) {
-                dropped.push(view);
-            }
+            dropped.extend(self.entries.remove(&oldest).map(|(view, _)| view));
         }
         dropped
     }
@@ -112,10 +122,10 @@ pub(crate) fn payload_view<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let key = map.as_ptr() as usize;
     // No Python code runs under the table's lock (it could wait for the GIL held elsewhere).
-    let cached = lock(&BY_MAPPING)
+    let (cached, dropped) = lock(&BY_MAPPING)
         .get_or_insert_with(Views::new)
-        .get(&key)
-        .map(|view| view.clone_ref(py));
+        .get(&key, |view| view.clone_ref(py));
+    drop(dropped);
     let whole = match cached {
         Some(view) => view.into_bound(py),
         None => {
@@ -175,12 +185,16 @@ pub(crate) fn _shard_view<'py>(
     path: PathBuf,
     identity: Option<Identity>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let known = lock(&BY_PATH)
-        .get_or_insert_with(Views::new)
-        .get(&path)
-        .filter(|(mapped, _)| identity.is_none_or(|expected| expected == *mapped))
-        .map(|(_, view)| view.clone_ref(py));
-    if let Some(view) = known {
+    let (known, dropped) =
+        lock(&BY_PATH)
+            .get_or_insert_with(Views::new)
+            .get(&path, |(mapped, view)| {
+                identity
+                    .is_none_or(|expected| expected == *mapped)
+                    .then(|| view.clone_ref(py))
+            });
+    drop(dropped);
+    if let Some(view) = known.flatten() {
         return Ok(view.into_bound(py));
     }
     let (found, map) = py

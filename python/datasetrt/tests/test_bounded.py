@@ -205,6 +205,29 @@ def test_a_held_payload_outlives_its_shards_release(big_cache):
     )
 
 
+def test_mappings_stay_within_a_lowered_bound(big_cache):
+    run_child(
+        """
+        def mapped_shards():
+            with open("/proc/self/maps") as f:
+                return sum(1 for line in f if "/shards/" in line and sys.argv[1] in line)
+
+        cache = datasetrt.Cache(sys.argv[1])
+        datasetrt.set_max_open_shards(300)
+        for i in range(300):
+            cache[i]
+        assert mapped_shards() >= 300, mapped_shards()
+        datasetrt.set_max_open_shards(8)
+        # Shards whose views the binding already holds: the lower bound applies to them too
+        # (the reader's pool and the binding's view table keep at most 8 each).
+        for i in range(300):
+            assert bytes(cache[i].payload) == payload(0, i)
+            assert mapped_shards() <= 16, (i, mapped_shards())
+        """,
+        big_cache,
+    )
+
+
 def test_running_out_of_descriptors_is_a_resource_error(big_cache):
     run_child(
         """
