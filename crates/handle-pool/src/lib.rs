@@ -24,4 +24,6 @@ mod pool;
 
 pub use exhausted::Exhausted;
 pub use files::{map_file, FileIdentity, FileMap, LazyFiles};
-pub use pool::{HandlePool, Holder, CAPACITY_ENV, DEFAULT_CAPACITY};
+pub use pool::{
+    default_capacity, HandlePool, Holder, CAPACITY_ENV, MAX_DEFAULT_CAPACITY, MIN_DEFAULT_CAPACITY,
+};

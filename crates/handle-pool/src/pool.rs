@@ -4,10 +4,40 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
-/// Handles the process keeps open when [`CAPACITY_ENV`] does not say otherwise: far below the
-/// usual soft limit of 1024 descriptors (each `DataLoader` worker is a process with its own
-/// pool) and `vm.max_map_count`, and more than any loader's window of shards in flight.
-pub const DEFAULT_CAPACITY: usize = 128;
+/// The least capacity the default gives, however low the limits: more than a loader's window
+/// of shards in flight.
+pub const MIN_DEFAULT_CAPACITY: usize = 16;
+
+/// The most capacity the default gives, however high the limits.
+pub const MAX_DEFAULT_CAPACITY: usize = 65_536;
+
+/// The capacity [`HandlePool::global`] takes when [`CAPACITY_ENV`] does not say otherwise:
+/// half the process's soft limit on open files and a quarter of `vm.max_map_count`, whichever
+/// is lower, within [`MIN_DEFAULT_CAPACITY`] and [`MAX_DEFAULT_CAPACITY`]. The rest of each
+/// is left to everything else the process opens and maps (sockets, pipes, libraries, held
+/// payloads, each cache's index and metadata). A process with room for every shard it reads
+/// keeps them all open; one with less (the common soft limit of 1024 gives 512) closes the
+/// least recently used. Each `DataLoader` worker is a process with limits and a pool of its
+/// own.
+pub fn default_capacity() -> usize {
+    // `None` is RLIM_INFINITY; without /proc, the kernel's default map count.
+    let open_files = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .unwrap_or(u64::MAX);
+    let map_count = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .ok()
+        .and_then(|text| text.trim().parse::<u64>().ok())
+        .unwrap_or(65_530);
+    capacity_for(open_files, map_count)
+}
+
+/// [`default_capacity`] for a soft limit of `open_files` descriptors and `map_count` mappings.
+fn capacity_for(open_files: u64, map_count: u64) -> usize {
+    let capacity = (open_files / 2).min(map_count / 4);
+    usize::try_from(capacity)
+        .unwrap_or(usize::MAX)
+        .clamp(MIN_DEFAULT_CAPACITY, MAX_DEFAULT_CAPACITY)
+}
 
 /// The environment variable read once, when the global pool is first used, for its capacity.
 pub const CAPACITY_ENV: &str = "DSRT_MAX_OPEN_SHARDS";
@@ -66,7 +96,7 @@ impl HandlePool {
         }
     }
 
-    /// The process's pool: [`DEFAULT_CAPACITY`], or the number in [`CAPACITY_ENV`] (a value
+    /// The process's pool: [`default_capacity`], or the number in [`CAPACITY_ENV`] (a value
     /// that is not a whole number >= 1 is ignored).
     pub fn global() -> &'static Self {
         static GLOBAL: OnceLock<HandlePool> = OnceLock::new();
@@ -75,7 +105,7 @@ impl HandlePool {
                 .ok()
                 .and_then(|v| v.trim().parse::<usize>().ok())
                 .filter(|&n| n >= 1)
-                .unwrap_or(DEFAULT_CAPACITY);
+                .unwrap_or_else(default_capacity);
             Self::new(capacity)
         })
     }
@@ -255,6 +285,17 @@ mod tests {
         );
         assert!(handles.open[4].load(Ordering::Relaxed));
         assert_eq!(handles.open_count(), 3);
+    }
+
+    #[test]
+    fn the_default_leaves_half_the_descriptors_and_three_quarters_of_the_mappings() {
+        assert_eq!(capacity_for(1_024, 65_530), 512);
+        assert_eq!(capacity_for(256, 65_530), 128);
+        assert_eq!(capacity_for(20_000, 65_530), 10_000);
+        // A very high descriptor limit meets the map count, a very low one the floor.
+        assert_eq!(capacity_for(1 << 20, 65_530), 16_382);
+        assert_eq!(capacity_for(u64::MAX, u64::MAX), MAX_DEFAULT_CAPACITY);
+        assert_eq!(capacity_for(4, 65_530), MIN_DEFAULT_CAPACITY);
     }
 
     #[test]

@@ -11,9 +11,10 @@ native module ``datasetrt._native``; ``datasetrt.torch`` adds a PyTorch ``Iterab
 - :class:`Loader` iterates one rank's share of an epoch reproducibly, resumably.
 - :func:`update_manifests` / :meth:`Dataset.update_manifests` migrate v2 manifests to v3.
 
-A process keeps at most :func:`max_open_shards` idle shard files and mappings open (default
-128, or ``DSRT_MAX_OPEN_SHARDS``; :func:`set_max_open_shards` changes it), whatever the number
-of shards and caches; payloads still referenced keep their mapping alive. Running out of
+A process keeps at most :func:`max_open_shards` idle shard files and mappings open (by default
+half the open-file soft limit and a quarter of ``vm.max_map_count``, whichever is lower, or
+``DSRT_MAX_OPEN_SHARDS``; :func:`set_max_open_shards` changes it), whatever the number of
+shards and caches; payloads still referenced keep their mapping alive. Running out of
 descriptors or mappings anyway raises :class:`ResourceError`, never a corruption error.
 
 Errors derive from :class:`Error`; each carries ``path`` and ``reason``. Failures on the
