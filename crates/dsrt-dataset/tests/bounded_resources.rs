@@ -1,15 +1,18 @@
 //! Bounded resources at the scale users run: a 5,000-shard cache and a dataset of 2,000
-//! caches, read in full under `ulimit -n 256` (each test re-runs itself as a child process
-//! with that limit), with the descriptors in use counted from `/proc/self/fd` throughout.
+//! caches, read in full under `ulimit -n 256`, with the descriptors in use counted from
+//! `/proc/self/fd` throughout. Each test writes its fixtures, then re-runs this binary
+//! (`harness = false`, so the child is not a test) as a child under that limit with
+//! `DSRT_BOUNDED_CHILD` naming the checks to make.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
 
+use dsrt_atlas_test_runner as runner;
 use dsrt_dataset::{Dataset, Loader, LoaderConfig};
 use dsrt_plan::{PlanConfig, Shuffle};
 use dsrt_reader::{Cache, CacheError, HandlePool, OpenOptions, SampleBuf};
 use dsrt_schema::{Column, ColumnType, Row, Schema};
 use dsrt_writer::{CacheWriter, WriterOptions};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitCode};
 use std::sync::Arc;
 
 /// The limit the children run under.
@@ -62,31 +65,67 @@ fn assert_bounded(context: &str) {
     );
 }
 
-/// In the test process: writes the fixtures with `setup` into a scratch directory, runs test
-/// `name` again as a child under `ulimit -n ULIMIT` and returns `None`. In that child:
-/// `Some(the fixtures' directory)`.
-fn in_child(name: &str, setup: impl FnOnce(&Path)) -> Option<PathBuf> {
-    if std::env::var(CHILD_ENV).is_ok_and(|child| child == name) {
-        return Some(PathBuf::from(std::env::var(ROOT_ENV).unwrap()));
-    }
-    let dir = scratch();
-    setup(dir.path());
-    run_child(name, dir.path());
-    None
+/// One test: what the parent writes into a scratch directory, and what the child checks
+/// there under the limit.
+struct Case {
+    name: &'static str,
+    setup: fn(&Path),
+    check: fn(&Path),
 }
 
-fn run_child(name: &str, root: &Path) {
+const CASES: [Case; 4] = [
+    Case {
+        name: "a_5000_shard_cache_is_read_whole_under_ulimit_256",
+        setup: write_big_cache,
+        check: read_big_cache,
+    },
+    Case {
+        name: "a_dataset_of_2000_caches_opens_and_iterates_under_ulimit_256",
+        setup: write_many_caches,
+        check: iterate_many_caches,
+    },
+    Case {
+        name: "a_payload_held_across_its_shards_eviction_keeps_its_bytes",
+        setup: |dir| write_cache(&dir.join("c"), "c", 0, 400, 2),
+        check: hold_a_payload,
+    },
+    Case {
+        name: "running_out_of_descriptors_is_a_resource_error",
+        setup: |dir| write_cache(&dir.join("c"), "c", 0, 40, 2),
+        check: run_out_of_descriptors,
+    },
+];
+
+fn main() -> ExitCode {
+    if let Ok(name) = std::env::var(CHILD_ENV) {
+        let root = PathBuf::from(std::env::var(ROOT_ENV).unwrap());
+        let case = CASES.iter().find(|c| c.name == name).unwrap();
+        (case.check)(&root);
+        return ExitCode::SUCCESS;
+    }
+    runner::run(&[
+        (CASES[0].name, || in_child(&CASES[0])),
+        (CASES[1].name, || in_child(&CASES[1])),
+        (CASES[2].name, || in_child(&CASES[2])),
+        (CASES[3].name, || in_child(&CASES[3])),
+    ])
+}
+
+/// Writes `case`'s fixtures into a scratch directory and runs its checks in a child under
+/// `ulimit -n ULIMIT`.
+fn in_child(case: &Case) {
+    let dir = scratch();
+    (case.setup)(dir.path());
     let exe = std::env::current_exe().unwrap();
     let status = Command::new("sh")
         .arg("-c")
-        .arg(format!("ulimit -n {ULIMIT} && exec \"$0\" \"$@\""))
+        .arg(format!("ulimit -n {ULIMIT} && exec \"$0\""))
         .arg(exe)
-        .args(["--exact", name, "--nocapture", "--test-threads", "1"])
-        .env(CHILD_ENV, name)
-        .env(ROOT_ENV, root)
+        .env(CHILD_ENV, case.name)
+        .env(ROOT_ENV, dir.path())
         .status()
         .unwrap();
-    assert!(status.success(), "child {name} failed: {status}");
+    assert!(status.success(), "child {} failed: {status}", case.name);
 }
 
 fn epoch_config(workers: usize) -> LoaderConfig {
@@ -105,16 +144,13 @@ fn epoch_config(workers: usize) -> LoaderConfig {
 const SHARDS: u64 = 5_000;
 const PER_SHARD: u64 = 2;
 
-#[test]
-fn a_5000_shard_cache_is_read_whole_under_ulimit_256() {
-    const NAME: &str = "a_5000_shard_cache_is_read_whole_under_ulimit_256";
-    let Some(root) = in_child(NAME, |dir| {
-        write_cache(&dir.join("big"), "big", 0, SHARDS * PER_SHARD, PER_SHARD);
-        let cache = Cache::open(dir.join("big"), OpenOptions::default()).unwrap();
-        assert_eq!(cache.manifest().description().shards.len() as u64, SHARDS);
-    }) else {
-        return;
-    };
+fn write_big_cache(dir: &Path) {
+    write_cache(&dir.join("big"), "big", 0, SHARDS * PER_SHARD, PER_SHARD);
+    let cache = Cache::open(dir.join("big"), OpenOptions::default()).unwrap();
+    assert_eq!(cache.manifest().description().shards.len() as u64, SHARDS);
+}
+
+fn read_big_cache(root: &Path) {
     let cache = Cache::open(root.join("big"), OpenOptions::default()).unwrap();
     let n = cache.len();
     let mut buf = SampleBuf::new();
@@ -154,16 +190,13 @@ fn a_5000_shard_cache_is_read_whole_under_ulimit_256() {
 
 const CACHES: usize = 2_000;
 
-#[test]
-fn a_dataset_of_2000_caches_opens_and_iterates_under_ulimit_256() {
-    const NAME: &str = "a_dataset_of_2000_caches_opens_and_iterates_under_ulimit_256";
-    let Some(root) = in_child(NAME, |dir| {
-        for c in 0..CACHES {
-            write_cache(&dir.join(format!("c{c:04}")), &format!("src{c}"), c, 3, 4);
-        }
-    }) else {
-        return;
-    };
+fn write_many_caches(dir: &Path) {
+    for c in 0..CACHES {
+        write_cache(&dir.join(format!("c{c:04}")), &format!("src{c}"), c, 3, 4);
+    }
+}
+
+fn iterate_many_caches(root: &Path) {
     let paths: Vec<PathBuf> = (0..CACHES).map(|c| root.join(format!("c{c:04}"))).collect();
     let dataset = Arc::new(Dataset::open(&paths, OpenOptions::default()).unwrap());
     // Open, the dataset holds no descriptor per cache.
@@ -188,14 +221,7 @@ fn a_dataset_of_2000_caches_opens_and_iterates_under_ulimit_256() {
     assert_eq!(seen.len(), CACHES * 3);
 }
 
-#[test]
-fn a_payload_held_across_its_shards_eviction_keeps_its_bytes() {
-    const NAME: &str = "a_payload_held_across_its_shards_eviction_keeps_its_bytes";
-    let Some(root) = in_child(NAME, |dir| {
-        write_cache(&dir.join("c"), "c", 0, 400, 2);
-    }) else {
-        return;
-    };
+fn hold_a_payload(root: &Path) {
     HandlePool::global().set_capacity(4);
     let cache = Cache::open(root.join("c"), OpenOptions::default()).unwrap();
     let mut held = SampleBuf::new();
@@ -216,14 +242,7 @@ fn a_payload_held_across_its_shards_eviction_keeps_its_bytes() {
     assert_eq!(&map[offset as usize..offset as usize + len], payload(0, 1));
 }
 
-#[test]
-fn running_out_of_descriptors_is_a_resource_error() {
-    const NAME: &str = "running_out_of_descriptors_is_a_resource_error";
-    let Some(root) = in_child(NAME, |dir| {
-        write_cache(&dir.join("c"), "c", 0, 40, 2);
-    }) else {
-        return;
-    };
+fn run_out_of_descriptors(root: &Path) {
     let cache = Cache::open(root.join("c"), OpenOptions::default()).unwrap();
     // Every descriptor the limit allows is taken.
     let mut hogs = Vec::new();
