@@ -47,8 +47,9 @@ pub use dsrt_migrate::{
     UpdateOutcome,
 };
 pub use dsrt_plan::{
-    CacheShape, EpochPlan, IterState, Partition, PlanConfig, PlanError, PlannedSample,
-    RemainderPolicy, Sampling, Shuffle,
+    CacheShape, EpochPlan, IterState, NodeReport, Partition, PlanConfig, PlanCursor, PlanError,
+    PlanReport, PlannedSample, RemainderPolicy, ReportOptions, Sampling, Shuffle, ShuffleQuality,
+    Topology,
 };
 pub use dsrt_reader::{
     map_file, Cache, CacheError, CacheFile, Exhausted, FileIdentity, FileMap, HandlePool,

@@ -2,15 +2,13 @@
 //! throughput summary.
 
 use crate::cache_open::{is_url, open_all};
+use crate::epoch_args::EpochArgs;
 use crate::error::CliError;
 use crate::output::{human_bytes, per_second, print, print_json, seconds};
 use crate::progress::Progress;
 use crate::store_args::StoreArgs;
-use clap::{Args, ValueEnum};
-use datasetrt::{
-    Dataset, IterState, Loader, LoaderConfig, OpenOptions, PlanConfig, RemainderPolicy, Sampling,
-    Shuffle,
-};
+use clap::Args;
+use datasetrt::{Dataset, IterState, Loader, LoaderConfig, OpenOptions};
 use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -20,10 +18,14 @@ use std::time::Instant;
 /// Arguments of `dsrt iterate`.
 #[derive(Debug, Args)]
 #[command(after_help = "\
-The epoch's global order depends only on the caches, --seed, --epoch, --weights,
---samples-per-epoch, --replacement and --shuffle; never on --workers. Ranks deal the order
-round-robin; every rank yields the same number of samples (printed first): with --policy pad
-the last round repeats samples from the start of the epoch, with --policy drop it is dropped.
+The epoch's order depends only on the caches, --seed, --epoch, --weights,
+--samples-per-epoch, --replacement and --shuffle (and, inside the few shard windows where two
+nodes' shares meet, on the number of nodes the epoch started on); never on --workers or
+--prefetch. Each node (--ranks-per-node ranks) takes one contiguous share of it, dealt
+round-robin to its ranks, so each shard is read by one node; every rank yields the same number
+of samples (printed first): with --policy pad the last round repeats samples its node already
+read, with --policy drop it is dropped. A state saved with --save-state resumes on any
+topology. `dsrt plan` reports what a plan reads without reading it.
 
 Caches may be store URLs (s3://bucket/prefix, gs://, az://), mixed with directories: their
 shards are downloaded into the local cache directory as the epoch needs them, the next ones
@@ -33,41 +35,17 @@ Examples:
   dsrt iterate train/ val/ --seed 7 --epoch 0
   dsrt iterate s3://bucket/caches/train s3://bucket/caches/val --cache-dir /scratch/dsrt --keys
   dsrt iterate a/ b/ --weights 3,1 --samples-per-epoch 100000 --rank 1 --world-size 8 --workers 2
+  dsrt iterate s3://bucket/train --world-size 16 --ranks-per-node 8 --rank 9 --cache-dir /scratch/dsrt
   dsrt iterate cache/ --limit 1000 --save-state state.json && dsrt iterate cache/ --resume state.json")]
 pub(crate) struct IterateArgs {
     /// Caches (directories or URLs), in dataset order (a v2 cache's id is its position).
     #[arg(required = true, value_name = "CACHE")]
     caches: Vec<PathBuf>,
-    /// Sampling weight per cache, comma-separated, in the same order.
-    #[arg(long, value_delimiter = ',')]
-    weights: Option<Vec<f64>>,
-    /// Epoch length when weights are given (default: all samples).
-    #[arg(long)]
-    samples_per_epoch: Option<u64>,
-    /// Draw with replacement instead of passes over each cache.
-    #[arg(long)]
-    replacement: bool,
-    /// Order within the epoch.
-    #[arg(long, value_enum, default_value_t = ShuffleArg::Local)]
-    shuffle: ShuffleArg,
-    /// Shards per shuffle window with --shuffle local.
-    #[arg(long, default_value_t = 4)]
-    window_shards: usize,
-    /// The seed.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// The epoch.
-    #[arg(long, default_value_t = 0)]
-    epoch: u64,
+    #[command(flatten)]
+    epoch: EpochArgs,
     /// This rank.
     #[arg(long, default_value_t = 0)]
     rank: u64,
-    /// Number of ranks.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
-    world_size: u64,
-    /// What to do with an incomplete last round.
-    #[arg(long, value_enum, default_value_t = PolicyArg::Pad)]
-    policy: PolicyArg,
     /// Prefetching worker threads (0: read on the main thread).
     #[arg(long, default_value_t = 2)]
     workers: usize,
@@ -78,9 +56,6 @@ pub(crate) struct IterateArgs {
     /// Stop after this many samples (the state then points at the next one).
     #[arg(long)]
     limit: Option<u64>,
-    /// Resume from a state file written by --save-state.
-    #[arg(long)]
-    resume: Option<PathBuf>,
     /// Write the iterator state (JSON) here when done.
     #[arg(long)]
     save_state: Option<PathBuf>,
@@ -97,23 +72,11 @@ pub(crate) struct IterateArgs {
     store: StoreArgs,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum ShuffleArg {
-    Local,
-    Full,
-    Sequential,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum PolicyArg {
-    Pad,
-    Drop,
-}
-
 #[derive(Debug, Serialize)]
 struct Summary {
     rank: u64,
     world_size: u64,
+    ranks_per_node: u64,
     epoch: u64,
     epoch_samples: u64,
     samples_per_rank: u64,
@@ -128,45 +91,17 @@ struct Summary {
 
 impl IterateArgs {
     fn loader_config(&self) -> Result<LoaderConfig, CliError> {
-        let shuffle = match self.shuffle {
-            ShuffleArg::Local => Shuffle::Local {
-                window_shards: self.window_shards.max(1),
-            },
-            ShuffleArg::Full => Shuffle::Full,
-            ShuffleArg::Sequential => Shuffle::Sequential,
-        };
-        let resume = match &self.resume {
-            Some(path) => {
-                let text = std::fs::read(path).map_err(CliError::io(path, "read state file"))?;
-                let state: IterState = serde_json::from_slice(&text).map_err(|e| {
-                    CliError::Invalid(format!("{}: not an iterator state: {e}", path.display()))
-                })?;
-                Some(state)
-            }
-            None => None,
-        };
+        let topology = self.epoch.topology()?;
         Ok(LoaderConfig {
-            plan: PlanConfig {
-                seed: self.seed,
-                weights: self.weights.clone(),
-                samples_per_epoch: self.samples_per_epoch,
-                sampling: if self.replacement {
-                    Sampling::WithReplacement
-                } else {
-                    Sampling::WithoutReplacement
-                },
-                shuffle,
-            },
-            epoch: self.epoch,
+            plan: self.epoch.plan_config(),
+            epoch: self.epoch.epoch,
             rank: self.rank,
-            world_size: self.world_size,
-            policy: match self.policy {
-                PolicyArg::Pad => RemainderPolicy::Pad,
-                PolicyArg::Drop => RemainderPolicy::Drop,
-            },
+            world_size: topology.world_size,
+            ranks_per_node: topology.ranks_per_node,
+            policy: self.epoch.policy(),
             workers: self.workers,
             prefetch: usize::try_from(self.prefetch).unwrap_or(usize::MAX),
-            resume,
+            resume: self.epoch.resume_state()?,
         })
     }
 }
@@ -214,10 +149,10 @@ fn open_dataset(args: &IterateArgs, options: OpenOptions) -> Result<Dataset, Cli
 
 /// Runs `dsrt iterate`.
 pub(crate) fn run(args: &IterateArgs) -> Result<(), CliError> {
-    if args.rank >= args.world_size {
+    if args.rank >= args.epoch.world_size {
         return Err(CliError::Invalid(format!(
             "--rank {} is not below --world-size {}",
-            args.rank, args.world_size
+            args.rank, args.epoch.world_size
         )));
     }
     let options = OpenOptions {
@@ -231,13 +166,15 @@ pub(crate) fn run(args: &IterateArgs) -> Result<(), CliError> {
         .map_or(samples_per_rank, |limit| limit.min(samples_per_rank));
     if !args.json && !args.keys {
         print(format_args!(
-            "rank {} of {}: {} samples per rank (epoch {} has {} samples, policy {:?})\n",
+            "rank {} of {} (node {} of {}): {} samples per rank (epoch {} has {} samples, policy {:?})\n",
             args.rank,
-            args.world_size,
+            args.epoch.world_size,
+            loader.rank_partition().node(),
+            loader.rank_partition().topology().nodes(),
             samples_per_rank,
-            args.epoch,
+            args.epoch.epoch,
             loader.epoch_len(),
-            args.policy
+            args.epoch.policy
         ))?;
     }
     let progress = Progress::samples("iterating", Some(to_read));
@@ -268,8 +205,9 @@ pub(crate) fn run(args: &IterateArgs) -> Result<(), CliError> {
     }
     let summary = Summary {
         rank: args.rank,
-        world_size: args.world_size,
-        epoch: args.epoch,
+        world_size: args.epoch.world_size,
+        ranks_per_node: args.epoch.ranks_per_node,
+        epoch: args.epoch.epoch,
         epoch_samples: loader.epoch_len(),
         samples_per_rank,
         samples,

@@ -3,8 +3,8 @@
 //! What it is for: packing JSONL files or directory trees into caches (`pack`), describing a
 //! cache (`inspect`), checking caches for scripts and CI (`verify`), reading one sample back
 //! (`cat`), showing the whole round trip on a sample set shipped in the binary (`demo`),
-//! migrating manifests to v3 (`migrate`) and iterating epochs as a training rank would
-//! (`iterate`).
+//! migrating manifests to v3 (`migrate`), iterating epochs as a training rank would
+//! (`iterate`) and reporting what an epoch's plan reads on a topology (`plan`).
 //!
 //! What it is not for: the format itself. Every byte is written and read by the `datasetrt`
 //! facade; this crate only turns shell input into library calls and library results into
@@ -20,6 +20,7 @@ mod byte_size;
 mod cache_open;
 mod cat;
 mod demo;
+mod epoch_args;
 mod error;
 mod inspect;
 mod iterate;
@@ -27,6 +28,7 @@ mod migrate;
 mod migrate_remote;
 mod output;
 mod pack;
+mod plan;
 mod progress;
 mod store_args;
 mod verify;
@@ -85,6 +87,8 @@ enum Command {
     Migrate(migrate::MigrateArgs),
     /// Iterate an epoch of a dataset as one rank of a training job would.
     Iterate(iterate::IterateArgs),
+    /// Report what an epoch reads on a topology, per node, without reading any payload.
+    Plan(plan::PlanArgs),
 }
 
 fn main() -> ExitCode {
@@ -101,6 +105,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(&args),
         Command::Migrate(args) => migrate::run(&args),
         Command::Iterate(args) => iterate::run(&args),
+        Command::Plan(args) => plan::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -106,7 +106,9 @@ fn iterate_prints_the_per_rank_length_and_ranks_cover_the_epoch() {
     .ok()
     .stdout_text();
     assert!(
-        text.starts_with("rank 1 of 4: 4 samples per rank (epoch 0 has 13 samples, policy Pad)"),
+        text.starts_with(
+            "rank 1 of 4 (node 1 of 4): 4 samples per rank (epoch 0 has 13 samples, policy Pad)"
+        ),
         "{text}"
     );
     let mut all = Vec::new();

@@ -4,7 +4,10 @@ use crate::buffers::PooledBuffer;
 use crate::{Dataset, DatasetError, SampleKey};
 use bytes::Bytes;
 use dsrt_metadata::RowView;
-use dsrt_plan::{CacheShape, EpochPlan, IterState, Partition, PlanConfig, RemainderPolicy};
+use dsrt_plan::{
+    CacheShape, EpochPlan, IterState, Partition, PlanConfig, PlanCursor, PlannedSample,
+    RemainderPolicy, Topology,
+};
 use dsrt_reader::{SampleBuf, SharedPayload, SharedShard};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,6 +26,9 @@ pub struct LoaderConfig {
     pub rank: u64,
     /// Number of ranks (0 is taken as 1).
     pub world_size: u64,
+    /// Ranks per node (0 is taken as 1); divides `world_size`. Each node reads a contiguous
+    /// share of the epoch, so each shard is read by one node (see docs/iteration.md).
+    pub ranks_per_node: u64,
     /// Padding or dropping the last incomplete round.
     pub policy: RemainderPolicy,
     /// Worker threads reading ahead; 0 reads on the calling thread.
@@ -80,9 +86,30 @@ impl Dataset {
             .collect()
     }
 
-    /// The global order of `epoch`.
+    /// The global order of `epoch`, its windows not cut for any topology (see
+    /// [`EpochPlan::with_cuts`]).
     pub fn plan(&self, config: &PlanConfig, epoch: u64) -> Result<EpochPlan, DatasetError> {
         Ok(EpochPlan::build(&self.shapes(), config, epoch)?)
+    }
+
+    /// The plan of `epoch` on `topology`, from `resume` or the epoch's start, checked against
+    /// the state; returns the plan (cut where the state says) and the state to start from.
+    pub fn plan_for(
+        &self,
+        config: &PlanConfig,
+        epoch: u64,
+        topology: Topology,
+        policy: RemainderPolicy,
+        resume: Option<&IterState>,
+    ) -> Result<(EpochPlan, IterState), DatasetError> {
+        let plan = self.plan(config, epoch)?;
+        let state = match resume {
+            Some(state) => state.clone(),
+            None => IterState::start(config.seed, epoch, plan.len(), topology, policy),
+        };
+        state.check(config.seed, epoch, plan.len())?;
+        let plan = plan.with_cuts(&state.cuts);
+        Ok((plan, state))
     }
 }
 
@@ -91,6 +118,8 @@ struct Steps {
     dataset: Arc<Dataset>,
     plan: Arc<EpochPlan>,
     partition: Partition,
+    /// The state the epoch started (or resumed) from.
+    start: IterState,
     /// Steps per chunk: `min(prefetch, 256)`, at least 1.
     chunk_steps: u64,
     /// The first `ramp` chunks hold 1, 2, 4, ... steps (all fewer than `chunk_steps`), so the
@@ -191,13 +220,12 @@ impl Steps {
     /// sample costs a reference count, not an allocation).
     fn locate(
         &self,
-        step: u64,
+        (step, global_position, planned): (u64, u64, Option<PlannedSample>),
         scratch: &mut Scratch,
         data: &mut Vec<u8>,
         at: usize,
     ) -> Result<Located, DatasetError> {
-        let global_position = self.partition.global_position(step);
-        let planned = self.plan.get(global_position).ok_or_else(|| {
+        let planned = planned.ok_or_else(|| {
             DatasetError::Plan(dsrt_plan::PlanError::State(format!(
                 "position {global_position} is outside the plan"
             )))
@@ -232,18 +260,33 @@ impl Steps {
 
     /// Tells each cache with a shard source which of its shards the steps from `from` on
     /// need, in the order they first need them (up to [`HINT_STEPS`] steps ahead).
-    fn hint_shards(&self, from: u64, hinted: &mut Vec<Vec<u64>>) {
+    fn hint_shards(&self, from: u64, scratch: &mut Scratch) {
         let end = from.saturating_add(HINT_STEPS).min(self.partition.len());
+        let cursor = scratch
+            .hint_cursor
+            .get_or_insert_with(|| self.plan.cursor());
         let planned = (from..end)
-            .map_while(|step| self.plan.get(self.partition.global_position(step)))
+            .map_while(|step| cursor.get(&self.plan, self.partition.global_position(step)))
             .map(|p| (p.cache, p.sample));
-        self.dataset.will_need(planned, HINT_SHARDS, hinted);
+        self.dataset
+            .will_need(planned, HINT_SHARDS, &mut scratch.hinted);
     }
 
-    /// The bytes of the records of steps `range` (what their payloads take uncompressed).
-    fn chunk_bytes(&self, range: std::ops::Range<u64>) -> usize {
-        range
-            .filter_map(|step| self.plan.get(self.partition.global_position(step)))
+    /// Finds the sample of each step of `range` (into `scratch.planned`).
+    fn plan_steps(&self, range: std::ops::Range<u64>, scratch: &mut Scratch) {
+        let cursor = scratch.cursor.get_or_insert_with(|| self.plan.cursor());
+        scratch.planned.clear();
+        scratch.planned.extend(range.map(|step| {
+            let position = self.partition.global_position(step);
+            (step, position, cursor.get(&self.plan, position))
+        }));
+    }
+
+    /// The bytes of the records of the planned steps (what their payloads take uncompressed).
+    fn chunk_bytes(&self, planned: &[(u64, u64, Option<PlannedSample>)]) -> usize {
+        planned
+            .iter()
+            .filter_map(|p| p.2)
             .filter_map(|p| {
                 let row = self.dataset.caches()[p.cache].cache.index().row(p.sample);
                 usize::try_from(row.ok()?.length).ok()
@@ -255,25 +298,27 @@ impl Steps {
     fn load_chunk(&self, range: std::ops::Range<u64>, scratch: &mut Scratch) -> Chunk {
         self.read_ahead.start(range.end - range.start);
         if self.hints {
-            self.hint_shards(range.start, &mut scratch.hinted);
+            self.hint_shards(range.start, scratch);
         }
+        self.plan_steps(range, scratch);
         let buffers = self.dataset.chunk_buffers();
         let mut data = buffers.take();
         // One allocation per chunk at most: growing the buffer record by record would copy
         // it each time it doubles (and fault in its pages each time).
-        let need = self.chunk_bytes(range.clone());
+        let need = self.chunk_bytes(&scratch.planned);
         data.reserve(need.saturating_sub(data.len()));
         let mut used = 0;
         scratch.located.clear();
         let mut failed = None;
-        for step in range {
+        let planned = std::mem::take(&mut scratch.planned);
+        for &(step, position, sample) in &planned {
             if let Some(failed_step) = failed {
                 scratch
                     .located
                     .push(Err(DatasetError::SkippedAfterError { step, failed_step }));
                 continue;
             }
-            let located = self.locate(step, scratch, &mut data, used);
+            let located = self.locate((step, position, sample), scratch, &mut data, used);
             match &located {
                 Ok(Located {
                     payload: Placed::InChunk(range),
@@ -284,6 +329,7 @@ impl Steps {
             }
             scratch.located.push(located);
         }
+        scratch.planned = planned;
         scratch.shared.clear();
         let data = Bytes::from_owner(PooledBuffer::new(data, used, buffers));
         scratch
@@ -314,6 +360,11 @@ struct Scratch {
     hinted: Vec<Vec<u64>>,
     /// The shared shard bytes this chunk's samples are slices of: (cache, shard, bytes).
     shared: Vec<(usize, u64, Bytes)>,
+    /// The chunk's steps: step, global position and sample.
+    planned: Vec<(u64, u64, Option<PlannedSample>)>,
+    /// Reads the plan at the chunk's positions (and the hints', ahead of them).
+    cursor: Option<PlanCursor>,
+    hint_cursor: Option<PlanCursor>,
 }
 
 impl Scratch {
@@ -354,7 +405,6 @@ type Worker = (Receiver<Chunk>, JoinHandle<()>);
 /// Iterates one rank's share of one epoch in the plan's order, whatever the number of workers.
 pub struct Loader {
     steps: Arc<Steps>,
-    config: LoaderConfig,
     next_step: u64,
     len: u64,
     inline: Scratch,
@@ -374,21 +424,17 @@ impl std::fmt::Debug for Loader {
 impl Loader {
     /// Plans the epoch and, with `workers > 0`, starts the worker threads.
     pub fn new(dataset: Arc<Dataset>, config: LoaderConfig) -> Result<Self, DatasetError> {
-        let plan = Arc::new(dataset.plan(&config.plan, config.epoch)?);
-        let start = match &config.resume {
-            Some(state) => {
-                state.check(config.plan.seed, config.epoch, plan.len())?;
-                state.position
-            }
-            None => 0,
-        };
-        let partition = Partition::new(
-            config.rank,
-            config.world_size.max(1),
+        let topology = Topology::new(config.world_size.max(1), config.ranks_per_node.max(1))?;
+        let (plan, start) = dataset.plan_for(
+            &config.plan,
+            config.epoch,
+            topology,
             config.policy,
-            start,
-            plan.len(),
+            config.resume.as_ref(),
         )?;
+        let plan = Arc::new(plan);
+        let partition = Partition::new(config.rank, topology, config.policy, &start)?;
+        let len = partition.len();
         let prefetch = config.prefetch.max(1);
         let chunk_steps = prefetch.min(MAX_CHUNK_STEPS);
         let hints = dataset.caches().iter().any(|c| c.cache.has_shard_source());
@@ -396,13 +442,13 @@ impl Loader {
             dataset,
             plan,
             partition,
+            start,
             chunk_steps: chunk_steps as u64,
             ramp: ramp_chunks(chunk_steps as u64),
             read_ahead: ReadAhead::default(),
             hints,
             first_chunk: FirstChunk::default(),
         });
-        let len = partition.len();
         // A worker holds the chunk it fills (or is handing over) plus `queue` sent ones:
         // (queue + 1) × chunk_steps <= prefetch.
         // (The channel allocates its slots up front, hence the cap on absurd values.)
@@ -412,7 +458,6 @@ impl Loader {
             .collect();
         Ok(Self {
             steps,
-            config,
             next_step: 0,
             len,
             inline: Scratch::default(),
@@ -436,16 +481,23 @@ impl Loader {
         self.steps.plan.len()
     }
 
-    /// The state after the samples yielded so far: resume from it, with any world size or
-    /// number of workers, and every rank continues at the next sample. Ranks in lockstep
-    /// produce identical states.
+    /// The state after the samples yielded so far: resume from it on any topology (world size
+    /// and ranks per node) and with any number of workers, and every rank continues with what
+    /// no rank has read. Ranks in lockstep produce identical states.
     pub fn state(&self) -> IterState {
-        IterState {
-            seed: self.config.plan.seed,
-            epoch: self.config.epoch,
-            position: self.steps.partition.consumed_after(self.next_step),
-            epoch_len: self.steps.plan.len(),
-        }
+        self.steps
+            .partition
+            .state_after(&self.steps.start, self.next_step)
+    }
+
+    /// This rank's share: its topology, node and the positions it reads.
+    pub fn rank_partition(&self) -> &Partition {
+        &self.steps.partition
+    }
+
+    /// The epoch's plan, cut for the topology the epoch started on.
+    pub fn plan(&self) -> &EpochPlan {
+        &self.steps.plan
     }
 }
 

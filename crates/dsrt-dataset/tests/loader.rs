@@ -105,6 +105,8 @@ fn a_state_from_another_plan_is_refused() {
         epoch: 1,
         position: 3,
         epoch_len: 150,
+        cuts: Vec::new(),
+        remaining: None,
     };
     let err = Loader::new(
         dataset,

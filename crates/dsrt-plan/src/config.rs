@@ -76,6 +76,14 @@ pub enum PlanError {
         /// The world size.
         world_size: u64,
     },
+    /// `world_size` must be a positive multiple of `ranks_per_node`.
+    #[error("invalid topology: {world_size} ranks do not form nodes of {ranks_per_node} ranks")]
+    Topology {
+        /// The world size.
+        world_size: u64,
+        /// Ranks per node.
+        ranks_per_node: u64,
+    },
     /// A saved state does not belong to this plan.
     #[error("iterator state does not match this plan: {0}")]
     State(String),

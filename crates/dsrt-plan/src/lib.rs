@@ -21,12 +21,16 @@ compile_error!(
 );
 
 mod config;
+mod mixing;
 mod order;
 mod partition;
+mod report;
 mod rng;
 mod state;
+mod stream;
 
 pub use config::{PlanConfig, PlanError, Sampling, Shuffle};
-pub use order::{CacheShape, EpochPlan, PlannedSample};
-pub use partition::{Partition, RemainderPolicy};
+pub use order::{CacheShape, EpochPlan, PlanCursor, PlannedSample};
+pub use partition::{Partition, RemainderPolicy, Topology};
+pub use report::{NodeReport, PlanReport, ReportOptions, ShuffleQuality};
 pub use state::IterState;

@@ -2,13 +2,16 @@
 // converting it to `usize` cannot truncate on the 64-bit targets this crate builds for.
 #![allow(clippy::cast_possible_truncation)]
 
-use crate::rng::{mix, Rng};
-use crate::{PlanConfig, PlanError, Sampling, Shuffle};
+use crate::mixing::Interleaving;
+use crate::rng::mix;
+use crate::stream::{CacheStream, PassLayout};
+use crate::{PlanConfig, PlanError, Shuffle};
 use std::ops::Range;
 
-const SAMPLE_BITS: u32 = 48;
-const SAMPLE_MASK: u64 = (1 << SAMPLE_BITS) - 1;
-const MAX_CACHES: usize = 1 << (64 - SAMPLE_BITS);
+/// Stream positions and sample ids stay below 2^48, so a time (a position shifted by 64 bits)
+/// fits a `u128`.
+const SAMPLE_MASK: u64 = (1 << 48) - 1;
+const MAX_CACHES: usize = 1 << 16;
 
 /// What planning needs to know about one cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,23 +21,55 @@ pub struct CacheShape {
     /// Consecutive sample ranges whose records share a shard, covering `0..len` in order.
     /// Used for locality; a single run `0..len` is valid (it disables locality).
     pub runs: Vec<Range<u64>>,
+    /// The shard id of each run (empty: run `i` is shard `i`), for reports of which shards a
+    /// node reads.
+    pub run_shards: Vec<u64>,
 }
 
 impl CacheShape {
     /// A shape with one run per maximal stretch of equal shard ids.
     pub fn from_shard_ids(shard_ids: impl IntoIterator<Item = u64>) -> Self {
         let mut runs: Vec<Range<u64>> = Vec::new();
+        let mut run_shards = Vec::new();
         let mut last = None;
         let mut len = 0u64;
         for shard in shard_ids {
             match runs.last_mut() {
                 Some(run) if last == Some(shard) => run.end = len + 1,
-                _ => runs.push(len..len + 1),
+                _ => {
+                    runs.push(len..len + 1);
+                    run_shards.push(shard);
+                }
             }
             last = Some(shard);
             len += 1;
         }
-        Self { len, runs }
+        Self {
+            len,
+            runs,
+            run_shards,
+        }
+    }
+
+    /// `len` samples in `shards` equal runs (the first `len % shards` one sample longer), run
+    /// `i` in shard `i`: a synthetic shape for planning without a cache.
+    pub fn equal_shards(len: u64, shards: u64) -> Self {
+        let shards = shards.clamp(1, len.max(1));
+        let (per, extra) = (len / shards, len % shards);
+        let mut runs = Vec::with_capacity(usize::try_from(shards).unwrap_or(0));
+        let mut at = 0;
+        for i in 0..shards {
+            let end = at + per + u64::from(i < extra);
+            if end > at {
+                runs.push(at..end);
+            }
+            at = end;
+        }
+        Self {
+            len,
+            runs,
+            run_shards: Vec::new(),
+        }
     }
 }
 
@@ -47,12 +82,31 @@ pub struct PlannedSample {
     pub sample: u64,
 }
 
-/// The global order of one epoch: 8 bytes per planned sample (cache position and sample id
-/// packed into one `u64`), computed once per epoch.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How global positions map to the caches' streams.
+#[derive(Debug, Clone, PartialEq)]
+enum Mixing {
+    /// No cache has samples to draw.
+    Empty,
+    /// One cache draws every sample: position `p` is its stream position `p`.
+    Single(usize),
+    /// `Sequential`: the caches' streams one after another; `starts[c]` is where cache `c`'s
+    /// begins.
+    Concatenated { starts: Vec<u64> },
+    /// Interleaved by time (see `mixing`), seeded by `seed`.
+    Interleaved { seed: u64 },
+}
+
+/// The order of one epoch, as a function from global position to sample: O(1) to evaluate
+/// for one cache, O(log caches) per step for many, and memory in the number of shards and
+/// caches, never in the number of samples (see [`EpochPlan::bytes`]).
+#[derive(Debug, Clone, PartialEq)]
 pub struct EpochPlan {
-    order: Vec<u64>,
     epoch: u64,
+    len: u64,
+    shares: Vec<u64>,
+    streams: Vec<CacheStream>,
+    mixing: Mixing,
+    cuts: Vec<u64>,
 }
 
 impl EpochPlan {
@@ -73,21 +127,95 @@ impl EpochPlan {
                 "cache {cache} has more than 2^48 samples"
             )));
         }
+        if let Some(cache) = shapes.iter().position(|s| s.runs.len() > u32::MAX as usize) {
+            return Err(PlanError::TooLarge(format!(
+                "cache {cache} has more than 2^32 shard runs"
+            )));
+        }
         let shares = shares(shapes, config)?;
-        let streams: Vec<Vec<u64>> = shapes
+        if let Some(cache) = shares.iter().position(|&s| s > SAMPLE_MASK) {
+            return Err(PlanError::TooLarge(format!(
+                "cache {cache} would draw more than 2^48 samples"
+            )));
+        }
+        let len = shares
+            .iter()
+            .try_fold(0u64, |sum, &s| sum.checked_add(s))
+            .ok_or_else(|| PlanError::TooLarge("more than 2^64 samples per epoch".into()))?;
+        let streams = shapes
             .iter()
             .zip(&shares)
             .enumerate()
             .map(|(cache, (shape, &share))| {
                 let seed = mix(&[config.seed, epoch, cache as u64]);
-                cache_stream(shape, share, config, seed)
+                let runs = normalized_runs(shape);
+                let run_shards = if runs == shape.runs {
+                    shape.run_shards.clone()
+                } else {
+                    Vec::new()
+                };
+                CacheStream::new(
+                    runs,
+                    run_shards,
+                    shape.len,
+                    share,
+                    seed,
+                    config.sampling,
+                    config.shuffle,
+                )
             })
             .collect();
-        let order = match config.shuffle {
-            Shuffle::Sequential => concatenate(streams),
-            _ => interleave(streams, &mut Rng::new(mix(&[config.seed, epoch, u64::MAX]))),
+        let drawing: Vec<usize> = (0..shares.len()).filter(|&c| shares[c] > 0).collect();
+        let mixing = match (drawing.as_slice(), config.shuffle) {
+            ([], _) => Mixing::Empty,
+            ([only], _) => Mixing::Single(*only),
+            (_, Shuffle::Sequential) => {
+                let mut starts = Vec::with_capacity(shares.len() + 1);
+                let mut at = 0;
+                for &share in &shares {
+                    starts.push(at);
+                    at += share;
+                }
+                starts.push(at);
+                Mixing::Concatenated { starts }
+            }
+            _ => Mixing::Interleaved {
+                seed: mix(&[config.seed, epoch, u64::MAX]),
+            },
         };
-        Ok(Self { order, epoch })
+        Ok(Self {
+            epoch,
+            len,
+            shares,
+            streams,
+            mixing,
+            cuts: Vec::new(),
+        })
+    }
+
+    /// The same order with its windows cut at global positions `cuts` (the boundaries between
+    /// nodes' shares): a segment of a window then never spans a cut, so the samples on either
+    /// side of a cut come from whole shard runs plus at most one run split in two, per cache.
+    /// Only the order within the cut windows changes; which samples every stretch between
+    /// cuts holds does not.
+    #[must_use]
+    pub fn with_cuts(mut self, cuts: &[u64]) -> Self {
+        let mut per_cache: Vec<Vec<u64>> = vec![Vec::new(); self.streams.len()];
+        for &cut in cuts.iter().filter(|&&c| c > 0 && c < self.len) {
+            for (cache, position) in self.stream_positions_at(cut).into_iter().enumerate() {
+                per_cache[cache].push(position);
+            }
+        }
+        for (stream, cuts) in self.streams.iter_mut().zip(per_cache) {
+            stream.set_cuts(cuts);
+        }
+        self.cuts = cuts.to_vec();
+        self
+    }
+
+    /// The global positions this plan's windows are cut at.
+    pub fn cuts(&self) -> &[u64] {
+        &self.cuts
     }
 
     /// The epoch number this plan is for.
@@ -97,26 +225,144 @@ impl EpochPlan {
 
     /// Number of samples in the epoch.
     pub fn len(&self) -> u64 {
-        self.order.len() as u64
+        self.len
     }
 
     /// Whether the epoch is empty.
     pub fn is_empty(&self) -> bool {
-        self.order.is_empty()
+        self.len == 0
     }
 
-    /// The sample at global position `position` (`None` past the end).
-    #[inline]
+    /// Samples each cache draws in the epoch, in dataset order.
+    pub fn shares(&self) -> &[u64] {
+        &self.shares
+    }
+
+    /// Each cache's stream position once the first `position` global positions are read:
+    /// how many samples of each cache they hold.
+    pub fn stream_positions_at(&self, position: u64) -> Vec<u64> {
+        let position = position.min(self.len);
+        match &self.mixing {
+            Mixing::Empty => vec![0; self.shares.len()],
+            Mixing::Single(only) => {
+                let mut at = vec![0; self.shares.len()];
+                at[*only] = position;
+                at
+            }
+            Mixing::Concatenated { starts } => self
+                .shares
+                .iter()
+                .zip(starts)
+                .map(|(&share, &start)| position.saturating_sub(start).min(share))
+                .collect(),
+            Mixing::Interleaved { seed } => {
+                Interleaving::cursors_at(*seed, &self.shares, self.len, position)
+            }
+        }
+    }
+
+    /// A cursor for reading positions of this plan (see [`PlanCursor`]).
+    pub fn cursor(&self) -> PlanCursor {
+        PlanCursor {
+            interleaving: matches!(self.mixing, Mixing::Interleaved { .. })
+                .then(|| Interleaving::new(self.shares.len())),
+            layouts: Vec::new(),
+        }
+    }
+
+    /// The sample at global position `position` (`None` past the end). Each call starts a new
+    /// cursor: to read many positions, keep one [`PlanCursor`].
     pub fn get(&self, position: u64) -> Option<PlannedSample> {
-        let packed = *self.order.get(usize::try_from(position).ok()?)?;
-        Some(PlannedSample {
-            cache: (packed >> SAMPLE_BITS) as usize,
-            sample: packed & SAMPLE_MASK,
-        })
+        self.cursor().get(self, position)
     }
 
-    /// Bytes the plan holds per planned sample.
-    pub const BYTES_PER_SAMPLE: usize = std::mem::size_of::<u64>();
+    /// The cache and stream position that global position `position` reads.
+    fn stream_position(
+        &self,
+        interleaving: Option<&mut Interleaving>,
+        position: u64,
+    ) -> Option<(usize, u64)> {
+        if position >= self.len {
+            return None;
+        }
+        match &self.mixing {
+            Mixing::Empty => None,
+            Mixing::Single(only) => Some((*only, position)),
+            Mixing::Concatenated { starts } => {
+                let cache = starts.partition_point(|&s| s <= position) - 1;
+                Some((cache, position - starts[cache]))
+            }
+            Mixing::Interleaved { seed } => {
+                interleaving?.at(*seed, &self.shares, self.len, position)
+            }
+        }
+    }
+
+    /// Memory the plan holds: its caches' runs, one pass layout per cache and the cuts. A
+    /// cursor adds one heap entry per cache and the layout of any later pass it is in.
+    pub fn bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self.shares.capacity() * 8
+            + self.cuts.capacity() * 8
+            + self
+                .streams
+                .iter()
+                .map(|s| s.bytes() + std::mem::size_of::<CacheStream>())
+                .sum::<usize>()
+            + match &self.mixing {
+                Mixing::Concatenated { starts } => starts.capacity() * 8,
+                _ => 0,
+            }
+    }
+
+    pub(crate) fn stream(&self, cache: usize) -> &CacheStream {
+        &self.streams[cache]
+    }
+
+    pub(crate) fn caches(&self) -> usize {
+        self.streams.len()
+    }
+}
+
+/// Reads positions of one [`EpochPlan`]: holds what makes the next positions cheap (the
+/// interleaving's heap, and the layout of any pass past the first a cache is in). Reading
+/// positions in increasing order, with small gaps, costs O(log caches) each; a jump back or far
+/// ahead costs one seek, O(caches · log caches).
+#[derive(Debug, Clone)]
+pub struct PlanCursor {
+    interleaving: Option<Interleaving>,
+    layouts: Vec<Option<PassLayout>>,
+}
+
+impl PlanCursor {
+    /// The sample at global position `position` of `plan` (`None` past the end).
+    #[inline]
+    pub fn get(&mut self, plan: &EpochPlan, position: u64) -> Option<PlannedSample> {
+        self.locate(plan, position).map(|(sample, _)| sample)
+    }
+
+    /// The sample at `position` and the shard it lies in.
+    pub fn locate(&mut self, plan: &EpochPlan, position: u64) -> Option<(PlannedSample, u64)> {
+        let (cache, stream_position) =
+            plan.stream_position(self.interleaving.as_mut(), position)?;
+        if self.layouts.len() < plan.caches() {
+            self.layouts.resize(plan.caches(), None);
+        }
+        let stream = plan.stream(cache);
+        let (sample, run) = stream.sample(stream_position, &mut self.layouts[cache]);
+        Some((PlannedSample { cache, sample }, stream.shard_of_run(run)))
+    }
+
+    /// Memory the cursor holds.
+    pub fn bytes(&self) -> usize {
+        self.interleaving.as_ref().map_or(0, Interleaving::bytes)
+            + self
+                .layouts
+                .iter()
+                .flatten()
+                .map(PassLayout::bytes)
+                .sum::<usize>()
+    }
 }
 
 /// Samples each cache contributes to the epoch.
@@ -184,81 +430,6 @@ fn largest_remainder(weights: &[f64], total_weight: f64, total: u64) -> Vec<u64>
     shares
 }
 
-/// One cache's `share` sample ids, in the order the shuffle mode gives.
-fn cache_stream(shape: &CacheShape, share: u64, config: &PlanConfig, seed: u64) -> Vec<u64> {
-    if share == 0 || shape.len == 0 {
-        return Vec::new();
-    }
-    let mut rng = Rng::new(seed);
-    match config.sampling {
-        Sampling::WithoutReplacement => {
-            let mut out = Vec::with_capacity(share as usize);
-            while (out.len() as u64) < share {
-                let pass = permutation(shape, config.shuffle, &mut rng);
-                let take = (share - out.len() as u64).min(pass.len() as u64) as usize;
-                out.extend_from_slice(&pass[..take]);
-            }
-            out
-        }
-        Sampling::WithReplacement => draws_with_replacement(shape, share, config.shuffle, &mut rng),
-    }
-}
-
-/// One pass over every sample of a cache.
-fn permutation(shape: &CacheShape, shuffle: Shuffle, rng: &mut Rng) -> Vec<u64> {
-    match shuffle {
-        Shuffle::Sequential => (0..shape.len).collect(),
-        Shuffle::Full => {
-            let mut all: Vec<u64> = (0..shape.len).collect();
-            rng.shuffle(&mut all);
-            all
-        }
-        Shuffle::Local { window_shards } => {
-            let mut runs: Vec<Range<u64>> = normalized_runs(shape);
-            rng.shuffle(&mut runs);
-            let mut out = Vec::with_capacity(shape.len as usize);
-            for window in runs.chunks(window_shards.max(1)) {
-                let start = out.len();
-                for run in window {
-                    out.extend(run.clone());
-                }
-                rng.shuffle(&mut out[start..]);
-            }
-            out
-        }
-    }
-}
-
-/// `share` independent uniform draws, grouped by window for locality when shuffling locally.
-fn draws_with_replacement(
-    shape: &CacheShape,
-    share: u64,
-    shuffle: Shuffle,
-    rng: &mut Rng,
-) -> Vec<u64> {
-    let mut draws: Vec<u64> = (0..share).map(|_| rng.below(shape.len)).collect();
-    match shuffle {
-        Shuffle::Sequential => draws.sort_unstable(),
-        Shuffle::Full => {}
-        Shuffle::Local { window_shards } => {
-            let runs = normalized_runs(shape);
-            let mut rank_of_run: Vec<u64> = (0..runs.len() as u64).collect();
-            rng.shuffle(&mut rank_of_run);
-            let window_of = |sample: u64| {
-                let run = runs.partition_point(|r| r.end <= sample);
-                rank_of_run[run] / window_shards.max(1) as u64
-            };
-            let mut keyed: Vec<(u64, u64, u64)> = draws
-                .iter()
-                .map(|&d| (window_of(d), rng.next_u64(), d))
-                .collect();
-            keyed.sort_unstable();
-            draws = keyed.into_iter().map(|(_, _, d)| d).collect();
-        }
-    }
-    draws
-}
-
 /// The shape's runs if they tile `0..len`, else one run per sample block of the whole cache.
 fn normalized_runs(shape: &CacheShape) -> Vec<Range<u64>> {
     let tiles = shape.runs.first().is_some_and(|r| r.start == 0)
@@ -275,33 +446,4 @@ fn normalized_runs(shape: &CacheShape) -> Vec<Range<u64>> {
     } else {
         std::iter::once(0..shape.len).collect()
     }
-}
-
-fn pack(cache: usize, sample: u64) -> u64 {
-    ((cache as u64) << SAMPLE_BITS) | sample
-}
-
-fn concatenate(streams: Vec<Vec<u64>>) -> Vec<u64> {
-    let mut order = Vec::with_capacity(streams.iter().map(Vec::len).sum());
-    for (cache, stream) in streams.into_iter().enumerate() {
-        order.extend(stream.into_iter().map(|s| pack(cache, s)));
-    }
-    order
-}
-
-/// A uniformly random interleaving that keeps each cache's own order: shuffle the multiset of
-/// cache labels, then hand each label its cache's next sample.
-fn interleave(streams: Vec<Vec<u64>>, rng: &mut Rng) -> Vec<u64> {
-    let mut order: Vec<u64> = Vec::with_capacity(streams.iter().map(Vec::len).sum());
-    for (cache, stream) in streams.iter().enumerate() {
-        order.extend(std::iter::repeat_n(cache as u64, stream.len()));
-    }
-    rng.shuffle(&mut order);
-    let mut cursors = vec![0usize; streams.len()];
-    for slot in &mut order {
-        let cache = *slot as usize;
-        *slot = pack(cache, streams[cache][cursors[cache]]);
-        cursors[cache] += 1;
-    }
-    order
 }

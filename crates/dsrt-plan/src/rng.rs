@@ -10,6 +10,70 @@ pub(crate) fn mix(values: &[u64]) -> u64 {
     state
 }
 
+/// A uniform value in `0..bound` from a hash (`bound > 0`): the high word of `hash * bound`,
+/// biased by less than `bound / 2^64`, which no epoch can observe.
+#[allow(clippy::cast_possible_truncation)] // the high word of a 64x64 product fits 64 bits
+pub(crate) fn scaled(hash: u64, bound: u64) -> u64 {
+    ((u128::from(hash) * u128::from(bound)) >> 64) as u64
+}
+
+/// A pseudo-random permutation of `0..len` keyed by a seed, computed per element in O(1): a
+/// four-round Feistel network over the smallest even number of bits that holds `len`, walking
+/// the cycle until the value falls below `len` (fewer than four rounds of walking expected,
+/// as the domain is less than `4 * len`). It stands in for a Fisher-Yates shuffle, which
+/// would need the whole order in memory.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Permutation {
+    len: u64,
+    half_bits: u32,
+    keys: [u64; 4],
+}
+
+impl Permutation {
+    pub(crate) fn new(seed: u64, len: u64) -> Self {
+        let bits = (64 - len.saturating_sub(1).leading_zeros()).max(2);
+        let half_bits = bits.div_ceil(2);
+        let mut rng = Rng::new(seed);
+        Self {
+            len,
+            half_bits,
+            keys: [
+                rng.next_u64(),
+                rng.next_u64(),
+                rng.next_u64(),
+                rng.next_u64(),
+            ],
+        }
+    }
+
+    /// The image of `index` (`index < len`).
+    #[inline]
+    pub(crate) fn apply(&self, index: u64) -> u64 {
+        if self.len <= 1 {
+            return index;
+        }
+        let mut value = index;
+        loop {
+            value = self.round_trip(value);
+            if value < self.len {
+                return value;
+            }
+        }
+    }
+
+    #[inline]
+    fn round_trip(&self, value: u64) -> u64 {
+        let mask = (1u64 << self.half_bits) - 1;
+        let (mut left, mut right) = (value >> self.half_bits, value & mask);
+        for key in self.keys {
+            let next = left ^ (splitmix(right ^ key) & mask);
+            left = right;
+            right = next;
+        }
+        (left << self.half_bits) | right
+    }
+}
+
 fn splitmix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -80,5 +144,28 @@ mod tests {
         }
         assert!(seen.iter().all(|s| *s));
         assert_ne!(mix(&[1, 2]), mix(&[2, 1]));
+    }
+
+    #[test]
+    fn permutations_are_bijections_of_every_length() {
+        for len in (0..70).chain([255, 256, 257, 1000, 4097]) {
+            let permutation = Permutation::new(len ^ 0x5eed, len);
+            let mut seen = vec![false; len as usize];
+            for i in 0..len {
+                let image = permutation.apply(i);
+                assert!(image < len, "{i} -> {image} of {len}");
+                assert!(!seen[image as usize], "{image} twice in {len}");
+                seen[image as usize] = true;
+            }
+        }
+    }
+
+    #[test]
+    fn permutations_move_most_elements() {
+        let permutation = Permutation::new(7, 10_000);
+        let fixed = (0..10_000).filter(|&i| permutation.apply(i) == i).count();
+        // A uniform permutation fixes one element on average.
+        assert!(fixed < 20, "{fixed} fixed points");
+        assert!(scaled(u64::MAX, 10) == 9 && scaled(0, 10) == 0);
     }
 }

@@ -3,11 +3,11 @@
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
 
 use dsrt_plan::{
-    CacheShape, EpochPlan, IterState, Partition, PlanConfig, PlanError, PlannedSample,
-    RemainderPolicy, Sampling, Shuffle,
+    CacheShape, EpochPlan, IterState, Partition, PlanConfig, PlanError, PlanReport, PlannedSample,
+    RemainderPolicy, ReportOptions, Sampling, Shuffle, Topology,
 };
 use proptest::prelude::*;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A cache of `len` samples in shards of `per_shard` samples.
 fn shape(len: u64, per_shard: u64) -> CacheShape {
@@ -15,7 +15,10 @@ fn shape(len: u64, per_shard: u64) -> CacheShape {
 }
 
 fn order(plan: &EpochPlan) -> Vec<PlannedSample> {
-    (0..plan.len()).map(|p| plan.get(p).unwrap()).collect()
+    let mut cursor = plan.cursor();
+    (0..plan.len())
+        .map(|p| cursor.get(plan, p).unwrap())
+        .collect()
 }
 
 #[test]
@@ -195,30 +198,218 @@ fn local_shuffle_reads_each_shard_in_few_spans() {
 }
 
 #[test]
-fn partitions_refuse_bad_ranks() {
-    assert!(Partition::new(2, 2, RemainderPolicy::Pad, 0, 10).is_err());
-    assert!(Partition::new(0, 0, RemainderPolicy::Pad, 0, 10).is_err());
+fn partitions_refuse_bad_ranks_and_topologies() {
+    let state = IterState::start(0, 0, 10, Topology::ranks(2).unwrap(), RemainderPolicy::Pad);
+    assert!(Partition::new(2, Topology::ranks(2).unwrap(), RemainderPolicy::Pad, &state).is_err());
+    assert!(Topology::ranks(0).is_err());
+    assert!(matches!(
+        Topology::new(6, 4),
+        Err(PlanError::Topology {
+            world_size: 6,
+            ranks_per_node: 4
+        })
+    ));
 }
 
+/// The global positions every rank of `topology` reads from `state`, and the padding flags.
 fn rank_positions(
-    len: u64,
-    world: u64,
-    rank: u64,
+    topology: Topology,
     policy: RemainderPolicy,
-    start: u64,
-) -> Vec<u64> {
-    let p = Partition::new(rank, world, policy, start, len).unwrap();
-    (0..p.len()).map(|s| p.global_position(s)).collect()
+    state: &IterState,
+) -> Vec<Vec<(u64, bool)>> {
+    (0..topology.world_size)
+        .map(|rank| {
+            let p = Partition::new(rank, topology, policy, state).unwrap();
+            (0..p.len())
+                .map(|s| (p.global_position(s), p.is_padding(s)))
+                .collect()
+        })
+        .collect()
+}
+
+fn topology(nodes: u64, per_node: u64) -> Topology {
+    Topology::new(nodes * per_node, per_node).unwrap()
+}
+
+/// Which node reads each shard of cache 0, over one epoch of `plan` on `topology`.
+fn shards_by_node(
+    plan: &EpochPlan,
+    topology: Topology,
+    state: &IterState,
+    per_shard: u64,
+) -> BTreeMap<(usize, u64), BTreeSet<u64>> {
+    let mut cursor = plan.cursor();
+    let mut readers: BTreeMap<(usize, u64), BTreeSet<u64>> = BTreeMap::new();
+    for (rank, positions) in rank_positions(topology, RemainderPolicy::Pad, state)
+        .iter()
+        .enumerate()
+    {
+        for &(p, _) in positions {
+            let s = cursor.get(plan, p).unwrap();
+            readers
+                .entry((s.cache, s.sample / per_shard))
+                .or_default()
+                .insert(rank as u64 / topology.ranks_per_node);
+        }
+    }
+    readers
+}
+
+#[test]
+fn each_shard_is_read_by_one_node_but_where_two_nodes_shares_meet() {
+    let shapes = [shape(64 * 100, 100)];
+    for (nodes, per_node) in [(4, 2), (3, 2), (7, 1), (1, 8)] {
+        let topology = topology(nodes, per_node);
+        let state = IterState::start(5, 0, 6400, topology, RemainderPolicy::Pad);
+        let plan = EpochPlan::build(
+            &shapes,
+            &PlanConfig {
+                seed: 5,
+                ..PlanConfig::default()
+            },
+            0,
+        )
+        .unwrap()
+        .with_cuts(&state.cuts);
+        let readers = shards_by_node(&plan, topology, &state, 100);
+        assert_eq!(readers.len(), 64, "every shard is read");
+        let shared = readers.values().filter(|n| n.len() > 1).count() as u64;
+        assert!(
+            shared < nodes,
+            "{nodes}x{per_node}: {shared} shards read by two nodes"
+        );
+    }
+}
+
+#[test]
+fn mixed_caches_split_at_most_one_shard_per_cache_per_boundary() {
+    let shapes = [shape(3000, 50), shape(1000, 25), shape(500, 10)];
+    // Shares within one pass of each cache (an up-sampled cache reads its shards again in
+    // each pass, on whichever nodes the passes fall).
+    let config = PlanConfig {
+        seed: 2,
+        weights: Some(vec![1.0, 2.0, 1.0]),
+        samples_per_epoch: Some(2000),
+        ..PlanConfig::default()
+    };
+    let topology = topology(4, 2);
+    let len = EpochPlan::build(&shapes, &config, 0).unwrap().len();
+    let state = IterState::start(2, 0, len, topology, RemainderPolicy::Pad);
+    let plan = EpochPlan::build(&shapes, &config, 0)
+        .unwrap()
+        .with_cuts(&state.cuts);
+    let mut cursor = plan.cursor();
+    let per_shard = [50, 25, 10];
+    let mut readers: BTreeMap<(usize, u64), BTreeSet<u64>> = BTreeMap::new();
+    for (rank, positions) in rank_positions(topology, RemainderPolicy::Pad, &state)
+        .iter()
+        .enumerate()
+    {
+        for &(p, _) in positions {
+            let s = cursor.get(&plan, p).unwrap();
+            readers
+                .entry((s.cache, s.sample / per_shard[s.cache]))
+                .or_default()
+                .insert(rank as u64 / 2);
+        }
+    }
+    for cache in 0..3 {
+        let shared = readers
+            .iter()
+            .filter(|(k, n)| k.0 == cache && n.len() > 1)
+            .count();
+        assert!(
+            shared <= 3,
+            "cache {cache}: {shared} shards read by two nodes"
+        );
+    }
+}
+
+#[test]
+fn reports_count_what_the_ranks_read() {
+    let shapes = [shape(5000, 40), shape(700, 30)];
+    for shuffle in [
+        Shuffle::Local { window_shards: 4 },
+        Shuffle::Sequential,
+        Shuffle::Full,
+    ] {
+        for (nodes, per_node, sampling) in [
+            (4, 2, Sampling::WithoutReplacement),
+            (3, 1, Sampling::WithReplacement),
+            (1, 3, Sampling::WithoutReplacement),
+        ] {
+            let config = PlanConfig {
+                seed: 9,
+                shuffle,
+                sampling,
+                ..PlanConfig::default()
+            };
+            let topology = topology(nodes, per_node);
+            let len = EpochPlan::build(&shapes, &config, 0).unwrap().len();
+            let state = IterState::start(9, 0, len, topology, RemainderPolicy::Pad);
+            let plan = EpochPlan::build(&shapes, &config, 0)
+                .unwrap()
+                .with_cuts(&state.cuts);
+            let per_shard = [40u64, 30];
+            let mut cursor = plan.cursor();
+            let mut node_shards: Vec<BTreeSet<(usize, u64)>> =
+                vec![BTreeSet::new(); nodes as usize];
+            for (rank, positions) in rank_positions(topology, RemainderPolicy::Pad, &state)
+                .iter()
+                .enumerate()
+            {
+                for &(p, _) in positions {
+                    let s = cursor.get(&plan, p).unwrap();
+                    node_shards[rank / per_node as usize]
+                        .insert((s.cache, s.sample / per_shard[s.cache]));
+                }
+            }
+            let bytes = |cache: usize, shard: u64| (cache as u64 + 1) * 1000 + shard;
+            let report = PlanReport::compute(
+                &plan,
+                topology,
+                RemainderPolicy::Pad,
+                &state,
+                &bytes,
+                ReportOptions::default(),
+            )
+            .unwrap();
+            for (node, shards) in node_shards.iter().enumerate() {
+                assert_eq!(
+                    report.nodes[node].shards,
+                    shards.len() as u64,
+                    "{shuffle:?} node {node}"
+                );
+                assert_eq!(
+                    report.nodes[node].bytes,
+                    shards.iter().map(|&(c, s)| bytes(c, s)).sum::<u64>()
+                );
+            }
+            let mut count: BTreeMap<(usize, u64), u64> = BTreeMap::new();
+            for shard in node_shards.iter().flatten() {
+                *count.entry(*shard).or_default() += 1;
+            }
+            assert_eq!(report.shards_read, count.len() as u64);
+            assert_eq!(
+                report.shards_read_by_more_than_one_node,
+                count.values().filter(|&&c| c > 1).count() as u64
+            );
+            assert_eq!(report.steps_per_rank, len.div_ceil(nodes * per_node));
+        }
+    }
 }
 
 proptest! {
     #[test]
-    fn every_rank_gets_the_same_count_and_together_they_cover_the_epoch(len in 0u64..300, world in 1u64..40, pad in any::<bool>()) {
+    fn every_rank_gets_the_same_count_and_together_they_cover_the_epoch(len in 0u64..300, nodes in 1u64..8, per_node in 1u64..5, pad in any::<bool>()) {
         let policy = if pad { RemainderPolicy::Pad } else { RemainderPolicy::Drop };
-        let per_rank: Vec<Vec<u64>> = (0..world).map(|r| rank_positions(len, world, r, policy, 0)).collect();
+        let topology = topology(nodes, per_node);
+        let world = topology.world_size;
+        let state = IterState::start(0, 0, len, topology, policy);
+        let per_rank = rank_positions(topology, policy, &state);
         let count = per_rank[0].len() as u64;
         prop_assert!(per_rank.iter().all(|p| p.len() as u64 == count));
-        let all: Vec<u64> = per_rank.concat();
+        let all: Vec<u64> = per_rank.iter().flatten().map(|&(p, _)| p).collect();
         let mut distinct = all.clone();
         distinct.sort_unstable();
         distinct.dedup();
@@ -228,6 +419,8 @@ proptest! {
                 prop_assert_eq!(distinct, (0..len).collect::<Vec<_>>(), "pad covers the epoch");
                 // Repeats only in the padding: at most world - 1 of them (fewer than one round).
                 prop_assert!(all.len() as u64 - len < world.max(1) || len == 0);
+                let flagged = per_rank.iter().flatten().filter(|&&(_, pad)| pad).count() as u64;
+                prop_assert_eq!(flagged, all.len() as u64 - len);
             }
             RemainderPolicy::Drop => {
                 prop_assert_eq!(count, len / world);
@@ -238,36 +431,64 @@ proptest! {
     }
 
     #[test]
-    fn elastic_resume_yields_exactly_the_rest_of_the_epoch(len in 1u64..400, w in 1u64..16, w2 in 1u64..16, steps in 0u64..60) {
-        // Run with `w` ranks for `steps` steps, save, resume with `w2` ranks.
-        let first = Partition::new(0, w, RemainderPolicy::Pad, 0, len).unwrap();
-        let steps = steps.min(first.len());
-        let consumed: Vec<u64> = (0..w).flat_map(|r| {
-            let p = Partition::new(r, w, RemainderPolicy::Pad, 0, len).unwrap();
-            (0..steps).map(move |s| p.global_position(s)).collect::<Vec<_>>()
-        }).collect();
-        let position = first.consumed_after(steps);
-        let state = IterState { seed: 0, epoch: 0, position, epoch_len: len };
-        let json = serde_json::to_string(&state).unwrap();
-        let state: IterState = serde_json::from_str(&json).unwrap();
-        state.check(0, 0, len).unwrap();
-        let ranks: Vec<Partition> = (0..w2).map(|r| Partition::new(r, w2, RemainderPolicy::Pad, state.position, len).unwrap()).collect();
-        prop_assert!(ranks.iter().all(|r| r.len() == ranks[0].len()), "equal counts after resume");
-        // What follows the resume point, padding aside, is exactly the rest of the epoch; the
-        // padding is fewer than one round.
-        let padding: u64 = ranks.iter().map(|r| (0..r.len()).filter(|&s| r.is_padding(s)).count() as u64).sum();
-        prop_assert!(padding < w2);
-        let mut after: Vec<u64> = ranks
-            .iter()
-            .flat_map(|r| (0..r.len()).filter(|&s| !r.is_padding(s)).map(|s| r.global_position(s)).collect::<Vec<_>>())
-            .collect();
-        after.sort_unstable();
-        let expected_after: Vec<u64> = (position..len).collect();
-        prop_assert_eq!(&after, &expected_after);
-        let mut before: Vec<u64> = consumed.into_iter().filter(|&p| p < position).collect();
-        before.sort_unstable();
-        before.dedup();
-        prop_assert_eq!(before, (0..position).collect::<Vec<_>>());
+    fn elastic_resume_yields_exactly_the_rest_of_the_epoch(
+        len in 1u64..400,
+        topologies in proptest::collection::vec((1u64..6, 1u64..4, 0u64..40), 1..4),
+        pad in any::<bool>(),
+    ) {
+        // Run each topology for some steps, save the state, resume on the next; finish on the
+        // last. Every position is read, none twice, padding aside (fewer than one round per run).
+        let policy = if pad { RemainderPolicy::Pad } else { RemainderPolicy::Drop };
+        let (n0, r0, _) = topologies[0];
+        let mut state = IterState::start(0, 0, len, topology(n0, r0), policy);
+        let mut read: Vec<u64> = Vec::new();
+        for (i, &(nodes, per_node, steps)) in topologies.iter().enumerate() {
+            let topology = topology(nodes, per_node);
+            let last = i + 1 == topologies.len();
+            let first = Partition::new(0, topology, policy, &state).unwrap();
+            let steps = if last { first.len() } else { steps.min(first.len()) };
+            let before = read.len();
+            for positions in rank_positions(topology, policy, &state) {
+                prop_assert_eq!(positions.len() as u64, first.len(), "equal counts");
+                read.extend(positions.iter().take(steps as usize).filter(|p| !p.1).map(|p| p.0));
+            }
+            let padding = (0..topology.world_size).map(|r| {
+                let p = Partition::new(r, topology, policy, &state).unwrap();
+                (0..steps).filter(|&s| p.is_padding(s)).count() as u64
+            }).sum::<u64>();
+            prop_assert!(padding < topology.world_size);
+            let next = first.state_after(&state, steps);
+            let json = serde_json::to_string(&next).unwrap();
+            let next: IterState = serde_json::from_str(&json).unwrap();
+            next.check(0, 0, len).unwrap();
+            prop_assert_eq!(next.position - state.position, (read.len() - before) as u64);
+            state = next;
+        }
+        let mut sorted = read.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        prop_assert_eq!(sorted.len(), read.len(), "nothing read twice");
+        let unread: Vec<u64> = state.remaining().into_iter().flatten().collect();
+        sorted.extend(unread);
+        sorted.sort_unstable();
+        prop_assert_eq!(sorted, (0..len).collect::<Vec<_>>(), "read and unread make the epoch");
+        if pad { prop_assert!(state.is_finished()); }
+    }
+
+    #[test]
+    fn random_access_and_stepping_agree(lens in proptest::collection::vec(0u64..60, 1..5), seed in any::<u64>(), window in 1usize..4, cut in 0u64..100) {
+        let shapes: Vec<CacheShape> = lens.iter().map(|&l| shape(l, 7)).collect();
+        let config = PlanConfig { seed, shuffle: Shuffle::Local { window_shards: window }, ..PlanConfig::default() };
+        let plan = EpochPlan::build(&shapes, &config, 1).unwrap().with_cuts(&[cut]);
+        let stepped = order(&plan);
+        let mut cursor = plan.cursor();
+        for p in (0..plan.len()).rev() {
+            prop_assert_eq!(cursor.get(&plan, p), Some(stepped[p as usize]));
+        }
+        let mut seen: Vec<(usize, u64)> = stepped.iter().map(|s| (s.cache, s.sample)).collect();
+        seen.sort_unstable();
+        let expected: Vec<(usize, u64)> = lens.iter().enumerate().flat_map(|(c, &l)| (0..l).map(move |i| (c, i))).collect();
+        prop_assert_eq!(seen, expected, "a cut plan still reads every sample once");
     }
 
     #[test]

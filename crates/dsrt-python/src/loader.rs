@@ -5,7 +5,7 @@ use crate::dataset::PyDataset;
 use crate::errors::{cache_error, dataset_error, detach};
 use datasetrt::{
     Dataset, DatasetError, EpochPlan, IterState, Loader, LoaderConfig, Partition, PlanConfig,
-    RemainderPolicy, Sampling, Shuffle,
+    PlanCursor, RemainderPolicy, Sampling, Shuffle, Topology,
 };
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyValueError};
 use pyo3::prelude::*;
@@ -57,7 +57,9 @@ fn policy(name: &str) -> PyResult<RemainderPolicy> {
 }
 
 /// An iteration state as a dict: `seed`, `epoch`, `position` (global positions consumed by
-/// all ranks together) and `epoch_len`.
+/// all ranks together), `epoch_len`, `cuts` (the node boundaries of the epoch's first run, a
+/// list of ints) and `remaining` (the positions not consumed, a list of `[start, end]`).
+/// Plain ints and lists, so it pickles, and `json.dumps` it as is.
 pub(crate) fn state_to_dict<'py>(
     py: Python<'py>,
     state: &IterState,
@@ -67,20 +69,39 @@ pub(crate) fn state_to_dict<'py>(
     dict.set_item("epoch", state.epoch)?;
     dict.set_item("position", state.position)?;
     dict.set_item("epoch_len", state.epoch_len)?;
+    dict.set_item("cuts", state.cuts.clone())?;
+    let remaining: Vec<[u64; 2]> = state
+        .remaining()
+        .into_iter()
+        .map(|r| [r.start, r.end])
+        .collect();
+    dict.set_item("remaining", remaining)?;
     Ok(dict)
 }
 
+/// The state a dict from [`state_to_dict`] describes (`cuts` and `remaining` may be missing,
+/// as in states saved before they existed: then no cuts and `[position, epoch_len)`).
 pub(crate) fn state_from_dict(dict: &Bound<'_, PyDict>) -> PyResult<IterState> {
     let get = |key: &str| -> PyResult<u64> {
         dict.get_item(key)?
             .ok_or_else(|| PyKeyError::new_err(format!("state dict has no {key:?}")))?
             .extract()
     };
+    let cuts: Vec<u64> = match dict.get_item("cuts")? {
+        Some(cuts) if !cuts.is_none() => cuts.extract()?,
+        _ => Vec::new(),
+    };
+    let remaining: Option<Vec<[u64; 2]>> = match dict.get_item("remaining")? {
+        Some(remaining) if !remaining.is_none() => Some(remaining.extract()?),
+        _ => None,
+    };
     Ok(IterState {
         seed: get("seed")?,
         epoch: get("epoch")?,
         position: get("position")?,
         epoch_len: get("epoch_len")?,
+        cuts,
+        remaining,
     })
 }
 
@@ -149,7 +170,7 @@ impl PyLoader {
 #[pymethods]
 impl PyLoader {
     #[new]
-    #[pyo3(signature = (dataset, *, seed = 0, epoch = 0, weights = None, samples_per_epoch = None, replacement = false, shuffle = "local", window_shards = 4, rank = 0, world_size = 1, policy = "pad", workers = 0, prefetch = 512))]
+    #[pyo3(signature = (dataset, *, seed = 0, epoch = 0, weights = None, samples_per_epoch = None, replacement = false, shuffle = "local", window_shards = 4, rank = 0, world_size = 1, ranks_per_node = 1, policy = "pad", workers = 0, prefetch = 512))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -163,6 +184,7 @@ impl PyLoader {
         window_shards: usize,
         rank: u64,
         world_size: u64,
+        ranks_per_node: u64,
         policy: &str,
         workers: usize,
         prefetch: usize,
@@ -180,6 +202,7 @@ impl PyLoader {
             epoch,
             rank,
             world_size,
+            ranks_per_node,
             policy: self::policy(policy)?,
             workers,
             prefetch,
@@ -270,19 +293,21 @@ impl PyLoader {
 /// `plan.read(steps)` reads any of them (GIL released), `plan.keys(steps)` names them.
 ///
 /// `RankPlan(dataset, *, seed, epoch, weights, samples_per_epoch, replacement, shuffle,
-/// window_shards, rank, world_size, policy, start)`: `start` is the global position already
-/// consumed by all ranks (a state's `position`), so a plan can begin mid-epoch.
+/// window_shards, rank, world_size, ranks_per_node, policy, state)`: `state` (a
+/// `Loader.state_dict()`-style dict, or None for the epoch's start) is where the epoch
+/// stands, so a plan can begin mid-epoch, on any topology.
 #[pyclass(module = "datasetrt", name = "RankPlan", frozen)]
 pub(crate) struct PyRankPlan {
     dataset: Arc<Dataset>,
     plan: Arc<EpochPlan>,
     partition: Partition,
-    seed: u64,
-    epoch: u64,
+    start: IterState,
+    /// Reads the plan's positions; one per plan, locked per batch.
+    cursor: Mutex<PlanCursor>,
 }
 
 impl PyRankPlan {
-    fn locate(&self, step: u64) -> PyResult<(usize, u64, u64, bool)> {
+    fn locate(&self, step: u64, cursor: &mut PlanCursor) -> PyResult<(usize, u64, u64, bool)> {
         if step >= self.partition.len() {
             return Err(PyIndexError::new_err(format!(
                 "step {step} out of range for a rank share of {} steps",
@@ -290,7 +315,7 @@ impl PyRankPlan {
             )));
         }
         let position = self.partition.global_position(step);
-        let planned = self.plan.get(position).ok_or_else(|| {
+        let planned = cursor.get(&self.plan, position).ok_or_else(|| {
             PyIndexError::new_err(format!("position {position} outside the plan"))
         })?;
         Ok((
@@ -307,10 +332,15 @@ impl PyRankPlan {
         &self,
         steps: &[u64],
     ) -> PyResult<(Vec<(usize, u64, u64, bool)>, Vec<(&datasetrt::Cache, u64)>)> {
+        let mut cursor = self
+            .cursor
+            .lock()
+            .map_err(|_| PyValueError::new_err("the plan failed in another thread"))?;
         let located = steps
             .iter()
-            .map(|&s| self.locate(s))
+            .map(|&s| self.locate(s, &mut cursor))
             .collect::<PyResult<Vec<_>>>()?;
+        drop(cursor);
         let items = located
             .iter()
             .map(|&(cache, sample, _, _)| (&self.dataset.caches()[cache].cache, sample))
@@ -431,7 +461,7 @@ fn steps_arg(steps: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
 #[pymethods]
 impl PyRankPlan {
     #[new]
-    #[pyo3(signature = (dataset, *, seed = 0, epoch = 0, weights = None, samples_per_epoch = None, replacement = false, shuffle = "local", window_shards = 4, rank = 0, world_size = 1, policy = "pad", start = 0))]
+    #[pyo3(signature = (dataset, *, seed = 0, epoch = 0, weights = None, samples_per_epoch = None, replacement = false, shuffle = "local", window_shards = 4, rank = 0, world_size = 1, ranks_per_node = 1, policy = "pad", state = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -445,8 +475,9 @@ impl PyRankPlan {
         window_shards: usize,
         rank: u64,
         world_size: u64,
+        ranks_per_node: u64,
         policy: &str,
-        start: u64,
+        state: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let dataset = Arc::clone(&dataset.get().dataset);
         let config = plan_config(
@@ -457,23 +488,24 @@ impl PyRankPlan {
             shuffle,
             window_shards,
         )?;
-        let shared = Arc::clone(&dataset);
-        let plan =
-            detach(py, move || shared.plan(&config, epoch))?.map_err(|e| dataset_error(py, &e))?;
-        if start > plan.len() {
-            return Err(PyValueError::new_err(format!(
-                "start {start} is past the epoch's {} samples",
-                plan.len()
-            )));
-        }
-        let partition = Partition::new(rank, world_size, self::policy(policy)?, start, plan.len())
+        let policy = self::policy(policy)?;
+        let topology = Topology::new(world_size, ranks_per_node)
             .map_err(|e| dataset_error(py, &DatasetError::Plan(e)))?;
+        let resume = state.map(state_from_dict).transpose()?;
+        let shared = Arc::clone(&dataset);
+        let (plan, start) = detach(py, move || {
+            shared.plan_for(&config, epoch, topology, policy, resume.as_ref())
+        })?
+        .map_err(|e| dataset_error(py, &e))?;
+        let partition = Partition::new(rank, topology, policy, &start)
+            .map_err(|e| dataset_error(py, &DatasetError::Plan(e)))?;
+        let cursor = Mutex::new(plan.cursor());
         Ok(Self {
             dataset,
             plan: Arc::new(plan),
             partition,
-            seed,
-            epoch,
+            start,
+            cursor,
         })
     }
 
@@ -489,10 +521,9 @@ impl PyRankPlan {
         {
             return Ok(());
         }
-        let planned = steps_arg(steps)?
-            .into_iter()
-            .map_while(|step| self.locate(step).ok())
-            .map(|(cache, sample, _, _)| (cache, sample));
+        let steps = steps_arg(steps)?;
+        let (located, _) = self.locate_items(&steps)?;
+        let planned = located.iter().map(|&(cache, sample, _, _)| (cache, sample));
         self.dataset.will_need(planned, usize::MAX, &mut Vec::new());
         Ok(())
     }
@@ -511,24 +542,16 @@ impl PyRankPlan {
     /// The state once every rank has yielded `steps` of this plan's steps (a dict like
     /// `Loader.state_dict()`).
     fn state_after<'py>(&self, py: Python<'py>, steps: u64) -> PyResult<Bound<'py, PyDict>> {
-        let state = IterState {
-            seed: self.seed,
-            epoch: self.epoch,
-            position: self.partition.consumed_after(steps),
-            epoch_len: self.plan.len(),
-        };
-        state_to_dict(py, &state)
+        state_to_dict(py, &self.partition.state_after(&self.start, steps))
     }
 
     /// The `(cache_id, sample_id)` keys of `steps`.
     fn keys(&self, steps: Vec<u64>) -> PyResult<Vec<(u64, u64)>> {
-        steps
-            .into_iter()
-            .map(|s| {
-                let (cache, sample, _, _) = self.locate(s)?;
-                Ok((self.dataset.caches()[cache].cache_id, sample))
-            })
-            .collect()
+        let (located, _) = self.locate_items(&steps)?;
+        Ok(located
+            .iter()
+            .map(|&(cache, sample, _, _)| (self.dataset.caches()[cache].cache_id, sample))
+            .collect())
     }
 
     /// Reads `steps` (a `range` or a sequence of ints; GIL released) as one columnar batch,
