@@ -222,3 +222,59 @@ fn a_missing_s3_cache_fails_naming_its_url_and_a_small_limit_is_refused() {
     let run = dsrt_in(packed.path(), &with_cache_dir(&args, &cache_dir)).fails(1);
     assert!(run.stderr.contains("cache limit"), "{}", run.stderr);
 }
+
+/// Publishes a 64-shard cache of 50 samples each at a fresh prefix; returns the scratch
+/// directory, the URL and the local copy's layout.
+fn job_cache(test: &str) -> (tempfile::TempDir, String, common::cluster::JobCache) {
+    let root = tempfile::tempdir().unwrap();
+    let cache = common::cluster::write_equal_shards(&root.path().join("local"), 64, 50);
+    let url = prefix_url(test);
+    let dsrt_remote::CacheLocation::Remote(prefix) =
+        dsrt_remote::CacheLocation::parse(&url).unwrap()
+    else {
+        panic!("{url} is not a store URL");
+    };
+    dsrt_remote::publish_cache(
+        &cache.path,
+        &prefix,
+        &dsrt_remote::PublishOptions::default(),
+    )
+    .unwrap();
+    (root, url, cache)
+}
+
+#[test]
+#[ignore = "needs the S3 test server: cargo xtask test runs it"]
+fn four_nodes_of_two_ranks_download_each_shard_once_between_them() {
+    use common::cluster::{assert_covers, node_dir, run_job, shard_files, Job};
+    let (root, url, cache) = job_cache("nodes");
+    let job = Job {
+        nodes: 4,
+        ranks_per_node: 2,
+    };
+    let runs = run_job(root.path(), "epoch", &url, job, true, &[]);
+    assert_covers(&runs, 3200);
+    let mut holders: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+    let mut downloaded = 0;
+    for node in 0..job.nodes {
+        for (name, bytes) in shard_files(&node_dir(root.path(), "epoch", node)) {
+            *holders.entry(name).or_default() += 1;
+            downloaded += bytes;
+        }
+    }
+    assert_eq!(holders.len(), 64, "every shard downloaded");
+    assert!(
+        holders.values().all(|&n| n == 1),
+        "each shard file is in exactly one node's directory: {holders:?}"
+    );
+    let egress = downloaded as f64 / cache.shard_bytes as f64;
+    eprintln!("egress over 4 nodes: {egress:.4}x the cache's shard bytes");
+    assert!(egress <= 1.05, "{egress}");
+}
+
+#[test]
+#[ignore = "needs the S3 test server: cargo xtask test runs it"]
+fn a_job_on_s3_stopped_at_40_percent_resumes_on_any_topology_with_exactly_the_rest() {
+    let (root, url, cache) = job_cache("resume");
+    common::cluster::stop_and_resume_on_other_topologies(root.path(), &url, &cache, true);
+}

@@ -2,6 +2,8 @@
 #![allow(dead_code)] // Each test file uses a different part.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code: small known values.
 
+pub(crate) mod cluster;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
