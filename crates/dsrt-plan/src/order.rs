@@ -4,7 +4,7 @@
 
 use crate::mixing::Interleaving;
 use crate::rng::mix;
-use crate::stream::{CacheStream, PassLayout};
+use crate::stream::{CacheStream, StreamSlot};
 use crate::{PlanConfig, PlanError, Shuffle};
 use std::ops::Range;
 
@@ -266,7 +266,7 @@ impl EpochPlan {
         PlanCursor {
             interleaving: matches!(self.mixing, Mixing::Interleaved { .. })
                 .then(|| Interleaving::new(self.shares.len())),
-            layouts: Vec::new(),
+            slots: Vec::new(),
         }
     }
 
@@ -331,7 +331,7 @@ impl EpochPlan {
 #[derive(Debug, Clone)]
 pub struct PlanCursor {
     interleaving: Option<Interleaving>,
-    layouts: Vec<Option<PassLayout>>,
+    slots: Vec<StreamSlot>,
 }
 
 impl PlanCursor {
@@ -345,23 +345,18 @@ impl PlanCursor {
     pub fn locate(&mut self, plan: &EpochPlan, position: u64) -> Option<(PlannedSample, u64)> {
         let (cache, stream_position) =
             plan.stream_position(self.interleaving.as_mut(), position)?;
-        if self.layouts.len() < plan.caches() {
-            self.layouts.resize(plan.caches(), None);
+        if self.slots.len() < plan.caches() {
+            self.slots.resize(plan.caches(), StreamSlot::default());
         }
         let stream = plan.stream(cache);
-        let (sample, run) = stream.sample(stream_position, &mut self.layouts[cache]);
+        let (sample, run) = stream.sample(stream_position, &mut self.slots[cache]);
         Some((PlannedSample { cache, sample }, stream.shard_of_run(run)))
     }
 
     /// Memory the cursor holds.
     pub fn bytes(&self) -> usize {
         self.interleaving.as_ref().map_or(0, Interleaving::bytes)
-            + self
-                .layouts
-                .iter()
-                .flatten()
-                .map(PassLayout::bytes)
-                .sum::<usize>()
+            + self.slots.iter().map(StreamSlot::bytes).sum::<usize>()
     }
 }
 

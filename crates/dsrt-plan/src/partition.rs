@@ -64,7 +64,8 @@ impl Topology {
 /// `ranks_per_node * len()` positions each; a node's ranks take its span round-robin (local
 /// rank `l` takes span positions `l`, `l + ranks_per_node`, ...). Every rank gets the same
 /// count, [`Partition::len`]. With `Pad`, a node whose span runs past the end repeats its own
-/// first positions (a node with no position left of its own repeats the start of the rest).
+/// last positions, counting back (a node with no position left of its own repeats the start
+/// of the rest).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Partition {
     rank: u64,
@@ -149,10 +150,12 @@ impl Partition {
         if offset < real_end {
             return self.position_at(offset);
         }
-        // Padding: the node repeats its own first positions, or, with none, the rest's.
+        // Padding: the node repeats its own last positions, counting back from its end (which a
+        // resume on the same topology leaves in place, so it repeats the same ones), or, with
+        // none of its own, the rest's first.
         let over = offset - real_end;
         if self.span_real > 0 {
-            self.position_at(self.span_start + over % self.span_real)
+            self.position_at(real_end - 1 - over % self.span_real)
         } else {
             self.position_at((offset - self.remaining_len) % self.remaining_len.max(1))
         }

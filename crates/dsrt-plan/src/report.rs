@@ -4,6 +4,7 @@
 
 #![allow(clippy::cast_precision_loss)] // ratios and means of counts, reported as floats
 
+use crate::stream::StreamSlot;
 use crate::{EpochPlan, IterState, Partition, PlanError, RemainderPolicy, Topology};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -201,11 +202,11 @@ fn node_segments(
     segments: &mut Vec<Vec<u64>>,
 ) {
     let stream = plan.stream(cache);
-    let mut slot = None;
+    let mut slot = StreamSlot::default();
     let mut at = positions.start;
     while at < positions.end {
         let placed = {
-            let layout = stream.layout(at / stream.len, &mut slot);
+            let layout = stream.layout(at / stream.len, &mut slot.layout);
             stream.place(at, layout)
         };
         let covered = at.max(placed.segment.start)..positions.end.min(placed.segment.end);

@@ -18,25 +18,27 @@ pub(crate) fn scaled(hash: u64, bound: u64) -> u64 {
 }
 
 /// A pseudo-random permutation of `0..len` keyed by a seed, computed per element in O(1): a
-/// four-round Feistel network over the smallest even number of bits that holds `len`, walking
-/// the cycle until the value falls below `len` (fewer than four rounds of walking expected,
-/// as the domain is less than `4 * len`). It stands in for a Fisher-Yates shuffle, which
-/// would need the whole order in memory.
+/// four-round Feistel network over the smallest number of bits that holds `len` (its halves
+/// one bit apart when that number is odd), walking the cycle until the value falls below
+/// `len` (fewer than two rounds of walking expected, as the domain is less than `2 * len`).
+/// It stands in for a Fisher-Yates shuffle, which would need the whole order in memory.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Permutation {
     len: u64,
-    half_bits: u32,
+    left_bits: u32,
+    right_bits: u32,
     keys: [u64; 4],
 }
 
 impl Permutation {
     pub(crate) fn new(seed: u64, len: u64) -> Self {
         let bits = (64 - len.saturating_sub(1).leading_zeros()).max(2);
-        let half_bits = bits.div_ceil(2);
+        let left_bits = bits / 2;
         let mut rng = Rng::new(seed);
         Self {
             len,
-            half_bits,
+            left_bits,
+            right_bits: bits - left_bits,
             keys: [
                 rng.next_u64(),
                 rng.next_u64(),
@@ -61,16 +63,20 @@ impl Permutation {
         }
     }
 
+    /// Four Feistel rounds; each swaps the halves, so their widths alternate and are back in
+    /// place after an even number of rounds.
     #[inline]
     fn round_trip(&self, value: u64) -> u64 {
-        let mask = (1u64 << self.half_bits) - 1;
-        let (mut left, mut right) = (value >> self.half_bits, value & mask);
+        let mask = |bits: u32| (1u64 << bits) - 1;
+        let (mut left_bits, mut right_bits) = (self.left_bits, self.right_bits);
+        let (mut left, mut right) = (value >> right_bits, value & mask(right_bits));
         for key in self.keys {
-            let next = left ^ (splitmix(right ^ key) & mask);
+            let next = left ^ (splitmix(right ^ key) & mask(left_bits));
             left = right;
             right = next;
+            std::mem::swap(&mut left_bits, &mut right_bits);
         }
-        (left << self.half_bits) | right
+        (left << right_bits) | right
     }
 }
 

@@ -54,12 +54,28 @@ pub(crate) struct CacheStream {
     cuts: Vec<u64>,
 }
 
-/// Where a stream position lies: its pass, its window and its segment (as stream positions).
+/// Where a stream position lies: its pass, its window's runs (indices into the pass's
+/// reading order) and its segment (as stream positions).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Placement {
     pub(crate) pass: u64,
-    pub(crate) window: Range<u64>,
+    pub(crate) runs: Range<usize>,
     pub(crate) segment: Range<u64>,
+}
+
+/// What a reader of one stream keeps between positions: the layout of the pass it is in (past
+/// the first), and the segment it is in with that segment's permutation, so positions of the
+/// same segment skip finding it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StreamSlot {
+    pub(crate) layout: Option<PassLayout>,
+    segment: Option<(Placement, Permutation)>,
+}
+
+impl StreamSlot {
+    pub(crate) fn bytes(&self) -> usize {
+        self.layout.as_ref().map_or(0, PassLayout::bytes)
+    }
 }
 
 impl CacheStream {
@@ -167,8 +183,7 @@ impl CacheStream {
         let run = layout.starts.partition_point(|&s| s <= offset) - 1;
         let first = run - run % self.window_runs;
         let last = (first + self.window_runs).min(layout.order.len());
-        let window = base + layout.starts[first]..base + layout.starts[last];
-        let mut segment = window.clone();
+        let mut segment = base + layout.starts[first]..base + layout.starts[last];
         if !self.ignores_cuts() {
             let next = self.cuts.partition_point(|&c| c <= position);
             if next > 0 {
@@ -180,32 +195,40 @@ impl CacheStream {
         }
         Placement {
             pass,
-            window,
+            runs: first..last,
             segment,
         }
     }
 
     /// The sample at stream position `position` (`< share`) and the index of its run.
     #[inline]
-    pub(crate) fn sample(&self, position: u64, slot: &mut Option<PassLayout>) -> (u64, usize) {
-        let pass = position / self.len;
-        let layout = self.layout(pass, slot);
-        let placed = self.place(position, layout);
-        let segment = placed.segment;
-        let width = segment.end - segment.start;
+    pub(crate) fn sample(&self, position: u64, slot: &mut StreamSlot) -> (u64, usize) {
+        let StreamSlot { layout, segment } = slot;
+        let (placed, permutation) = match segment {
+            Some((placed, permutation)) if placed.segment.contains(&position) => {
+                (&*placed, *permutation)
+            }
+            _ => {
+                let pass = position / self.len;
+                let placed = self.place(position, self.layout(pass, layout));
+                let width = placed.segment.end - placed.segment.start;
+                let seed = mix(&[self.seed, pass, placed.segment.start, 1]);
+                let (placed, permutation) = segment.insert((placed, Permutation::new(seed, width)));
+                (&*placed, *permutation)
+            }
+        };
+        let layout = self.layout(placed.pass, layout);
+        let start = placed.segment.start;
         let drawn = match (self.sampling, self.shuffle) {
             (Sampling::WithoutReplacement, Shuffle::Sequential) => position,
-            (Sampling::WithoutReplacement, _) => {
-                let permutation =
-                    Permutation::new(mix(&[self.seed, placed.pass, segment.start, 1]), width);
-                segment.start + permutation.apply(position - segment.start)
-            }
+            (Sampling::WithoutReplacement, _) => start + permutation.apply(position - start),
             (Sampling::WithReplacement, _) => {
-                segment.start + scaled(mix(&[self.seed, position, 2]), width)
+                start + scaled(mix(&[self.seed, position, 2]), placed.segment.end - start)
             }
         };
         let offset = drawn - placed.pass * self.len;
-        let run = layout.starts.partition_point(|&s| s <= offset) - 1;
+        let starts = &layout.starts[placed.runs.start..=placed.runs.end];
+        let run = placed.runs.start + starts.partition_point(|&s| s <= offset) - 1;
         let run_index = layout.order[run] as usize;
         (
             self.runs[run_index].start + (offset - layout.starts[run]),
@@ -215,13 +238,9 @@ impl CacheStream {
 
     /// The run indices a whole segment `segment` (stream positions of one pass) reads: the runs
     /// its stretch of the pass's layout overlaps.
-    pub(crate) fn segment_runs(
-        &self,
-        segment: Range<u64>,
-        slot: &mut Option<PassLayout>,
-    ) -> Vec<usize> {
+    pub(crate) fn segment_runs(&self, segment: Range<u64>, slot: &mut StreamSlot) -> Vec<usize> {
         let pass = segment.start / self.len;
-        let layout = self.layout(pass, slot);
+        let layout = self.layout(pass, &mut slot.layout);
         let base = pass * self.len;
         let (start, end) = (segment.start - base, segment.end - base);
         let first = layout.starts.partition_point(|&s| s <= start) - 1;

@@ -476,6 +476,30 @@ proptest! {
     }
 
     #[test]
+    fn a_resume_on_the_same_topology_continues_every_rank_exactly(len in 1u64..300, nodes in 1u64..5, per_node in 1u64..4, stop in 0u64..100, pad in any::<bool>()) {
+        let policy = if pad { RemainderPolicy::Pad } else { RemainderPolicy::Drop };
+        let topology = topology(nodes, per_node);
+        let start = IterState::start(0, 0, len, topology, policy);
+        let whole = rank_positions(topology, policy, &start);
+        let first = Partition::new(0, topology, policy, &start).unwrap();
+        let stop = stop.min(first.len());
+        // Padding repeats a node's last positions; resumed so late that fewer of them are
+        // left than it pads, it wraps around what is left instead (still its own, still
+        // fewer than one round).
+        let span = first.len() * per_node;
+        let mut short = (0..nodes).map(|n| {
+            let real = len.saturating_sub(n * span).min(span);
+            (real, span - real)
+        });
+        prop_assume!(short.all(|(real, padding)| padding == 0 || real.saturating_sub(stop * per_node) >= padding));
+        let state = first.state_after(&start, stop);
+        let resumed = rank_positions(topology, policy, &state);
+        for (rank, positions) in whole.iter().enumerate() {
+            prop_assert_eq!(&positions[stop as usize..], &resumed[rank][..], "rank {}", rank);
+        }
+    }
+
+    #[test]
     fn random_access_and_stepping_agree(lens in proptest::collection::vec(0u64..60, 1..5), seed in any::<u64>(), window in 1usize..4, cut in 0u64..100) {
         let shapes: Vec<CacheShape> = lens.iter().map(|&l| shape(l, 7)).collect();
         let config = PlanConfig { seed, shuffle: Shuffle::Local { window_shards: window }, ..PlanConfig::default() };

@@ -52,7 +52,7 @@ def test_state_dict_resumes_with_other_workers_and_batches(dataset):
     loader = datasetrt.Loader(dataset, seed=8, epoch=1, workers=2)
     head = [next(loader).key for _ in range(300)] + [s.key for s in loader.next_batch(33)]
     state = loader.state_dict()
-    assert state == {"seed": 8, "epoch": 1, "position": 333, "epoch_len": 1001}
+    assert state == {"seed": 8, "epoch": 1, "position": 333, "epoch_len": 1001, "cuts": [], "remaining": [[333, 1001]]}
     resumed = datasetrt.Loader(dataset, seed=8, epoch=1, workers=3)
     resumed.load_state_dict(state)
     assert len(resumed) == 1001 - 333

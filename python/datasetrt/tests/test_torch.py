@@ -192,6 +192,85 @@ def test_ddp_two_ranks_get_disjoint_equal_shares_covering_the_epoch(caches, tmp_
             assert [k for k, _ in shares[r]["keys"]] == ref
 
 
+def _shard_of(paths):
+    """(cache position, sample id) -> shard id, from each cache's index.bin (24-byte rows,
+    the shard id first)."""
+    import struct
+
+    shard = {}
+    for position, path in enumerate(paths):
+        rows = open(os.path.join(path, "index.bin"), "rb").read()
+        for i in range(len(rows) // 24):
+            shard[(position, i)] = struct.unpack_from("<Q", rows, 24 * i)[0]
+    return shard
+
+
+def _ddp_nodes_worker(rank, world, port, paths, out_dir):
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    # As torchrun sets it on each of 2 nodes of 2 ranks.
+    os.environ["LOCAL_WORLD_SIZE"] = "2"
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        ds = StreamingDataset(paths, seed=5)
+        assert (ds.rank, ds.world_size, ds.ranks_per_node) == (rank, world, 2)
+        keys = []
+        for item in DataLoader(ds, batch_size=None, num_workers=2):
+            keys.append((tuple(item["key"]), bool(item["padding"])))
+            t = torch.ones(1)
+            dist.all_reduce(t)
+            assert t.item() == world
+        torch.save({"keys": keys, "len": len(ds)}, os.path.join(out_dir, f"nodes-{rank}.pt"))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_ddp_on_two_nodes_reads_each_shard_on_one_node(tmp_path):
+    """4 gloo ranks as 2 nodes of 2 (LOCAL_WORLD_SIZE=2), 2 DataLoader workers each: equal
+    disjoint shares covering the epoch, and the nodes' shards disjoint but for at most the one
+    shard where their two shares meet."""
+    paths = [str(write_cache(tmp_path / "c", 960, max_shard_bytes=20 * 120))]
+    shard_of = _shard_of(paths)
+    shards = len(set(shard_of.values()))
+    counts = {}
+    for s in shard_of.values():
+        counts[s] = counts.get(s, 0) + 1
+    world = 4
+    mp.spawn(_ddp_nodes_worker, args=(world, _free_port(), paths, str(tmp_path)), nprocs=world, join=True)
+    results = [torch.load(tmp_path / f"nodes-{r}.pt") for r in range(world)]
+    assert [len(r["keys"]) for r in results] == [240] * world
+    assert [r["len"] for r in results] == [240] * world
+    real = [{k for k, pad in r["keys"] if not pad} for r in results]
+    assert sum(map(len, real)) == 960 == len(set().union(*real))
+    dataset = datasetrt.Dataset(paths)
+    position = {dataset.caches[0].cache_id: 0}
+    node_shards = [set(), set()]
+    for rank, keys in enumerate(real):
+        node_shards[rank // 2].update(shard_of[(position[c], s)] for c, s in keys)
+    split = len(node_shards[0] & node_shards[1])
+    # A shard may be split only where the two nodes' equal shares meet.
+    assert split <= 1, (split, shards, counts)
+    assert len(node_shards[0] | node_shards[1]) == shards
+    for rank in range(world):
+        ref = reference(paths, seed=5, rank=rank, world_size=world, ranks_per_node=2)
+        assert [k for k, _ in results[rank]["keys"]] == ref
+
+
+def test_stateful_dataloader_resume_on_two_nodes_from_2_to_3_workers(caches, monkeypatch):
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    kw = dict(seed=3, rank=3, world_size=4)
+    full = keys_of(DataLoader(StreamingDataset(caches, **kw), batch_size=None, num_workers=0))
+    assert full == reference(caches, seed=3, rank=3, world_size=4, ranks_per_node=2)
+    loader = StatefulDataLoader(StreamingDataset(caches, **kw), batch_size=None, num_workers=2)
+    it = iter(loader)
+    first = [tuple(next(it)["key"]) for _ in range(41)]
+    state = loader.state_dict()
+    del it, loader
+    ds = StreamingDataset(caches, **kw)
+    ds.load_state_dict(state)
+    assert first + keys_of(StatefulDataLoader(ds, batch_size=None, num_workers=3)) == full
+
+
 def test_stateful_dataloader_resume_with_other_num_workers(caches):
     kw = dict(seed=9, shuffle="full", rank=0, world_size=1)
     full = keys_of(DataLoader(StreamingDataset(caches, **kw), batch_size=None, num_workers=0))

@@ -26,7 +26,7 @@ import torch.utils.data
 
 from ._native import Dataset, RankPlan, _payload_views, _shard_view
 
-__all__ = ["ColumnarBatch", "StreamingDataset", "rank_and_world_size"]
+__all__ = ["ColumnarBatch", "StreamingDataset", "rank_and_world_size", "ranks_per_node_of"]
 
 _STATE_TAG = "__datasetrt_streaming__"
 
@@ -49,6 +49,25 @@ def rank_and_world_size() -> Tuple[int, int]:
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
         return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     return 0, 1
+
+
+def ranks_per_node_of(world_size: int) -> int:
+    """Ranks on each node of this job: torchrun's ``LOCAL_WORLD_SIZE`` when it is set (and
+    divides ``world_size``), else 1 (every rank its own node). With ranks numbered node by
+    node, as torchrun numbers them, each node then reads its own shards."""
+    local = os.environ.get("LOCAL_WORLD_SIZE")
+    if local is not None:
+        try:
+            value = int(local)
+        except ValueError:
+            raise ValueError(f"LOCAL_WORLD_SIZE={local!r} is not an integer") from None
+        if value >= 1 and world_size % value == 0:
+            return value
+        raise ValueError(
+            f"LOCAL_WORLD_SIZE={value} does not divide the world size {world_size}; "
+            "pass ranks_per_node="
+        )
+    return 1
 
 
 def _sample_dict(sample, copy: bool) -> Dict[str, Any]:
@@ -77,7 +96,8 @@ class StreamingDataset(torch.utils.data.IterableDataset):
 
     ``StreamingDataset(paths, *, seed=0, epoch=0, weights=None, samples_per_epoch=None,
     replacement=False, shuffle="local", window_shards=4, policy="pad", batch_size=None,
-    transform=None, rank=None, world_size=None, validate_cache=False, read_ahead=256,
+    transform=None, rank=None, world_size=None, ranks_per_node=None, validate_cache=False,
+    read_ahead=256,
     collate="samples", transfer="bytes", cache_dir=None, cache_limit=None, fetch="whole",
     prefetch_shards=None, read_while_downloading=None, attempts=None, first_backoff=None,
     wait_for_room=None)``
@@ -97,6 +117,9 @@ class StreamingDataset(torch.utils.data.IterableDataset):
     - ``seed``, ``epoch``, ``weights``, ``samples_per_epoch``, ``replacement``, ``shuffle``,
       ``window_shards``, ``policy``: as for :class:`datasetrt.Loader`.
     - ``rank`` / ``world_size``: default to :func:`rank_and_world_size` at construction.
+    - ``ranks_per_node``: ranks on each node (default: :func:`ranks_per_node_of`, torchrun's
+      ``LOCAL_WORLD_SIZE``, else 1). Each node reads one contiguous share of the epoch, so
+      each shard is read (and downloaded) by one node; its ranks share its local cache.
     - Each item is ``transform(sample)`` (or the sample itself), where ``sample`` is a dict
       with ``key`` (``(cache_id, sample_id)``), ``payload`` (bytes-like: ``bytes`` in
       DataLoader worker processes, a zero-copy ``memoryview`` of the mapped shard in the main
@@ -146,6 +169,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         transform: Optional[Callable[[Dict[str, Any]], Any]] = None,
         rank: Optional[int] = None,
         world_size: Optional[int] = None,
+        ranks_per_node: Optional[int] = None,
         validate_cache: bool = False,
         read_ahead: int = 256,
         collate: str = "samples",
@@ -216,8 +240,12 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         auto_rank, auto_world = rank_and_world_size()
         self.rank = auto_rank if rank is None else rank
         self.world_size = auto_world if world_size is None else world_size
-        # Where the next iteration starts: global positions already consumed by all ranks.
-        self._start = 0
+        self.ranks_per_node = (
+            ranks_per_node_of(self.world_size) if ranks_per_node is None else ranks_per_node
+        )
+        # Where the next iteration starts: a Loader-style state dict (what all ranks have
+        # consumed), or None for the epoch's start.
+        self._resume: Optional[Dict[str, Any]] = None
         # A worker's own progress from a StatefulDataLoader snapshot (same num_workers).
         self._worker_resume: Optional[Dict[str, Any]] = None
         # Progress of the iteration under way in this process.
@@ -262,7 +290,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
             )
         return self._dataset
 
-    def _plan(self, start: Optional[int] = None) -> RankPlan:
+    def _plan(self, resume: Optional[Dict[str, Any]] = None) -> RankPlan:
         plan = RankPlan(
             self._open(),
             seed=self.seed,
@@ -274,8 +302,9 @@ class StreamingDataset(torch.utils.data.IterableDataset):
             window_shards=self.window_shards,
             rank=self.rank,
             world_size=self.world_size,
+            ranks_per_node=self.ranks_per_node,
             policy=self.policy,
-            start=self._start if start is None else start,
+            state=self._resume if resume is None else resume,
         )
         return plan
 
@@ -283,7 +312,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         """Iterate epoch ``epoch`` next (call it before each epoch, on every rank). A resume
         state loaded for another epoch is discarded."""
         if epoch != self.epoch:
-            self._start = 0
+            self._resume = None
             self._worker_resume = None
         self.epoch = epoch
 
@@ -339,7 +368,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
                 progress["steps_done"] += len(wanted)
                 yield transform(batch) if transform is not None else batch
             if info is None:
-                self._start = 0
+                self._resume = None
             return
         per_read = max(1, self.read_ahead // unit)
         for first in range(0, len(mine), per_read):
@@ -361,7 +390,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
                 yield items if self.batch_size is not None else items[0]
         if info is None:
             # A finished pass: the next one starts at the beginning of the (next) epoch.
-            self._start = 0
+            self._resume = None
 
     def state_dict(self) -> Dict[str, Any]:
         """The progress of the iteration under way in this process (a DataLoader worker's
@@ -370,9 +399,10 @@ class StreamingDataset(torch.utils.data.IterableDataset):
             _STATE_TAG: 1,
             "seed": self.seed,
             "epoch": self.epoch,
-            "start": self._start,
+            "resume": self._resume,
             "rank": self.rank,
             "world_size": self.world_size,
+            "ranks_per_node": self.ranks_per_node,
             "batch_size": self.batch_size,
             **self._progress,
         }
@@ -382,19 +412,22 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         ``StatefulDataLoader`` passes back to each worker; same ``num_workers``), a whole
         ``StatefulDataLoader.state_dict()`` taken with any ``num_workers``, or a
         ``datasetrt.Loader.state_dict()`` (``seed``, ``epoch``, ``position``,
-        ``epoch_len``). The next iteration continues exactly after the last item returned."""
+        ``epoch_len``, ``cuts``, ``remaining``), from any topology. The next iteration
+        continues exactly after the last item returned: with the same topology and
+        ``num_workers``, each worker where it stopped; otherwise every rank reads its share of
+        what no rank has read."""
         if _STATE_TAG in state:
             self._check(state)
-            self._start = state["start"]
+            self._resume = state["resume"]
             self._worker_resume = dict(state)
             return
         if "position" in state and "epoch_len" in state:
             if state["seed"] != self.seed:
                 raise ValueError(f"state is for seed {state['seed']}, this dataset has seed {self.seed}")
             self.epoch = state["epoch"]
-            self._start = state["position"]
+            self._resume = dict(state)
             self._worker_resume = None
-            self._plan()  # checks the position against the epoch
+            self._plan()  # checks the state against the epoch
             return
         found = list(_find_states(state))
         if any(s["worker_id"] is not None for s in found):
@@ -405,26 +438,24 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         first = found[0]
         for s in found:
             self._check(s)
-            if (s["start"], s["num_workers"]) != (first["start"], first["num_workers"]):
+            if (s["resume"], s["num_workers"]) != (first["resume"], first["num_workers"]):
                 raise ValueError("inconsistent worker states in this state dict")
         by_worker = {s["worker_id"]: s["steps_done"] for s in found}
         consumed_steps = sum(by_worker.values())
-        self._start = first["start"]
-        done = self._plan().state_after(consumed_steps)
-        self._start = done["position"]
+        self._resume = first["resume"]
+        self._resume = self._plan().state_after(consumed_steps)
         self._worker_resume = None
 
     def _check(self, state: Dict[str, Any]) -> None:
-        mine = (self.seed, self.epoch, self.rank, self.world_size, self.batch_size)
-        theirs = (state["seed"], state["epoch"], state["rank"], state["world_size"], state["batch_size"])
         if state["epoch"] != self.epoch and state["seed"] == self.seed:
             # Resuming another epoch: take it.
             self.epoch = state["epoch"]
-            mine = (self.seed, self.epoch, self.rank, self.world_size, self.batch_size)
+        names = ("seed", "epoch", "rank", "world_size", "ranks_per_node", "batch_size")
+        mine = tuple(getattr(self, n) for n in names)
+        theirs = tuple(state.get(n, 1 if n == "ranks_per_node" else None) for n in names)
         if mine != theirs:
             raise ValueError(
-                "state is for (seed, epoch, rank, world_size, batch_size) = "
-                f"{theirs}, this dataset has {mine}"
+                f"state is for ({', '.join(names)}) = {theirs}, this dataset has {mine}"
             )
 
 
