@@ -12,7 +12,8 @@ For each run, alternating old and new:
   Target: new <= 0.5x old time; the plan adds <= 8 MB of anonymous memory.
 - epoch: `dsrt iterate C2M --workers 2 --json` on a 2M-sample cache of 512-byte payloads:
   samples/s, best of three alternating pairs. Target: new >= 0.95x old. With `--python` and
-  `--old-pythonpath` (the old package installed with `pip install --target DIR`), also a
+  `--old-pythonpath` (the old release wheel unpacked or installed with `pip install --target
+DIR`; `--new-pythonpath` likewise for the current one, built with `maturin build --release`), a
   PyTorch `DataLoader` epoch (`python/datasetrt/benchmarks/bench_plan.py`) with each package.
 
 Both sides do the same work: open the same cache, plan the same epoch, read the same samples
@@ -22,6 +23,7 @@ Both sides do the same work: open the same cache, plan the same epoch, read the 
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -76,10 +78,18 @@ def first_sample(dsrt, cache):
     return elapsed, peak / 1024
 
 
+def children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def epoch(dsrt, cache):
+    """(samples per wall second, samples per CPU second of the process and its threads)."""
+    before = children_cpu()
     out = subprocess.run([dsrt, "iterate", cache, "--workers", "2", "--json"],
                          check=True, capture_output=True).stdout
-    return json.loads(out)["samples_per_second"]
+    summary = json.loads(out)
+    return summary["samples_per_second"], summary["samples"] / (children_cpu() - before)
 
 
 def python_epoch(python, pythonpath, cache):
@@ -88,8 +98,15 @@ def python_epoch(python, pythonpath, cache):
         env["PYTHONPATH"] = pythonpath
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python",
                           "datasetrt", "benchmarks", "bench_plan.py")
+    before = children_cpu()
     out = subprocess.run([python, script, cache], check=True, capture_output=True, env=env)
-    return float(out.stdout.decode().split()[-1])
+    fields = out.stdout.decode().split()
+    # CPU of the training process and its DataLoader workers (all waited for).
+    return float(fields[-1]), int(fields[-2]) / (children_cpu() - before)
+
+
+def best(pairs):
+    return max(p[0] for p in pairs), max(p[1] for p in pairs)
 
 
 def main():
@@ -99,6 +116,8 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--python", help="a Python with torch and the current datasetrt")
     parser.add_argument("--old-pythonpath", help="a directory holding the old datasetrt package")
+    parser.add_argument("--new-pythonpath", help="a directory holding the current package "
+                        "(default: the one --python imports)")
     parser.add_argument("--dir", default="/dev/shm/dsrt-plan-bench")
     args = parser.parse_args()
     os.makedirs(args.dir, exist_ok=True)
@@ -111,19 +130,23 @@ def main():
         new_t, new_rss = min(first_sample(args.new, c10m) for _ in range(3))
         # Epochs: three alternating pairs, the best of each side (the machine drifts by
         # more than the difference between the sides within a minute).
-        old_e = new_e = 0.0
+        olds, news = [], []
         for _ in range(3):
-            old_e = max(old_e, epoch(args.old, c2m))
-            new_e = max(new_e, epoch(args.new, c2m))
+            olds.append(epoch(args.old, c2m))
+            news.append(epoch(args.new, c2m))
+        (old_w, old_c), (new_w, new_c) = best(olds), best(news)
         line = (f"run {run}: first sample {new_t:.3f} s vs {old_t:.3f} s = {new_t / old_t:.2f}x; "
                 f"peak RssAnon {new_rss:.1f} MB vs {old_rss:.1f} MB; "
-                f"Rust epoch {new_e:,.0f} vs {old_e:,.0f} samples/s = {new_e / old_e:.3f}x")
+                f"Rust epoch {new_w / old_w:.3f}x wall, {new_c / old_c:.3f}x CPU "
+                f"({new_w:,.0f} vs {old_w:,.0f} samples/s)")
         if args.python and args.old_pythonpath:
-            old_p = new_p = 0.0
+            olds, news = [], []
             for _ in range(3):
-                old_p = max(old_p, python_epoch(args.python, args.old_pythonpath, c2m))
-                new_p = max(new_p, python_epoch(args.python, None, c2m))
-            line += f"; Python epoch {new_p:,.0f} vs {old_p:,.0f} samples/s = {new_p / old_p:.3f}x"
+                olds.append(python_epoch(args.python, args.old_pythonpath, c2m))
+                news.append(python_epoch(args.python, args.new_pythonpath, c2m))
+            (old_w, old_c), (new_w, new_c) = best(olds), best(news)
+            line += (f"; Python epoch {new_w / old_w:.3f}x wall, {new_c / old_c:.3f}x CPU "
+                     f"({new_w:,.0f} vs {old_w:,.0f} samples/s)")
         print(line, flush=True)
 
 

@@ -1,13 +1,15 @@
 //! Epoch planning for DatasetRT datasets: which sample every step of an epoch reads, on every
-//! rank, reproducibly.
+//! rank of every node, reproducibly, in memory that grows with shards and caches, never samples.
 //!
 //! What it is for: from the shape of each cache (its length and its runs of samples that share
-//! a shard) and a [`PlanConfig`] (seed, per-cache weights, sampling with or without
-//! replacement, shuffle mode), [`EpochPlan::build`] computes the epoch's global order as a
-//! function of `(seed, epoch)` only. [`Partition`] splits the part of the order not yet
-//! consumed among `world_size` ranks so that every rank gets exactly the same number of
-//! samples ([`RemainderPolicy::Pad`] or [`RemainderPolicy::Drop`]), and [`IterState`] records
-//! how far an epoch got so it can resume, also with another world size.
+//! a shard) and a `PlanConfig` (seed, per-cache weights, sampling with or without
+//! replacement, shuffle mode), `EpochPlan::build` gives the epoch's order as a function of
+//! `(seed, epoch)`, evaluated per position through a `PlanCursor` (never materialized).
+//! `Partition` splits the positions not yet consumed over a `Topology` (`world_size` ranks in
+//! nodes of `ranks_per_node`): one contiguous span per node, so each shard is read by one node,
+//! dealt round-robin to the node's ranks, every rank the same count (`RemainderPolicy::Pad` or
+//! `RemainderPolicy::Drop`). `IterState` records what is consumed so an epoch resumes on any
+//! topology, and `PlanReport` tells what each node reads (`dsrt plan`).
 //!
 //! What it is not for: reading samples. This crate does no I/O; the loader in `dsrt-dataset`
 //! turns a plan into samples with worker threads.
