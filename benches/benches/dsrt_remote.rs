@@ -188,7 +188,7 @@ fn get_all(
 
 /// One object under `remote`, whole, into memory.
 fn get(remote: &RemotePrefix, relative: &str) -> Result<Vec<u8>, String> {
-    let store = Arc::clone(remote.store());
+    let store = remote.store();
     let path = remote.object(relative);
     runtime().block_on(async move {
         let got = store.get(&path).await.map_err(|e| e.to_string())?;

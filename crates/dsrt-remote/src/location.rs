@@ -22,6 +22,19 @@ pub struct RemotePrefix {
     store: Arc<dyn ObjectStore>,
     prefix: Path,
     url: String,
+    /// For a prefix parsed from a URL: how to build its client again, and the client of the
+    /// process using it. A forked child (a `DataLoader` worker given a parent's cache) must
+    /// not use the parent's client: its pooled keep-alive connections are registered with a
+    /// runtime whose threads the child does not have, and a request on one waits forever.
+    rebuild: Option<Arc<Rebuild>>,
+}
+
+struct Rebuild {
+    url: url::Url,
+    options: Vec<(String, String)>,
+    /// The process the client in `store` (or in `child`) belongs to.
+    owner: u32,
+    child: std::sync::Mutex<Option<(u32, Arc<dyn ObjectStore>)>>,
 }
 
 impl fmt::Debug for RemotePrefix {
@@ -52,7 +65,7 @@ impl CacheLocation {
                 .map_err(|()| refuse("not a local file path".to_owned()))?;
             return Ok(Self::Local(dir));
         }
-        let options = std::env::vars()
+        let options: Vec<(String, String)> = std::env::vars()
             .filter_map(|(key, value)| {
                 let lower = key.to_ascii_lowercase();
                 let known = ["aws_", "google_", "azure_"]
@@ -62,11 +75,17 @@ impl CacheLocation {
             })
             .collect();
         let (store, prefix) =
-            crate::stores::store_for(&url, options).map_err(|e| refuse(e.to_string()))?;
+            crate::stores::store_for(&url, options.clone()).map_err(|e| refuse(e.to_string()))?;
         Ok(Self::Remote(RemotePrefix {
             store,
             prefix,
             url: location.trim_end_matches('/').to_owned(),
+            rebuild: Some(Arc::new(Rebuild {
+                url,
+                options,
+                owner: std::process::id(),
+                child: std::sync::Mutex::new(None),
+            })),
         }))
     }
 
@@ -87,12 +106,36 @@ impl RemotePrefix {
             store,
             prefix,
             url: url.into(),
+            rebuild: None,
         }
     }
 
-    /// The store.
-    pub fn store(&self) -> &Arc<dyn ObjectStore> {
-        &self.store
+    /// The store's client for this process: the one the prefix was made with, or, in a forked
+    /// child of that process, one of the child's own (for a prefix parsed from a URL; a store
+    /// built in code is used as given).
+    pub fn store(&self) -> Arc<dyn ObjectStore> {
+        let Some(rebuild) = &self.rebuild else {
+            return Arc::clone(&self.store);
+        };
+        let pid = std::process::id();
+        if pid == rebuild.owner {
+            return Arc::clone(&self.store);
+        }
+        let mut child = rebuild
+            .child
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((owner, store)) = &*child {
+            if *owner == pid {
+                return Arc::clone(store);
+            }
+        }
+        // The URL built a client once, so building it again fails only if the configuration
+        // changed since; the parent's client is then all there is.
+        let store = crate::stores::store_for(&rebuild.url, rebuild.options.clone())
+            .map_or_else(|_| Arc::clone(&self.store), |(store, _)| store);
+        *child = Some((pid, Arc::clone(&store)));
+        store
     }
 
     /// The prefix inside the store.

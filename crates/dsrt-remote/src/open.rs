@@ -70,7 +70,8 @@ pub fn open_remote(remote: &RemotePrefix, options: &RemoteOptions) -> Result<Cac
         attempts: options.attempts,
         first_backoff: options.first_backoff,
     };
-    let store = remote.store().as_ref();
+    let store = remote.store();
+    let store = store.as_ref();
     let manifest_url = remote.object_url(MANIFEST_FILE_NAME);
     let manifest_object = remote.object(MANIFEST_FILE_NAME);
     let (manifest_bytes, _) =
@@ -205,7 +206,8 @@ impl SmallFiles<'_> {
         if let Some(file) = self.local.get_any_len(&rel).map_err(local_error)? {
             return Ok(file);
         }
-        let store = self.remote.store().as_ref();
+        let store = self.remote.store();
+        let store = store.as_ref();
         // The length to reserve is the GET's: its headers come before any byte is written (a
         // HEAD first would cost a round trip per file).
         let (len, mut response) = match bytes {

@@ -572,7 +572,8 @@ impl Shared {
         })?;
         let local_rel = self.local_rel(entry);
         let mut fetch = |sink: &mut dyn FetchSink| -> Result<(), FetchError> {
-            let store = self.remote.store().as_ref();
+            let store = self.remote.store();
+            let store = store.as_ref();
             self.retry
                 .run(|| {
                     let local_io = |source| RemoteError::LocalIo {
