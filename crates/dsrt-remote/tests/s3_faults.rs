@@ -202,7 +202,7 @@ fn a_shard_not_matching_the_manifest_is_refused_not_cached_and_named() {
     let mut bytes = std::fs::read(copy.join(&bad)).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0x5a;
-    let store = Arc::clone(to.store());
+    let store = to.store();
     let object = to.object(&bad);
     runtime()
         .block_on(store.put(&object, PutPayload::from(bytes)))
@@ -236,7 +236,7 @@ fn a_shard_not_matching_the_manifest_is_refused_not_cached_and_named() {
 /// Deletes every object under `prefix`.
 fn delete_all(prefix: &RemotePrefix) {
     use futures::TryStreamExt;
-    let store = Arc::clone(prefix.store());
+    let store = prefix.store();
     let under = prefix.prefix().clone();
     runtime().block_on(async move {
         let all: Vec<_> = store.list(Some(&under)).try_collect().await.unwrap();
