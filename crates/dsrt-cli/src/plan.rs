@@ -7,9 +7,7 @@ use crate::error::CliError;
 use crate::output::{human_bytes, print, print_json};
 use crate::store_args::StoreArgs;
 use clap::Args;
-use datasetrt::{
-    CacheShape, Dataset, EpochPlan, IterState, OpenOptions, PlanReport, ReportOptions,
-};
+use datasetrt::{CacheShape, Dataset, EpochPlan, OpenOptions, PlanReport, ReportOptions};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -146,16 +144,16 @@ pub(crate) fn run(args: &PlanArgs) -> Result<(), CliError> {
         Some(spec) => synthetic(*spec),
         None => from_caches(args)?,
     };
-    let plan = EpochPlan::build(&shapes.shapes, &config, args.epoch.epoch)
-        .map_err(datasetrt::DatasetError::from)?;
-    let state = match args.epoch.resume_state()? {
-        Some(state) => state,
-        None => IterState::start(config.seed, args.epoch.epoch, plan.len(), topology, policy),
-    };
-    state
-        .check(config.seed, args.epoch.epoch, plan.len())
-        .map_err(datasetrt::DatasetError::from)?;
-    let plan = plan.with_cuts(&state.cuts);
+    let resume = args.epoch.resume_state()?;
+    let (plan, state) = EpochPlan::for_run(
+        &shapes.shapes,
+        &config,
+        args.epoch.epoch,
+        topology,
+        policy,
+        resume.as_ref(),
+    )
+    .map_err(datasetrt::DatasetError::from)?;
     let bytes = |cache: usize, shard: u64| {
         shapes.shard_bytes[cache]
             .get(usize::try_from(shard).unwrap_or(usize::MAX))

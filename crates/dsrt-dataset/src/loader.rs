@@ -102,14 +102,14 @@ impl Dataset {
         policy: RemainderPolicy,
         resume: Option<&IterState>,
     ) -> Result<(EpochPlan, IterState), DatasetError> {
-        let plan = self.plan(config, epoch)?;
-        let state = match resume {
-            Some(state) => state.clone(),
-            None => IterState::start(config.seed, epoch, plan.len(), topology, policy),
-        };
-        state.check(config.seed, epoch, plan.len())?;
-        let plan = plan.with_cuts(&state.cuts);
-        Ok((plan, state))
+        Ok(EpochPlan::for_run(
+            &self.shapes(),
+            config,
+            epoch,
+            topology,
+            policy,
+            resume,
+        )?)
     }
 }
 

@@ -5,7 +5,7 @@
 use crate::mixing::Interleaving;
 use crate::rng::mix;
 use crate::stream::{CacheStream, StreamSlot};
-use crate::{PlanConfig, PlanError, Shuffle};
+use crate::{IterState, PlanConfig, PlanError, RemainderPolicy, Shuffle, Topology};
 use std::ops::Range;
 
 /// Stream positions and sample ids stay below 2^48, so a time (a position shifted by 64 bits)
@@ -191,6 +191,27 @@ impl EpochPlan {
             mixing,
             cuts: Vec::new(),
         })
+    }
+
+    /// The plan of `epoch` run on `topology` from `resume` (or from the epoch's start), with
+    /// the state it starts from: the state is checked against the plan, and the plan's
+    /// windows are cut where the state says (the node boundaries of the epoch's first run).
+    pub fn for_run(
+        shapes: &[CacheShape],
+        config: &PlanConfig,
+        epoch: u64,
+        topology: Topology,
+        policy: RemainderPolicy,
+        resume: Option<&IterState>,
+    ) -> Result<(Self, IterState), PlanError> {
+        let plan = Self::build(shapes, config, epoch)?;
+        let state = match resume {
+            Some(state) => state.clone(),
+            None => IterState::start(config.seed, epoch, plan.len(), topology, policy),
+        };
+        state.check(config.seed, epoch, plan.len())?;
+        let plan = plan.with_cuts(&state.cuts);
+        Ok((plan, state))
     }
 
     /// The same order with its windows cut at global positions `cuts` (the boundaries between

@@ -103,10 +103,11 @@ impl Partition {
             remaining_len += range.end - range.start;
         }
         let steps = topology.steps(remaining_len, policy);
-        let span = steps * topology.ranks_per_node;
-        let node = rank / topology.ranks_per_node;
-        let span_start = node * span;
-        let span_real = remaining_len.saturating_sub(span_start).min(span);
+        let (span_start, span_real) = node_span(
+            rank / topology.ranks_per_node,
+            steps * topology.ranks_per_node,
+            remaining_len,
+        );
         Ok(Self {
             rank,
             topology,
@@ -169,15 +170,12 @@ impl Partition {
     /// The state once every rank has yielded `steps` samples (of this partition), on a plan
     /// whose windows are cut at `cuts`.
     pub fn state_after(&self, base: &IterState, steps: u64) -> IterState {
-        let steps = steps.min(self.steps);
-        let rpn = self.topology.ranks_per_node;
-        let span = self.steps * rpn;
+        let taken = steps.min(self.steps) * self.topology.ranks_per_node;
         // Offsets into the remaining positions each node has consumed, in order.
         let mut consumed: Vec<Range<u64>> = Vec::new();
         for node in 0..self.topology.nodes() {
-            let start = node * span;
-            let real = self.remaining_len.saturating_sub(start).min(span);
-            let end = start + (steps * rpn).min(real);
+            let (start, real) = self.node_span(node);
+            let end = start + taken.min(real);
             if end > start {
                 consumed.push(start..end);
             }
@@ -229,19 +227,25 @@ impl Partition {
         out
     }
 
+    /// Where node `node`'s span starts (an offset into the remaining positions) and how many
+    /// of its positions are real.
+    fn node_span(&self, node: u64) -> (u64, u64) {
+        node_span(
+            node,
+            self.steps * self.topology.ranks_per_node,
+            self.remaining_len,
+        )
+    }
+
     /// The global position ranges node `node` reads (its real span), in order.
     pub fn node_ranges(&self, node: u64) -> Vec<Range<u64>> {
-        let span = self.steps * self.topology.ranks_per_node;
-        let start = node * span;
-        let real = self.remaining_len.saturating_sub(start).min(span);
+        let (start, real) = self.node_span(node);
         self.global_ranges(start..start + real)
     }
 
     /// Padding steps this node's ranks take in all.
     pub fn node_padding(&self, node: u64) -> u64 {
-        let span = self.steps * self.topology.ranks_per_node;
-        let real = self.remaining_len.saturating_sub(node * span).min(span);
-        span - real
+        self.steps * self.topology.ranks_per_node - self.node_span(node).1
     }
 
     /// The topology.
@@ -268,4 +272,11 @@ impl Partition {
     pub fn remaining_len(&self) -> u64 {
         self.remaining_len
     }
+}
+
+/// Node `node`'s span of `span` positions: its start (an offset into the `remaining_len`
+/// remaining positions) and how many of its positions are real, the rest being padding.
+fn node_span(node: u64, span: u64, remaining_len: u64) -> (u64, u64) {
+    let start = node * span;
+    (start, remaining_len.saturating_sub(start).min(span))
 }

@@ -326,21 +326,22 @@ impl PyRankPlan {
         ))
     }
 
+    /// Every step located (see [`Self::locate`]), through the plan's cursor, locked once.
+    fn locate_steps(&self, steps: &[u64]) -> PyResult<Vec<(usize, u64, u64, bool)>> {
+        let mut cursor = self
+            .cursor
+            .lock()
+            .map_err(|_| PyValueError::new_err("the plan failed in another thread"))?;
+        steps.iter().map(|&s| self.locate(s, &mut cursor)).collect()
+    }
+
     /// Every step located (see [`Self::locate`]), and the `(cache, sample)` each one reads.
     #[allow(clippy::type_complexity)]
     fn locate_items(
         &self,
         steps: &[u64],
     ) -> PyResult<(Vec<(usize, u64, u64, bool)>, Vec<(&datasetrt::Cache, u64)>)> {
-        let mut cursor = self
-            .cursor
-            .lock()
-            .map_err(|_| PyValueError::new_err("the plan failed in another thread"))?;
-        let located = steps
-            .iter()
-            .map(|&s| self.locate(s, &mut cursor))
-            .collect::<PyResult<Vec<_>>>()?;
-        drop(cursor);
+        let located = self.locate_steps(steps)?;
         let items = located
             .iter()
             .map(|&(cache, sample, _, _)| (&self.dataset.caches()[cache].cache, sample))
@@ -522,7 +523,7 @@ impl PyRankPlan {
             return Ok(());
         }
         let steps = steps_arg(steps)?;
-        let (located, _) = self.locate_items(&steps)?;
+        let located = self.locate_steps(&steps)?;
         let planned = located.iter().map(|&(cache, sample, _, _)| (cache, sample));
         self.dataset.will_need(planned, usize::MAX, &mut Vec::new());
         Ok(())
@@ -547,7 +548,7 @@ impl PyRankPlan {
 
     /// The `(cache_id, sample_id)` keys of `steps`.
     fn keys(&self, steps: Vec<u64>) -> PyResult<Vec<(u64, u64)>> {
-        let (located, _) = self.locate_items(&steps)?;
+        let located = self.locate_steps(&steps)?;
         Ok(located
             .iter()
             .map(|&(cache, sample, _, _)| (self.dataset.caches()[cache].cache_id, sample))
