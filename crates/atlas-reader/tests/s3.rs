@@ -30,30 +30,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 /// Upper bound on any one test.
 const TEST_LIMIT: Duration = Duration::from_secs(240);
 
-/// The bucket to test in; without a configured server the test fails (it was asked to run).
-fn bucket(test: &str) -> String {
-    let Ok(bucket) = std::env::var("ATLAS_S3_TEST_BUCKET") else {
-        panic!(
-            "{test}: ATLAS_S3_TEST_BUCKET is not set, so no S3 server is configured. \
-             Run `cargo xtask test`, or start one with `bash .ci/s3-server.sh start DIR` and \
-             `source DIR/env` first."
-        );
-    };
-    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_default();
-    assert!(
-        is_loopback(&endpoint),
-        "ATLAS_S3_TEST_BUCKET is set but AWS_ENDPOINT_URL ('{endpoint}') is not an http URL on \
-         127.0.0.1/localhost; these tests only talk to a local server"
-    );
-    bucket
-}
-
-fn is_loopback(endpoint: &str) -> bool {
-    ["http://127.0.0.1:", "http://localhost:"]
-        .iter()
-        .any(|p| endpoint.starts_with(p))
-}
-
 /// A store on `bucket`, from the standard environment, with short bounded retries.
 fn s3_store_with(bucket: &str, endpoint: Option<&str>, conditional: bool) -> Arc<dyn ObjectStore> {
     let mut builder = AmazonS3Builder::from_env()

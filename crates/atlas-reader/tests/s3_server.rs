@@ -5,6 +5,8 @@
 //! first and refuses to run the other S3 tests when it fails. `#[ignore]`d: it needs the server.
 #![allow(clippy::unwrap_used)] // Test code.
 
+mod common;
+
 use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;
 use object_store::{
@@ -18,16 +20,7 @@ const RACERS: usize = 8;
 const ROUNDS: usize = 10;
 
 fn store() -> Arc<dyn ObjectStore> {
-    let Ok(bucket) = std::env::var("ATLAS_S3_TEST_BUCKET") else {
-        panic!("ATLAS_S3_TEST_BUCKET is not set: run `cargo xtask test`, or start .ci/s3-server.sh and source its env");
-    };
-    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_default();
-    assert!(
-        ["http://127.0.0.1:", "http://localhost:"]
-            .iter()
-            .any(|p| endpoint.starts_with(p)),
-        "AWS_ENDPOINT_URL ('{endpoint}') is not on loopback"
-    );
+    let bucket = common::bucket("conditional_puts_are_atomic_under_races");
     Arc::new(
         AmazonS3Builder::from_env()
             .with_bucket_name(bucket)

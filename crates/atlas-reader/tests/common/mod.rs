@@ -97,3 +97,27 @@ pub(crate) fn stations(n: usize) -> impl Iterator<Item = DatasetSpec> {
         ))
     })
 }
+
+/// The bucket to test in; without a configured server the test fails (it was asked to run).
+pub(crate) fn bucket(test: &str) -> String {
+    let Ok(bucket) = std::env::var("ATLAS_S3_TEST_BUCKET") else {
+        panic!(
+            "{test}: ATLAS_S3_TEST_BUCKET is not set, so no S3 server is configured. \
+             Run `cargo xtask test`, or start one with `bash .ci/s3-server.sh start DIR` and \
+             `source DIR/env` first."
+        );
+    };
+    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_default();
+    assert!(
+        is_loopback(&endpoint),
+        "ATLAS_S3_TEST_BUCKET is set but AWS_ENDPOINT_URL ('{endpoint}') is not an http URL on \
+         127.0.0.1/localhost; these tests only talk to a local server"
+    );
+    bucket
+}
+
+fn is_loopback(endpoint: &str) -> bool {
+    ["http://127.0.0.1:", "http://localhost:"]
+        .iter()
+        .any(|p| endpoint.starts_with(p))
+}
