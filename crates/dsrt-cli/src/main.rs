@@ -63,8 +63,9 @@ Examples:
   dsrt cat s3://bucket/caches/images 3 --cache-dir /scratch/dsrt > sample3.bin")]
 struct Cli {
     /// Idle shard files and mappings the process keeps open at most, whatever the number of
-    /// shards and caches (default: half the open-file soft limit and a quarter of
-    /// vm.max_map_count, whichever is lower; or DSRT_MAX_OPEN_SHARDS).
+    /// shards and caches (default: half the open-file soft limit, which dsrt first raises
+    /// toward the hard limit, and a quarter of vm.max_map_count, whichever is lower; or
+    /// DSRT_MAX_OPEN_SHARDS).
     #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     max_open_shards: Option<u64>,
     #[command(subcommand)]

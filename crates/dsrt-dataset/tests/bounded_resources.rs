@@ -15,8 +15,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
 
-/// The limit the children run under.
-const ULIMIT: u32 = 256;
 /// Descriptors a test process holds besides shard files (stdio, the harness, the loader's
 /// in-flight reads).
 const SLACK: usize = 24;
@@ -69,30 +67,46 @@ fn assert_bounded(context: &str) {
 /// there under the limit.
 struct Case {
     name: &'static str,
+    /// The shell's `ulimit` commands the child runs under.
+    limits: &'static str,
     setup: fn(&Path),
     check: fn(&Path),
 }
 
-const CASES: [Case; 4] = [
+/// The limits most children run under: the hard one too, so that the pool cannot raise the
+/// soft one.
+const AT_ULIMIT: &str = "ulimit -n 256";
+
+const CASES: [Case; 5] = [
     Case {
         name: "a_5000_shard_cache_is_read_whole_under_ulimit_256",
+        limits: AT_ULIMIT,
         setup: write_big_cache,
         check: read_big_cache,
     },
     Case {
         name: "a_dataset_of_2000_caches_opens_and_iterates_under_ulimit_256",
+        limits: AT_ULIMIT,
         setup: write_many_caches,
         check: iterate_many_caches,
     },
     Case {
         name: "a_payload_held_across_its_shards_eviction_keeps_its_bytes",
+        limits: AT_ULIMIT,
         setup: |dir| write_cache(&dir.join("c"), "c", 0, 400, 2),
         check: hold_a_payload,
     },
     Case {
         name: "running_out_of_descriptors_is_a_resource_error",
+        limits: AT_ULIMIT,
         setup: |dir| write_cache(&dir.join("c"), "c", 0, 40, 2),
         check: run_out_of_descriptors,
+    },
+    Case {
+        name: "a_low_soft_limit_is_raised_toward_the_hard_one",
+        limits: "ulimit -Sn 256 && ulimit -Hn 4096",
+        setup: |dir| write_cache(&dir.join("c"), "c", 0, 1_200, 2),
+        check: keep_every_shard_under_a_raised_limit,
     },
 ];
 
@@ -108,18 +122,19 @@ fn main() -> ExitCode {
         (CASES[1].name, || in_child(&CASES[1])),
         (CASES[2].name, || in_child(&CASES[2])),
         (CASES[3].name, || in_child(&CASES[3])),
+        (CASES[4].name, || in_child(&CASES[4])),
     ])
 }
 
 /// Writes `case`'s fixtures into a scratch directory and runs its checks in a child under
-/// `ulimit -n ULIMIT`.
+/// `case.limits`.
 fn in_child(case: &Case) {
     let dir = scratch();
     (case.setup)(dir.path());
     let exe = std::env::current_exe().unwrap();
     let status = Command::new("sh")
         .arg("-c")
-        .arg(format!("ulimit -n {ULIMIT} && exec \"$0\""))
+        .arg(format!("{} && exec \"$0\"", case.limits))
         .arg(exe)
         .env(CHILD_ENV, case.name)
         .env(ROOT_ENV, dir.path())
@@ -259,4 +274,30 @@ fn run_out_of_descriptors(root: &Path) {
     assert!(matches!(err, CacheError::Resource { .. }), "{err:?}");
     drop(hogs);
     assert_eq!(cache.read(5, &mut buf).unwrap().payload, payload(0, 5));
+}
+
+/// The soft limit on open files, from `/proc/self/limits`.
+fn soft_open_file_limit() -> u64 {
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    line.split_whitespace().nth(3).unwrap().parse().unwrap()
+}
+
+fn keep_every_shard_under_a_raised_limit(root: &Path) {
+    assert_eq!(soft_open_file_limit(), 256);
+    let cache = Cache::open(root.join("c"), OpenOptions::default()).unwrap();
+    // The pool, made on the first read, raised the soft limit to twice its capacity, which
+    // the hard limit (4096) and the mappings allow: 2,048 handles, room for all 600 shards.
+    let mut buf = SampleBuf::new();
+    for k in 0..cache.len() {
+        let i = (k * 7_919) % cache.len();
+        assert_eq!(cache.read(i, &mut buf).unwrap().payload, payload(0, i));
+    }
+    assert_eq!(soft_open_file_limit(), 4_096);
+    assert_eq!(HandlePool::global().capacity(), 2_048);
+    assert_eq!(cache.open_shard_files(), 600, "every shard stays open");
+    assert!(open_fds() > 600);
 }

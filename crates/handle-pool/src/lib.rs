@@ -25,5 +25,6 @@ mod pool;
 pub use exhausted::Exhausted;
 pub use files::{map_file, FileIdentity, FileMap, LazyFiles};
 pub use pool::{
-    default_capacity, HandlePool, Holder, CAPACITY_ENV, MAX_DEFAULT_CAPACITY, MIN_DEFAULT_CAPACITY,
+    default_capacity, raise_open_file_limit, HandlePool, Holder, CAPACITY_ENV,
+    MAX_DEFAULT_CAPACITY, MIN_DEFAULT_CAPACITY,
 };

@@ -16,19 +16,28 @@ pub const MAX_DEFAULT_CAPACITY: usize = 65_536;
 /// is lower, within [`MIN_DEFAULT_CAPACITY`] and [`MAX_DEFAULT_CAPACITY`]. The rest of each
 /// is left to everything else the process opens and maps (sockets, pipes, libraries, held
 /// payloads, each cache's index and metadata). A process with room for every shard it reads
-/// keeps them all open; one with less (the common soft limit of 1024 gives 512) closes the
-/// least recently used. Each `DataLoader` worker is a process with limits and a pool of its
-/// own.
+/// keeps them all open; one with less closes the least recently used. The global pool first
+/// raises the soft limit toward the hard one ([`raise_open_file_limit`]), so the soft limit of
+/// 1024 most systems start processes with does not decide the bound. Each `DataLoader` worker
+/// is a process with limits and a pool of its own.
 pub fn default_capacity() -> usize {
-    // `None` is RLIM_INFINITY; without /proc, the kernel's default map count.
-    let open_files = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+    capacity_for(open_file_limit(), map_count_limit())
+}
+
+/// The process's soft limit on open files; `u64::MAX` for no limit.
+fn open_file_limit() -> u64 {
+    // `None` is RLIM_INFINITY.
+    rustix::process::getrlimit(rustix::process::Resource::Nofile)
         .current
-        .unwrap_or(u64::MAX);
-    let map_count = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .unwrap_or(u64::MAX)
+}
+
+/// `vm.max_map_count`; without /proc, the kernel's default.
+fn map_count_limit() -> u64 {
+    std::fs::read_to_string("/proc/sys/vm/max_map_count")
         .ok()
         .and_then(|text| text.trim().parse::<u64>().ok())
-        .unwrap_or(65_530);
-    capacity_for(open_files, map_count)
+        .unwrap_or(65_530)
 }
 
 /// [`default_capacity`] for a soft limit of `open_files` descriptors and `map_count` mappings.
@@ -37,6 +46,44 @@ fn capacity_for(open_files: u64, map_count: u64) -> usize {
     usize::try_from(capacity)
         .unwrap_or(usize::MAX)
         .clamp(MIN_DEFAULT_CAPACITY, MAX_DEFAULT_CAPACITY)
+}
+
+/// The soft limit on open files a pool of `capacity` handles asks for: twice the capacity, as
+/// [`default_capacity`] leaves half of the limit to the rest of the process.
+fn open_files_wanted(capacity: usize) -> u64 {
+    u64::try_from(capacity)
+        .unwrap_or(u64::MAX)
+        .saturating_mul(2)
+}
+
+/// Raises the process's soft limit on open files to what a pool of `capacity` handles wants
+/// (twice the capacity), never above the hard limit and never lowering it; returns the soft
+/// limit in force afterwards. This is what Go's runtime and Ray do at start: the soft limit
+/// of 1024 exists for programs that pass descriptors to `select(2)`, which cannot watch a
+/// descriptor above 1023, and the hard limit is the administrator's bound. Children the
+/// process starts inherit the raised limit.
+///
+/// A process whose soft limit must stay (one that uses `select` on descriptors it opens after
+/// the shards) sets [`CAPACITY_ENV`] to a bound that fits it: the global pool raises the limit
+/// only as far as its capacity wants.
+pub fn raise_open_file_limit(capacity: usize) -> u64 {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let soft = limit.current.unwrap_or(u64::MAX);
+    let hard = limit.maximum.unwrap_or(u64::MAX);
+    let wanted = open_files_wanted(capacity).min(hard);
+    if wanted <= soft {
+        return soft;
+    }
+    let raised = Rlimit {
+        current: Some(wanted),
+        maximum: limit.maximum,
+    };
+    // Failing to raise leaves the limit as it was: the bound then follows that limit.
+    match setrlimit(Resource::Nofile, raised) {
+        Ok(()) => wanted,
+        Err(_) => soft,
+    }
 }
 
 /// The environment variable read once, when the global pool is first used, for its capacity.
@@ -97,16 +144,19 @@ impl HandlePool {
     }
 
     /// The process's pool: [`default_capacity`], or the number in [`CAPACITY_ENV`] (a value
-    /// that is not a whole number >= 1 is ignored).
+    /// that is not a whole number >= 1 is ignored). Made on first use, which first raises
+    /// the soft limit on open files as far as that capacity wants ([`raise_open_file_limit`]).
     pub fn global() -> &'static Self {
         static GLOBAL: OnceLock<HandlePool> = OnceLock::new();
         GLOBAL.get_or_init(|| {
-            let capacity = std::env::var(CAPACITY_ENV)
+            let chosen = std::env::var(CAPACITY_ENV)
                 .ok()
                 .and_then(|v| v.trim().parse::<usize>().ok())
-                .filter(|&n| n >= 1)
-                .unwrap_or_else(default_capacity);
-            Self::new(capacity)
+                .filter(|&n| n >= 1);
+            // The capacity the mappings allow, were descriptors no constraint.
+            let wanted = chosen.unwrap_or_else(|| capacity_for(u64::MAX, map_count_limit()));
+            let open_files = raise_open_file_limit(wanted);
+            Self::new(chosen.unwrap_or_else(|| capacity_for(open_files, map_count_limit())))
         })
     }
 
@@ -115,8 +165,10 @@ impl HandlePool {
         self.capacity.load(Ordering::Relaxed)
     }
 
-    /// Sets the bound (at least 1); a lower bound releases handles at once.
+    /// Sets the bound (at least 1); a lower bound releases handles at once, a higher one
+    /// raises the soft limit on open files as far as it wants ([`raise_open_file_limit`]).
     pub fn set_capacity(&self, capacity: usize) {
+        raise_open_file_limit(capacity);
         self.capacity.store(capacity.max(1), Ordering::Relaxed);
         self.sweep(None);
     }
@@ -296,6 +348,19 @@ mod tests {
         assert_eq!(capacity_for(1 << 20, 65_530), 16_382);
         assert_eq!(capacity_for(u64::MAX, u64::MAX), MAX_DEFAULT_CAPACITY);
         assert_eq!(capacity_for(4, 65_530), MIN_DEFAULT_CAPACITY);
+    }
+
+    #[test]
+    fn raising_the_open_file_limit_never_lowers_it_nor_passes_the_hard_one() {
+        use rustix::process::{getrlimit, Resource};
+        let before = getrlimit(Resource::Nofile);
+        assert_eq!(raise_open_file_limit(1), before.current.unwrap_or(u64::MAX));
+        assert_eq!(getrlimit(Resource::Nofile).current, before.current);
+        let raised = raise_open_file_limit(usize::MAX);
+        let after = getrlimit(Resource::Nofile);
+        assert_eq!(after.current.unwrap_or(u64::MAX), raised);
+        assert_eq!(after.current, before.maximum, "raised to the hard limit");
+        assert_eq!(after.maximum, before.maximum);
     }
 
     #[test]

@@ -73,10 +73,13 @@ PRELUDE = textwrap.dedent(
 )
 
 
-def run_child(body, *args, limit=LIMIT):
+def run_child(body, *args, limit=LIMIT, hard_limit=None):
+    """Runs ``body`` in a child whose soft limit on open files is ``limit`` and whose hard
+    limit is ``hard_limit`` (by default the same: the library raises a soft limit toward the
+    hard one, and most tests need the low limit to hold)."""
+
     def lower():
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard_limit or limit))
 
     code = PRELUDE + textwrap.dedent(body)
     done = subprocess.run(
@@ -252,6 +255,27 @@ def test_running_out_of_descriptors_is_a_resource_error(big_cache):
         assert bytes(cache[17].payload) == payload(0, 17)
         """,
         big_cache,
+    )
+
+
+def test_a_low_soft_limit_is_raised_toward_the_hard_one(big_cache):
+    run_child(
+        """
+        import resource
+        assert resource.getrlimit(resource.RLIMIT_NOFILE) == (256, 4096)
+        cache = datasetrt.Cache(sys.argv[1])
+        for k in range(3000):
+            i = (k * 7919) % len(cache)
+            assert bytes(cache[i].payload) == payload(0, i)
+        # The first read made the pool, which raised the soft limit to twice its capacity.
+        assert resource.getrlimit(resource.RLIMIT_NOFILE) == (4096, 4096)
+        assert datasetrt.max_open_shards() == 2048
+        with open("/proc/self/maps") as f:
+            mapped = sum(1 for line in f if "/shards/" in line and sys.argv[1] in line)
+        assert mapped > 2000, mapped
+        """,
+        big_cache,
+        hard_limit=4096,
     )
 
 
