@@ -32,104 +32,17 @@
 #![allow(clippy::cast_possible_truncation)] // small known sizes
 
 use criterion::{criterion_group, Criterion, Throughput};
-use datasetrt::{
-    CacheWriter, Column, ColumnType, Dataset, Loader, LoaderConfig, OpenOptions, PlanConfig,
-    Schema, Shuffle, ValueRef, WriterOptions,
-};
+use datasetrt::{Dataset, Loader, LoaderConfig, OpenOptions};
 use dsrt_atlas_benches::atlas::time_iters;
-use dsrt_atlas_benches::SplitMix;
+use dsrt_atlas_benches::remote::{
+    consume, fixture, fresh_dir, get_all, get_hash_write_all, loader_config, runtime,
+    server_or_skip, settle_and_remove, shard_objects, TOTAL_BYTES,
+};
 use dsrt_remote::object_store::{ObjectStore, ObjectStoreExt};
-use dsrt_remote::{open_dataset, CacheLocation, RemoteOptions, RemotePrefix};
-use futures::StreamExt;
-use std::path::{Path, PathBuf};
+use dsrt_remote::{open_dataset, RemoteOptions, RemotePrefix};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-const TOTAL_BYTES: u64 = 200 << 20;
-const SHARD_BYTES: u64 = 16 << 20;
-const WORKERS: usize = 2;
-
-/// The bench's bucket, or why it cannot run.
-fn server() -> Result<String, String> {
-    let bucket = std::env::var("ATLAS_S3_TEST_BUCKET")
-        .map_err(|_| "ATLAS_S3_TEST_BUCKET is not set".to_owned())?;
-    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_default();
-    if !["http://127.0.0.1:", "http://localhost:"]
-        .iter()
-        .any(|p| endpoint.starts_with(p))
-    {
-        return Err(format!(
-            "AWS_ENDPOINT_URL ('{endpoint}') is not a loopback server"
-        ));
-    }
-    Ok(bucket)
-}
-
-/// The local copy (written once, kept under the temp directory) and the prefix it is
-/// published under (published unless the server already holds it).
-fn fixture(bucket: &str) -> (PathBuf, RemotePrefix) {
-    let name = format!(
-        "dsrt-remote-bench-{}m-{}m",
-        TOTAL_BYTES >> 20,
-        SHARD_BYTES >> 20
-    );
-    let copy = std::env::temp_dir().join(&name);
-    if !copy.join("manifest.json").is_file() {
-        let _ = std::fs::remove_dir_all(&copy);
-        write_copy(&copy, &name);
-    }
-    let manifest = std::fs::read(copy.join("manifest.json")).expect("local manifest");
-    let digest = <sha2::Sha256 as sha2::Digest>::digest(&manifest);
-    let tag: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
-    let url = format!("s3://{bucket}/dsrt-remote-bench/{name}-{tag}");
-    let remote = CacheLocation::parse(&url)
-        .expect("bench URL parses")
-        .as_remote()
-        .expect("an s3 URL is remote")
-        .clone();
-    if get(&remote, "manifest.json").is_err() {
-        let started = Instant::now();
-        dsrt_remote::publish_cache(&copy, &remote, &dsrt_remote::PublishOptions::default())
-            .expect("bench cache publishes");
-        eprintln!(
-            "dsrt_remote bench: published {url} in {:.1?}",
-            started.elapsed()
-        );
-    }
-    (copy, remote)
-}
-
-fn write_copy(dir: &Path, name: &str) {
-    let schema =
-        Schema::new(vec![Column::new("label", ColumnType::Int64, false)]).expect("static schema");
-    let options = WriterOptions::new(name, schema).max_shard_bytes(SHARD_BYTES);
-    let mut writer = CacheWriter::create(dir, options).expect("bench cache directory");
-    let mut rng = SplitMix::new(42);
-    let mut written = 0u64;
-    let mut i = 0i64;
-    while written < TOTAL_BYTES {
-        let len = rng.range(64 << 10, 192 << 10) as usize;
-        let mut payload = Vec::with_capacity(len + 8);
-        while payload.len() < len {
-            payload.extend_from_slice(&rng.next_u64().to_le_bytes());
-        }
-        payload.truncate(len);
-        writer
-            .add_values(&payload, &[ValueRef::Int64(i)])
-            .expect("sample adds");
-        written += len as u64;
-        i += 1;
-    }
-    writer.finish().expect("bench cache finishes");
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime")
-}
 
 /// The baselines' own client of the bench's store: built the way `CacheLocation::parse`
 /// builds one, but not shared with the cache code (whose clients are reused process-wide),
@@ -159,77 +72,6 @@ fn get_with(
     })
 }
 
-/// Every object of `objects` (under `remote`) whole into memory by plain GETs, `at_once` at
-/// a time.
-fn get_all(
-    rt: &tokio::runtime::Runtime,
-    store: &Arc<dyn ObjectStore>,
-    remote: &RemotePrefix,
-    objects: &[&str],
-    at_once: usize,
-) {
-    let store = Arc::clone(store);
-    let paths: Vec<_> = objects.iter().map(|s| remote.object(s)).collect();
-    rt.block_on(async move {
-        let mut fetched = futures::stream::iter(paths)
-            .map(|path| {
-                let store = Arc::clone(&store);
-                async move {
-                    let got = store.get(&path).await.expect("GET");
-                    got.bytes().await.expect("body").len()
-                }
-            })
-            .buffer_unordered(at_once);
-        while let Some(len) = fetched.next().await {
-            std::hint::black_box(len);
-        }
-    });
-}
-
-/// One object under `remote`, whole, into memory.
-fn get(remote: &RemotePrefix, relative: &str) -> Result<Vec<u8>, String> {
-    let store = remote.store();
-    let path = remote.object(relative);
-    runtime().block_on(async move {
-        let got = store.get(&path).await.map_err(|e| e.to_string())?;
-        got.bytes()
-            .await
-            .map(|b| b.to_vec())
-            .map_err(|e| e.to_string())
-    })
-}
-
-fn shard_objects(copy: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(copy.join("shards"))
-        .expect("shards dir")
-        .map(|e| format!("shards/{}", e.expect("entry").file_name().to_string_lossy()))
-        .collect();
-    names.sort();
-    names
-}
-
-fn loader_config() -> LoaderConfig {
-    LoaderConfig {
-        plan: PlanConfig {
-            seed: 1,
-            shuffle: Shuffle::Local { window_shards: 4 },
-            ..PlanConfig::default()
-        },
-        workers: WORKERS,
-        prefetch: 512,
-        ..LoaderConfig::default()
-    }
-}
-
-fn consume(dataset: &Arc<Dataset>) -> u64 {
-    let mut n = 0;
-    for sample in Loader::new(Arc::clone(dataset), loader_config()).expect("loader starts") {
-        std::hint::black_box(sample.expect("sample loads").payload);
-        n += 1;
-    }
-    n
-}
-
 /// Where a floor measurement fetches from and writes to.
 struct Floor<'a> {
     rt: &'a tokio::runtime::Runtime,
@@ -255,67 +97,6 @@ impl Floor<'_> {
     }
 }
 
-/// Every object of `objects` (under `remote`) by a GET, `at_once` objects at a time, each
-/// hashed and written to a file under `dir` as it arrives, by a thread of its own (so that
-/// hashing overlaps the transfer, as in the cache).
-fn get_hash_write_all(
-    rt: &tokio::runtime::Runtime,
-    store: &Arc<dyn ObjectStore>,
-    remote: &RemotePrefix,
-    objects: &[&str],
-    dir: &Path,
-    at_once: usize,
-) {
-    let jobs: Vec<_> = objects
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (remote.object(s), dir.join(format!("{i}.bin"))))
-        .collect();
-    let store = Arc::clone(store);
-    rt.block_on(async move {
-        let mut done = futures::stream::iter(jobs)
-            .map(|(path, file)| {
-                let store = Arc::clone(&store);
-                tokio::spawn(async move {
-                    let (chunks, hashing) = hash_write_thread(file);
-                    let mut body = store.get(&path).await.expect("GET").into_stream();
-                    while let Some(chunk) = body.next().await {
-                        chunks.send(chunk.expect("body")).expect("hashing thread");
-                    }
-                    drop(chunks);
-                    hashing.join().expect("hashing thread")
-                })
-            })
-            .buffer_unordered(at_once);
-        while let Some(digest) = done.next().await {
-            std::hint::black_box(digest.expect("task"));
-        }
-    });
-}
-
-/// A thread that writes the chunks it is sent to `file` and hashes them; joined, the digest.
-fn hash_write_thread(
-    file: PathBuf,
-) -> (
-    std::sync::mpsc::SyncSender<bytes::Bytes>,
-    std::thread::JoinHandle<Vec<u8>>,
-) {
-    use sha2::Digest;
-    use std::io::Write;
-    let (send, receive) = std::sync::mpsc::sync_channel::<bytes::Bytes>(16);
-    let thread = std::thread::spawn(move || {
-        let mut out = std::fs::File::create(&file).expect("floor file");
-        let mut hasher = sha2::Sha256::new();
-        for chunk in receive {
-            out.write_all(&chunk).expect("floor write");
-            hasher.update(&chunk);
-        }
-        hasher.finalize().to_vec()
-    });
-    (send, thread)
-}
-
-/// A fresh, empty local cache directory for one iteration.
 /// `iters` times: a cold open of `url` in a fresh local directory (`options` for it) and the
 /// first sample of a `config` loader; the summed time of those, not of the clean-up.
 fn first_sample(
@@ -342,47 +123,11 @@ fn first_sample(
     total
 }
 
-fn fresh_dir(root: &Path, n: &mut u64) -> PathBuf {
-    *n += 1;
-    let dir = root.join(format!("cold-{n}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
-/// Waits until no download is in flight under `dir` (prefetch threads of a dropped dataset
-/// finish their current shard), so that the next iteration does not share the link, then
-/// removes it.
-fn settle_and_remove(dir: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while has_partial(dir) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    std::thread::sleep(Duration::from_millis(20));
-    let _ = std::fs::remove_dir_all(dir);
-}
-
-fn has_partial(dir: &Path) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return false;
-    };
-    entries.flatten().any(|e| {
-        let path = e.path();
-        path.is_dir() && has_partial(&path) || path.to_string_lossy().ends_with(".partial")
-    })
-}
-
 fn remote_bench(c: &mut Criterion) {
-    let bucket = match server() {
-        Ok(bucket) => bucket,
-        Err(why) => {
-            eprintln!(
-                "dsrt_remote bench: SKIPPED, no S3 test server ({why}). Start one with \
-                 `bash .ci/s3-server.sh start DIR` and `source DIR/env`."
-            );
-            return;
-        }
+    let Some(bucket) = server_or_skip("dsrt_remote") else {
+        return;
     };
-    let (copy, remote) = fixture(&bucket);
+    let (copy, remote) = fixture(&bucket, TOTAL_BYTES);
     let url = remote.url().to_owned();
     let shards = shard_objects(&copy);
     let shard_bytes: u64 = shards
@@ -412,8 +157,8 @@ fn remote_bench(c: &mut Criterion) {
         }
     };
     group.bench_function("baseline_parallel_gets", parallel_gets(2));
-    // The cache keeps `prefetch_shards` (4) downloads in flight: the same GETs as many at a
-    // time. The target holds against the faster of the two baselines.
+    // The same GETs 4 at a time (the cache keeps `prefetch_shards`, 8 by default, in flight;
+    // on this loopback server plain GETs gain nothing past 2). The target holds against the faster of the two baselines.
     group.bench_function("baseline_parallel_gets_4", parallel_gets(4));
     // Not a target: the least any cache could do with the same GETs, each shard hashed
     // (SHA-256) and written to a local file as it arrives, 2 at a time on the runtime's 2

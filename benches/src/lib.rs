@@ -6,12 +6,13 @@
 //!
 //! What it is not for: measuring anything itself, or being depended on by library crates.
 //!
-//! Layering: a leaf of the workspace; it depends on the facades (and, for one bench, on
-//! `atlas-mask`, whose codec the facade does not re-export).
+//! Layering: a leaf of the workspace; it depends on the facades and `dsrt-remote` (and, for
+//! one bench, on `atlas-mask`, whose codec the facade does not re-export).
 #![forbid(unsafe_code)]
 // Fixture sizes are small known values; `as` conversions here cannot truncate.
 #![allow(clippy::cast_possible_truncation)]
 pub mod atlas;
+pub mod remote;
 
 use datasetrt::{CacheWriter, Column, ColumnType, Schema, ValueRef, WriterOptions};
 use std::path::Path;

@@ -7,7 +7,7 @@
 //! (the hardened `atlas-array-format` is a workspace member, so its own tests run too), then the
 //! S3 tests, which a plain `cargo test` reports as ignored: `cargo test -p atlas-reader -p
 //! atlas-collections-cli -p dsrt-remote -p dsrt-cli --test s3 --test s3_faults --test
-//! s3_processes -- --ignored` (every target of `s3_targets`), failing unless every one of them
+//! s3_processes --test s3_shaped -- --ignored` (every target of `s3_targets`), failing unless every one of them
 //! ran and passed (`check_s3_run`). Then the Python
 //! packages' pytest suites against the same server (`python.rs`; `--python-only` runs only
 //! those), and stops the server whatever happened. The whole suite also runs the downstream
@@ -32,7 +32,8 @@ const S3_PACKAGES: &[&str] = &[
 /// Further test targets that need the server, by package: every one of them runs in the S3
 /// stage too (`s3_processes` is `harness = false` and ignores its tests through
 /// `dsrt_atlas_test_runner::run_ignored`).
-const S3_EXTRA_TARGETS: &[(&str, &[&str])] = &[("dsrt-remote", &["s3_faults", "s3_processes"])];
+const S3_EXTRA_TARGETS: &[(&str, &[&str])] =
+    &[("dsrt-remote", &["s3_faults", "s3_processes", "s3_shaped"])];
 
 /// Every `(package, test target)` of the S3 stage.
 fn s3_targets() -> Vec<(&'static str, &'static str)> {
@@ -310,6 +311,7 @@ mod tests {
         // The whole stage expects one summary per S3 target, dsrt-remote's extra ones included.
         assert!(s3_targets().contains(&("dsrt-remote", "s3_faults")));
         assert!(s3_targets().contains(&("dsrt-remote", "s3_processes")));
+        assert!(s3_targets().contains(&("dsrt-remote", "s3_shaped")));
         assert!(check_s3_run(ok).is_err());
     }
 

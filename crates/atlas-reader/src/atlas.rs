@@ -2,7 +2,7 @@
 
 use crate::delete::{ConditionalPutCommitter, MaskCommitter};
 use crate::error::AtlasError;
-use crate::open::{read_container, read_mask};
+use crate::open::{fetch_mask, mask_from, read_container};
 use crate::view::{resolve_schemas, DatasetView, ResolvedSchema};
 use array_format::{
     ArrayFile, BlockCache, ReadConfig, DEFAULT_CACHE_CAPACITY, DEFAULT_IO_CACHE_CAPACITY,
@@ -134,8 +134,19 @@ impl Atlas {
     async fn open_dyn(store: Arc<dyn ObjectStore>, prefix: &Path) -> Result<Self, AtlasError> {
         let container = prefix.clone().join(CONTAINER_OBJECT);
         let mask_path = prefix.clone().join(MASK_OBJECT);
-        let opened = read_container(store.as_ref(), &container).await?;
-        let deleted = read_mask(store.as_ref(), &mask_path, opened.footer.datasets.len()).await?;
+        // The mask is fetched alongside the container's tail: one round trip, not two, where
+        // the footer fits in the tail probe. Its bytes are checked once the footer says how
+        // many datasets there are; a missing container still reports itself first.
+        let (opened, mask_bytes) = futures::join!(
+            read_container(store.as_ref(), &container),
+            fetch_mask(store.as_ref(), &mask_path)
+        );
+        let opened = opened?;
+        let deleted = mask_from(
+            &mask_path,
+            mask_bytes?.as_deref(),
+            opened.footer.datasets.len(),
+        )?;
         let committer = Arc::new(ConditionalPutCommitter::new(
             Arc::clone(&store),
             mask_path.clone(),

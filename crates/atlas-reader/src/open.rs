@@ -1,4 +1,5 @@
-//! Opening: the tail probe, the footer, the mask. At most three requests.
+//! Opening: the tail probe, the footer, the mask. At most three requests, the mask's sent with
+//! the probe.
 
 use crate::error::AtlasError;
 use atlas_footer::trailer::{check_header, locate_footer, parse_trailer, slice_of_probe};
@@ -61,13 +62,32 @@ pub(crate) async fn read_mask(
     mask: &Path,
     dataset_count: usize,
 ) -> Result<DeletedSet, AtlasError> {
+    let bytes = fetch_mask(store, mask).await?;
+    mask_from(mask, bytes.as_deref(), dataset_count)
+}
+
+/// The mask's bytes, `None` where there is no mask (nothing deleted). Fetched without the
+/// dataset count, so that an open can fetch it alongside the container's tail.
+pub(crate) async fn fetch_mask(
+    store: &dyn ObjectStore,
+    mask: &Path,
+) -> Result<Option<Bytes>, AtlasError> {
     match store.get(mask).await {
-        Ok(result) => {
-            let bytes = result.bytes().await?;
-            decode_mask(mask, &bytes, dataset_count)
-        }
-        Err(object_store::Error::NotFound { .. }) => Ok(DeletedSet::new(dataset_count)),
+        Ok(result) => Ok(Some(result.bytes().await?)),
+        Err(object_store::Error::NotFound { .. }) => Ok(None),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// The deleted set of a collection of `dataset_count` datasets from what [`fetch_mask`] got.
+pub(crate) fn mask_from(
+    mask: &Path,
+    bytes: Option<&[u8]>,
+    dataset_count: usize,
+) -> Result<DeletedSet, AtlasError> {
+    match bytes {
+        Some(bytes) => decode_mask(mask, bytes, dataset_count),
+        None => Ok(DeletedSet::new(dataset_count)),
     }
 }
 

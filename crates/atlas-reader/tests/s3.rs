@@ -1,4 +1,5 @@
-//! Atlas on a real S3-compatible server (moto, started by `.ci/s3-server.sh`).
+//! Atlas on a real S3-compatible server (SeaweedFS, started by `.ci/s3-server.sh`), directly and
+//! through a link shaped like S3's (`dsrt-atlas-link-shaper`).
 //!
 //! Configured from the environment the script writes: `ATLAS_S3_TEST_BUCKET` plus the standard
 //! `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`. Every test
@@ -747,6 +748,89 @@ async fn a_server_killed_during_a_large_read_gives_all_or_a_retryable_error() {
                 assert_retryable_store_error("read during the kill", &error);
             }
         }
+    })
+    .await;
+}
+
+/// The Python benchmark's shape through a link shaped like S3's (20 ms to first byte, 80 MB/s
+/// per connection, 400 MB/s in all): open + the first read of one variable of one dataset
+/// out of 2,000 take three reads in two round trips (the container's tail with
+/// `deleted.mask`, then the variable's whole segment, about 6 MB, in parts at once) and at most
+/// four round trips' worth of time. In one request at 80 MB/s the segment alone would take
+/// nearly four.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the S3 test server; cargo xtask test runs them"]
+async fn one_variable_of_one_of_2000_datasets_through_an_s3_shaped_link() {
+    use dsrt_atlas_link_shaper::{LinkShape, Shaper};
+    let test = "shaped_read";
+    let bucket = bucket(test);
+    let store = s3_store(&bucket);
+    bounded(test, async {
+        let prefix = unique_prefix(test);
+        let specs = (0..2000).map(|d| {
+            ["t2m", "precip", "wind"].into_iter().enumerate().fold(
+                DatasetSpec::new(format!("run_{d:05}")),
+                |spec, (v, name)| {
+                    let values = (0..24 * 32)
+                        .map(|i| (d * 3 + v) as f32 + i as f32 * 1e-3)
+                        .collect();
+                    let data = ArrayD::from_shape_vec(IxDyn(&[24, 32]), values).unwrap();
+                    spec.array(ArraySpec::new(name, data).dims(["y", "x"]))
+                },
+            )
+        });
+        write_with(&store, &prefix, WriterOptions::default(), specs).await;
+        let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap();
+        let port: u16 = endpoint
+            .rsplit(':')
+            .next()
+            .unwrap()
+            .trim_end_matches('/')
+            .parse()
+            .unwrap();
+        let shape = LinkShape {
+            per_connection: 20e6,
+            ..LinkShape::S3_NEARBY
+        };
+        let shaper = Shaper::start(([127, 0, 0, 1], port).into(), shape).unwrap();
+        let (mut times, mut segment) = (Vec::new(), 0);
+        for attempt in 0..3 {
+            // A fresh client each time: no connection or byte kept from the attempt before.
+            let shaped = s3_store_with(&bucket, Some(&shaper.endpoint()), true);
+            let started = Instant::now();
+            let (atlas, counting) = open_counted(&shaped, &prefix).await;
+            let name = format!("run_{:05}", 1234 + attempt);
+            let values = atlas
+                .dataset(&name)
+                .unwrap()
+                .read_array::<f32>("precip", vec![], vec![])
+                .await
+                .unwrap();
+            times.push(started.elapsed());
+            assert_eq!(values[[0, 0]], ((1234 + attempt) * 3 + 1) as f32);
+            assert_eq!(counting.reads(), 3, "{:?}", counting.requests());
+            assert!(
+                counting.count() > 3,
+                "the segment came in parts: {:?}",
+                counting.requests()
+            );
+            segment = atlas
+                .variables()
+                .find(|(n, _)| *n == "precip")
+                .unwrap()
+                .1
+                .seg_len;
+        }
+        times.sort();
+        // The segment in one request: two round trips, then its bytes at one connection's rate.
+        let one_request =
+            2 * shape.first_byte + Duration::from_secs_f64(segment as f64 / shape.per_connection);
+        assert!(
+            times[1] * 2 < one_request,
+            "open + read in {:?} (median of {times:?}); in one request the segment alone would \
+             take {one_request:?}",
+            times[1],
+        );
     })
     .await;
 }

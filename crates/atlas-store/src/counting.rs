@@ -70,6 +70,26 @@ impl CountingStore {
             .len()
     }
 
+    /// Number of reads so far: requests, with the parts one read was fetched in
+    /// ([`crate::fetch_parts`]: ranges of one object, each starting where the one before it
+    /// ended) counted once. The parts are fetched at once, so this counts round trips where
+    /// [`CountingStore::count`] counts requests.
+    pub fn reads(&self) -> usize {
+        let requests = self.requests();
+        let continues = |before: &Request, after: &Request| match (&before.kind, &after.kind) {
+            (
+                RequestKind::GetRange(GetRange::Bounded(a)),
+                RequestKind::GetRange(GetRange::Bounded(b)),
+            ) => before.path == after.path && a.end == b.start,
+            _ => false,
+        };
+        requests.len()
+            - requests
+                .windows(2)
+                .filter(|pair| continues(&pair[0], &pair[1]))
+                .count()
+    }
+
     /// Number of requests so far to paths ending in `suffix`.
     pub fn count_for(&self, suffix: &str) -> usize {
         self.requests()

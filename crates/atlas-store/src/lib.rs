@@ -3,8 +3,10 @@
 //! What it is for: three [`object_store::ObjectStore`] adapters that let array-format, which
 //! only knows whole objects, live inside one container object:
 //! - [`SegmentView`] exposes one byte range of `data.atlas` as an object of its own, so
-//!   `ArrayFile::open` reads a segment in place. Its size comes from the footer (no HEAD), and
-//!   the segment's tail is fetched once, so opening a small segment costs one request.
+//!   `ArrayFile::open` reads a segment in place. Its size comes from the footer (no HEAD), the
+//!   segment's tail is fetched once, so opening a small segment costs one request, and a large
+//!   read (a block, a whole segment) is fetched in parts at once, so that it arrives at what the
+//!   store serves a client rather than one connection.
 //! - [`AppendSink`] is what an `ArrayWriter` finishes into: every byte it writes is appended to
 //!   the container's one multipart upload, in order, so a segment streams straight into
 //!   `data.atlas` and the container is never held in memory.
@@ -23,7 +25,7 @@ mod segment_view;
 mod sink;
 
 pub use counting::{CountingStore, Request, RequestKind};
-pub use segment_view::SegmentView;
+pub use segment_view::{fetch_parts, SegmentView, MAX_FETCH_PARTS, MIN_FETCH_PART};
 pub use sink::{AppendSink, ContainerUpload};
 
 use object_store::path::Path;

@@ -2,7 +2,7 @@
 
 use crate::refused;
 use async_trait::async_trait;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use object_store::path::Path;
@@ -21,7 +21,8 @@ const NAME: &str = "SegmentView";
 /// The bytes `[offset, offset + len)` of `container` in `inner`, as an object at `location`.
 /// Read-only: every write and list call is refused.
 ///
-/// A HEAD answers from `len` without a request. The last `tail_window` bytes are fetched on the
+/// A HEAD answers from `len` without a request. A large read is fetched as concurrent range
+/// requests ([`fetch_parts`]). The last `tail_window` bytes are fetched on the
 /// first read that falls inside them and then served from memory, so array-format's trailer
 /// read and its footer read cost one request together when the window holds the footer. Once
 /// the segment is open, [`SegmentView::release_tail`] frees them.
@@ -124,8 +125,62 @@ impl SegmentView {
 
     async fn fetch(&self, range: Range<u64>) -> Result<Bytes> {
         let absolute = self.offset + range.start..self.offset + range.end;
-        self.inner.get_range(&self.container, absolute).await
+        let parts = fetch_parts(absolute.clone());
+        if parts.len() == 1 {
+            return self.inner.get_range(&self.container, absolute).await;
+        }
+        let pieces = futures::future::try_join_all(
+            parts
+                .iter()
+                .map(|part| self.inner.get_range(&self.container, part.clone())),
+        )
+        .await?;
+        let len = usize::try_from(absolute.end - absolute.start).unwrap_or(usize::MAX);
+        let mut whole = BytesMut::with_capacity(len);
+        for (part, piece) in parts.iter().zip(&pieces) {
+            if piece.len() as u64 != part.end - part.start {
+                return Err(object_store::Error::Generic {
+                    store: NAME,
+                    source: format!(
+                        "{}: asked for bytes {part:?}, got {} bytes",
+                        self.container,
+                        piece.len()
+                    )
+                    .into(),
+                });
+            }
+            whole.extend_from_slice(piece);
+        }
+        Ok(whole.freeze())
     }
+}
+
+/// The smallest part a read is split into: a request that carries less spends more of its
+/// time waiting for its first byte than receiving.
+pub const MIN_FETCH_PART: u64 = 1 << 20;
+
+/// The most parts one read is split into.
+pub const MAX_FETCH_PARTS: u64 = 8;
+
+/// The range requests that fetch `range` of a container: one for a read below twice
+/// [`MIN_FETCH_PART`], else parts of equal size (the last shorter), at least
+/// [`MIN_FETCH_PART`] each and at most [`MAX_FETCH_PARTS`] of them, fetched at once.
+///
+/// Why: an object store serves one connection at a fraction of what it serves a client
+/// (S3: about 80 MB/s per connection from a nearby instance), so an 8 MiB block read by one
+/// request takes five times its time to first byte to arrive; in eight parts it takes about
+/// one. The parts cost more requests, never more round trips.
+pub fn fetch_parts(range: Range<u64>) -> Vec<Range<u64>> {
+    let len = range.end.saturating_sub(range.start);
+    if len < 2 * MIN_FETCH_PART {
+        return vec![range];
+    }
+    let parts = (len / MIN_FETCH_PART).min(MAX_FETCH_PARTS);
+    let part = len.div_ceil(parts);
+    (0..parts)
+        .map(|i| range.start + i * part..(range.start + (i + 1) * part).min(range.end))
+        .filter(|r| !r.is_empty())
+        .collect()
 }
 
 impl fmt::Debug for SegmentView {

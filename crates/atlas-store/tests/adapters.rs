@@ -118,3 +118,71 @@ async fn a_released_tail_is_freed_and_later_reads_go_to_the_store() {
         matches!(counting.requests()[1].kind, RequestKind::GetRange(GetRange::Bounded(ref r)) if *r == (10..12))
     );
 }
+
+#[test]
+fn fetch_parts_split_large_reads_into_at_most_eight_parts_of_a_mebibyte_or_more() {
+    use atlas_store::{fetch_parts, MAX_FETCH_PARTS, MIN_FETCH_PART};
+    const MIB: u64 = 1 << 20;
+    assert_eq!(fetch_parts(5..5 + 2 * MIB - 1), vec![5..5 + 2 * MIB - 1]);
+    assert_eq!(fetch_parts(0..0), vec![0..0]);
+    for (start, len) in [
+        (0, 2 * MIB),
+        (7, 6 * MIB + 12_345),
+        (1 << 40, 8 * MIB),
+        (3, 64 * MIB + 1),
+    ] {
+        let parts = fetch_parts(start..start + len);
+        assert!(
+            parts.len() >= 2 && parts.len() as u64 <= MAX_FETCH_PARTS,
+            "{parts:?}"
+        );
+        assert_eq!(parts[0].start, start);
+        assert_eq!(parts.last().unwrap().end, start + len);
+        for pair in parts.windows(2) {
+            assert_eq!(pair[0].end, pair[1].start, "contiguous");
+        }
+        assert!(
+            parts.iter().all(|p| p.end - p.start >= MIN_FETCH_PART),
+            "{parts:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_large_read_is_fetched_in_parts_at_once_and_reassembled_byte_exact() {
+    let len = 5 * (1 << 20) + 777;
+    let data: Vec<u8> = (0..len + 100).map(|i| (i * 31 % 251) as u8).collect();
+    let memory: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let path = Path::from("data.atlas");
+    memory
+        .put(&path, PutPayload::from(data.clone()))
+        .await
+        .unwrap();
+    let counting = CountingStore::new(memory);
+    let view = SegmentView::new(
+        Arc::new(counting.clone()),
+        path,
+        50,
+        len as u64,
+        0,
+        segment_path(),
+    );
+    let got = view
+        .get_range(&segment_path(), 10..len as u64)
+        .await
+        .unwrap();
+    assert_eq!(&got[..], &data[60..50 + len]);
+    let parts = atlas_store::fetch_parts(60..50 + len as u64);
+    assert_eq!(parts.len(), 5);
+    assert_eq!(counting.count(), parts.len());
+    let mut asked: Vec<_> = counting
+        .requests()
+        .into_iter()
+        .map(|r| match r.kind {
+            RequestKind::GetRange(GetRange::Bounded(range)) => range,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    asked.sort_by_key(|r| r.start);
+    assert_eq!(asked, parts);
+}

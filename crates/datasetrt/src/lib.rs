@@ -35,7 +35,7 @@
 
 pub use dsrt_dataset::{
     Dataset, DatasetCache, DatasetError, LoadedSample, Loader, LoaderConfig, SampleKey,
-    SampleTable, SelectRow,
+    SampleTable, SelectRow, ShardHints, HINT_SHARDS,
 };
 pub use dsrt_manifest::{
     cache_id_for_source, CacheDescription, CompressionAlgo, Manifest, ManifestError, ManifestV2,
@@ -49,7 +49,7 @@ pub use dsrt_migrate::{
 pub use dsrt_plan::{
     CacheShape, EpochPlan, IterState, NodeReport, Partition, PlanConfig, PlanCursor, PlanError,
     PlanReport, PlannedSample, RemainderPolicy, ReportOptions, Sampling, Shuffle, ShuffleQuality,
-    Topology,
+    Topology, DEFAULT_PREFETCH_SHARDS,
 };
 pub use dsrt_reader::{
     map_file, Cache, CacheError, CacheFile, Exhausted, FileIdentity, FileMap, HandlePool,

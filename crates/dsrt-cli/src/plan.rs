@@ -40,7 +40,7 @@ pub(crate) struct PlanArgs {
     #[command(flatten)]
     epoch: EpochArgs,
     /// Shards a node downloads ahead of those it reads (a remote cache's prefetch).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = datasetrt::DEFAULT_PREFETCH_SHARDS)]
     prefetch_shards: usize,
     /// Print the report as one JSON object.
     #[arg(long)]

@@ -139,6 +139,12 @@ impl Dataset {
         }
     }
 
+    /// Whether any cache's shards come from a `ShardSource` (object storage): only then do
+    /// hints ([`Dataset::will_need`], `ShardHints`) do anything.
+    pub fn has_shard_sources(&self) -> bool {
+        self.caches.iter().any(|c| c.cache.has_shard_source())
+    }
+
     /// The loaders' recycled chunk buffers.
     pub(crate) fn chunk_buffers(&self) -> &Arc<BufferPool> {
         &self.chunk_buffers

@@ -20,10 +20,12 @@
 mod buffers;
 mod dataset;
 mod error;
+mod hints;
 mod loader;
 mod table;
 
 pub use dataset::{Dataset, DatasetCache, SelectRow};
 pub use error::DatasetError;
+pub use hints::{ShardHints, HINT_SHARDS};
 pub use loader::{LoadedSample, Loader, LoaderConfig};
 pub use table::{SampleKey, SampleTable};

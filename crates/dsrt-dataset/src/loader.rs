@@ -1,6 +1,7 @@
 //! Turns an epoch plan into samples on one rank, optionally with prefetching worker threads.
 
 use crate::buffers::PooledBuffer;
+use crate::hints::ShardHints;
 use crate::{Dataset, DatasetError, SampleKey};
 use bytes::Bytes;
 use dsrt_metadata::RowView;
@@ -169,11 +170,6 @@ impl Drop for OpenOnDrop<'_> {
     }
 }
 
-/// Steps a chunk looks ahead of itself to tell shard sources which shards come next.
-const HINT_STEPS: u64 = 4096;
-/// The most shards of one cache a hint names.
-const HINT_SHARDS: usize = 16;
-
 /// Samples read ahead of the consumer, counted per chunk: samples of the chunks loading has
 /// started minus samples of the chunks the consumer has finished, and the most it has been
 /// (checked by the tests against `workers × prefetch + one chunk`). Two atomic additions per
@@ -258,20 +254,6 @@ impl Steps {
         })
     }
 
-    /// Tells each cache with a shard source which of its shards the steps from `from` on
-    /// need, in the order they first need them (up to [`HINT_STEPS`] steps ahead).
-    fn hint_shards(&self, from: u64, scratch: &mut Scratch) {
-        let end = from.saturating_add(HINT_STEPS).min(self.partition.len());
-        let cursor = scratch
-            .hint_cursor
-            .get_or_insert_with(|| self.plan.cursor());
-        let planned = (from..end)
-            .map_while(|step| cursor.get(&self.plan, self.partition.global_position(step)))
-            .map(|p| (p.cache, p.sample));
-        self.dataset
-            .will_need(planned, HINT_SHARDS, &mut scratch.hinted);
-    }
-
     /// Finds the sample of each step of `range` (into `scratch.planned`).
     fn plan_steps(&self, range: std::ops::Range<u64>, scratch: &mut Scratch) {
         let cursor = scratch.cursor.get_or_insert_with(|| self.plan.cursor());
@@ -298,7 +280,9 @@ impl Steps {
     fn load_chunk(&self, range: std::ops::Range<u64>, scratch: &mut Scratch) -> Chunk {
         self.read_ahead.start(range.end - range.start);
         if self.hints {
-            self.hint_shards(range.start, scratch);
+            scratch
+                .hints
+                .hint(&self.dataset, &self.plan, &self.partition, range.clone());
         }
         self.plan_steps(range, scratch);
         let buffers = self.dataset.chunk_buffers();
@@ -356,15 +340,14 @@ impl Steps {
 struct Scratch {
     sample: SampleBuf,
     located: Vec<Result<Located, DatasetError>>,
-    /// Per cache, the shards a hint names.
-    hinted: Vec<Vec<u64>>,
     /// The shared shard bytes this chunk's samples are slices of: (cache, shard, bytes).
     shared: Vec<(usize, u64, Bytes)>,
     /// The chunk's steps: step, global position and sample.
     planned: Vec<(u64, u64, Option<PlannedSample>)>,
-    /// Reads the plan at the chunk's positions (and the hints', ahead of them).
+    /// Reads the plan at the chunk's positions.
     cursor: Option<PlanCursor>,
-    hint_cursor: Option<PlanCursor>,
+    /// What this thread tells shard sources of the steps ahead.
+    hints: ShardHints,
 }
 
 impl Scratch {
@@ -437,7 +420,7 @@ impl Loader {
         let len = partition.len();
         let prefetch = config.prefetch.max(1);
         let chunk_steps = prefetch.min(MAX_CHUNK_STEPS);
-        let hints = dataset.caches().iter().any(|c| c.cache.has_shard_source());
+        let hints = dataset.has_shard_sources();
         let steps = Arc::new(Steps {
             dataset,
             plan,
@@ -630,6 +613,7 @@ impl Drop for Loader {
 #[allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: small known values
 mod tests {
     use super::*;
+    use crate::HINT_SHARDS;
     use dsrt_plan::Shuffle;
     use dsrt_reader::{Cache, OpenOptions};
     use dsrt_schema::{Column, ColumnType, Row, Schema};
@@ -751,6 +735,18 @@ mod tests {
         reads: std::sync::atomic::AtomicU64,
     }
 
+    impl Recording {
+        /// Serves the shards under `dir`; reads of shard `broken` fail.
+        fn of(dir: &std::path::Path, broken: Option<u64>) -> Arc<Self> {
+            Arc::new(Self {
+                dir: dir.to_path_buf(),
+                hints: std::sync::Mutex::new(Vec::new()),
+                broken,
+                reads: AtomicU64::new(0),
+            })
+        }
+    }
+
     impl dsrt_reader::ShardSource for Recording {
         fn read_at(&self, shard: u64, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
             use std::os::unix::fs::FileExt;
@@ -774,12 +770,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let local = dataset(root.path(), 600);
         let path = local.caches()[0].path.clone();
-        let source = Arc::new(Recording {
-            dir: path.clone(),
-            hints: std::sync::Mutex::new(Vec::new()),
-            broken: None,
-            reads: AtomicU64::new(0),
-        });
+        let source = Recording::of(&path, None);
         let cache = Cache::open_with_source(&path, OpenOptions::default(), source.clone()).unwrap();
         let sourced = Arc::new(Dataset::from_caches(vec![(path, cache)]).unwrap());
         let keys: Vec<SampleKey> = Loader::new(Arc::clone(&sourced), config(0, 100))
@@ -807,6 +798,51 @@ mod tests {
         assert!(expected.len() > 1, "the test needs several shards");
     }
 
+    /// However many samples a shard holds, hints reach [`HINT_SHARDS`] shards ahead (what a
+    /// remote cache's prefetch draws from): the look-ahead goes on from hint to hint instead of
+    /// a fixed number of steps, here about 7,000 steps per shard.
+    #[test]
+    fn hints_reach_sixteen_shards_ahead_however_many_samples_a_shard_holds() {
+        let root = tempfile::tempdir().unwrap();
+        let schema = Schema::new(vec![Column::new("n", ColumnType::Int64, false)]).unwrap();
+        let path = root.path().join("dense");
+        let options = WriterOptions::new("dense", schema).max_shard_bytes(200_000);
+        let mut writer = CacheWriter::create(&path, options).unwrap();
+        for i in 0..200_000i64 {
+            writer
+                .add(&i.to_le_bytes(), &Row::new().with("n", i))
+                .unwrap();
+        }
+        writer.finish().unwrap();
+        let source = Recording::of(&path, None);
+        let cache = Cache::open_with_source(&path, OpenOptions::default(), source.clone()).unwrap();
+        let shards = cache.manifest().description().shards.len() as u64;
+        assert!(shards > HINT_SHARDS as u64 + 2, "{shards} shards");
+        let per_shard = 200_000 / shards;
+        assert!(per_shard > 4_096, "{per_shard} samples per shard");
+        let dataset = Arc::new(Dataset::from_caches(vec![(path, cache)]).unwrap());
+        let config = LoaderConfig {
+            plan: PlanConfig {
+                seed: 5,
+                shuffle: Shuffle::Sequential,
+                ..PlanConfig::default()
+            },
+            world_size: 1,
+            workers: 0,
+            prefetch: 256,
+            ..LoaderConfig::default()
+        };
+        let mut loader = Loader::new(dataset, config).unwrap();
+        for _ in 0..2_000 {
+            loader.next().unwrap().unwrap();
+        }
+        let hints = source.hints.lock().unwrap();
+        let last = hints.last().unwrap();
+        assert_eq!(last.len(), HINT_SHARDS, "{last:?}");
+        // In plan order: the chunk's own shard, then the next ones.
+        assert_eq!(*last, (0..HINT_SHARDS as u64).collect::<Vec<_>>());
+    }
+
     /// A chunk stops at its first failed step: the rest of it is reported as skipped, not
     /// read (so a dead store costs one step's retries), and later chunks are read again.
     #[test]
@@ -814,12 +850,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let local = dataset(root.path(), 600);
         let path = local.caches()[0].path.clone();
-        let source = Arc::new(Recording {
-            dir: path.clone(),
-            hints: std::sync::Mutex::new(Vec::new()),
-            broken: Some(1),
-            reads: AtomicU64::new(0),
-        });
+        let source = Recording::of(&path, Some(1));
         let cache = Cache::open_with_source(&path, OpenOptions::default(), source.clone()).unwrap();
         let sourced = Arc::new(Dataset::from_caches(vec![(path, cache)]).unwrap());
         let index = sourced.caches()[0].cache.index();

@@ -34,5 +34,5 @@ mod stream;
 pub use config::{PlanConfig, PlanError, Sampling, Shuffle};
 pub use order::{CacheShape, EpochPlan, PlanCursor, PlannedSample};
 pub use partition::{Partition, RemainderPolicy, Topology};
-pub use report::{NodeReport, PlanReport, ReportOptions, ShuffleQuality};
+pub use report::{NodeReport, PlanReport, ReportOptions, ShuffleQuality, DEFAULT_PREFETCH_SHARDS};
 pub use state::IterState;

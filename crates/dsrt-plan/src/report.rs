@@ -20,10 +20,17 @@ pub struct ReportOptions {
     pub quality_blocks: u64,
 }
 
+/// Shards a remote cache downloads ahead of its reader by default (`prefetch_shards`): enough
+/// to fill a link shaped like S3's from a nearby instance, where one connection carries a
+/// fifth of what the link does (measured in docs/remote.md, "Downloads in flight"). Defined
+/// here, below the remote cache, so that a plan's report of what a node keeps locally
+/// counts what the cache really fetches.
+pub const DEFAULT_PREFETCH_SHARDS: usize = 8;
+
 impl Default for ReportOptions {
     fn default() -> Self {
         Self {
-            prefetch_shards: 4,
+            prefetch_shards: DEFAULT_PREFETCH_SHARDS,
             quality_blocks: 64,
         }
     }

@@ -257,7 +257,7 @@ impl PySample {
 /// O(1).
 ///
 /// `Cache(path_or_url, *, validate_cache=False, cache_dir=None, cache_limit=None,
-/// fetch="whole", prefetch_shards=4, read_while_downloading=True, attempts=5,
+/// fetch="whole", prefetch_shards=8, read_while_downloading=True, attempts=5,
 /// first_backoff=0.1, wait_for_room=600.0)`: `path_or_url` is a cache directory (str or os.PathLike, or a `file://`
 /// URL) or an object-store URL (`s3://bucket/prefix`; the store is configured from the
 /// environment, `AWS_*` for s3://). The cache is checked before the first sample is served
@@ -334,7 +334,7 @@ impl PyCache {
     #[new]
     #[pyo3(
         signature = (path, *, validate_cache = false, cache_dir = None, cache_limit = None, fetch = "whole", prefetch_shards = None, read_while_downloading = None, attempts = None, first_backoff = None, wait_for_room = None),
-        text_signature = "(path, *, validate_cache=False, cache_dir=None, cache_limit=None, fetch=\"whole\", prefetch_shards=4, read_while_downloading=True, attempts=5, first_backoff=0.1, wait_for_room=600.0)"
+        text_signature = "(path, *, validate_cache=False, cache_dir=None, cache_limit=None, fetch=\"whole\", prefetch_shards=8, read_while_downloading=True, attempts=5, first_backoff=0.1, wait_for_room=600.0)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn new(

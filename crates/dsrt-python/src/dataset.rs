@@ -36,7 +36,7 @@ type Reduced<'py> = (
 /// An ordered list of caches addressed as `(cache_id, sample_id)`.
 ///
 /// `Dataset(paths_or_urls, *, validate_cache=False, cache_dir=None, cache_limit=None,
-/// fetch="whole", prefetch_shards=4, read_while_downloading=True, attempts=5,
+/// fetch="whole", prefetch_shards=8, read_while_downloading=True, attempts=5,
 /// first_backoff=0.1, wait_for_room=600.0)` opens every cache in order and resolves its id (a
 /// v3 manifest's stored id, a v2 cache's position in the list); duplicate ids or directories
 /// raise DatasetError. Each entry is a cache directory (str, os.PathLike or `file://` URL) or
@@ -97,7 +97,7 @@ impl PyDataset {
     #[new]
     #[pyo3(
         signature = (paths, *, validate_cache = false, cache_dir = None, cache_limit = None, fetch = "whole", prefetch_shards = None, read_while_downloading = None, attempts = None, first_backoff = None, wait_for_room = None),
-        text_signature = "(paths, *, validate_cache=False, cache_dir=None, cache_limit=None, fetch=\"whole\", prefetch_shards=4, read_while_downloading=True, attempts=5, first_backoff=0.1, wait_for_room=600.0)"
+        text_signature = "(paths, *, validate_cache=False, cache_dir=None, cache_limit=None, fetch=\"whole\", prefetch_shards=8, read_while_downloading=True, attempts=5, first_backoff=0.1, wait_for_room=600.0)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn new(

@@ -5,7 +5,7 @@ use crate::dataset::PyDataset;
 use crate::errors::{cache_error, dataset_error, detach};
 use datasetrt::{
     Dataset, DatasetError, EpochPlan, IterState, Loader, LoaderConfig, Partition, PlanConfig,
-    PlanCursor, RemainderPolicy, Sampling, Shuffle, Topology,
+    PlanCursor, RemainderPolicy, Sampling, ShardHints, Shuffle, Topology,
 };
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyValueError};
 use pyo3::prelude::*;
@@ -304,6 +304,8 @@ pub(crate) struct PyRankPlan {
     start: IterState,
     /// Reads the plan's positions; one per plan, locked per batch.
     cursor: Mutex<PlanCursor>,
+    /// What `hint_ahead` has looked at of the steps ahead.
+    hints: Mutex<ShardHints>,
 }
 
 impl PyRankPlan {
@@ -507,6 +509,7 @@ impl PyRankPlan {
             partition,
             start,
             cursor,
+            hints: Mutex::new(ShardHints::new()),
         })
     }
 
@@ -514,12 +517,7 @@ impl PyRankPlan {
     /// will read, in order, so that they are downloaded ahead (a hint: nothing read depends on
     /// it). Does nothing for local caches.
     fn will_need(&self, steps: &Bound<'_, PyAny>) -> PyResult<()> {
-        if !self
-            .dataset
-            .caches()
-            .iter()
-            .any(|c| c.cache.has_shard_source())
-        {
+        if !self.dataset.has_shard_sources() {
             return Ok(());
         }
         let steps = steps_arg(steps)?;
@@ -527,6 +525,25 @@ impl PyRankPlan {
         let planned = located.iter().map(|&(cache, sample, _, _)| (cache, sample));
         self.dataset.will_need(planned, usize::MAX, &mut Vec::new());
         Ok(())
+    }
+
+    /// Tells caches on object storage which shards steps `start..stop` (the chunk about to
+    /// be read) and the steps after them need, in order, up to 16 shards per cache: what their
+    /// prefetch downloads ahead. Each call goes on looking ahead from where the last one
+    /// stopped, so however many samples a shard holds the hint reaches past the shards in
+    /// flight. Does nothing for local caches.
+    fn hint_ahead(&self, py: Python<'_>, start: u64, stop: u64) -> PyResult<()> {
+        if !self.dataset.has_shard_sources() {
+            return Ok(());
+        }
+        let stop = stop.min(self.partition.len());
+        let start = start.min(stop);
+        detach(py, || {
+            self.hints
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .hint(&self.dataset, &self.plan, &self.partition, start..stop);
+        })
     }
 
     /// Steps this rank yields from `start` to the end of the epoch.

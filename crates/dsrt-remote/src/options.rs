@@ -62,7 +62,7 @@ impl RemoteOptions {
             cache_limit: DEFAULT_CACHE_LIMIT,
             fetch: ShardFetch::Whole,
             validate_cache: false,
-            prefetch_shards: 4,
+            prefetch_shards: dsrt_plan::DEFAULT_PREFETCH_SHARDS,
             attempts: 5,
             first_backoff: Duration::from_millis(100),
             wait_for_room: Duration::from_secs(600),

@@ -10,6 +10,7 @@ import os
 import pathlib
 import pickle
 import shutil
+import time
 
 import pytest
 from torch.utils.data import DataLoader
@@ -341,10 +342,10 @@ def test_a_child_forked_while_a_download_publishes_reads_and_exits_cleanly(tmp_p
 
 
 # The remote options beyond cache_dir, cache_limit and fetch, each at a value other than its
-# default (prefetch_shards=4, read_while_downloading=True, attempts=5, first_backoff=0.1,
+# default (prefetch_shards=8, read_while_downloading=True, attempts=5, first_backoff=0.1,
 # wait_for_room=600.0).
 OPTIONS = dict(prefetch_shards=0, read_while_downloading=False, attempts=3, first_backoff=0.25, wait_for_room=7.5)
-DEFAULTS = dict(prefetch_shards=4, read_while_downloading=True, attempts=5, first_backoff=0.1, wait_for_room=600.0)
+DEFAULTS = dict(prefetch_shards=8, read_while_downloading=True, attempts=5, first_backoff=0.1, wait_for_room=600.0)
 
 
 def options_of(obj):
@@ -398,7 +399,7 @@ def test_remote_options_are_accepted_and_ignored_for_local_caches(tmp_path):
     assert not cache.is_remote and [bytes(cache[i].payload) for i in range(20)] == [payload(i) for i in range(20)]
     # Ints where seconds are expected, zero, and None (the default) are fine too.
     dataset = datasetrt.Dataset([local], first_backoff=0, wait_for_room=0, attempts=1, prefetch_shards=None)
-    assert (dataset.first_backoff, dataset.wait_for_room, dataset.attempts, dataset.prefetch_shards) == (0.0, 0.0, 1, 4)
+    assert (dataset.first_backoff, dataset.wait_for_room, dataset.attempts, dataset.prefetch_shards) == (0.0, 0.0, 1, 8)
     assert bytes(dataset[(dataset.cache_ids[0], 7)].payload) == payload(7)
     assert not (tmp_path / "unused").exists()
     # The defaults, as the signature shows them.
@@ -460,3 +461,25 @@ def test_read_while_downloading_without_prefetch_reads_a_remote_cache_byte_exact
     for cache_dir in (tmp_path / "lc", tmp_path / "lc2"):
         for shard in pathlib.Path(cache_dir).glob("*/shards/*.bin"):
             assert shard.read_bytes() == (local_dir / "shards" / shard.name).read_bytes()
+
+
+def test_hint_ahead_reaches_past_the_downloads_in_flight_however_dense_the_shards(tmp_path, s3_prefix):
+    # About 400 samples per shard and 24 shards: a chunk of 64 steps lies in one shard, and a
+    # hint of only the chunk and the next two would name one or two. `hint_ahead` looks on,
+    # so the cache downloads `prefetch_shards` (8) shards ahead at once.
+    local_dir = write_cache(tmp_path / "dense", 24 * 400, max_shard_bytes=400 * 400)
+    shards = len(datasetrt.Cache(local_dir).manifest["shards"])
+    assert shards >= 16, shards
+    datasetrt.publish(local_dir, s3_prefix)
+    cache_dir = tmp_path / "local-cache"
+    dataset = datasetrt.Dataset([s3_prefix], cache_dir=cache_dir)
+    plan = datasetrt.RankPlan(dataset, shuffle="sequential")
+    plan.hint_ahead(0, 64)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        local = [p for p in pathlib.Path(cache_dir).rglob("*.bin") if "shards" in p.parts]
+        if len(local) >= 8:
+            break
+        time.sleep(0.05)
+    assert len(local) >= 8, sorted(p.name for p in local)
+    plan.hint_ahead(10**9, 10**9 + 5)  # past the end: nothing to hint, no error

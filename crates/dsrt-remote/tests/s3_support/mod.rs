@@ -1,7 +1,8 @@
 //! Helpers of the S3 tests (`s3.rs`, `s3_faults.rs`, `s3_processes.rs`): the test server's
 //! prefix, caches written locally and published there, a store that reaches the server
 //! through an in-test HTTP proxy, and that proxy, which counts shard GETs, throttles, cuts
-//! responses mid-body and plays a killed server.
+//! responses mid-body and plays a killed server; and a store that reaches it through the link
+//! shaper (`s3_shaped.rs`).
 #![allow(dead_code, clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code; each test binary uses a part.
 
 use dsrt_remote::object_store::aws::AmazonS3Builder;
@@ -67,10 +68,7 @@ pub(crate) fn through_proxy(
     proxy: SocketAddr,
     timeout: Duration,
 ) -> RemotePrefix {
-    let bucket = std::env::var("ATLAS_S3_TEST_BUCKET").unwrap();
-    let store = AmazonS3Builder::from_env()
-        .with_bucket_name(&bucket)
-        .with_endpoint(format!("http://{proxy}"))
+    let builder = AmazonS3Builder::from_env()
         .with_retry(RetryConfig {
             max_retries: 0,
             ..RetryConfig::default()
@@ -79,14 +77,35 @@ pub(crate) fn through_proxy(
             ClientOptions::new()
                 .with_timeout(timeout)
                 .with_connect_timeout(Duration::from_secs(2)),
-        )
+        );
+    via(prefix, proxy, "proxy", builder)
+}
+
+/// `prefix` (a prefix of the test server's bucket) seen through a link shaper at `shaper`: a
+/// store built from the environment with the shaper as its endpoint and object_store's
+/// default retries and timeouts, as a job's client has.
+pub(crate) fn through_shaper(prefix: &RemotePrefix, shaper: SocketAddr) -> RemotePrefix {
+    via(prefix, shaper, "link shaper", AmazonS3Builder::from_env())
+}
+
+/// `prefix` through the endpoint at `addr` (a `what`), with the store `builder` makes.
+fn via(
+    prefix: &RemotePrefix,
+    addr: SocketAddr,
+    what: &str,
+    builder: AmazonS3Builder,
+) -> RemotePrefix {
+    let bucket = std::env::var("ATLAS_S3_TEST_BUCKET").unwrap();
+    let store = builder
+        .with_bucket_name(&bucket)
+        .with_endpoint(format!("http://{addr}"))
         .with_allow_http(true)
         .build()
         .unwrap();
     RemotePrefix::new(
         Arc::new(store),
         prefix.prefix().clone(),
-        format!("{} (via proxy {proxy})", prefix.url()),
+        format!("{} (via {what} {addr})", prefix.url()),
     )
 }
 

@@ -90,7 +90,7 @@ class Cache:
         cache_dir: Optional[_Path] = None,
         cache_limit: Optional[_Size] = None,
         fetch: str = "whole",
-        prefetch_shards: int = 4,
+        prefetch_shards: int = 8,
         read_while_downloading: bool = True,
         attempts: int = 5,
         first_backoff: float = 0.1,
@@ -144,7 +144,7 @@ class Dataset:
         cache_dir: Optional[_Path] = None,
         cache_limit: Optional[_Size] = None,
         fetch: str = "whole",
-        prefetch_shards: int = 4,
+        prefetch_shards: int = 8,
         read_while_downloading: bool = True,
         attempts: int = 5,
         first_backoff: float = 0.1,
@@ -258,6 +258,7 @@ class RankPlan:
     def read_columnar(self, steps: Union[range, Sequence[int]]) -> Dict[str, Any]: ...
     def read_located(self, steps: Union[range, Sequence[int]]) -> Dict[str, Any]: ...
     def will_need(self, steps: Union[range, Sequence[int]]) -> None: ...
+    def hint_ahead(self, start: int, stop: int) -> None: ...
 
 def update_manifests(paths: Sequence[_Path], version: int = 3) -> ManifestUpdateReport: ...
 def cache_id_for_source(source: str) -> int: ...

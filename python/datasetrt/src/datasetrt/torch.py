@@ -83,7 +83,7 @@ def _sample_dict(sample, copy: bool) -> Dict[str, Any]:
 
 # The defaults of the remote options StreamingDataset forwards to Dataset (None: these).
 _REMOTE_DEFAULTS: Dict[str, Any] = {
-    "prefetch_shards": 4,
+    "prefetch_shards": 8,
     "read_while_downloading": True,
     "attempts": 5,
     "first_backoff": 0.1,
@@ -356,8 +356,9 @@ class StreamingDataset(torch.utils.data.IterableDataset):
             for chunk in mine:
                 wanted = range(chunk * unit, min((chunk + 1) * unit, steps))
                 # Caches on object storage download the shards of this chunk and of the
-                # chunks the other workers read meanwhile ahead (a no-op for local caches).
-                plan.will_need(range(wanted.start, min((chunk + workers + 1) * unit, steps)))
+                # steps after it ahead, as far as their prefetch reaches (a no-op for local
+                # caches).
+                plan.hint_ahead(wanted.start, wanted.stop)
                 if self.transfer == "locations":
                     raw = plan.read_located(wanted)
                     raw["shard_identities"] = _shard_identities(raw["shards"])
@@ -376,7 +377,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
             wanted: List[int] = []
             for chunk in group:
                 wanted.extend(range(chunk * unit, min((chunk + 1) * unit, steps)))
-            plan.will_need(wanted)
+            plan.hint_ahead(group[0] * unit, min((group[-1] + 1) * unit, steps))
             samples = plan.read(wanted)
             at = 0
             for chunk in group:
