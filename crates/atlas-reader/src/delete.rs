@@ -162,17 +162,19 @@ impl Atlas {
             );
         }
         let dataset_count = self.footer.datasets.len();
-        let before = self.deleted().len();
-        let committed: Mutex<Option<DeletedSet>> = Mutex::new(None);
+        let before = self.deleted();
+        // The mask as committed, and how many of `ordinals` it hid that the mask merged into
+        // did not: another deleter's commit in between is not this call's.
+        let committed: Mutex<Option<(DeletedSet, usize)>> = Mutex::new(None);
         let mask_path = self.mask_path.clone();
         let merge = |current: Option<&[u8]>| -> Result<Vec<u8>, AtlasError> {
             let mut set = match current {
                 Some(bytes) => decode_mask(&mask_path, bytes, dataset_count)?,
                 None => DeletedSet::new(dataset_count),
             };
-            set.merge(ordinals.iter().copied());
+            let newly = set.merge(ordinals.iter().copied());
             let bytes = atlas_mask::encode(&set);
-            *committed.lock().unwrap_or_else(PoisonError::into_inner) = Some(set);
+            *committed.lock().unwrap_or_else(PoisonError::into_inner) = Some((set, newly));
             Ok(bytes)
         };
         for attempt in 1..=MAX_ATTEMPTS {
@@ -184,15 +186,21 @@ impl Atlas {
                         .take();
                     // A committer that reports a commit without merging leaves the truth in the
                     // store: read it back rather than assume an empty mask.
-                    let set = match merged {
-                        Some(set) => set,
+                    let (set, newly_deleted) = match merged {
+                        Some(merged) => merged,
                         None => {
-                            read_mask(self.store.as_ref(), &self.mask_path, dataset_count).await?
+                            let set =
+                                read_mask(self.store.as_ref(), &self.mask_path, dataset_count)
+                                    .await?;
+                            // What this call asked for that the view before it did not hide.
+                            let mut asked = DeletedSet::new(dataset_count);
+                            asked.merge(ordinals.iter().copied());
+                            let newly = asked.iter().filter(|&o| !before.contains(o)).count();
+                            (set, newly)
                         }
                     };
                     let total_deleted = set.len();
                     self.replace_deleted(set);
-                    let newly_deleted = total_deleted.saturating_sub(before);
                     return Ok(DeleteReport {
                         newly_deleted,
                         total_deleted,

@@ -210,3 +210,25 @@ async fn open_on_a_concrete_local_file_system_takes_the_directory_lock() {
         "data.atlas and deleted.mask only"
     );
 }
+
+/// A delete reports what it hid itself: another handle's commit in between (on a stale view of
+/// the mask) is counted in the total, not as this call's.
+#[tokio::test]
+async fn a_delete_after_another_handles_commit_reports_only_its_own_datasets() {
+    let store = write([
+        every_dtype("jan", 1),
+        every_dtype("feb", 2),
+        every_dtype("mar", 3),
+    ])
+    .await;
+    let first = Atlas::open(Arc::clone(&store), &prefix()).await.unwrap();
+    let second = Atlas::open(Arc::clone(&store), &prefix()).await.unwrap();
+    let report = first.delete(&["jan"]).await.unwrap();
+    assert_eq!((report.newly_deleted, report.total_deleted), (1, 1));
+    // `second` opened before that commit: its view hides nothing.
+    let report = second.delete(&["feb", "feb"]).await.unwrap();
+    assert_eq!((report.newly_deleted, report.total_deleted), (1, 2));
+    // Asking again for what is already hidden hides nothing new.
+    let report = second.delete(&["jan"]).await.unwrap();
+    assert_eq!((report.newly_deleted, report.total_deleted), (0, 2));
+}

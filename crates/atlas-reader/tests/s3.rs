@@ -539,7 +539,8 @@ async fn truncated_containers_are_refused_by_type() {
     .await;
 }
 
-/// A moto server private to one test, on its own port, stopped when dropped.
+/// An S3 test server (`.ci/s3-server.sh`: SeaweedFS) private to one test, on its own port,
+/// stopped when dropped.
 struct PrivateServer {
     state: tempfile::TempDir,
     endpoint: String,

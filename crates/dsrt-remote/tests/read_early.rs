@@ -13,7 +13,7 @@ use dsrt_writer::ManifestVersion;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use write_support::{local_files, make_cache, prefix, sample_payload, Behaviour, TestStore};
+use write_support::{local_names, make_cache, prefix, sample_payload, Behaviour, TestStore};
 
 const SAMPLES: u64 = 40;
 const PAYLOAD: usize = 1000;
@@ -188,10 +188,7 @@ fn closing_the_cache_stops_the_downloads_its_early_reads_started_and_leaves_no_p
     release.join().unwrap();
     // No reader needed the shard any more: its download stopped, and its partial file is gone
     // before the close returned.
-    let files: Vec<String> = local_files(dir.path())
-        .into_iter()
-        .map(|(name, _)| name)
-        .collect();
+    let files: Vec<String> = local_names(dir.path());
     assert!(
         !files.iter().any(|f| f.contains("shards/")),
         "nothing of the shard is left: {files:?}"

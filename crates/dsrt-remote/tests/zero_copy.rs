@@ -13,7 +13,7 @@ use dsrt_schema::{Column, ColumnType, Row, Schema};
 use dsrt_writer::{CacheWriter, WriterOptions};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use write_support::local_files;
+use write_support::local_names;
 
 mod write_support;
 
@@ -106,10 +106,7 @@ fn uncompressed_payloads_are_slices_of_the_mapped_shards_and_compressed_ones_are
         );
         drop(samples);
         drop(dataset);
-        let files: Vec<String> = local_files(local.path())
-            .into_iter()
-            .map(|(name, _)| name)
-            .collect();
+        let files: Vec<String> = local_names(local.path());
         assert!(!files.iter().any(|f| f.ends_with(".partial")), "{files:?}");
         let published = files
             .iter()

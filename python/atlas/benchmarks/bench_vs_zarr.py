@@ -287,7 +287,7 @@ def main() -> None:
         wa = write_atlas(atlas_url, names)
         wz = write_zarr(s3_zarr(zarr_url, read_only=False), names)
         print(f"s3: wrote Atlas in {wa:.1f} s, Zarr in {wz:.1f} s", flush=True)
-        r = bench_backend("loopback S3 (moto)", atlas_url, lambda: s3_zarr(zarr_url, read_only=True), names, args.repeats)
+        r = bench_backend("loopback S3 (SeaweedFS)", atlas_url, lambda: s3_zarr(zarr_url, read_only=True), names, args.repeats)
         r["write_s"] = {"atlas": wa, "zarr": wz}
         results.append(r)
 

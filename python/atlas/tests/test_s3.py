@@ -1,4 +1,4 @@
-"""Test 4: on the S3-compatible server (moto, started by cargo xtask test): write, open, read,
+"""Test 4: on the S3-compatible server (SeaweedFS, started by cargo xtask test): write, open, read,
 stats, attributes, the xarray backend, and concurrent deletes from several processes, none lost.
 Without the server's environment these tests fail (see conftest.s3_prefix), never skip."""
 
@@ -52,8 +52,7 @@ def test_concurrent_deletes_from_processes_lose_nothing_on_s3(s3_prefix):
     with ac.Writer(s3_prefix) as w:
         for name in names:
             w.write(name, {"v": np.full(3, len(name), "f4")})
-    attempts = run_concurrent_deletes(s3_prefix, names[:40], processes=4)
-    assert attempts >= 40
+    run_concurrent_deletes(s3_prefix, names[:40], processes=4)  # checks each delete's report
     c = ac.open(s3_prefix)
     assert c.names == names[40:]
     assert c.stats("v").datasets == 8

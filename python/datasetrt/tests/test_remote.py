@@ -1,5 +1,5 @@
 """Caches on object storage: published with ``datasetrt.publish`` to the S3 test server that
-``cargo xtask test`` starts (moto), then opened by URL through a local cache directory.
+``cargo xtask test`` starts (SeaweedFS), then opened by URL through a local cache directory.
 
 Without the server's environment every test here fails (the ``s3_prefix`` fixture), never
 skips."""

@@ -43,6 +43,28 @@ pub(crate) fn make_cache(
     writer.finish().unwrap();
 }
 
+/// The relative paths (with /) of the files below `dir`, sorted; reads no file, so a file
+/// that background work renames or removes meanwhile is simply listed or not.
+pub(crate) fn local_names(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                pending.push(path);
+            } else if let Some(rel) = path.strip_prefix(dir).ok().and_then(|p| p.to_str()) {
+                out.push(rel.to_owned());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 /// Every file below `dir`, as `(relative path with /, bytes)`, sorted.
 pub(crate) fn local_files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
