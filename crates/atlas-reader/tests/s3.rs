@@ -355,13 +355,17 @@ async fn a_footer_larger_than_the_probe_opens_in_three_requests() {
             requests[0].kind,
             RequestKind::GetRange(GetRange::Suffix(64 * 1024))
         );
-        assert!(
-            matches!(
-                requests[1].kind,
-                RequestKind::GetRange(GetRange::Bounded(_))
-            ),
-            "{requests:?}"
-        );
+        // The footer's range follows the probe; the mask's GET went out with the probe, so
+        // it may come before or after the footer's.
+        let footer = requests
+            .iter()
+            .filter(|r| matches!(r.kind, RequestKind::GetRange(GetRange::Bounded(_))))
+            .count();
+        let mask = requests
+            .iter()
+            .filter(|r| r.kind == RequestKind::Get && r.path.ends_with("deleted.mask"))
+            .count();
+        assert_eq!((footer, mask), (1, 1), "{requests:?}");
         assert_eq!(atlas.dataset_count(), 10_000);
         let last = atlas.dataset_at(9_999).unwrap();
         assert_eq!(
@@ -790,7 +794,7 @@ async fn one_variable_of_one_of_2000_datasets_through_an_s3_shaped_link() {
             .parse()
             .unwrap();
         let shape = LinkShape {
-            per_connection: 20e6,
+            per_connection: 10e6,
             ..LinkShape::S3_NEARBY
         };
         let shaper = Shaper::start(([127, 0, 0, 1], port).into(), shape).unwrap();
