@@ -33,7 +33,9 @@ pub struct ShardHints {
     ahead: LookAhead,
     /// How many steps the last hint could look at beyond the frontier (0 before the first).
     budget: u64,
-    /// Per cache, the shards the hint being made names.
+    /// The `(cache, sample)` reads of the chunk being hinted.
+    chunk_reads: Vec<(usize, u64)>,
+    /// [`Dataset::will_need`]'s scratch.
     hinted: Vec<Vec<u64>>,
 }
 
@@ -55,29 +57,13 @@ impl ShardHints {
     ) {
         let cursor = self.cursor.get_or_insert_with(|| plan.cursor());
         let caches = dataset.caches();
-        let hinted = &mut self.hinted;
-        hinted.resize_with(caches.len(), Vec::new);
-        hinted.iter_mut().for_each(Vec::clear);
-        let mut hint = |cache: usize, shard: u64| {
-            if let Some(list) = hinted.get_mut(cache) {
-                if list.len() < HINT_SHARDS && !list.contains(&shard) {
-                    list.push(shard);
-                }
-            }
-        };
-        let shard_of = |planned: PlannedSample| {
-            let entry = caches.get(planned.cache)?;
-            let row = entry.cache.index().row(planned.sample).ok()?;
-            Some((planned.cache, row.shard_id))
-        };
-        // The chunk's own shards first: a shard first needed before the chunk (and so no
+        // The chunk's own reads first: a shard first needed before the chunk (and so no
         // longer in the look-ahead) may still be read in it.
-        for step in chunk.clone() {
-            let position = partition.global_position(step);
-            if let Some((cache, shard)) = cursor.get(plan, position).and_then(shard_of) {
-                hint(cache, shard);
-            }
-        }
+        self.chunk_reads.clear();
+        self.chunk_reads.extend(chunk.clone().filter_map(|step| {
+            let planned = cursor.get(plan, partition.global_position(step))?;
+            Some((planned.cache, planned.sample))
+        }));
         let ahead = &mut self.ahead;
         ahead.start_at(chunk.end);
         let wanted = HINT_SHARDS.saturating_mul(caches.len());
@@ -94,19 +80,20 @@ impl ShardHints {
             let Some(planned) = cursor.get(plan, partition.global_position(step)) else {
                 break;
             };
-            if let Some((cache, shard)) = shard_of(planned) {
-                ahead.saw(step, cache, shard);
+            if let Some(entry) = caches.get(planned.cache) {
+                if let Ok(row) = entry.cache.index().row(planned.sample) {
+                    ahead.saw(step, planned, row.shard_id);
+                }
             }
             ahead.frontier += 1;
         }
-        for &(_, cache, shard) in &ahead.order {
-            hint(cache, shard);
-        }
-        for (entry, list) in caches.iter().zip(self.hinted.iter()) {
-            if !list.is_empty() {
-                entry.cache.will_need(list);
-            }
-        }
+        let reads = self.chunk_reads.iter().copied().chain(
+            ahead
+                .order
+                .iter()
+                .map(|&(_, planned, _)| (planned.cache, planned.sample)),
+        );
+        dataset.will_need(reads, HINT_SHARDS, &mut self.hinted);
     }
 }
 
@@ -116,8 +103,8 @@ impl ShardHints {
 struct LookAhead {
     /// The first step not looked at yet.
     frontier: u64,
-    /// `(first step that needs it, cache, shard)`, by first step.
-    order: VecDeque<(u64, usize, u64)>,
+    /// `(first step that needs it, that step's read, shard)`, by first step.
+    order: VecDeque<(u64, PlannedSample, u64)>,
     /// The `(cache, shard)`s of `order`.
     seen: HashSet<(usize, u64)>,
 }
@@ -133,19 +120,19 @@ impl LookAhead {
             self.seen.clear();
             return;
         }
-        while let Some(&(step, cache, shard)) = self.order.front() {
+        while let Some(&(step, planned, shard)) = self.order.front() {
             if step >= from {
                 break;
             }
-            self.seen.remove(&(cache, shard));
+            self.seen.remove(&(planned.cache, shard));
             self.order.pop_front();
         }
     }
 
-    /// Step `step` reads shard `shard` of cache `cache`.
-    fn saw(&mut self, step: u64, cache: usize, shard: u64) {
-        if self.seen.insert((cache, shard)) {
-            self.order.push_back((step, cache, shard));
+    /// Step `step` makes read `planned`, of shard `shard` of its cache.
+    fn saw(&mut self, step: u64, planned: PlannedSample, shard: u64) {
+        if self.seen.insert((planned.cache, shard)) {
+            self.order.push_back((step, planned, shard));
         }
     }
 }
