@@ -31,7 +31,7 @@ use dsrt_atlas_benches::remote::{
     consume, fixture, fresh_dir, get_all, get_hash_write_all, loader_config, runtime,
     server_or_skip, settle_and_remove, shard_objects, SHARD_BYTES,
 };
-use dsrt_atlas_link_shaper::{LinkShape, Shaper};
+use dsrt_atlas_link_shaper::{loopback_addr, LinkShape, Shaper};
 use dsrt_remote::object_store::aws::AmazonS3Builder;
 use dsrt_remote::object_store::{path::Path as StorePath, ObjectStore, ObjectStoreExt};
 use dsrt_remote::{open_remote, RemoteOptions, RemotePrefix};
@@ -48,9 +48,7 @@ const EPOCH_BYTES: u64 = 800 << 20;
 
 /// The test server's address, from `AWS_ENDPOINT_URL` (checked to be loopback by `server`).
 fn upstream() -> SocketAddr {
-    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap();
-    let port = endpoint.rsplit(':').next().unwrap().trim_end_matches('/');
-    SocketAddr::from(([127, 0, 0, 1], port.parse().unwrap()))
+    loopback_addr(&std::env::var("AWS_ENDPOINT_URL").unwrap()).unwrap()
 }
 
 /// A client of the bucket that reaches the server through `shaper`, configured from the

@@ -786,18 +786,12 @@ async fn one_variable_of_one_of_2000_datasets_through_an_s3_shaped_link() {
         });
         write_with(&store, &prefix, WriterOptions::default(), specs).await;
         let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap();
-        let port: u16 = endpoint
-            .rsplit(':')
-            .next()
-            .unwrap()
-            .trim_end_matches('/')
-            .parse()
-            .unwrap();
+        let server = dsrt_atlas_link_shaper::loopback_addr(&endpoint).unwrap();
         let shape = LinkShape {
             per_connection: 10e6,
             ..LinkShape::S3_NEARBY
         };
-        let shaper = Shaper::start(([127, 0, 0, 1], port).into(), shape).unwrap();
+        let shaper = Shaper::start(server, shape).unwrap();
         let (mut times, mut segment) = (Vec::new(), 0);
         for attempt in 0..3 {
             // A fresh client each time: no connection or byte kept from the attempt before.

@@ -40,6 +40,17 @@ const PIECE: usize = 64 * 1024;
 /// the rate: without it every overshoot of `sleep` would be lost for good.
 const CATCH_UP: Duration = Duration::from_millis(2);
 
+/// The address of a plain-http loopback endpoint (`http://127.0.0.1:PORT` or
+/// `http://localhost:PORT`, as the S3 test server's `AWS_ENDPOINT_URL` is): what a shaper in
+/// front of it forwards to. `None` for any other endpoint.
+pub fn loopback_addr(endpoint: &str) -> Option<SocketAddr> {
+    let port = ["http://127.0.0.1:", "http://localhost:"]
+        .iter()
+        .find_map(|prefix| endpoint.strip_prefix(prefix))?;
+    let port = port.trim_end_matches('/').parse::<u16>().ok()?;
+    Some(SocketAddr::from(([127, 0, 0, 1], port)))
+}
+
 /// How a link behaves.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LinkShape {

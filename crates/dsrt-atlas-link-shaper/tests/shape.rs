@@ -275,3 +275,20 @@ fn dropping_the_shaper_closes_its_connections() {
     assert_eq!(client.from.read_to_end(&mut rest).unwrap(), 0);
     assert!(TcpStream::connect(addr).is_err());
 }
+
+#[test]
+fn loopback_endpoints_give_their_address_and_others_none() {
+    use dsrt_atlas_link_shaper::loopback_addr;
+    let at = |port| Some(SocketAddr::from(([127, 0, 0, 1], port)));
+    assert_eq!(loopback_addr("http://127.0.0.1:9000"), at(9000));
+    assert_eq!(loopback_addr("http://localhost:8333/"), at(8333));
+    for other in [
+        "https://127.0.0.1:9000",
+        "http://10.0.0.1:9000",
+        "http://127.0.0.1",
+        "http://127.0.0.1:port",
+        "",
+    ] {
+        assert_eq!(loopback_addr(other), None, "{other}");
+    }
+}

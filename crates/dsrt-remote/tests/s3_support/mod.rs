@@ -33,12 +33,8 @@ pub(crate) fn bucket(test: &str) -> String {
 /// The server's address, from `AWS_ENDPOINT_URL` (which must be on loopback).
 pub(crate) fn upstream() -> SocketAddr {
     let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_default();
-    let host = ["http://127.0.0.1:", "http://localhost:"]
-        .iter()
-        .find_map(|p| endpoint.strip_prefix(p))
-        .unwrap_or_else(|| panic!("AWS_ENDPOINT_URL ('{endpoint}') is not on loopback"));
-    let port: u16 = host.trim_end_matches('/').parse().unwrap();
-    SocketAddr::from(([127, 0, 0, 1], port))
+    dsrt_atlas_link_shaper::loopback_addr(&endpoint)
+        .unwrap_or_else(|| panic!("AWS_ENDPOINT_URL ('{endpoint}') is not on loopback"))
 }
 
 /// A fresh prefix for `test` on the server, configured from the environment.
