@@ -27,6 +27,7 @@ use datasetrt::{
     PlanConfig, Row, SampleBuf, Schema, Shuffle, WriterOptions,
 };
 use dsrt_atlas_benches::atlas::{cpu_clock, Stamp};
+use dsrt_atlas_benches::median;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -132,11 +133,6 @@ fn soft_open_file_limit() -> String {
             line.split_whitespace().nth(3).map(str::to_owned)
         })
         .unwrap_or_default()
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 fn main() {

@@ -27,6 +27,7 @@ use atlas::ndarray::{ArrayD, IxDyn};
 use atlas::store::CountingStore;
 use atlas::{ArraySpec, Atlas, AtlasWriter, DatasetSpec, WriterOptions};
 use datasetrt::{Dataset, Loader};
+use dsrt_atlas_benches::median;
 use dsrt_atlas_benches::remote::{
     consume, fixture, fresh_dir, get_all, get_hash_write_all, loader_config, runtime,
     server_or_skip, settle_and_remove, shard_objects, SHARD_BYTES,
@@ -54,19 +55,21 @@ fn upstream() -> SocketAddr {
 /// A client of the bucket that reaches the server through `shaper`, configured from the
 /// environment as the cache's own clients are.
 fn shaped_store(bucket: &str, shaper: &Shaper) -> Arc<dyn ObjectStore> {
+    store(
+        bucket,
+        AmazonS3Builder::from_env().with_endpoint(shaper.endpoint()),
+    )
+}
+
+/// A client of the bucket from `builder` (configured from the environment).
+fn store(bucket: &str, builder: AmazonS3Builder) -> Arc<dyn ObjectStore> {
     Arc::new(
-        AmazonS3Builder::from_env()
+        builder
             .with_bucket_name(bucket)
-            .with_endpoint(shaper.endpoint())
             .with_allow_http(true)
             .build()
             .unwrap(),
     )
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 /// One cold epoch of the cache under `remote` into a fresh directory under `root`; its time.
@@ -149,7 +152,7 @@ fn epochs(link: &Link<'_>, n: &mut u64, rounds: usize, shard_bytes: u64) {
     println!("| arm | median time | throughput | ratio to the cap | most requests in flight |");
     println!("|---|---|---|---|---|");
     for (k, (name, _)) in arms.iter().enumerate() {
-        let time = median(times[k].clone());
+        let time = median(&mut times[k]);
         let rate = shard_bytes as f64 / time;
         println!(
             "| {name} | {:.0} ms | {:.0} MB/s | {:.2} | {} |",
@@ -184,7 +187,7 @@ fn first_sample(root: &Path, n: &mut u64, remote: &RemotePrefix, rounds: usize) 
         drop(dataset);
         settle_and_remove(&dir);
     }
-    let (open, first) = (median(opens), median(firsts));
+    let (open, first) = (median(&mut opens), median(&mut firsts));
     println!("\nFirst sample through the shaper (model: 2 x {:.0} ms + {:.0} ms for one shard = {:.0} ms):\n", rtt * 1e3, (model - 2.0 * rtt) * 1e3, model * 1e3);
     println!("| measure | median | round trips' worth | ratio to the model |");
     println!("|---|---|---|---|");
@@ -283,18 +286,8 @@ fn atlas_fixture(rt: &tokio::runtime::Runtime, store: &Arc<dyn ObjectStore>, sha
 }
 
 fn atlas(bucket: &str, shaper: &Shaper, rounds: usize) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let direct: Arc<dyn ObjectStore> = Arc::new(
-        AmazonS3Builder::from_env()
-            .with_bucket_name(bucket)
-            .with_allow_http(true)
-            .build()
-            .unwrap(),
-    );
+    let rt = runtime();
+    let direct = store(bucket, AmazonS3Builder::from_env());
     let rtt = SHAPE.first_byte.as_secs_f64();
     println!(
         "\nAtlas through the shaper ({ATLAS_DATASETS} datasets; open, then one variable of one \
@@ -334,7 +327,7 @@ fn atlas(bucket: &str, shaper: &Shaper, rounds: usize) {
             reads = reads.max(counting.reads());
             assert_eq!(values.len(), elements);
         }
-        let (time, open) = (median(times), median(opens));
+        let (time, open) = (median(&mut times), median(&mut opens));
         println!(
             "| {} | {:.1} ms | {:.1} ms | {} | {reads} | {} | {:.2} | {:.2} |",
             shape.name(),

@@ -143,3 +143,10 @@ pub fn shuffled(count: u64, seed: u64) -> Vec<u64> {
     }
     order
 }
+
+/// The middle of `values` (the upper one of an even count), sorting them in place: the figure
+/// the interleaved benches report per arm.
+pub fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
