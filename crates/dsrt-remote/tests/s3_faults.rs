@@ -19,11 +19,11 @@ mod s3_support;
 use dsrt_dataset::{Dataset, DatasetError, LoadedSample, Loader, LoaderConfig};
 use dsrt_plan::{PlanConfig, Shuffle};
 use dsrt_remote::object_store::{ObjectStoreExt, PutPayload};
-use dsrt_remote::{open_dataset, open_remote, RemoteError, RemoteOptions, RemotePrefix};
+use dsrt_remote::{open_dataset, RemoteError, RemoteOptions, RemotePrefix};
 use dsrt_shard_cache::{CacheLimits, ShardCache};
 use s3_support::{
-    files_under, partials_under, payload, publish, remote_error, s3_prefix, shard_names,
-    through_proxy, upstream, Mode, Proxy,
+    files_under, one_cache_dataset, partials_under, payload, publish, remote_error, s3_prefix,
+    shard_names, through_proxy, upstream, Mode, Proxy,
 };
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -83,11 +83,6 @@ fn check_payloads(samples: &[LoadedSample], seed: u64) {
             sample.key
         );
     }
-}
-
-fn one_cache_dataset(remote: &RemotePrefix, options: &RemoteOptions) -> Arc<Dataset> {
-    let cache = open_remote(remote, options).unwrap();
-    Arc::new(Dataset::from_caches(vec![(PathBuf::from(remote.url()), cache)]).unwrap())
 }
 
 /// The local files under `root` whose path ends with `suffix` (a shard's final or partial file).

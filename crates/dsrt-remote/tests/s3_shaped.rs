@@ -19,8 +19,10 @@ mod s3_support;
 use dsrt_atlas_link_shaper::{LinkShape, Shaper};
 use dsrt_dataset::{Dataset, Loader, LoaderConfig};
 use dsrt_plan::{PlanConfig, Shuffle, DEFAULT_PREFETCH_SHARDS};
-use dsrt_remote::{open_remote, RemoteOptions, RemotePrefix};
-use s3_support::{payload, publish, s3_prefix, shard_names, through_shaper, upstream};
+use dsrt_remote::{RemoteOptions, RemotePrefix};
+use s3_support::{
+    one_cache_dataset, payload, publish, s3_prefix, shard_names, through_shaper, upstream,
+};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -29,8 +31,7 @@ const SHAPE: LinkShape = LinkShape::S3_NEARBY;
 const SHARD_BYTES: u64 = 4 << 20;
 
 fn open(remote: &RemotePrefix, cache_dir: &Path) -> Arc<Dataset> {
-    let cache = open_remote(remote, &RemoteOptions::new(cache_dir)).unwrap();
-    Arc::new(Dataset::from_caches(vec![(PathBuf::from(remote.url()), cache)]).unwrap())
+    one_cache_dataset(remote, &RemoteOptions::new(cache_dir))
 }
 
 fn loader(dataset: &Arc<Dataset>) -> Loader {

@@ -5,9 +5,13 @@
 //! shaper (`s3_shaped.rs`).
 #![allow(dead_code, clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code; each test binary uses a part.
 
+use dsrt_dataset::Dataset;
 use dsrt_remote::object_store::aws::AmazonS3Builder;
 use dsrt_remote::object_store::{ClientOptions, RetryConfig};
-use dsrt_remote::{publish_cache, CacheLocation, PublishOptions, RemoteError, RemotePrefix};
+use dsrt_remote::{
+    open_remote, publish_cache, CacheLocation, PublishOptions, RemoteError, RemoteOptions,
+    RemotePrefix,
+};
 use dsrt_schema::{Column, ColumnType, Schema, ValueRef};
 use dsrt_writer::{CacheWriter, WriterOptions};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -147,6 +151,12 @@ pub(crate) fn publish(
     let local = write_cache(dir, name, samples, seed, shard_bytes);
     publish_cache(&local, to, &PublishOptions::default()).unwrap();
     local
+}
+
+/// The cache under `remote`, opened with `options`, as a dataset of that one cache.
+pub(crate) fn one_cache_dataset(remote: &RemotePrefix, options: &RemoteOptions) -> Arc<Dataset> {
+    let cache = open_remote(remote, options).unwrap();
+    Arc::new(Dataset::from_caches(vec![(PathBuf::from(remote.url()), cache)]).unwrap())
 }
 
 /// The shard files of the local cache at `dir`, sorted.
