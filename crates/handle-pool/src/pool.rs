@@ -153,10 +153,20 @@ impl HandlePool {
                 .ok()
                 .and_then(|v| v.trim().parse::<usize>().ok())
                 .filter(|&n| n >= 1);
-            // The capacity the mappings allow, were descriptors no constraint.
-            let wanted = chosen.unwrap_or_else(|| capacity_for(u64::MAX, map_count_limit()));
-            let open_files = raise_open_file_limit(wanted);
-            Self::new(chosen.unwrap_or_else(|| capacity_for(open_files, map_count_limit())))
+            let capacity = match chosen {
+                Some(capacity) => {
+                    raise_open_file_limit(capacity);
+                    capacity
+                }
+                None => {
+                    // What the mappings allow, were descriptors no constraint; then what the
+                    // soft limit, raised toward that, allows.
+                    let map_count = map_count_limit();
+                    let open_files = raise_open_file_limit(capacity_for(u64::MAX, map_count));
+                    capacity_for(open_files, map_count)
+                }
+            };
+            Self::new(capacity)
         })
     }
 
