@@ -134,7 +134,9 @@ struct Shared {
     in_flight: AtomicU64,
     peak_in_flight: AtomicU64,
     stopped: AtomicBool,
-    live: Mutex<Vec<TcpStream>>,
+    /// The open connections' sockets (client side, server side), by connection number, so
+    /// that dropping the shaper can close them; a connection removes its own when it ends.
+    live: Mutex<std::collections::HashMap<u64, [TcpStream; 2]>>,
 }
 
 /// One connection's turn state, shared by its two pumps.
@@ -182,7 +184,7 @@ impl Shaper {
             in_flight: AtomicU64::new(0),
             peak_in_flight: AtomicU64::new(0),
             stopped: AtomicBool::new(false),
-            live: Mutex::new(Vec::new()),
+            live: Mutex::default(),
         });
         let accept_shared = Arc::clone(&shared);
         let accept = std::thread::Builder::new()
@@ -237,7 +239,7 @@ impl Drop for Shaper {
         if let Some(accept) = self.accept.take() {
             let _ = accept.join();
         }
-        for stream in lock(&self.shared.live).drain(..) {
+        for stream in lock(&self.shared.live).drain().flat_map(|(_, pair)| pair) {
             let _ = stream.shutdown(Shutdown::Both);
         }
     }
@@ -270,12 +272,9 @@ fn connection(
         stream.set_read_timeout(Some(IDLE_TIMEOUT))?;
         stream.set_write_timeout(Some(IDLE_TIMEOUT))?;
     }
-    shared.connections.fetch_add(1, Ordering::SeqCst);
-    {
-        let mut live = lock(&shared.live);
-        live.push(client.try_clone()?);
-        live.push(server.try_clone()?);
-    }
+    let id = shared.connections.fetch_add(1, Ordering::SeqCst);
+    let sockets = [client.try_clone()?, server.try_clone()?];
+    lock(&shared.live).insert(id, sockets);
     let turn = Arc::new(Mutex::new(Turn::default()));
     let up = {
         let (shared, turn) = (Arc::clone(shared), Arc::clone(&turn));
@@ -289,6 +288,7 @@ fn connection(
     if std::mem::take(&mut lock(&turn).open) {
         shared.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
+    lock(&shared.live).remove(&id);
     Ok(())
 }
 

@@ -292,3 +292,26 @@ fn loopback_endpoints_give_their_address_and_others_none() {
         assert_eq!(loopback_addr(other), None, "{other}");
     }
 }
+
+#[test]
+fn a_closed_connection_gives_its_sockets_back() {
+    let _alone = alone();
+    let fds = || std::fs::read_dir("/proc/self/fd").unwrap().count();
+    let shaper = Shaper::start(upstream(), LinkShape::S3_NEARBY).unwrap();
+    Client::connect(shaper.addr()).request("GET", 10, &[]);
+    let before = fds();
+    for _ in 0..50 {
+        Client::connect(shaper.addr()).request("GET", 10, &[]);
+    }
+    // Each connection's threads end once the client has closed; its sockets close with them.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while fds() > before + 8 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        fds() <= before + 8,
+        "{} descriptors, {before} before",
+        fds()
+    );
+    assert_eq!(shaper.stats().connections, 51);
+}
