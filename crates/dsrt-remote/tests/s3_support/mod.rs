@@ -250,7 +250,10 @@ struct Shared {
     gets: Mutex<Vec<ShardGet>>,
     requests: AtomicU64,
     refused: AtomicU64,
-    live: Mutex<Vec<TcpStream>>,
+    /// The open client connections, by number, for `kill` to close; each connection removes
+    /// its own when it ends.
+    live: Mutex<std::collections::HashMap<u64, TcpStream>>,
+    connections: AtomicU64,
 }
 
 /// An HTTP/1.1 proxy on 127.0.0.1 in front of the test server. It forwards one request and
@@ -280,7 +283,9 @@ impl Proxy {
                 }
                 let shared = Arc::clone(&accept_shared);
                 std::thread::spawn(move || {
-                    let _ = serve(&shared, client, upstream);
+                    let id = shared.connections.fetch_add(1, Ordering::SeqCst);
+                    let _ = serve(&shared, id, client, upstream);
+                    shared.live.lock().unwrap().remove(&id);
                 });
             }
         });
@@ -328,7 +333,7 @@ impl Shared {
     /// Plays a dead server: refuses new connections and closes the open ones.
     fn kill(&self) {
         *self.mode.lock().unwrap() = Some(Mode::Refuse);
-        for stream in self.live.lock().unwrap().drain(..) {
+        for (_, stream) in self.live.lock().unwrap().drain() {
             let _ = stream.shutdown(Shutdown::Both);
         }
     }
@@ -394,12 +399,12 @@ impl Head {
 }
 
 /// Forwards the requests of one client connection, one at a time.
-fn serve(shared: &Shared, client: TcpStream, upstream: SocketAddr) -> std::io::Result<()> {
+fn serve(shared: &Shared, id: u64, client: TcpStream, upstream: SocketAddr) -> std::io::Result<()> {
     let timeout = Some(Duration::from_secs(120));
     client.set_read_timeout(timeout)?;
     let server = TcpStream::connect(upstream)?;
     server.set_read_timeout(timeout)?;
-    shared.live.lock().unwrap().push(client.try_clone()?);
+    shared.live.lock().unwrap().insert(id, client.try_clone()?);
     let mut client_in = BufReader::new(client.try_clone()?);
     let mut client_out = client;
     let mut server_in = BufReader::new(server.try_clone()?);
