@@ -17,12 +17,6 @@ pub const HINT_SHARDS: usize = 16;
 /// hint costs at most this many plan lookups beyond its chunk's own.
 const HINT_SCAN_STEPS: u64 = 65_536;
 
-/// What the first hint looks at beyond its chunk; each later one may look at twice as many as
-/// the one before, up to [`HINT_SCAN_STEPS`]. The first chunk holds the first sample, which
-/// waits for its chunk's hint: that hint stays short (about 0.1 ms), and the look-ahead
-/// reaches far over the next few chunks.
-const FIRST_HINT_SCAN_STEPS: u64 = 4_096;
-
 /// What one reader of a partition (a loading thread, a `DataLoader` worker) tells the caches
 /// with shard sources about the steps ahead of it: for each chunk it reads, the shards of the
 /// chunk and then of the steps after it, in the order they are first needed, up to
@@ -31,8 +25,6 @@ const FIRST_HINT_SCAN_STEPS: u64 = 4_096;
 pub struct ShardHints {
     cursor: Option<PlanCursor>,
     ahead: LookAhead,
-    /// How many steps the last hint could look at beyond the frontier (0 before the first).
-    budget: u64,
     /// The `(cache, sample)` reads of the chunk being hinted.
     chunk_reads: Vec<(usize, u64)>,
     /// [`Dataset::will_need`]'s scratch.
@@ -67,13 +59,9 @@ impl ShardHints {
         let ahead = &mut self.ahead;
         ahead.start_at(chunk.end);
         let wanted = HINT_SHARDS.saturating_mul(caches.len());
-        self.budget = match self.budget {
-            0 => FIRST_HINT_SCAN_STEPS,
-            budget => budget.saturating_mul(2).min(HINT_SCAN_STEPS),
-        };
         let end = ahead
             .frontier
-            .saturating_add(self.budget)
+            .saturating_add(HINT_SCAN_STEPS)
             .min(partition.len());
         while ahead.frontier < end && ahead.order.len() < wanted {
             let step = ahead.frontier;
