@@ -43,10 +43,7 @@ pub fn server() -> Result<String, String> {
     let bucket = std::env::var("ATLAS_S3_TEST_BUCKET")
         .map_err(|_| "ATLAS_S3_TEST_BUCKET is not set".to_owned())?;
     let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_default();
-    if !["http://127.0.0.1:", "http://localhost:"]
-        .iter()
-        .any(|p| endpoint.starts_with(p))
-    {
+    if dsrt_atlas_link_shaper::loopback_addr(&endpoint).is_none() {
         return Err(format!(
             "AWS_ENDPOINT_URL ('{endpoint}') is not a loopback server"
         ));

@@ -109,15 +109,9 @@ pub(crate) fn bucket(test: &str) -> String {
     };
     let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_default();
     assert!(
-        is_loopback(&endpoint),
+        dsrt_atlas_link_shaper::loopback_addr(&endpoint).is_some(),
         "ATLAS_S3_TEST_BUCKET is set but AWS_ENDPOINT_URL ('{endpoint}') is not an http URL on \
          127.0.0.1/localhost; these tests only talk to a local server"
     );
     bucket
-}
-
-fn is_loopback(endpoint: &str) -> bool {
-    ["http://127.0.0.1:", "http://localhost:"]
-        .iter()
-        .any(|p| endpoint.starts_with(p))
 }
