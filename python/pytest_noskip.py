@@ -6,7 +6,7 @@ only mean something is missing or misconfigured; the suite must say so instead o
 
 import pytest
 
-_skips = []
+_skips: list[str] = []
 
 
 @pytest.hookimpl(hookwrapper=True)

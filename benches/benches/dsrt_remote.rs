@@ -44,7 +44,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The baselines' own client of the bench's store: built the way `CacheLocation::parse`
+/// The baselines' own client of the bench's store: built the way `StoreLocation::parse`
 /// builds one, but not shared with the cache code (whose clients are reused process-wide),
 /// so neither side's pooled connections serve the other.
 fn baseline_store(url: &str) -> Arc<dyn ObjectStore> {

@@ -10,7 +10,7 @@ use datasetrt::{
     ValueRef, WriterOptions,
 };
 use dsrt_remote::object_store::{ObjectStore, ObjectStoreExt};
-use dsrt_remote::{CacheLocation, RemotePrefix};
+use dsrt_remote::{RemotePrefix, StoreLocation};
 use futures::StreamExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -69,7 +69,7 @@ pub fn fixture(bucket: &str, total_bytes: u64) -> (PathBuf, RemotePrefix) {
     let digest = <sha2::Sha256 as sha2::Digest>::digest(&manifest);
     let tag: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
     let url = format!("s3://{bucket}/dsrt-remote-bench/{name}-{tag}");
-    let remote = CacheLocation::parse(&url)
+    let remote = StoreLocation::parse(&url)
         .expect("bench URL parses")
         .as_remote()
         .expect("an s3 URL is remote")

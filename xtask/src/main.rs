@@ -1,7 +1,8 @@
 //! `cargo xtask`: project automation that is plain Rust instead of shell scripts.
 //!
 //! What it is for: tasks a developer or CI runs on the workspace as a whole: the whole test
-//! suite with its S3 server (`test`), running the criterion benchmarks and reporting each group as ratios against its in-run baseline,
+//! suite with its S3 server (`test`), linting the Python packages and checking their stubs
+//! (`lint-python`), running the criterion benchmarks and reporting each group as ratios against its in-run baseline,
 //! regenerating the golden fixtures, seeding the fuzz corpora and running the fuzz targets.
 //!
 //! What it is not for: anything a library or the CLIs need at run time.
@@ -37,9 +38,22 @@ enum Task {
     ///
     /// Starts the server, runs `cargo test --workspace --locked ARGS`, then (without ARGS) the
     /// S3 tests, which a plain `cargo test` reports as ignored (the task fails unless every one
-    /// ran and passed), the downstream crates, `cargo package`, and the Python packages'
-    /// pytest suites in a cached virtualenv; stops the server whatever happened.
+    /// ran and passed), the downstream crates, `cargo package`, and the Python packages' lints
+    /// (as `lint-python`) and pytest suites in a cached virtualenv; stops the server whatever
+    /// happened.
     Test(test::TestArgs),
+    /// Lints the Python packages: ruff, mypy, and stubtest of the native modules' stubs.
+    ///
+    /// Runs `ruff check` and `ruff format --check` over python/, mypy over each package (its
+    /// [tool.mypy]) and mypy's stubtest of each native module against its .pyi stub, with the
+    /// pinned tools of python/requirements-lint.txt in a cached virtualenv of their own. The
+    /// types and native modules come from the test virtualenv, as the last `test` installed
+    /// them; --build builds and installs the packages first. `test` runs the same checks.
+    LintPython {
+        /// Builds the packages and installs them into the test virtualenv first.
+        #[arg(long)]
+        build: bool,
+    },
     /// Runs criterion benchmarks and reports each as a ratio to its group's baseline.
     ///
     /// Runs all bench targets, or the named ones; --save stores the run as a criterion
@@ -58,9 +72,11 @@ enum Task {
     },
     /// Runs `cargo deny check` (licenses, advisories, bans, sources) per deny.toml.
     ///
-    /// Fails, rather than passes, when cargo-deny is not installed.
+    /// Installs cargo-deny into the cache directory when it is not on `PATH`; `--offline`
+    /// checks without the network (advisories need it).
     Deny {
-        /// Arguments for `cargo deny check`, e.g. the checks to run (`licenses bans`).
+        /// `--offline`, then arguments for `cargo deny check`, e.g. the checks to run
+        /// (`licenses bans`).
         #[arg(
             trailing_var_arg = true,
             allow_hyphen_values = true,
@@ -95,6 +111,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.task {
         Task::Test(args) => test::run(&args),
+        Task::LintPython { build } => python::lint(&test::workspace_root(), build),
         Task::Bench(args) => bench::run(&args),
         Task::BenchReport => bench::report(),
         Task::Package { verify } => package::run(&test::workspace_root(), verify),
@@ -131,6 +148,7 @@ mod tests {
     fn every_task_answers_help() {
         let tasks = [
             "test",
+            "lint-python",
             "bench",
             "bench-report",
             "package",
@@ -216,6 +234,10 @@ mod tests {
         assert!(matches!(
             parse(&["package", "--verify"]).unwrap().task,
             Task::Package { verify: true }
+        ));
+        assert!(matches!(
+            parse(&["lint-python", "--build"]).unwrap().task,
+            Task::LintPython { build: true }
         ));
         assert!(parse(&["no-such-task"]).is_err());
     }

@@ -12,6 +12,15 @@
 //!
 //! A run fails on a missing dependency, on any failed test, on a suite that collects no test
 //! (pytest's exit code 5) and on any skipped test (the `pytest_noskip` plugin in `python/`).
+//!
+//! Before the suites, [`lint`] checks the pure-Python code and the native modules' stubs (also
+//! on its own: `cargo xtask lint-python`): `ruff check` and `ruff format --check` over `python/`
+//! (`python/ruff.toml`), mypy over each package (its `[tool.mypy]`: the sources and `.pyi`
+//! stubs, the tests, the benchmarks) against the test environment's installed packages, and
+//! mypy's stubtest of each package's native module, imported from the test environment, against
+//! its stub in the checkout. The tools come from [`LINT_REQUIREMENTS`], installed into an
+//! environment of their own (`lint-venv-<hash>` beside the test one, made the same way), so
+//! that changing them does not rebuild the test environment. Any finding fails the run.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -25,6 +34,8 @@ pub(crate) struct Package {
     pub(crate) dir: &'static str,
     /// The pytest directory.
     pub(crate) tests: &'static str,
+    /// The native extension module, whose stub (`.pyi`) stubtest checks.
+    pub(crate) native: &'static str,
 }
 
 /// Every Python package built and tested by `cargo xtask test`.
@@ -33,28 +44,32 @@ pub(crate) const PACKAGES: &[Package] = &[
         name: "datasetrt",
         dir: "python/datasetrt",
         tests: "python/datasetrt/tests",
+        native: "datasetrt._native",
     },
     Package {
         name: "atlas-collections",
         dir: "python/atlas",
         tests: "python/atlas/tests",
+        native: "atlas_collections._atlas",
     },
 ];
 
 /// The pinned test requirements, shared by all packages.
 pub(crate) const REQUIREMENTS: &str = "python/requirements-test.txt";
 
-/// Builds the environment if needed, installs every package and runs every suite.
+/// The pinned lint tools (ruff, mypy), shared by all packages, in an environment of their own.
+pub(crate) const LINT_REQUIREMENTS: &str = "python/requirements-lint.txt";
+
+/// Builds the environment if needed, installs every package, lints (see [`lint`]) and runs
+/// every suite. A lint finding fails the run, after the suites have run too.
 pub(crate) fn run(root: &Path, env: &[(String, String)]) -> Result<(), String> {
     let venv = ensure_venv(root)?;
     let python = venv.join("bin/python");
-    let wheels = std::env::temp_dir().join(format!("xtask-wheels-{}", std::process::id()));
-    let result = PACKAGES
-        .iter()
-        .try_for_each(|package| install(root, &venv, &wheels, package));
-    let _ = std::fs::remove_dir_all(&wheels);
-    result?;
+    install_all(root, &venv)?;
     let mut failures = Vec::new();
+    if let Err(e) = lint_with(root, &venv) {
+        failures.push(e);
+    }
     for package in PACKAGES {
         if let Err(e) = pytest(root, &python, env, package) {
             failures.push(e);
@@ -65,6 +80,135 @@ pub(crate) fn run(root: &Path, env: &[(String, String)]) -> Result<(), String> {
     } else {
         Err(failures.join("; "))
     }
+}
+
+/// Builds every package and installs it into the test environment `venv`.
+fn install_all(root: &Path, venv: &Path) -> Result<(), String> {
+    let wheels = std::env::temp_dir().join(format!("xtask-wheels-{}", std::process::id()));
+    let result = PACKAGES
+        .iter()
+        .try_for_each(|package| install(root, venv, &wheels, package));
+    let _ = std::fs::remove_dir_all(&wheels);
+    result
+}
+
+/// `cargo xtask lint-python`: lints with the packages the test environment holds (the last
+/// `cargo xtask test`'s build), or, with `build`, builds and installs them first.
+pub(crate) fn lint(root: &Path, build: bool) -> Result<(), String> {
+    let venv = ensure_venv(root)?;
+    if build {
+        install_all(root, &venv)?;
+    } else {
+        let python = venv.join("bin/python");
+        let imports = PACKAGES
+            .iter()
+            .map(|package| format!("import {}", package.native))
+            .collect::<Vec<_>>()
+            .join("; ");
+        output(
+            Command::new(&python).args(["-c", &imports]),
+            &format!("importing the native modules in {}", venv.display()),
+        )
+        .map_err(|e| {
+            format!(
+                "{e}\nthe packages are not installed in the test environment: \
+                 run `cargo xtask lint-python --build` (or `cargo xtask test --python-only`)"
+            )
+        })?;
+    }
+    lint_with(root, &venv)
+}
+
+/// Runs every lint step against the test environment `venv` (which holds the built packages);
+/// fails, after all of them ran, if any found anything.
+fn lint_with(root: &Path, venv: &Path) -> Result<(), String> {
+    let tools = ensure_env(root, LINT_REQUIREMENTS, "lint-venv")?;
+    let tool_python = tools.join("bin/python");
+    let test_python = venv.join("bin/python");
+    // Caches of ruff and mypy, outside the checkout.
+    let caches = tools.join("caches");
+    // stubtest runs on the tools' interpreter with the test environment's packages on its path,
+    // after the tools' own (so that the tools' dependencies win): the compiled modules there
+    // need the same Python version.
+    let (version, test_site) = interpreter_paths(&test_python)?;
+    let (tool_version, mut site) = interpreter_paths(&tool_python)?;
+    if version != tool_version {
+        return Err(format!(
+            "the lint environment runs Python {tool_version}, the test environment {version}: \
+             stubtest cannot import the native modules"
+        ));
+    }
+    site.extend(test_site);
+    let site = std::env::join_paths(&site).map_err(|e| format!("{}: {e}", venv.display()))?;
+    let mut steps: Vec<(String, Command)> = Vec::new();
+    for args in [&["check"][..], &["format", "--check"]] {
+        let mut ruff = Command::new(tools.join("bin/ruff"));
+        ruff.current_dir(root)
+            .args(args)
+            .arg("python")
+            .env("RUFF_CACHE_DIR", caches.join("ruff"));
+        steps.push((format!("ruff {}", args.join(" ")), ruff));
+    }
+    for package in PACKAGES {
+        let dir = root.join(package.dir);
+        // The files and settings are the package's [tool.mypy]; the installed packages' types
+        // come from the test environment.
+        let mut mypy = Command::new(&tool_python);
+        mypy.current_dir(&dir)
+            .args(["-m", "mypy", "--python-executable"])
+            .arg(&test_python)
+            .env("MYPY_CACHE_DIR", caches.join("mypy").join(package.name))
+            .env_remove("PYTHONPATH");
+        steps.push((format!("mypy {}", package.dir), mypy));
+        // The stub is the checkout's (the config's mypy_path), the module the test
+        // environment's. stubtest keeps its cache in its working directory.
+        let stubtest_dir = caches.join("stubtest").join(package.name);
+        std::fs::create_dir_all(&stubtest_dir)
+            .map_err(|e| format!("{}: {e}", stubtest_dir.display()))?;
+        let mut stubtest = Command::new(&tool_python);
+        stubtest
+            .current_dir(&stubtest_dir)
+            .args(["-m", "mypy.stubtest", package.native, "--mypy-config-file"])
+            .arg(dir.join("pyproject.toml"))
+            .env("PYTHONPATH", &site)
+            .env("PYTHONDONTWRITEBYTECODE", "1");
+        steps.push((format!("stubtest {}", package.native), stubtest));
+    }
+    let mut failures = Vec::new();
+    for (what, mut cmd) in steps {
+        eprintln!("== python: {what}");
+        if let Err(e) = status(&mut cmd, &what) {
+            failures.push(e);
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("Python lint: {}", failures.join("; ")))
+    }
+}
+
+/// The `major.minor` version of `python` and its site-packages directories (purelib, then
+/// platlib when it differs).
+fn interpreter_paths(python: &Path) -> Result<(String, Vec<PathBuf>), String> {
+    let text = output(
+        Command::new(python).args([
+            "-c",
+            "import sys, sysconfig; print('%d.%d' % sys.version_info[:2]); \
+             print(sysconfig.get_path('purelib')); print(sysconfig.get_path('platlib'))",
+        ]),
+        &format!("running {}", python.display()),
+    )?;
+    let mut lines = text.lines();
+    let version = lines.next().unwrap_or_default().to_owned();
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for line in lines {
+        let dir = PathBuf::from(line);
+        if !line.is_empty() && !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    Ok((version, dirs))
 }
 
 /// 64-bit FNV-1a: a stable hash (the same on every machine and toolchain) for the cache key.
@@ -81,7 +225,7 @@ fn fnv1a(parts: &[&[u8]]) -> u64 {
     hash
 }
 
-fn cache_root() -> Result<PathBuf, String> {
+pub(crate) fn cache_root() -> Result<PathBuf, String> {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -147,8 +291,14 @@ fn uv(cache: &Path, python: &str) -> Result<PathBuf, String> {
 
 /// Creates (or reuses) the test environment and returns its directory.
 fn ensure_venv(root: &Path) -> Result<PathBuf, String> {
+    ensure_env(root, REQUIREMENTS, "venv")
+}
+
+/// Creates (or reuses) `<cache>/<prefix>-<hash>`, an environment of the base interpreter with
+/// the pinned `requirements_file` (a path relative to `root`), and returns its directory.
+fn ensure_env(root: &Path, requirements_file: &str, prefix: &str) -> Result<PathBuf, String> {
     let python = base_python();
-    let requirements_path = root.join(REQUIREMENTS);
+    let requirements_path = root.join(requirements_file);
     let requirements = std::fs::read(&requirements_path)
         .map_err(|e| format!("{}: {e}", requirements_path.display()))?;
     let identity = output(
@@ -160,7 +310,7 @@ fn ensure_venv(root: &Path) -> Result<PathBuf, String> {
     )?;
     let cache = cache_root()?;
     let venv = cache.join(format!(
-        "venv-{:016x}",
+        "{prefix}-{:016x}",
         fnv1a(&[&requirements, identity.as_bytes()])
     ));
     let marker = venv.join(".xtask-complete");
@@ -186,13 +336,14 @@ fn ensure_venv(root: &Path) -> Result<PathBuf, String> {
             .arg(venv.join("bin/python"))
             .arg("-r")
             .arg(&requirements_path),
-        &format!("installing {REQUIREMENTS}"),
+        &format!("installing {requirements_file}"),
     )?;
     std::fs::write(&marker, identity).map_err(|e| format!("{}: {e}", marker.display()))?;
     Ok(venv)
 }
 
-/// Builds `package` with maturin (dev profile) and installs the wheel into the environment.
+/// Builds `package` with maturin (dev profile, with the `test-hooks` feature that adds the
+/// native module's `_testing` submodule) and installs the wheel into the environment.
 fn install(root: &Path, venv: &Path, wheels: &Path, package: &Package) -> Result<(), String> {
     eprintln!("== python: building {}", package.name);
     let out = wheels.join(package.name);
@@ -202,7 +353,13 @@ fn install(root: &Path, venv: &Path, wheels: &Path, package: &Package) -> Result
     status(
         Command::new(venv.join("bin/maturin"))
             .current_dir(root.join(package.dir))
-            .args(["build", "--quiet", "--interpreter"])
+            .args([
+                "build",
+                "--quiet",
+                "--features",
+                "test-hooks",
+                "--interpreter",
+            ])
             .arg(venv.join("bin/python"))
             .arg("--out")
             .arg(&out)
@@ -284,5 +441,22 @@ mod tests {
             assert!(root.join(package.tests).is_dir());
         }
         assert!(root.join(REQUIREMENTS).exists());
+        assert!(root.join(LINT_REQUIREMENTS).exists());
+        assert!(root.join("python/ruff.toml").exists());
+    }
+
+    /// Each package's mypy settings are in its pyproject.toml, and each native module named
+    /// for stubtest has its stub in the package's sources.
+    #[test]
+    fn every_package_has_mypy_settings_and_a_stub_of_its_native_module() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        for package in PACKAGES {
+            let pyproject =
+                std::fs::read_to_string(root.join(package.dir).join("pyproject.toml")).unwrap();
+            assert!(pyproject.contains("\n[tool.mypy]\n"), "{}", package.dir);
+            assert!(pyproject.contains(&format!("module-name = \"{}\"", package.native)));
+            let stub = format!("src/{}.pyi", package.native.replace('.', "/"));
+            assert!(root.join(package.dir).join(&stub).exists(), "{stub}");
+        }
     }
 }

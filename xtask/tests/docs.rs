@@ -71,6 +71,27 @@ fn workspace_keys(crates: &BTreeMap<String, PathBuf>) -> BTreeMap<String, String
     out
 }
 
+/// What a manifest's table header opens: `Some(None)` for a table of dependencies
+/// (`[dependencies]`, `[target.'cfg(unix)'.dependencies]`), `Some(Some(key))` for one dependency
+/// written as a table of its own (`[dependencies.atlas-collections]`), `None` for anything
+/// else (dev- and build-dependencies included).
+fn dependency_table(header: &str) -> Option<Option<&str>> {
+    let header = header
+        .trim()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .trim();
+    let rest = if header.starts_with("target.") {
+        &header[header.rfind(".dependencies")? + ".dependencies".len()..]
+    } else {
+        header.strip_prefix("dependencies")?
+    };
+    if rest.is_empty() {
+        return Some(None);
+    }
+    Some(Some(rest.strip_prefix('.')?.trim().trim_matches('"')))
+}
+
 /// The workspace crates `dir`'s package depends on (normal dependencies, any target).
 fn workspace_deps(dir: &Path, keys: &BTreeMap<String, String>) -> BTreeSet<String> {
     let text = read(&dir.join("Cargo.toml"));
@@ -79,8 +100,12 @@ fn workspace_deps(dir: &Path, keys: &BTreeMap<String, String>) -> BTreeSet<Strin
     for line in text.lines() {
         let line = line.trim();
         if line.starts_with('[') {
-            in_deps = line == "[dependencies]"
-                || (line.starts_with("[target.") && line.ends_with(".dependencies]"));
+            in_deps = false;
+            match dependency_table(line) {
+                Some(None) => in_deps = true,
+                Some(Some(key)) => out.extend(keys.get(key).cloned()),
+                None => {}
+            }
             continue;
         }
         if !in_deps || line.starts_with('#') || line.is_empty() {
@@ -94,7 +119,8 @@ fn workspace_deps(dir: &Path, keys: &BTreeMap<String, String>) -> BTreeSet<Strin
     out
 }
 
-/// The crate table's rows: first column's first backticked name, and the third column.
+/// The crate table's rows: the first column's last backticked name (the package), and the
+/// third column.
 fn table_rows(doc: &str) -> Vec<(String, String, String)> {
     doc.lines()
         .filter(|l| l.starts_with("| `"))
@@ -109,6 +135,35 @@ fn table_rows(doc: &str) -> Vec<(String, String, String)> {
         .collect()
 }
 
+/// The crates a dependency cell lists: `-` for none, else backticked workspace crate names
+/// separated by commas (`` `dsrt-index`, `dsrt-schema` ``). Anything else (prose such as "the
+/// file crates" or "facades", a note in parentheses, a crate from outside the workspace) is an
+/// error saying what is wrong.
+fn listed_deps(cell: &str, crates: &BTreeMap<String, PathBuf>) -> Result<BTreeSet<String>, String> {
+    let mut out = BTreeSet::new();
+    if cell == "-" {
+        return Ok(out);
+    }
+    for item in cell.split(',').map(str::trim) {
+        let name = item
+            .strip_prefix('`')
+            .and_then(|rest| rest.strip_suffix('`'))
+            .filter(|name| !name.is_empty() && !name.contains(['`', ' ']));
+        let Some(name) = name else {
+            return Err(format!(
+                "{item:?} is not a backticked crate name (write the list of crates, or `-`)"
+            ));
+        };
+        if !crates.contains_key(name) {
+            return Err(format!("`{name}` is not a crate of the workspace"));
+        }
+        if !out.insert(name.to_owned()) {
+            return Err(format!("`{name}` is listed twice"));
+        }
+    }
+    Ok(out)
+}
+
 #[test]
 fn the_crate_tables_dependencies_are_the_manifests() {
     let crates = crates();
@@ -117,33 +172,28 @@ fn the_crate_tables_dependencies_are_the_manifests() {
     let mut checked = 0;
     let mut wrong = Vec::new();
     for (name, _, deps) in table_rows(&doc) {
+        // A row for a crate the tree does not hold (yet) has nothing to be checked against.
         let Some(dir) = crates.get(&name) else {
             continue;
         };
+        checked += 1;
         let actual = workspace_deps(dir, &keys);
-        // A plain list of crate names (or "-") is a claim to check; prose ("the file crates",
-        // "facades") is a summary.
-        let listed: Option<BTreeSet<String>> = if deps == "-" {
-            Some(BTreeSet::new())
-        } else {
-            deps.split(',')
-                .map(|d| d.trim().trim_matches('`').to_owned())
-                .map(|d| crates.contains_key(&d).then_some(d))
-                .collect()
-        };
-        if let Some(listed) = listed {
-            checked += 1;
-            if listed != actual {
-                wrong.push(format!(
-                    "{name}: table says {listed:?}, Cargo.toml has {actual:?}"
-                ));
-            }
+        match listed_deps(&deps, &crates) {
+            Err(why) => wrong.push(format!(
+                "{name}: the dependency cell {deps:?} is not a plain list: {why}; \
+                 Cargo.toml has {actual:?}"
+            )),
+            Ok(listed) if listed != actual => wrong.push(format!(
+                "{name}: table says {listed:?}, Cargo.toml has {actual:?}"
+            )),
+            Ok(_) => {}
         }
     }
     assert!(checked >= 10, "only {checked} rows checked");
     assert!(
         wrong.is_empty(),
-        "docs/ARCHITECTURE.md crate table:\n{}",
+        "docs/ARCHITECTURE.md crate table (each row's dependency cell lists the workspace \
+         crates of its [dependencies], backticked and comma-separated, or `-`):\n{}",
         wrong.join("\n")
     );
 }

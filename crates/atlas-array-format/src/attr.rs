@@ -4,7 +4,7 @@
 //! 16 bytes, holds up to 15 bytes inline, and shares longer text on clone.
 //! Lists are boxed slices. Together that keeps the enum at 24 bytes.
 //!
-//! [`DiskValue`] is the same enum as stored in the footer. Its strings are
+//! `DiskValue` is the same enum as stored in the footer. Its strings are
 //! indices into the footer's string pool. Every distinct value is written
 //! once, into the footer's value pool; an array's attributes are `(key
 //! index, value index)` pairs into the two pools.

@@ -98,7 +98,7 @@ impl CompressionCodec for ZstdCodec {
     /// Patched: 0.15.0 called `zstd::bulk::decompress(data, uncompressed_size)`
     /// for any size, which reserves `uncompressed_size` bytes up front, and that
     /// size comes from the untrusted block table (a flipped byte asked for
-    /// 1 TiB and aborted the process). Claims up to [`BULK_DECODE_LIMIT`] still
+    /// 1 TiB and aborted the process). Claims up to `BULK_DECODE_LIMIT` still
     /// decode in one pass (no window buffer, the fastest path); larger claims
     /// decode as a stream that reserves one default block up front and grows
     /// only with what the frame really decodes to, capped at the claim. Any

@@ -1,7 +1,7 @@
 //! One function per subcommand.
 
 use crate::error::CliError;
-use crate::location::{file_url_path, open, parse_url};
+use crate::location::{open, place, Place};
 use crate::npy::{self, NpyElement};
 use crate::{Command, ReadArgs};
 use atlas::format::DType;
@@ -442,10 +442,9 @@ fn shape_bug(e: atlas::ndarray::ShapeError) -> CliError {
 
 /// Where `demo` writes: a local directory (created if missing) or an object-store URL.
 fn demo_target(out: &str) -> Result<(Arc<dyn ObjectStore>, Path), CliError> {
-    let dir = match file_url_path(out)? {
-        Some(dir) => dir,
-        None if out.contains("://") => return parse_url(out),
-        None => std::path::PathBuf::from(out),
+    let dir = match place(out)? {
+        Place::Local(dir) => dir,
+        Place::Remote(store, prefix) => return Ok((store, prefix)),
     };
     std::fs::create_dir_all(&dir).map_err(CliError::io(out, "creating the directory"))?;
     let store = LocalFileSystem::new_with_prefix(&dir).map_err(|source| CliError::Store {

@@ -12,6 +12,10 @@ pub(crate) const EXIT_FAILURE: u8 = 1;
 /// (a selection that does not fit the array, a read past `--max-elements`).
 pub(crate) const EXIT_USAGE: u8 = 2;
 
+/// Exit status of a failure that trying again later may cure (`EX_TEMPFAIL`): a store error
+/// object-access calls retryable, a dropped connection, a lost delete race.
+pub(crate) const EXIT_TEMPORARY: u8 = 75;
+
 /// Exit status after Ctrl-C, as shells report a SIGINT death (128 + 2).
 pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
@@ -97,7 +101,20 @@ impl CliError {
             | Self::Atlas(AtlasError::InvalidSelection { .. } | AtlasError::TypeMismatch { .. }) => {
                 EXIT_USAGE
             }
+            _ if self.is_retryable() => EXIT_TEMPORARY,
             _ => EXIT_FAILURE,
+        }
+    }
+
+    /// Whether running the command again later may succeed.
+    pub(crate) fn is_retryable(&self) -> bool {
+        match self {
+            Self::Atlas(error) => error.is_retryable(),
+            Self::Write(WriteError::Store(source)) => {
+                object_access::is_retryable_store_error(source)
+            }
+            Self::Store { source, .. } => object_access::is_retryable_store_error(source),
+            _ => false,
         }
     }
 }

@@ -1,49 +1,43 @@
-//! From a command-line argument to an open collection.
+//! From a command-line argument to an open collection, by object-access's one reading of paths
+//! and URLs (the `dsrt` command and both Python packages read theirs the same way).
 
 use atlas::object_store::path::Path;
 use atlas::object_store::ObjectStore;
 use atlas::Atlas;
+use object_access::{LocationError, StoreLocation};
 use std::sync::Arc;
 
 use crate::error::CliError;
 
-/// Opens a collection named by a local directory or an object-store URL.
-pub(crate) async fn open(collection: &str) -> Result<Atlas, CliError> {
-    if let Some(dir) = file_url_path(collection)? {
-        // A `file://` URL is local disk: the flock delete path, not last-writer-wins.
-        Ok(Atlas::open_local(dir).await?)
-    } else if collection.contains("://") {
-        let (store, prefix) = parse_url(collection)?;
-        Ok(Atlas::open(store, &prefix).await?)
-    } else {
-        Ok(Atlas::open_local(collection).await?)
-    }
+/// Where a collection argument points.
+pub(crate) enum Place {
+    /// A local directory (a plain path or a `file://` URL).
+    Local(std::path::PathBuf),
+    /// A prefix of an object store.
+    Remote(Arc<dyn ObjectStore>, Path),
 }
 
-/// The local directory a `file://` URL names, if `collection` is one.
-pub(crate) fn file_url_path(collection: &str) -> Result<Option<std::path::PathBuf>, CliError> {
-    if !collection.starts_with("file://") {
-        return Ok(None);
-    }
-    let url =
-        url::Url::parse(collection).map_err(|e| CliError::Usage(format!("{collection}: {e}")))?;
-    let path = url
-        .to_file_path()
-        .map_err(|()| CliError::Usage(format!("{collection}: not a local file path")))?;
-    Ok(Some(path))
-}
-
-/// A store and prefix for a URL, configured from `AWS_*` environment variables.
-pub(crate) fn parse_url(collection: &str) -> Result<(Arc<dyn ObjectStore>, Path), CliError> {
-    let url =
-        url::Url::parse(collection).map_err(|e| CliError::Usage(format!("{collection}: {e}")))?;
-    let options = std::env::vars()
-        .filter(|(k, _)| k.starts_with("AWS_"))
-        .map(|(k, v)| (k.to_ascii_lowercase(), v));
-    let (store, prefix) =
-        object_store::parse_url_opts(&url, options).map_err(|source| CliError::Store {
-            collection: collection.to_owned(),
+/// Parses `collection`: a malformed URL is a usage error, a store that cannot be set up (an
+/// unknown scheme, a bad option in the environment) a store error.
+pub(crate) fn place(collection: &str) -> Result<Place, CliError> {
+    match StoreLocation::parse(collection) {
+        Ok(StoreLocation::Local(dir)) => Ok(Place::Local(dir)),
+        Ok(StoreLocation::Remote(remote)) => {
+            Ok(Place::Remote(remote.store(), remote.prefix().clone()))
+        }
+        Err(error @ LocationError::Malformed { .. }) => Err(CliError::Usage(error.to_string())),
+        Err(LocationError::Store { location, source }) => Err(CliError::Store {
+            collection: location,
             source,
-        })?;
-    Ok((Arc::from(store), prefix))
+        }),
+    }
+}
+
+/// Opens a collection named by a local directory or an object-store URL; local disk deletes
+/// through the directory flock, a store through conditional PUT.
+pub(crate) async fn open(collection: &str) -> Result<Atlas, CliError> {
+    match place(collection)? {
+        Place::Local(dir) => Ok(Atlas::open_local(dir).await?),
+        Place::Remote(store, prefix) => Ok(Atlas::open(store, &prefix).await?),
+    }
 }

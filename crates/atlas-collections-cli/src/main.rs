@@ -21,7 +21,8 @@ use std::process::ExitCode;
 #[command(name = "atlas", version, propagate_version = true)]
 #[command(after_help = "\
 Exit status: 0 success, 1 a runtime error (store, I/O, a damaged collection) or a collection
-that failed verification, 2 a usage error, 130 interrupted (Ctrl-C).
+that failed verification, 2 a usage error, 75 a failure a later run may not repeat (a store
+that did not answer, a dropped connection), 130 interrupted (Ctrl-C).
 
 Examples:
   atlas demo /tmp/collection --datasets 100
@@ -105,13 +106,10 @@ struct ReadArgs {
 fn main() -> ExitCode {
     // clap prints usage errors itself and exits 2, `--help` and `--version` exit 0.
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match object_access::runtime() {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("atlas: cannot start the async runtime: {e}");
+            eprintln!("atlas: {e}");
             return ExitCode::from(EXIT_FAILURE);
         }
     };
@@ -121,9 +119,9 @@ fn main() -> ExitCode {
             _ = tokio::signal::ctrl_c() => Err(CliError::Interrupted),
         }
     });
-    // A store call blocked in a worker thread (a hung file system, a FIFO) must not hold the
-    // exit up once the answer is known.
-    runtime.shutdown_background();
+    // The runtime is never shut down: a store call blocked in a worker thread (a hung file
+    // system, a FIFO) must not hold the exit up once the answer is known, and returning from
+    // `main` ends the process without waiting for those threads.
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => report(&error),

@@ -231,6 +231,7 @@ fn exit_status_tells_usage_runtime_and_violation_apart() {
     assert!(
         help.contains("Exit status: 0 success, 1 a runtime error")
             && help.contains("2 a usage error")
+            && help.contains("75 a failure a later run may not repeat")
             && help.contains("130 interrupted"),
         "{help}"
     );
@@ -258,6 +259,26 @@ fn exit_status_tells_usage_runtime_and_violation_apart() {
     assert!(text(&not_atlas.stderr).contains("not an Atlas collection"));
     assert_eq!(code(&atlas(&["read", &c, "nope", "temperature"])), 1);
     assert_eq!(code(&atlas(&["stats", &c, "no-such-array"])), 1);
+}
+
+/// A store nobody answers (a closed loopback port) is a retryable failure: exit 75, as `dsrt`
+/// exits for the same failure.
+#[test]
+fn an_unreachable_store_exits_75() {
+    let output = Command::new(env!("CARGO_BIN_EXE_atlas"))
+        .args(["info", "s3://bucket/collection"])
+        .env("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+        .env("AWS_ALLOW_HTTP", "true")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_REGION", "us-east-1")
+        .output()
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(code(&output), 75, "{stderr}");
+    assert!(stderr.starts_with("atlas: "), "{stderr}");
+    assert!(stderr.contains("collection"), "{stderr}");
+    assert!(output.stdout.is_empty());
 }
 
 #[cfg(unix)]

@@ -2,7 +2,7 @@
 //!
 //! What it is for: the one crate an application depends on. It re-exports the writer
 //! ([`AtlasWriter`], [`DatasetSpec`], [`ArraySpec`]), the reader ([`Atlas`], [`DatasetView`],
-//! [`SchemaView`]), attribute values ([`Attr`]), the format's types ([`format`]) and the store
+//! [`SchemaView`]), attribute values ([`Attr`]), the format's types ([`format`](mod@format)) and the store
 //! adapters ([`store`]). A collection is a store prefix holding `data.atlas` (write-once) and,
 //! after a delete, `deleted.mask`; `docs/format/atlas.md` specifies both byte for byte.
 //!

@@ -26,7 +26,7 @@ pub fn encode_footer(footer: &CollectionFooter) -> Vec<u8> {
 ///
 /// The footer is a msgpack array of its eight fields. The first seven (version, codec, time,
 /// pools, variables) hold a handful of entries and go through serde. `datasets`, one pair per
-/// dataset and so nearly all of a large footer, is read by [`read_datasets`] straight off the
+/// dataset and so nearly all of a large footer, is read by `read_datasets` straight off the
 /// slice into one name buffer and a hash table of ordinals (see [`DatasetMap`]), with none of
 /// serde's per-value dispatch and no allocation per name. The bytes accepted are exactly those
 /// the derived `Deserialize` accepts in compact form; a footer in rmp-serde's named (map) form

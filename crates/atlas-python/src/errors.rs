@@ -1,39 +1,11 @@
-//! The runtime, the GIL-free call path, and Rust errors as `atlas_collections.errors` classes.
+//! The GIL-free call path on object-access's runtime, and Rust errors as
+//! `atlas_collections.errors` classes.
 
 use atlas::{AtlasError, NameError, WriteError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Mutex, PoisonError};
-use tokio::runtime::Runtime;
-
-/// The process's runtime and the process id it was built in.
-static RUNTIME: Mutex<Option<(u32, Arc<Runtime>)>> = Mutex::new(None);
-
-/// The module's runtime, built on first use. A child forked from a process that had one gets
-/// its own: the parent's worker threads were not copied by `fork`, so that runtime is left
-/// alone (never dropped, which would wait for threads that do not exist).
-pub(crate) fn runtime() -> PyResult<Arc<Runtime>> {
-    let pid = std::process::id();
-    let mut slot = RUNTIME.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some((owner, runtime)) = slot.as_ref() {
-        if *owner == pid {
-            return Ok(Arc::clone(runtime));
-        }
-    }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("atlas-python")
-        .enable_all()
-        .build()
-        .map_err(|e| pyo3::exceptions::PyOSError::new_err(format!("tokio runtime: {e}")))?;
-    let runtime = Arc::new(runtime);
-    if let Some(old) = slot.replace((pid, Arc::clone(&runtime))) {
-        std::mem::forget(old);
-    }
-    Ok(runtime)
-}
 
 /// A failure on the Rust side, before it becomes a Python exception.
 #[derive(Debug)]
@@ -102,7 +74,8 @@ where
     T: Send,
     F: Future<Output = Result<T, Failure>> + Send,
 {
-    let runtime = runtime()?;
+    let runtime = object_access::runtime()
+        .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?;
     detached(py, path, move || runtime.block_on(future))
 }
 
@@ -404,7 +377,7 @@ fn write_error(py: Python<'_>, collection: &str, e: WriteError) -> PyErr {
             ],
         ),
         WriteError::Store(store) => {
-            let retryable = matches!(store, atlas::object_store::Error::Generic { .. });
+            let retryable = object_access::is_retryable_store_error(&store);
             raise(
                 py,
                 "StorageError",

@@ -1,6 +1,6 @@
 //! From a location string to a store: a local directory, a `file://` URL, or an object-store
-//! URL (`s3://bucket/prefix`) configured from the `AWS_*` environment variables, exactly as the
-//! `atlas` command does.
+//! URL (`s3://bucket/prefix`) configured from the environment, parsed by object-access exactly
+//! as the `atlas` command and the `datasetrt` package parse theirs.
 
 use crate::errors::Failure;
 use atlas::object_store::local::LocalFileSystem;
@@ -8,8 +8,14 @@ use atlas::object_store::path::Path;
 use atlas::object_store::ObjectStore;
 use atlas::store::CountingStore;
 use atlas::{Atlas, LocalFlockCommitter};
+use object_access::StoreLocation;
 use std::path::PathBuf;
 use std::sync::Arc;
+
+/// The requests an open collection keeps for `Collection.requests()`: the counts cover every
+/// request, the list the most recent this many, so a collection read a million times stays
+/// the same size.
+pub(crate) const RECENT_REQUESTS: usize = 1024;
 
 /// Where a collection lives.
 pub(crate) enum Location {
@@ -20,24 +26,14 @@ pub(crate) enum Location {
 }
 
 impl Location {
-    /// Parses `location`; a URL's store is configured from the `AWS_*` variables.
+    /// Parses `location` (see [`StoreLocation::parse`]).
     pub(crate) fn parse(location: &str) -> Result<Self, Failure> {
-        if location.starts_with("file://") {
-            let url = url::Url::parse(location).map_err(|e| Failure::Location(e.to_string()))?;
-            let dir = url
-                .to_file_path()
-                .map_err(|()| Failure::Location("not a local file path".to_owned()))?;
-            Ok(Self::Local(dir))
-        } else if location.contains("://") {
-            let url = url::Url::parse(location).map_err(|e| Failure::Location(e.to_string()))?;
-            let options = std::env::vars()
-                .filter(|(k, _)| k.starts_with("AWS_"))
-                .map(|(k, v)| (k.to_ascii_lowercase(), v));
-            let (store, prefix) = atlas::object_store::parse_url_opts(&url, options)
-                .map_err(|e| Failure::Location(e.to_string()))?;
-            Ok(Self::Url(Arc::from(store), prefix))
-        } else {
-            Ok(Self::Local(PathBuf::from(location)))
+        match StoreLocation::parse(location) {
+            Ok(StoreLocation::Local(dir)) => Ok(Self::Local(dir)),
+            Ok(StoreLocation::Remote(remote)) => {
+                Ok(Self::Url(remote.store(), remote.prefix().clone()))
+            }
+            Err(e) => Err(Failure::Location(e.reason())),
         }
     }
 
@@ -50,14 +46,14 @@ impl Location {
                 let canonical = std::fs::canonicalize(&dir).map_err(|e| Failure::from(io(e)))?;
                 let local = LocalFileSystem::new_with_prefix(&canonical)
                     .map_err(|e| Failure::Atlas(e.into()))?;
-                let counting = CountingStore::new(Arc::new(local));
+                let counting = CountingStore::with_capacity(Arc::new(local), RECENT_REQUESTS);
                 let store: Arc<dyn ObjectStore> = Arc::new(counting.clone());
                 let atlas = Atlas::open(store, &Path::default()).await?;
                 let committer = Arc::new(LocalFlockCommitter::new(canonical));
                 Ok((atlas.with_committer(committer), counting))
             }
             Self::Url(store, prefix) => {
-                let counting = CountingStore::new(store);
+                let counting = CountingStore::with_capacity(store, RECENT_REQUESTS);
                 let store: Arc<dyn ObjectStore> = Arc::new(counting.clone());
                 Ok((Atlas::open(store, &prefix).await?, counting))
             }

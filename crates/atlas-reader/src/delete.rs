@@ -57,7 +57,7 @@ pub struct DeleteReport {
     pub attempts: u32,
 }
 
-/// Commits with conditional PUT; see the [module docs](self).
+/// Commits with conditional PUT: the mask is written only if it is still the one read.
 #[derive(Debug)]
 pub struct ConditionalPutCommitter {
     store: Arc<dyn ObjectStore>,
@@ -201,6 +201,13 @@ impl Atlas {
                     };
                     let total_deleted = set.len();
                     self.replace_deleted(set);
+                    tracing::info!(
+                        mask = %self.mask_path,
+                        newly_deleted,
+                        total_deleted,
+                        attempts = attempt,
+                        "deleted datasets"
+                    );
                     return Ok(DeleteReport {
                         newly_deleted,
                         total_deleted,

@@ -1,6 +1,7 @@
 //! Everything a read or a delete can fail with.
 
 use atlas_footer::{DType, FooterError};
+use object_access::{is_retryable_io_error, is_retryable_store_error};
 use thiserror::Error;
 
 /// A read or delete that failed.
@@ -118,13 +119,13 @@ impl AtlasError {
     /// message (`array_format::Error::Storage`), so every such failure counts as retryable.
     pub fn is_retryable(&self) -> bool {
         match self {
-            Self::Store(e) => store_error_is_retryable(e),
+            Self::Store(e) => is_retryable_store_error(e),
             Self::Segment { source, .. } => match source {
                 array_format::Error::Storage(_) => true,
-                array_format::Error::Io(e) => io_error_is_retryable(e),
+                array_format::Error::Io(e) => is_retryable_io_error(e),
                 _ => false,
             },
-            Self::Io { source, .. } => io_error_is_retryable(source),
+            Self::Io { source, .. } => is_retryable_io_error(source),
             Self::DeleteConflict { .. } => true,
             Self::NotAnAtlasCollection { .. }
             | Self::UnsupportedVersion { .. }
@@ -174,26 +175,4 @@ impl AtlasError {
             reason: reason.into(),
         }
     }
-}
-
-/// object_store maps every HTTP answer it understands to a specific variant; what is left in
-/// `Generic` is the transport (connect, reset, timeout, body cut short) or a server error that
-/// outlived the client's own retries.
-fn store_error_is_retryable(error: &object_store::Error) -> bool {
-    matches!(error, object_store::Error::Generic { .. })
-}
-
-fn io_error_is_retryable(error: &std::io::Error) -> bool {
-    use std::io::ErrorKind;
-    matches!(
-        error.kind(),
-        ErrorKind::Interrupted
-            | ErrorKind::WouldBlock
-            | ErrorKind::TimedOut
-            | ErrorKind::ConnectionRefused
-            | ErrorKind::ConnectionReset
-            | ErrorKind::ConnectionAborted
-            | ErrorKind::NotConnected
-            | ErrorKind::BrokenPipe
-    )
 }

@@ -11,9 +11,8 @@
 use crate::delete::{CommitOutcome, MaskCommitter, MergeFn};
 use crate::error::AtlasError;
 use atlas_footer::MASK_OBJECT;
-use durable_fs::{DurableFile, FileSystem, Published, StdFileSystem};
+use durable_fs::{DirLock, DurableFile, FileSystem, LockMode, Published, StdFileSystem};
 use futures::future::BoxFuture;
-use std::fs::File;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -144,9 +143,10 @@ fn step(hook: Option<&StepHook>, step: CommitStep) {
 fn lock_and_read(
     dir: &Path,
     hook: Option<&StepHook>,
-) -> Result<(File, Option<Vec<u8>>), AtlasError> {
-    let locked = File::open(dir).map_err(io_error(dir))?;
-    lock_exclusive(&locked).map_err(io_error(dir))?;
+) -> Result<(DirLock, Option<Vec<u8>>), AtlasError> {
+    // durable-fs's lock retries an interrupted wait and unlocks before closing, so a child
+    // forked mid-commit cannot keep the directory locked.
+    let locked = DirLock::acquire(dir, LockMode::Exclusive).map_err(io_error(dir))?;
     step(hook, CommitStep::Locked);
     remove_stale_temps(dir);
     let mask = dir.join(MASK_OBJECT);
@@ -163,7 +163,7 @@ fn lock_and_read(
 /// error, as the commit's durability is unknown.
 fn publish_locked(
     dir: &Path,
-    _locked: &File,
+    _locked: &DirLock,
     merged: &[u8],
     hook: Option<&StepHook>,
 ) -> Result<CommitOutcome, AtlasError> {
@@ -209,19 +209,6 @@ impl FileSystem for SteppingFs<'_> {
     fn remove_file(&self, path: &Path) -> std::io::Result<()> {
         StdFileSystem.remove_file(path)
     }
-}
-
-#[cfg(unix)]
-fn lock_exclusive(dir: &File) -> std::io::Result<()> {
-    rustix::fs::flock(dir, rustix::fs::FlockOperation::LockExclusive).map_err(std::io::Error::from)
-}
-
-#[cfg(not(unix))]
-fn lock_exclusive(_dir: &File) -> std::io::Result<()> {
-    Err(std::io::Error::new(
-        ErrorKind::Unsupported,
-        "directory locks need a Unix flock",
-    ))
 }
 
 fn remove_stale_temps(dir: &Path) {

@@ -1,4 +1,4 @@
-//! A store wrapper that counts and records requests.
+//! A store wrapper that counts requests and keeps the most recent ones.
 
 use async_trait::async_trait;
 use futures::stream::BoxStream;
@@ -7,6 +7,7 @@ use object_store::{
     CopyOptions, GetOptions, GetRange, GetResult, ListResult, MultipartUpload, ObjectMeta,
     ObjectStore, PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
 };
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -38,36 +39,59 @@ pub struct Request {
     pub path: String,
 }
 
-/// Wraps a store and records every request that reaches it.
+/// Wraps a store, counts every request that reaches it, and keeps the most recent ones.
+///
+/// The counts ([`CountingStore::count`], [`CountingStore::reads`]) cover every request since
+/// the store was made or reset; the list ([`CountingStore::requests`]) holds at most the
+/// capacity it was made with, the oldest dropped first, so a long-lived wrapper (one per open
+/// Python collection) stays the same size however many requests pass through it.
 #[derive(Clone)]
 pub struct CountingStore {
     inner: Arc<dyn ObjectStore>,
-    log: Arc<Mutex<Vec<Request>>>,
+    log: Arc<Mutex<Log>>,
+}
+
+/// The counts and the recent requests, under one lock.
+#[derive(Default)]
+struct Log {
+    capacity: usize,
+    count: usize,
+    reads: usize,
+    /// The request before, to tell a continuing part of one read from a new read.
+    last: Option<Request>,
+    recent: VecDeque<Request>,
 }
 
 impl CountingStore {
-    /// Counts requests to `inner`.
+    /// Counts requests to `inner` and keeps the list of all of them (for tests of request
+    /// budgets, which need every request since the open).
     pub fn new(inner: Arc<dyn ObjectStore>) -> Self {
+        Self::with_capacity(inner, usize::MAX)
+    }
+
+    /// Counts requests to `inner` and keeps the most recent `capacity` of them.
+    pub fn with_capacity(inner: Arc<dyn ObjectStore>, capacity: usize) -> Self {
         Self {
             inner,
-            log: Arc::default(),
+            log: Arc::new(Mutex::new(Log {
+                capacity,
+                ..Log::default()
+            })),
         }
     }
 
-    /// Every request so far, in order.
+    fn log(&self) -> std::sync::MutexGuard<'_, Log> {
+        self.log.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The requests kept (every one, or the most recent up to the capacity), oldest first.
     pub fn requests(&self) -> Vec<Request> {
-        self.log
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.log().recent.iter().cloned().collect()
     }
 
     /// Number of requests so far.
     pub fn count(&self) -> usize {
-        self.log
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+        self.log().count
     }
 
     /// Number of reads so far: requests, with the parts one read was fetched in
@@ -75,24 +99,13 @@ impl CountingStore {
     /// ended) counted once. The parts are fetched at once, so this counts round trips where
     /// [`CountingStore::count`] counts requests.
     pub fn reads(&self) -> usize {
-        let requests = self.requests();
-        let continues = |before: &Request, after: &Request| match (&before.kind, &after.kind) {
-            (
-                RequestKind::GetRange(GetRange::Bounded(a)),
-                RequestKind::GetRange(GetRange::Bounded(b)),
-            ) => before.path == after.path && a.end == b.start,
-            _ => false,
-        };
-        requests.len()
-            - requests
-                .windows(2)
-                .filter(|pair| continues(&pair[0], &pair[1]))
-                .count()
+        self.log().reads
     }
 
-    /// Number of requests so far to paths ending in `suffix`.
+    /// Number of the requests kept to paths ending in `suffix`.
     pub fn count_for(&self, suffix: &str) -> usize {
-        self.requests()
+        self.log()
+            .recent
             .iter()
             .filter(|r| r.path.ends_with(suffix))
             .count()
@@ -100,10 +113,11 @@ impl CountingStore {
 
     /// Forgets every request so far.
     pub fn reset(&self) {
-        self.log
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
+        let mut log = self.log();
+        log.count = 0;
+        log.reads = 0;
+        log.last = None;
+        log.recent.clear();
     }
 
     fn record(&self, kind: RequestKind, path: &Path) {
@@ -111,10 +125,33 @@ impl CountingStore {
             kind,
             path: path.to_string(),
         };
-        self.log
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(request);
+        let mut log = self.log();
+        log.count += 1;
+        if !log
+            .last
+            .as_ref()
+            .is_some_and(|before| continues(before, &request))
+        {
+            log.reads += 1;
+        }
+        if log.capacity > 0 {
+            if log.recent.len() == log.capacity {
+                log.recent.pop_front();
+            }
+            log.recent.push_back(request.clone());
+        }
+        log.last = Some(request);
+    }
+}
+
+/// Whether `after` is the next part of the read `before` is part of.
+fn continues(before: &Request, after: &Request) -> bool {
+    match (&before.kind, &after.kind) {
+        (
+            RequestKind::GetRange(GetRange::Bounded(a)),
+            RequestKind::GetRange(GetRange::Bounded(b)),
+        ) => before.path == after.path && a.end == b.start,
+        _ => false,
     }
 }
 
@@ -185,5 +222,48 @@ impl ObjectStore for CountingStore {
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
         self.record(RequestKind::Other, from);
         self.inner.copy_opts(from, to, options).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use object_store::memory::InMemory;
+    use object_store::ObjectStoreExt;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_bounded_store_counts_every_request_and_keeps_the_last_ones() {
+        let inner: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let counting = CountingStore::with_capacity(inner, 4);
+        runtime().block_on(async {
+            counting
+                .put(&Path::from("a"), vec![0u8; 64].into())
+                .await
+                .unwrap();
+            for i in 0..1_000u64 {
+                let range = i % 32..i % 32 + 1;
+                counting.get_range(&Path::from("a"), range).await.unwrap();
+            }
+        });
+        assert_eq!(counting.count(), 1_001);
+        assert_eq!(counting.requests().len(), 4);
+        assert_eq!(counting.count_for("a"), 4);
+        // Each one-byte range starts where the one before ended, except after each wrap.
+        assert_eq!(counting.reads(), 1 + 1_000 / 32 + 1);
+        counting.reset();
+        assert_eq!(
+            (
+                counting.count(),
+                counting.reads(),
+                counting.requests().len()
+            ),
+            (0, 0, 0)
+        );
     }
 }

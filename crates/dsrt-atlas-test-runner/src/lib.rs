@@ -14,7 +14,15 @@
 //! `--ignored` runs none of them; those of [`run_ignored`] are, and only run with either flag,
 //! as libtest's `#[ignore]`d tests do); other flags (`--nocapture`, `--test-threads N`, ...) are accepted and
 //! have no effect (the tests run one after another, their output not captured).
+//!
+//! Also [`run_with_flocks_interrupted`], which re-runs such a binary under `strace` with its
+//! `flock` calls failed with `EINTR`, for the tests of the lock's retry in every crate that
+//! takes one.
 #![forbid(unsafe_code)]
+
+mod interrupt;
+
+pub use interrupt::{run_with_flocks_interrupted, InterruptedRun};
 
 use std::process::ExitCode;
 

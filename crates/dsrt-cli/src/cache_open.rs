@@ -4,7 +4,7 @@
 use crate::error::CliError;
 use crate::store_args::StoreArgs;
 use datasetrt::{Cache, CacheError, OpenOptions};
-use dsrt_remote::{open_remote, CacheLocation};
+use dsrt_remote::{open_remote, StoreLocation};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -52,9 +52,9 @@ pub(crate) fn open_location(
         Some(text) if is_url(arg) => text,
         _ => return open_local(arg, options),
     };
-    match CacheLocation::parse(text)? {
-        CacheLocation::Local(dir) => open_local(&dir, options),
-        CacheLocation::Remote(remote) => {
+    match StoreLocation::parse(text)? {
+        StoreLocation::Local(dir) => open_local(&dir, options),
+        StoreLocation::Remote(remote) => {
             let cache = open_remote(&remote, &store.remote_options(options))?;
             Ok(OpenedCache {
                 cache,

@@ -102,6 +102,12 @@ pub(crate) enum CliError {
     },
 }
 
+impl From<dsrt_remote::LocationError> for CliError {
+    fn from(error: dsrt_remote::LocationError) -> Self {
+        Self::Remote(error.into())
+    }
+}
+
 impl CliError {
     /// An I/O error about `path`.
     pub(crate) fn io(

@@ -4,8 +4,8 @@
 use crate::error::CliError;
 use crate::output::{print, print_json, warn};
 use dsrt_remote::{
-    update_remote_manifests, CacheLocation, RemotePrefix, RemoteUpdateEntry, RemoteUpdateError,
-    RemoteUpdateOutcome,
+    update_remote_manifests, RemotePrefix, RemoteUpdateEntry, RemoteUpdateError,
+    RemoteUpdateOutcome, StoreLocation,
 };
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -28,9 +28,9 @@ pub(crate) fn classify(caches: &[PathBuf]) -> Result<Targets, CliError> {
     }
     let (mut local, mut remote) = (Vec::new(), Vec::new());
     for cache in caches {
-        match cache.to_str().map(CacheLocation::parse).transpose()? {
-            Some(CacheLocation::Remote(prefix)) => remote.push(prefix),
-            Some(CacheLocation::Local(path)) => local.push(path),
+        match cache.to_str().map(StoreLocation::parse).transpose()? {
+            Some(StoreLocation::Remote(prefix)) => remote.push(prefix),
+            Some(StoreLocation::Local(path)) => local.push(path),
             None => local.push(cache.clone()),
         }
     }

@@ -229,8 +229,8 @@ fn job_cache(test: &str) -> (tempfile::TempDir, String, common::cluster::JobCach
     let root = tempfile::tempdir().unwrap();
     let cache = common::cluster::write_equal_shards(&root.path().join("local"), 64, 50);
     let url = prefix_url(test);
-    let dsrt_remote::CacheLocation::Remote(prefix) =
-        dsrt_remote::CacheLocation::parse(&url).unwrap()
+    let dsrt_remote::StoreLocation::Remote(prefix) =
+        dsrt_remote::StoreLocation::parse(&url).unwrap()
     else {
         panic!("{url} is not a store URL");
     };

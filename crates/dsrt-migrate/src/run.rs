@@ -38,12 +38,15 @@ pub fn update_manifests(
             return Err(failed(report.entries, UpdateCause::Interrupted));
         }
         match apply(fs, &target, cancel) {
-            Ok(outcome) => report.entries.push(ManifestUpdateEntry {
-                cache: target.cache.clone(),
-                manifest: target.manifest.clone(),
-                cache_id: target.cache_id,
-                outcome,
-            }),
+            Ok(outcome) => {
+                tracing::info!(cache = %target.cache.display(), ?outcome, "manifest updated");
+                report.entries.push(ManifestUpdateEntry {
+                    cache: target.cache.clone(),
+                    manifest: target.manifest.clone(),
+                    cache_id: target.cache_id,
+                    outcome,
+                });
+            }
             Err(cause) => return Err(failed(report.entries, cause)),
         }
     }

@@ -19,7 +19,10 @@ mod cache;
 mod dataset;
 mod errors;
 mod loader;
+mod logging;
 mod remote;
+#[cfg(feature = "test-hooks")]
+mod testing;
 mod values;
 mod views;
 mod writer;
@@ -55,45 +58,6 @@ fn update_manifests(
 #[pyfunction]
 fn cache_id_for_source(source: &str) -> u64 {
     datasetrt::cache_id_for_source(source)
-}
-
-/// Benchmark baseline (not API): writes `lengths.len()` samples whose payloads are consecutive
-/// slices of `payloads` and whose one int64 column `label` is `labels`, with the Rust writer in
-/// one Rust loop (GIL released), exactly as `CacheWriter.add` would from Python. Returns the
-/// seconds the loop and `finish` took.
-#[pyfunction]
-#[pyo3(signature = (path, source, payloads, lengths, labels, compression = "none"))]
-fn _rust_write_benchmark(
-    py: Python<'_>,
-    path: PathBuf,
-    source: String,
-    payloads: &[u8],
-    lengths: Vec<usize>,
-    labels: Vec<i64>,
-    compression: &str,
-) -> PyResult<f64> {
-    use datasetrt::{Column, ColumnType, CompressionAlgo, Row, Schema, WriterOptions};
-    let schema = Schema::new(vec![Column::new("label", ColumnType::Int64, false)])
-        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
-    let algo = if compression == "lz4" {
-        CompressionAlgo::Lz4
-    } else {
-        CompressionAlgo::None
-    };
-    let result = errors::detach(py, || {
-        let start = std::time::Instant::now();
-        let options = WriterOptions::new(source, schema).compression(algo);
-        let mut writer = datasetrt::CacheWriter::create(&path, options)?;
-        let mut at = 0;
-        for (len, label) in lengths.iter().zip(&labels) {
-            let end = (at + len).min(payloads.len());
-            writer.add(&payloads[at..end], &Row::new().with("label", *label))?;
-            at = end;
-        }
-        writer.finish()?;
-        Ok::<f64, datasetrt::WriteError>(start.elapsed().as_secs_f64())
-    })?;
-    result.map_err(|e| errors::write_error(py, &e))
 }
 
 /// The payloads of one `RankPlan.read_located` batch, as a sequence: `views[i]` is a
@@ -239,7 +203,10 @@ fn _payload_views(
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    logging::forward_to_python(m.py())?;
     errors::register(m)?;
+    #[cfg(feature = "test-hooks")]
+    testing::register(m)?;
     m.add_class::<cache::PyCache>()?;
     m.add_class::<cache::PySample>()?;
     m.add_class::<dataset::PyDataset>()?;
@@ -252,7 +219,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cache_id_for_source, m)?)?;
     m.add_function(wrap_pyfunction!(remote::publish, m)?)?;
     m.add_function(wrap_pyfunction!(remote::_parse_size, m)?)?;
-    m.add_function(wrap_pyfunction!(_rust_write_benchmark, m)?)?;
     m.add_function(wrap_pyfunction!(_payload_views, m)?)?;
     m.add_class::<PayloadViews>()?;
     m.add_class::<views::PyShardMapping>()?;

@@ -2,7 +2,7 @@
 //! and `datasetrt.publish`.
 
 use crate::errors::{detach, remote_error};
-use dsrt_remote::{CacheLocation, PublishOptions, RemoteOptions, ShardFetch};
+use dsrt_remote::{PublishOptions, RemoteOptions, ShardFetch, StoreLocation};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyString};
@@ -361,7 +361,7 @@ pub(crate) fn publish<'py>(
     url: &str,
     overwrite_partial: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let location = CacheLocation::parse(url).map_err(|e| remote_error(py, &e))?;
+    let location = StoreLocation::parse(url).map_err(|e| remote_error(py, &e.into()))?;
     let Some(remote) = location.as_remote() else {
         return Err(PyValueError::new_err(format!(
             "publish needs an object-store URL (s3://bucket/prefix, ...), not the local path {url:?}; \

@@ -90,6 +90,12 @@ impl Cache {
         let path = path.to_path_buf();
         let manifest = read_manifest(&path)?;
         let description = manifest.description();
+        tracing::debug!(
+            path = %path.display(),
+            shards = description.shards.len(),
+            validate = options.validate_cache,
+            "opening a cache"
+        );
         let shard_lens = match source {
             None => check_shard_files(&path, description)?,
             Some(_) => description.shards.iter().map(|s| s.byte_len).collect(),

@@ -196,28 +196,37 @@ pub enum RemoteError {
     Dataset(Box<dsrt_dataset::DatasetError>),
 }
 
-/// Whether trying again later may help after `source`: anything but a refusal or a missing
-/// object.
-pub(crate) fn store_error_is_retryable(source: &object_store::Error) -> bool {
-    !matches!(
-        source,
-        object_store::Error::NotFound { .. }
-            | object_store::Error::Precondition { .. }
-            | object_store::Error::AlreadyExists { .. }
-            | object_store::Error::NotSupported { .. }
-            | object_store::Error::NotImplemented { .. }
-            | object_store::Error::PermissionDenied { .. }
-            | object_store::Error::Unauthenticated { .. }
-            | object_store::Error::InvalidPath { .. }
-    )
-}
-
 fn retry_hint(source: &object_store::Error) -> &'static str {
-    if store_error_is_retryable(source) {
+    if object_access::is_retryable_store_error(source) {
         " (may be transient: publish again with overwrite_partial to replace what was uploaded)"
     } else {
         " (not retryable)"
     }
+}
+
+impl From<object_access::LocationError> for RemoteError {
+    fn from(error: object_access::LocationError) -> Self {
+        Self::Location {
+            location: error.location().to_owned(),
+            reason: error.reason(),
+        }
+    }
+}
+
+impl From<object_access::RuntimeUnavailable> for RemoteError {
+    fn from(error: object_access::RuntimeUnavailable) -> Self {
+        Self::Runtime {
+            reason: error.0.to_string(),
+        }
+    }
+}
+
+/// Runs `future` to completion on the process's runtime (object-access's), blocking the
+/// calling thread. Not for callers inside a tokio runtime (the crate's API is synchronous).
+pub(crate) fn block_on<T, E: From<RemoteError>>(
+    future: impl std::future::Future<Output = Result<T, E>>,
+) -> Result<T, E> {
+    object_access::block_on(future).map_err(|e| E::from(e.into()))?
 }
 
 impl From<dsrt_reader::CacheError> for RemoteError {
@@ -233,12 +242,13 @@ impl From<dsrt_dataset::DatasetError> for RemoteError {
 }
 
 impl RemoteError {
-    /// Whether trying again later may succeed: a store failure that is not "not found",
-    /// "precondition failed" or a refusal of the request.
+    /// Whether trying again later may succeed: a store failure object-access calls retryable
+    /// (the transport, or a server error that outlasted the client's retries), a short or
+    /// mis-sized transfer, or a retryable local shard-cache failure.
     pub fn is_retryable(&self) -> bool {
         match self {
             Self::Store { source, .. } | Self::Upload { source, .. } => {
-                store_error_is_retryable(source)
+                object_access::is_retryable_store_error(source)
             }
             Self::UploadedSize { .. } | Self::ShortRange { .. } => true,
             Self::LocalCache { source, .. } => source.is_retryable(),

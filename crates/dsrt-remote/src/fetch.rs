@@ -1,7 +1,7 @@
 //! Requests with retries: whole objects streamed into a sink, byte ranges into a buffer.
 
+use crate::error::block_on;
 use crate::error::RemoteError;
-use crate::runtime::block_on;
 use futures::StreamExt;
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore};
@@ -34,6 +34,7 @@ impl Retry {
         loop {
             match attempt() {
                 Err(e) if e.is_retryable() && tried < self.attempts => {
+                    tracing::debug!(error = %e, attempt = tried, wait = ?wait, "retrying a store request");
                     std::thread::sleep(wait);
                     wait = next_backoff(wait);
                     tried += 1;

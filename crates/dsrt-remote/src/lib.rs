@@ -1,7 +1,7 @@
 //! DatasetRT caches on object storage.
 //!
 //! What it is for: a cache that lives under an object-store prefix (`s3://`, `gs://`, `az://`,
-//! `http(s)://`, `file://`) used like a local one. [`CacheLocation`] turns a path or URL into a
+//! `http(s)://`, `file://`) used like a local one. [`StoreLocation`] turns a path or URL into a
 //! local directory or a store and prefix, configured from the environment.
 //!
 //! Reading: [`open_cache`] and [`open_dataset`] take paths and URLs through one code path. A
@@ -15,7 +15,7 @@
 //!
 //! Writing: [`publish_cache`] uploads a finished local cache to a prefix, every data file
 //! first and `manifest.json` last, create-if-absent; [`RemoteCacheWriter`] (or
-//! [`create_writer`] for a local-or-remote [`CacheLocation`]) packs into a local staging
+//! [`create_writer`] for a local-or-remote [`StoreLocation`]) packs into a local staging
 //! directory and publishes it on `finish`; [`update_remote_manifests`] migrates manifests
 //! v2 -> v3 under prefixes with a conditional PUT where the store has one.
 //!
@@ -24,15 +24,14 @@
 //! the bounded local directory of downloaded files (`dsrt-shard-cache`, which knows no store).
 //!
 //! Layering: above `dsrt-reader` and `dsrt-writer`; re-exported by the `datasetrt` facade and
-//! used by the `dsrt` CLI and the Python package. It owns the tokio runtime its requests run on,
-//! so its callers stay synchronous.
+//! used by the `dsrt` CLI and the Python package. Its requests run on object-access's process
+//! runtime, so its callers stay synchronous.
 #![forbid(unsafe_code)]
 
 mod background; // threads beside the readers, which closing a cache waits for
 mod error;
 mod fetch;
 mod local_files; // the files of a local cache, as its manifest names them
-mod location;
 mod mapped; // mapped shards kept for zero-copy payloads
 mod migrate; // remote v2 -> v3 manifest migration, conditional PUT
 mod migrate_report; // its report and errors
@@ -40,19 +39,17 @@ mod open;
 mod options;
 mod prefetch; // downloads ahead of the readers, in the order of their hints
 mod publish; // a local cache -> a prefix, manifest last
-pub(crate) mod runtime;
 mod source;
-mod stores; // one client per store and configuration
 mod upload; // one file -> one object: single or multipart, retried, size-checked
 mod writer; // RemoteCacheWriter: stage locally, publish on finish
 
 pub use error::RemoteError;
-pub use location::{CacheLocation, RemotePrefix};
 pub use migrate::update_remote_manifests;
 pub use migrate_report::{
     RemoteUpdateCause, RemoteUpdateEntry, RemoteUpdateError, RemoteUpdateOutcome,
     RemoteUpdateReport,
 };
+pub use object_access::{LocationError, RemotePrefix, StoreLocation};
 pub use object_store;
 pub use open::{open_cache, open_dataset, open_remote};
 pub use options::{default_cache_dir, RemoteOptions, ShardFetch, DEFAULT_CACHE_LIMIT};

@@ -1,12 +1,12 @@
 //! Migrating manifests under object-store prefixes from format_version 2 to 3, with the
 //! checks of `dsrt_migrate::update_manifests` and a conditional PUT where the store has one.
 
+use crate::error::block_on;
 use crate::error::RemoteError;
 use crate::migrate_report::{
     RemoteUpdateCause, RemoteUpdateEntry, RemoteUpdateError, RemoteUpdateOutcome,
     RemoteUpdateReport,
 };
-use crate::runtime::block_on;
 use crate::RemotePrefix;
 use dsrt_manifest::{upgrade_v2_to_v3, Manifest, MANIFEST_FILE_NAME};
 use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};

@@ -111,6 +111,17 @@ impl fmt::Display for RemoteUpdateError {
     }
 }
 
+impl From<RemoteError> for RemoteUpdateError {
+    /// A failure of the whole request, before any cache.
+    fn from(error: RemoteError) -> Self {
+        Self {
+            done: Vec::new(),
+            failed: None,
+            cause: Box::new(RemoteUpdateCause::Store(error)),
+        }
+    }
+}
+
 impl std::error::Error for RemoteUpdateError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&self.cause)

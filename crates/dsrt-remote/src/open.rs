@@ -2,9 +2,9 @@
 
 use crate::error::RemoteError;
 use crate::fetch::{get_bytes, open_stream, Retry};
-use crate::location::{CacheLocation, RemotePrefix};
 use crate::options::RemoteOptions;
 use crate::source::{parse_sha, RemoteShards, ShardsSpec};
+use crate::{RemotePrefix, StoreLocation};
 use dsrt_dataset::Dataset;
 use dsrt_index::INDEX_FILE_NAME;
 use dsrt_manifest::{Manifest, MANIFEST_FILE_NAME};
@@ -27,9 +27,9 @@ pub(crate) const MAX_MANIFEST_BYTES: u64 = 256 << 20;
 /// mixes with stale local files. Shards are downloaded when first read (see
 /// [`ShardFetch`](crate::ShardFetch)).
 pub fn open_cache(location: &str, options: &RemoteOptions) -> Result<Cache, RemoteError> {
-    match CacheLocation::parse(location)? {
-        CacheLocation::Local(dir) => Ok(Cache::open(dir, open_options(options))?),
-        CacheLocation::Remote(remote) => open_remote(&remote, options),
+    match StoreLocation::parse(location)? {
+        StoreLocation::Local(dir) => Ok(Cache::open(dir, open_options(options))?),
+        StoreLocation::Remote(remote) => open_remote(&remote, options),
     }
 }
 
@@ -39,15 +39,15 @@ pub fn open_dataset<S: AsRef<str>>(
     locations: &[S],
     options: &RemoteOptions,
 ) -> Result<Dataset, RemoteError> {
-    let parsed: Vec<CacheLocation> = locations
+    let parsed: Vec<StoreLocation> = locations
         .iter()
-        .map(|l| CacheLocation::parse(l.as_ref()))
+        .map(|l| StoreLocation::parse(l.as_ref()))
         .collect::<Result<_, _>>()?;
     let local_dirs: Option<Vec<PathBuf>> = parsed
         .iter()
         .map(|l| match l {
-            CacheLocation::Local(dir) => Some(dir.clone()),
-            CacheLocation::Remote(_) => None,
+            StoreLocation::Local(dir) => Some(dir.clone()),
+            StoreLocation::Remote(_) => None,
         })
         .collect();
     if let Some(dirs) = local_dirs {
@@ -56,8 +56,8 @@ pub fn open_dataset<S: AsRef<str>>(
     let mut caches = Vec::with_capacity(parsed.len());
     for (given, location) in locations.iter().zip(parsed) {
         let cache = match location {
-            CacheLocation::Local(dir) => Cache::open(dir, open_options(options))?,
-            CacheLocation::Remote(remote) => open_remote(&remote, options)?,
+            StoreLocation::Local(dir) => Cache::open(dir, open_options(options))?,
+            StoreLocation::Remote(remote) => open_remote(&remote, options)?,
         };
         caches.push((PathBuf::from(given.as_ref()), cache));
     }
@@ -81,6 +81,11 @@ pub fn open_remote(remote: &RemotePrefix, options: &RemoteOptions) -> Result<Cac
         source,
     })?;
     let description = manifest.description();
+    tracing::debug!(
+        url = remote.url(),
+        shards = description.shards.len(),
+        "opening a remote cache"
+    );
     let largest = description.shards.iter().max_by_key(|s| s.byte_len);
     if let Some(largest) = largest.filter(|s| s.byte_len > options.cache_limit) {
         return Err(RemoteError::CacheLimit {

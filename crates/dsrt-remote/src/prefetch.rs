@@ -45,7 +45,10 @@ impl Prefetcher {
                 .background
                 .spawn("dsrt-prefetch", move || prefetch_loop(&queue, &inner))
             {
-                eprintln!("dsrt-remote: the OS refused a prefetch thread");
+                tracing::warn!(
+                    depth,
+                    "the OS refused a prefetch thread; fewer downloads run ahead"
+                );
             }
         }
         Self { queue }

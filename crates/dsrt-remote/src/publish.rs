@@ -2,9 +2,9 @@
 //! checked by size, `manifest.json` last and only if the prefix has none, so no reader ever
 //! sees a manifest before every file it names is complete.
 
+use crate::error::block_on;
 use crate::error::RemoteError;
 use crate::local_files::{read_local_cache, LocalFile};
-use crate::runtime::block_on;
 use crate::upload::{upload_file, Uploaded};
 use crate::RemotePrefix;
 use dsrt_manifest::MANIFEST_FILE_NAME;
@@ -272,8 +272,10 @@ async fn put_manifest(
                     .map(|()| false)
             }
             Err(source)
-                if attempt < options.retries && crate::error::store_error_is_retryable(&source) =>
+                if attempt < options.retries
+                    && object_access::is_retryable_store_error(&source) =>
             {
+                tracing::debug!(url = %to.object_url(MANIFEST_FILE_NAME), error = %source, attempt, "retrying an upload");
                 tokio::time::sleep(options.backoff.saturating_mul(1 << attempt.min(16))).await;
                 attempt += 1;
             }

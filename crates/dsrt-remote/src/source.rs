@@ -3,10 +3,10 @@
 use crate::background::Background;
 use crate::error::RemoteError;
 use crate::fetch::{read_range, stream_object, Retry};
-use crate::location::RemotePrefix;
 use crate::mapped::{MappedShard, MappedShards};
 use crate::options::ShardFetch;
 use crate::prefetch::Prefetcher;
+use crate::RemotePrefix;
 use dsrt_manifest::ShardEntry;
 use dsrt_reader::{ShardSource, SharedShard};
 use dsrt_shard_cache::{CachedFile, FetchError, FetchSink, Publication, ShardCache};

@@ -2,10 +2,11 @@
 //! multipart upload with a bounded number of parts in flight above it, retried with backoff on
 //! transient store errors, and checked by a HEAD of the object's size.
 
-use crate::error::{store_error_is_retryable, RemoteError};
+use crate::error::RemoteError;
 use crate::local_files::LocalFile;
 use crate::{PublishOptions, RemotePrefix};
 use futures::stream::{FuturesUnordered, StreamExt};
+use object_access::is_retryable_store_error;
 use object_store::{MultipartUpload, ObjectStoreExt, PutPayload};
 use std::fs::File;
 use std::io::Read;
@@ -55,8 +56,9 @@ pub(crate) async fn upload_file(
             Ok(()) => break,
             Err(Failure::Local(error)) => return Err(error),
             Err(Failure::Store(source))
-                if attempt < options.retries && store_error_is_retryable(&source) =>
+                if attempt < options.retries && is_retryable_store_error(&source) =>
             {
+                tracing::debug!(url = %to.object_url(&file.relative), error = %source, attempt, "retrying an upload");
                 tokio::time::sleep(options.backoff.saturating_mul(1 << attempt.min(16))).await;
                 attempt += 1;
             }

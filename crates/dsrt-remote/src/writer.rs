@@ -3,7 +3,7 @@
 
 use crate::error::RemoteError;
 use crate::publish::{check_publish_target, publish_cache, PublishOptions, PublishReport};
-use crate::{CacheLocation, RemotePrefix};
+use crate::{RemotePrefix, StoreLocation};
 use dsrt_schema::{Row, ValueRef};
 use dsrt_writer::{CacheSummary, CacheWriter, WriterOptions};
 use std::path::{Path, PathBuf};
@@ -121,7 +121,7 @@ impl RemoteCacheWriter {
     }
 }
 
-/// A local or a remote writer, from one [`CacheLocation`].
+/// A local or a remote writer, from one [`StoreLocation`].
 #[derive(Debug)]
 pub enum AnyCacheWriter {
     /// Writes the cache directory in place.
@@ -142,13 +142,13 @@ pub struct FinishedCache {
 /// Creates a writer for `location`: a `CacheWriter` on a local directory, a
 /// [`RemoteCacheWriter`] on a prefix (using `remote`).
 pub fn create_writer(
-    location: &CacheLocation,
+    location: &StoreLocation,
     options: WriterOptions,
     remote: RemoteWriterOptions,
 ) -> Result<AnyCacheWriter, RemoteError> {
     match location {
-        CacheLocation::Local(dir) => Ok(AnyCacheWriter::Local(CacheWriter::create(dir, options)?)),
-        CacheLocation::Remote(to) => Ok(AnyCacheWriter::Remote(RemoteCacheWriter::create(
+        StoreLocation::Local(dir) => Ok(AnyCacheWriter::Local(CacheWriter::create(dir, options)?)),
+        StoreLocation::Remote(to) => Ok(AnyCacheWriter::Remote(RemoteCacheWriter::create(
             to.clone(),
             options,
             remote,

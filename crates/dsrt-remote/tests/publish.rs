@@ -8,8 +8,8 @@ use dsrt_remote::object_store::local::LocalFileSystem;
 use dsrt_remote::object_store::memory::InMemory;
 use dsrt_remote::object_store::ObjectStore;
 use dsrt_remote::{
-    create_writer, publish_cache, AnyCacheWriter, CacheLocation, PublishOptions, RemoteCacheWriter,
-    RemoteError, RemotePrefix, RemoteWriterOptions,
+    create_writer, publish_cache, AnyCacheWriter, PublishOptions, RemoteCacheWriter, RemoteError,
+    RemotePrefix, RemoteWriterOptions, StoreLocation,
 };
 use dsrt_schema::{Column, ColumnType, Schema, ValueRef};
 use dsrt_writer::{ManifestVersion, WriterOptions};
@@ -255,7 +255,7 @@ fn a_dropped_remote_writer_publishes_nothing() {
 #[test]
 fn create_writer_gives_local_or_remote_by_location() {
     let dir = tempfile::tempdir().unwrap();
-    let local = CacheLocation::Local(dir.path().join("c"));
+    let local = StoreLocation::Local(dir.path().join("c"));
     let mut writer = create_writer(
         &local,
         WriterOptions::new("w", schema()),
@@ -269,7 +269,7 @@ fn create_writer_gives_local_or_remote_by_location() {
     assert!(dir.path().join("c/manifest.json").exists());
 
     let to = prefix(Arc::new(InMemory::new()), "any");
-    let remote = CacheLocation::Remote(to.clone());
+    let remote = StoreLocation::Remote(to.clone());
     let mut writer = create_writer(
         &remote,
         WriterOptions::new("w", schema()),

@@ -29,7 +29,7 @@ use dsrt_atlas_test_runner as runner;
 use dsrt_dataset::{Dataset, Loader, LoaderConfig};
 use dsrt_plan::{PlanConfig, Shuffle};
 use dsrt_reader::{OpenOptions, SampleBuf};
-use dsrt_remote::{open_remote, CacheLocation, RemoteOptions};
+use dsrt_remote::{open_remote, RemoteOptions, StoreLocation};
 use s3_support::{partials_under, publish, s3_prefix, through_proxy, upstream, Proxy, ShardGet};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -72,7 +72,7 @@ fn child() {
     let options = RemoteOptions::new(env(CACHE_DIR_ENV));
     let mut caches = Vec::new();
     for url in env(URLS_ENV).split(',') {
-        let location = CacheLocation::parse(url).unwrap();
+        let location = StoreLocation::parse(url).unwrap();
         let remote = through_proxy(
             location.as_remote().unwrap(),
             proxy,

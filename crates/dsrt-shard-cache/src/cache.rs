@@ -1,28 +1,22 @@
 //! The cache: claims, downloads, eviction, pinned files, reads.
 
-use crate::lock::{lock, sync_dir, try_lock, try_lock_mutex, Backoff, DirLock};
+use crate::lock::{sync_dir, try_lock_mutex, Backoff, DirLock};
 use crate::rel::{kind, Kind, Rel, PIN_LIST, TEMP_PREFIX};
 use crate::sink::PartialSink;
 use crate::unpublished::Unpublished;
 use crate::{FetchError, FetchSink, ShardCacheError};
-use rustix::fs::FlockOperation;
+use durable_fs::{lock_file, try_lock_file, LockMode};
 use std::collections::{BTreeSet, HashMap};
 use std::fs::{File, OpenOptions};
-use std::io::{self, ErrorKind, Write};
+use std::io::{self, ErrorKind};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
+use tracing::debug;
 
 /// A process re-touches a file's mtime (its LRU position) at most this often.
 const RETOUCH_AFTER: Duration = Duration::from_secs(60);
-
-macro_rules! debug {
-    ($($arg:tt)*) => {
-        #[cfg(feature = "tracing")]
-        tracing::debug!($($arg)*);
-    };
-}
 
 /// The cache's bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -359,15 +353,12 @@ impl ShardCache {
             // The pin goes first: a crash in between leaves a pin naming no file (harmless),
             // never an unpinned manifest.
             if let Some(text) = pin_text {
-                let pin_path = self.root.join(PIN_LIST);
-                let temp = self.root.join(format!("{TEMP_PREFIX}{PIN_LIST}"));
-                write_atomic(&pin_path, &temp, text.as_bytes())?;
+                write_atomic(&self.root.join(PIN_LIST), text.as_bytes())?;
             }
             let parent = final_path.parent().unwrap_or(&self.root).to_path_buf();
             std::fs::create_dir_all(&parent).map_err(io_at(&parent))?;
-            write_atomic(&final_path, &rel.temp_path(&self.root), bytes)?;
+            write_atomic(&final_path, bytes)?;
             drop(dir);
-            sync_dir(&parent)?;
             if parent != self.root {
                 sync_dir(&self.root)?;
             }
@@ -399,7 +390,7 @@ impl ShardCache {
             };
             // Blocks only while an evictor or a publishing downloader holds it exclusively,
             // both briefly.
-            lock(&file, FlockOperation::LockShared).map_err(io_at(&path))?;
+            lock_file(&file, LockMode::Shared).map_err(io_at(&path))?;
             let meta = file.metadata().map_err(io_at(&path))?;
             if meta.nlink() == 0 {
                 continue; // evicted between the open and the lock: look again
@@ -431,7 +422,7 @@ impl ShardCache {
                 }
                 if meta.len() == len {
                     // No exclusive holder exists while we hold the directory lock.
-                    lock(&file, FlockOperation::LockShared).map_err(io_at(&final_path))?;
+                    lock_file(&file, LockMode::Shared).map_err(io_at(&final_path))?;
                     self.touch(rel, &file);
                     return Ok(Claim::Present(CachedFile {
                         file,
@@ -440,9 +431,7 @@ impl ShardCache {
                     }));
                 }
                 // Another version of the file: replace it once no reader holds it.
-                if !try_lock(&file, FlockOperation::NonBlockingLockExclusive)
-                    .map_err(io_at(&final_path))?
-                {
+                if !try_lock_file(&file, LockMode::Exclusive).map_err(io_at(&final_path))? {
                     return Ok(Claim::Held);
                 }
                 remove_if_present(&final_path)?;
@@ -454,9 +443,7 @@ impl ShardCache {
         let partial_path = rel.partial_path(&self.root);
         match File::open(&partial_path) {
             Ok(partial) => {
-                if !try_lock(&partial, FlockOperation::NonBlockingLockExclusive)
-                    .map_err(io_at(&partial_path))?
-                {
+                if !try_lock_file(&partial, LockMode::Exclusive).map_err(io_at(&partial_path))? {
                     return Ok(Claim::Downloading(partial));
                 }
                 // Nobody holds it: its downloader died.
@@ -480,14 +467,13 @@ impl ShardCache {
             .create_new(true)
             .open(&partial_path)
             .map_err(io_at(&partial_path))?;
-        let reserved =
-            try_lock(&partial, FlockOperation::NonBlockingLockExclusive).and_then(|locked| {
-                if locked {
-                    partial.set_len(len)
-                } else {
-                    Err(io::Error::other("a new partial file was locked by another"))
-                }
-            });
+        let reserved = try_lock_file(&partial, LockMode::Exclusive).and_then(|locked| {
+            if locked {
+                partial.set_len(len)
+            } else {
+                Err(io::Error::other("a new partial file was locked by another"))
+            }
+        });
         if let Err(e) = reserved {
             let _ = std::fs::remove_file(&partial_path);
             return Err(ShardCacheError::io(partial_path, e));
@@ -507,9 +493,7 @@ impl ShardCache {
         // the moment the file is published (a lock test is one system call).
         let mut backoff = Backoff::with_cap(Duration::from_millis(5));
         loop {
-            if try_lock(partial, FlockOperation::NonBlockingLockShared)
-                .map_err(io_at(final_path))?
-            {
+            if try_lock_file(partial, LockMode::Shared).map_err(io_at(final_path))? {
                 return Ok(()); // dropping our descriptor releases it; the caller looks again
             }
             if start.elapsed() >= self.limits.wait_for_room {
@@ -726,7 +710,7 @@ impl ShardCache {
                 Err(e) if e.kind() == ErrorKind::NotFound => continue,
                 Err(e) => return Err(ShardCacheError::io(path, e)),
             };
-            if try_lock(&file, FlockOperation::NonBlockingLockExclusive).map_err(io_at(&path))? {
+            if try_lock_file(&file, LockMode::Exclusive).map_err(io_at(&path))? {
                 let len = file.metadata().map_err(io_at(&path))?.len();
                 remove_if_present(&path)?;
                 scan.usage = scan.usage.saturating_sub(len);
@@ -769,7 +753,7 @@ impl ShardCache {
                 Err(e) if e.kind() == ErrorKind::NotFound => continue,
                 Err(e) => return Err(ShardCacheError::io(path, e)),
             };
-            if !try_lock(&file, FlockOperation::NonBlockingLockExclusive).map_err(io_at(path))? {
+            if !try_lock_file(&file, LockMode::Exclusive).map_err(io_at(path))? {
                 continue; // a reader holds it
             }
             let meta = file.metadata().map_err(io_at(path))?;
@@ -889,7 +873,7 @@ impl Publish {
         }
         if let Err(e) = published {
             // Nothing was published; the downloader's reader keeps its checked copy.
-            eprintln!("dsrt-shard-cache: {e}; the download stays private to this process");
+            tracing::warn!(error = %e, "publishing a download failed; it stays private to this process");
         }
     }
 
@@ -907,7 +891,7 @@ impl Publish {
             guard.armed = false;
             // Under the directory lock no evictor can take the file while the exclusive lock
             // turns shared (a conversion that is not atomic).
-            lock(&self.partial, FlockOperation::LockShared).map_err(io_at(&self.final_path))?;
+            lock_file(&self.partial, LockMode::Shared).map_err(io_at(&self.final_path))?;
         }
         sync_dir(self.final_path.parent().unwrap_or(&self.root))
     }
@@ -954,24 +938,16 @@ fn render_pins(pins: &BTreeSet<String>) -> String {
     })
 }
 
-/// Temporary file beside `target`, write, fsync, rename over `target`. The caller holds the
-/// exclusive directory lock (so a leftover `temp` is stale) and fsyncs the directory.
-fn write_atomic(target: &Path, temp: &Path, bytes: &[u8]) -> Result<(), ShardCacheError> {
-    remove_if_present(temp)?;
-    let written = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(temp)
-        .and_then(|mut f| {
-            f.write_all(bytes)?;
-            f.sync_all()
-        });
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(temp);
-        return Err(ShardCacheError::io(temp, e));
+/// Replaces `target` with `bytes` through durable-fs (temp file, fsync, rename, fsync of the
+/// directory). The caller holds the exclusive directory lock, so a leftover temp file of this
+/// cache's prefix is a crashed write's, which a scan removes.
+fn write_atomic(target: &Path, bytes: &[u8]) -> Result<(), ShardCacheError> {
+    match durable_fs::publish(&durable_fs::StdFileSystem, target, TEMP_PREFIX, bytes) {
+        Ok(durable_fs::Published::Durable) => Ok(()),
+        Ok(durable_fs::Published::DurabilityUnknown(e)) => Err(ShardCacheError::io(
+            target.parent().unwrap_or(Path::new(".")),
+            e,
+        )),
+        Err(e) => Err(ShardCacheError::io(&e.target, e.source)),
     }
-    std::fs::rename(temp, target).map_err(|e| {
-        let _ = std::fs::remove_file(temp);
-        ShardCacheError::io(target, e)
-    })
 }

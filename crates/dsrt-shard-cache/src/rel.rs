@@ -75,15 +75,6 @@ impl Rel {
     pub(crate) fn partial_path(&self, root: &Path) -> PathBuf {
         root.join(format!("{}{PARTIAL_SUFFIX}", self.text))
     }
-
-    /// The temporary file `put_bytes` writes, beside the final one.
-    pub(crate) fn temp_path(&self, root: &Path) -> PathBuf {
-        let (dir, name) = match self.text.rsplit_once('/') {
-            Some((dir, name)) => (root.join(dir), name),
-            None => (root.to_path_buf(), self.text.as_str()),
-        };
-        dir.join(format!("{TEMP_PREFIX}{name}"))
-    }
 }
 
 /// What a file name under the root is, by the protocol's naming rules.
@@ -144,19 +135,9 @@ mod tests {
             rel.partial_path(root),
             Path::new("/cache/mycache-1a2b/shards/000001.bin.partial")
         );
-        assert_eq!(
-            rel.temp_path(root),
-            Path::new("/cache/mycache-1a2b/shards/.shard-cache-tmp.000001.bin")
-        );
         // Doubled separators collapse; the spelling is canonical.
         let rel = Rel::new(Path::new("a//b.bin")).unwrap();
         assert_eq!(rel.as_str(), "a/b.bin");
-        assert_eq!(
-            Rel::new(Path::new("top.json"))
-                .unwrap()
-                .temp_path(Path::new("/r")),
-            Path::new("/r/.shard-cache-tmp.top.json")
-        );
     }
 
     #[test]

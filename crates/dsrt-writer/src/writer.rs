@@ -269,6 +269,13 @@ impl CacheWriter {
                 return Err(WriteError::DurabilityUnknown { path, source })
             }
         }
+        tracing::debug!(
+            path = %path.display(),
+            cache_id,
+            samples = self.samples,
+            shards = shards.len(),
+            "cache written"
+        );
         Ok(CacheSummary {
             path,
             cache_id,

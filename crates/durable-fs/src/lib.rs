@@ -1,22 +1,28 @@
-//! Crash-safe publication of small files, such as a cache's `manifest.json`.
+//! Local files that survive crashes and forks: crash-safe publication of small files (a
+//! cache's `manifest.json`, a collection's `deleted.mask`) and the `flock` protocol locks that
+//! serialize their writers.
 //!
 //! What it is for: writing a file so that a reader sees either the old bytes or the new ones,
 //! never a torn mix, and knowing afterwards whether the new bytes are durable. The sequence is
 //! temp file in the target's directory, write, flush, fsync, rename over the target, fsync the
 //! directory. Every step goes through the [`FileSystem`] trait so tests can fail each one.
+//! And locking files and directories ([`DirLock`], [`lock_file`]) the one way both stacks
+//! need: `EINTR` retried, released before close so a forked child cannot hold it on.
 //!
 //! What it is not for: streaming large files (writers stream their own and call
-//! [`FileSystem::sync_dir`] here), or locking: callers own their targets exclusively.
+//! [`FileSystem::sync_dir`] here), or deciding what a lock protects: that is each protocol's.
 //!
 //! Layering: a bottom-layer crate beside `codec`; it depends on no crate of this workspace.
 #![forbid(unsafe_code)]
 
 mod cancel;
+mod lock;
 mod publish;
 mod std_fs;
 mod temp_name;
 
 pub use cancel::CancelToken;
+pub use lock::{lock_file, try_lock_file, unlock_file, DirLock, LockMode};
 pub use publish::{publish, publish_cancellable, PublishError, PublishStep, Published};
 pub use std_fs::StdFileSystem;
 pub use temp_name::{is_temp_name, unique_temp_name};

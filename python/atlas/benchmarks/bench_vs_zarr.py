@@ -27,6 +27,7 @@ Prints a Markdown table (and ``--json FILE`` writes the raw figures).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -34,7 +35,7 @@ import shutil
 import statistics
 import time
 import uuid
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable
 
 import numpy as np
 import zarr
@@ -46,12 +47,15 @@ VARIABLES = ("t2m", "precip", "wind")
 SHAPE = (24, 32)
 
 
-def data_for(i: int) -> Dict[str, np.ndarray]:
+def data_for(i: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(i)
-    return {v: (rng.standard_normal(SHAPE) * (k + 1) + i * 0.01).astype("float32") for k, v in enumerate(VARIABLES)}
+    return {
+        v: (rng.standard_normal(SHAPE) * (k + 1) + i * 0.01).astype("float32")
+        for k, v in enumerate(VARIABLES)
+    }
 
 
-def names_for(n: int) -> List[str]:
+def names_for(n: int) -> list[str]:
     return [f"run_{i:05d}" for i in range(n)]
 
 
@@ -62,37 +66,38 @@ class CountingStore(WrapperStore):
         super().__init__(store)
         self.count = 0
 
-    async def get(self, key, prototype, byte_range=None):  # type: ignore[override]
+    async def get(self, key, prototype, byte_range=None):
         self.count += 1
         return await self._store.get(key, prototype, byte_range)
 
-    async def get_partial_values(self, prototype, key_ranges):  # type: ignore[override]
+    async def get_partial_values(self, prototype, key_ranges):
         key_ranges = list(key_ranges)
         self.count += len(key_ranges)
         return await self._store.get_partial_values(prototype, key_ranges)
 
-    async def exists(self, key):  # type: ignore[override]
+    async def exists(self, key):
         self.count += 1
         return await self._store.exists(key)
 
-    async def set(self, key, value):  # type: ignore[override]
+    async def set(self, key, value):
         self.count += 1
         return await self._store.set(key, value)
 
-    def list(self):  # type: ignore[override]
+    def list(self):
         self.count += 1
         return self._store.list()
 
-    def list_prefix(self, prefix):  # type: ignore[override]
+    def list_prefix(self, prefix):
         self.count += 1
         return self._store.list_prefix(prefix)
 
-    def list_dir(self, prefix):  # type: ignore[override]
+    def list_dir(self, prefix):
         self.count += 1
         return self._store.list_dir(prefix)
 
 
 # ---- stores -------------------------------------------------------------------------------
+
 
 def local_zarr(path: str, read_only: bool) -> CountingStore:
     return CountingStore(LocalStore(path, read_only=read_only))
@@ -117,7 +122,8 @@ def s3_zarr(prefix_url: str, read_only: bool) -> CountingStore:
 
 # ---- writing ------------------------------------------------------------------------------
 
-def write_atlas(location: str, names: List[str]) -> float:
+
+def write_atlas(location: str, names: list[str]) -> float:
     t = time.perf_counter()
     with ac.Writer(location) as w:
         for i, name in enumerate(names):
@@ -125,13 +131,15 @@ def write_atlas(location: str, names: List[str]) -> float:
     return time.perf_counter() - t
 
 
-def write_zarr(store: Any, names: List[str]) -> float:
+def write_zarr(store: Any, names: list[str]) -> float:
     t = time.perf_counter()
     root = zarr.open_group(store, mode="w", zarr_format=3)
     for i, name in enumerate(names):
         g = root.create_group(name)
         for v, a in data_for(i).items():
-            arr = g.create_array(v, shape=SHAPE, dtype="float32", chunks=SHAPE, dimension_names=("y", "x"))
+            arr = g.create_array(
+                v, shape=SHAPE, dtype="float32", chunks=SHAPE, dimension_names=("y", "x")
+            )
             arr[...] = a
     zarr.consolidate_metadata(store)
     return time.perf_counter() - t
@@ -139,35 +147,54 @@ def write_zarr(store: Any, names: List[str]) -> float:
 
 # ---- measurements -------------------------------------------------------------------------
 
-def timed(f: Callable[[], Any]) -> Tuple[float, Any]:
+
+def timed(f: Callable[[], Any]) -> tuple[float, Any]:
     t = time.perf_counter()
     out = f()
     return time.perf_counter() - t, out
 
 
-def bench_backend(label: str, atlas_loc: str, zarr_store: Callable[[], CountingStore], names: List[str], repeats: int) -> Dict[str, Any]:
+def zarr_t2m(group: zarr.Group, name: str) -> np.ndarray:
+    """Variable ``t2m`` of dataset ``name`` of an open Zarr group, read whole."""
+    dataset = group[name]
+    assert isinstance(dataset, zarr.Group), name
+    array = dataset["t2m"]
+    assert isinstance(array, zarr.Array), name
+    return np.asarray(array[...])
+
+
+def atlas_one(atlas_loc: str, name: str) -> tuple[int, np.ndarray]:
+    """Opens the collection and reads ``t2m`` of dataset ``name``: (requests, data)."""
+    c = ac.open(atlas_loc)
+    v = c[name]["t2m"][:]
+    return c.request_count, v
+
+
+def zarr_one(store: CountingStore, name: str) -> np.ndarray:
+    """Opens the Zarr store and reads ``t2m`` of group ``name``."""
+    g = zarr.open_group(store, mode="r", use_consolidated=True)
+    return zarr_t2m(g, name)
+
+
+def bench_backend(
+    label: str,
+    atlas_loc: str,
+    zarr_store: Callable[[], CountingStore],
+    names: list[str],
+    repeats: int,
+) -> dict[str, Any]:
     rng = random.Random(7)
     picks = [rng.choice(names) for _ in range(repeats)]
-    out: Dict[str, Any] = {"backend": label, "datasets": len(names)}
+    out: dict[str, Any] = {"backend": label, "datasets": len(names)}
 
     # 1. open + read one variable of one dataset, cold.
     a_times, a_reqs, z_times, z_reqs = [], [], [], []
     for name in picks:
-        def atlas_one():
-            c = ac.open(atlas_loc)
-            v = c[name]["t2m"][:]
-            return c.request_count, v
-
-        dt, (reqs, va) = timed(atlas_one)
+        dt, (reqs, va) = timed(functools.partial(atlas_one, atlas_loc, name))
         a_times.append(dt)
         a_reqs.append(reqs)
         store = zarr_store()
-
-        def zarr_one():
-            g = zarr.open_group(store, mode="r", use_consolidated=True)
-            return g[name]["t2m"][...]
-
-        dt, vz = timed(zarr_one)
+        dt, vz = timed(functools.partial(zarr_one, store, name))
         z_times.append(dt)
         z_reqs.append(store.count)
         np.testing.assert_array_equal(va, vz)
@@ -188,7 +215,7 @@ def bench_backend(label: str, atlas_loc: str, zarr_store: Callable[[], CountingS
 
     def zarr_all():
         g = zarr.open_group(store, mode="r", use_consolidated=True)
-        return {n: g[n]["t2m"][...] for n in names}
+        return {n: zarr_t2m(g, n) for n in names}
 
     dt_z, got_z = timed(zarr_all)
     for n in names[:: max(1, len(names) // 50)]:
@@ -217,7 +244,7 @@ def bench_backend(label: str, atlas_loc: str, zarr_store: Callable[[], CountingS
         g = zarr.open_group(store, mode="r", use_consolidated=True)
         lo, hi = np.inf, -np.inf
         for n in names:
-            a = g[n]["t2m"][...]
+            a = zarr_t2m(g, n)
             lo, hi = min(lo, a.min()), max(hi, a.max())
         return lo, hi
 
@@ -232,7 +259,7 @@ def bench_backend(label: str, atlas_loc: str, zarr_store: Callable[[], CountingS
     return out
 
 
-def table(results: List[Dict[str, Any]]) -> str:
+def table(results: list[dict[str, Any]]) -> str:
     lines = [
         "| backend | measurement | Atlas | Zarr v3 | Atlas / Zarr | requests Atlas / Zarr |",
         "|---|---|---|---|---|---|",
@@ -240,30 +267,43 @@ def table(results: List[Dict[str, Any]]) -> str:
     for r in results:
         o, a, m = r["one"], r["all"], r["minmax"]
         lines.append(
-            f"| {r['backend']} | open + read 1 variable of 1 dataset (median) | {o['atlas_ms']:.2f} ms | "
-            f"{o['zarr_ms']:.2f} ms | {o['atlas_ms'] / o['zarr_ms']:.2f}x time | {o['atlas_requests']} / {o['zarr_requests']} |"
+            f"| {r['backend']} | open + read 1 variable of 1 dataset (median) "
+            f"| {o['atlas_ms']:.2f} ms | {o['zarr_ms']:.2f} ms "
+            f"| {o['atlas_ms'] / o['zarr_ms']:.2f}x time "
+            f"| {o['atlas_requests']} / {o['zarr_requests']} |"
         )
         lines.append(
-            f"| {r['backend']} | read 1 variable of all {r['datasets']} datasets (`read_many`) | {a['atlas_per_s']:,.0f} /s | "
-            f"{a['zarr_per_s']:,.0f} /s | {a['atlas_per_s'] / a['zarr_per_s']:.1f}x throughput | {a['atlas_requests']} / {a['zarr_requests']} |"
+            f"| {r['backend']} | read 1 variable of all {r['datasets']} datasets (`read_many`) "
+            f"| {a['atlas_per_s']:,.0f} /s | {a['zarr_per_s']:,.0f} /s "
+            f"| {a['atlas_per_s'] / a['zarr_per_s']:.1f}x throughput "
+            f"| {a['atlas_requests']} / {a['zarr_requests']} |"
         )
         lines.append(
-            f"| {r['backend']} | same, a Python loop of `c[name][var][:]` | {a['atlas_loop_per_s']:,.0f} /s | "
-            f"{a['zarr_per_s']:,.0f} /s | {a['atlas_loop_per_s'] / a['zarr_per_s']:.1f}x throughput | |"
+            f"| {r['backend']} | same, a Python loop of `c[name][var][:]` "
+            f"| {a['atlas_loop_per_s']:,.0f} /s | {a['zarr_per_s']:,.0f} /s "
+            f"| {a['atlas_loop_per_s'] / a['zarr_per_s']:.1f}x throughput | |"
         )
         lines.append(
-            f"| {r['backend']} | min/max of 1 variable over the collection | {m['atlas_ms']:.1f} ms (stored stats) | "
-            f"{m['zarr_ms']:.1f} ms (computed) | {m['atlas_ms'] / m['zarr_ms']:.3f}x time | {m['atlas_requests']} / {m['zarr_requests']} |"
+            f"| {r['backend']} | min/max of 1 variable over the collection "
+            f"| {m['atlas_ms']:.1f} ms (stored stats) | {m['zarr_ms']:.1f} ms (computed) "
+            f"| {m['atlas_ms'] / m['zarr_ms']:.3f}x time "
+            f"| {m['atlas_requests']} / {m['zarr_requests']} |"
         )
     return "\n".join(lines)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--datasets", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=15, help="cold open+read samples")
-    parser.add_argument("--local", default="/tmp/atlas-vs-zarr", help="directory for the local stores (wiped)")
-    parser.add_argument("--s3", action="store_true", help="also on s3://$ATLAS_S3_TEST_BUCKET (AWS_* env)")
+    parser.add_argument(
+        "--local", default="/tmp/atlas-vs-zarr", help="directory for the local stores (wiped)"
+    )
+    parser.add_argument(
+        "--s3", action="store_true", help="also on s3://$ATLAS_S3_TEST_BUCKET (AWS_* env)"
+    )
     parser.add_argument("--json", help="write the raw figures here")
     args = parser.parse_args()
     names = names_for(args.datasets)
@@ -275,7 +315,9 @@ def main() -> None:
     wa = write_atlas(atlas_loc, names)
     wz = write_zarr(local_zarr(zarr_loc, read_only=False), names)
     print(f"local: wrote Atlas in {wa:.1f} s, Zarr in {wz:.1f} s", flush=True)
-    r = bench_backend("local disk", atlas_loc, lambda: local_zarr(zarr_loc, read_only=True), names, args.repeats)
+    r = bench_backend(
+        "local disk", atlas_loc, lambda: local_zarr(zarr_loc, read_only=True), names, args.repeats
+    )
     r["write_s"] = {"atlas": wa, "zarr": wz}
     results.append(r)
 
@@ -287,7 +329,13 @@ def main() -> None:
         wa = write_atlas(atlas_url, names)
         wz = write_zarr(s3_zarr(zarr_url, read_only=False), names)
         print(f"s3: wrote Atlas in {wa:.1f} s, Zarr in {wz:.1f} s", flush=True)
-        r = bench_backend("loopback S3 (SeaweedFS)", atlas_url, lambda: s3_zarr(zarr_url, read_only=True), names, args.repeats)
+        r = bench_backend(
+            "loopback S3 (SeaweedFS)",
+            atlas_url,
+            lambda: s3_zarr(zarr_url, read_only=True),
+            names,
+            args.repeats,
+        )
         r["write_s"] = {"atlas": wa, "zarr": wz}
         results.append(r)
 

@@ -42,9 +42,9 @@ def test_a_missing_file_is_refused_by_name(tmp_path):
 
 def test_a_dtype_the_format_cannot_hold_names_file_variable_and_mapping(tmp_path):
     path = tmp_path / "flags.nc"
-    xr.Dataset({"ok": (("x",), np.zeros(2, "f4")), "flag": (("x",), np.array([1 + 2j, 3j]))}).to_netcdf(
-        path, engine="h5netcdf", invalid_netcdf=True
-    )
+    xr.Dataset(
+        {"ok": (("x",), np.zeros(2, "f4")), "flag": (("x",), np.array([1 + 2j, 3j]))}
+    ).to_netcdf(path, engine="h5netcdf", invalid_netcdf=True)
     error = refused(tmp_path / "out", [good(tmp_path / "a.nc"), path], engine="h5netcdf")
     assert error.file == str(path) and error.variable == "flag"
     assert "flags.nc" in str(error) and "'flag'" in str(error)
@@ -98,7 +98,15 @@ def test_the_command_reports_a_refusal_and_exits_non_zero(tmp_path):
     bad = tmp_path / "broken.nc"
     bad.write_bytes(b"nope")
     done = subprocess.run(
-        [sys.executable, "-m", "atlas_collections", "import", str(tmp_path / "out"), str(bad), "--no-progress"],
+        [
+            sys.executable,
+            "-m",
+            "atlas_collections",
+            "import",
+            str(tmp_path / "out"),
+            str(bad),
+            "--no-progress",
+        ],
         capture_output=True,
         text=True,
     )

@@ -35,7 +35,18 @@ def values(dtype: str) -> np.ndarray:
     raise AssertionError(dtype)
 
 
-NUMERIC = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64"]
+NUMERIC = [
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float32",
+    "float64",
+]
 ALL = NUMERIC + ["datetime64[ns]", "str", "bytes"]
 SLICES = [
     (slice(None), slice(None)),

@@ -6,6 +6,7 @@ import numpy as np
 import xarray as xr
 
 import atlas_collections as ac
+
 from concurrent_deletes import run_concurrent_deletes
 from conftest import small_dataset, write_collection
 
@@ -42,7 +43,7 @@ def test_a_missing_collection_on_s3_is_not_a_collection(s3_prefix):
     try:
         ac.open(s3_prefix + "/nothing-here")
     except ac.NotACollectionError as e:
-        assert e.path.startswith(s3_prefix)
+        assert e.path is not None and e.path.startswith(s3_prefix)
     else:
         raise AssertionError("opened nothing")
 

@@ -20,9 +20,20 @@ def source_dataset(i: int) -> xr.Dataset:
     rng = np.random.default_rng(100 + i)
     ds = xr.Dataset(
         {
-            "t2m": (("time", "y", "x"), (rng.standard_normal((3, 24, 32)) + 280).astype("float32"),
-                    {"units": "K", "long_name": "2 m temperature", "valid_range": np.array([150, 350], "f4")}),
-            "count": (("y", "x"), rng.integers(0, 1000, (24, 32)).astype("int32"), {"flag": np.int8(1)}),
+            "t2m": (
+                ("time", "y", "x"),
+                (rng.standard_normal((3, 24, 32)) + 280).astype("float32"),
+                {
+                    "units": "K",
+                    "long_name": "2 m temperature",
+                    "valid_range": np.array([150, 350], "f4"),
+                },
+            ),
+            "count": (
+                ("y", "x"),
+                rng.integers(0, 1000, (24, 32)).astype("int32"),
+                {"flag": np.int8(1)},
+            ),
             "mask": (("y", "x"), rng.integers(0, 2, (24, 32)).astype("uint8")),
             "station": (("s",), np.array(["north", "south-east"], dtype=object)),
         },
@@ -32,7 +43,12 @@ def source_dataset(i: int) -> xr.Dataset:
             "x": np.arange(32, dtype="int64"),
             "lat": (("y", "x"), rng.random((24, 32))),
         },
-        attrs={"title": f"member {i}", "member": np.int32(i), "levels": np.array([1.0, 2.5]), "institution": "pytest"},
+        attrs={
+            "title": f"member {i}",
+            "member": np.int32(i),
+            "levels": np.array([1.0, 2.5]),
+            "institution": "pytest",
+        },
     )
     return ds
 
@@ -80,7 +96,8 @@ def test_dask_chunked_open_computes_the_same(tmp_path):
     with xr.open_dataset(paths[0]) as source:
         xr.testing.assert_identical(lazy.compute(), source.load())
         xr.testing.assert_identical(
-            lazy["t2m"].isel(time=1, y=slice(3, 20, 4)).compute(), source["t2m"].isel(time=1, y=slice(3, 20, 4)).load()
+            lazy["t2m"].isel(time=1, y=slice(3, 20, 4)).compute(),
+            source["t2m"].isel(time=1, y=slice(3, 20, 4)).load(),
         )
     rechunked = xr.open_dataset(out, engine="atlas", group=paths[0].stem, chunks={"y": 5})
     assert rechunked["t2m"].data.chunks[1][0] == 5
@@ -102,7 +119,9 @@ def test_write_xarray_and_open_round_trip_without_netcdf(tmp_path):
     datasets = {f"m{i}": source_dataset(i) for i in range(2)}
     ac.write_xarray(tmp_path / "c", datasets)
     for name, ds in datasets.items():
-        xr.testing.assert_identical(xr.open_dataset(tmp_path / "c", engine="atlas", group=name).load(), ds)
+        xr.testing.assert_identical(
+            xr.open_dataset(tmp_path / "c", engine="atlas", group=name).load(), ds
+        )
     assert ac.open(tmp_path / "c")["m1"].to_xarray().attrs["member"] == 1
 
 
@@ -123,11 +142,20 @@ def test_the_import_command(tmp_path):
     paths = write_netcdf(tmp_path, "h5netcdf", n=2)
     out = tmp_path / "cli"
     done = subprocess.run(
-        [sys.executable, "-m", "atlas_collections", "import", str(out), *map(str, paths), "--engine", "h5netcdf"],
+        [
+            sys.executable,
+            "-m",
+            "atlas_collections",
+            "import",
+            str(out),
+            *map(str, paths),
+            "--engine",
+            "h5netcdf",
+        ],
         capture_output=True,
         text=True,
     )
     assert done.returncode == 0, done.stderr
     assert "imported 2 datasets" in done.stdout
-    assert "file" in done.stderr  # the tqdm progress bar
+    assert "2/2" in done.stderr and "file" in done.stderr  # the tqdm progress bar, both files
     assert ac.open(out).names == [p.stem for p in paths]

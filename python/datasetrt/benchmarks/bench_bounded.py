@@ -30,7 +30,9 @@ import datasetrt
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--shards", type=int, default=5000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)
@@ -40,7 +42,9 @@ def main() -> int:
     print(f"open-file soft limit {soft}, default bound {default}, {args.shards} shards")
     with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as root:
         path = os.path.join(root, "cache")
-        with datasetrt.CacheWriter(path, source="bench", schema={"n": "int64"}, max_shard_bytes=4 * 1100 - 100) as w:
+        with datasetrt.CacheWriter(
+            path, source="bench", schema={"n": "int64"}, max_shard_bytes=4 * 1100 - 100
+        ) as w:
             for i in range(4 * args.shards):
                 w.add(bytes([i % 251]) * 1000, n=i)
         cache = datasetrt.Cache(path)
@@ -63,7 +67,10 @@ def main() -> int:
         datasetrt.set_max_open_shards(default)
     n = len(order)
     for name, seconds in best.items():
-        print(f"{name:>9}: {n / seconds / 1e3:8.1f} k samples/s  {best['all_open'] / seconds:5.2f}x all_open")
+        print(
+            f"{name:>9}: {n / seconds / 1e3:8.1f} k samples/s  "
+            f"{best['all_open'] / seconds:5.2f}x all_open"
+        )
     return 0
 
 

@@ -45,7 +45,9 @@ def best(fn, repeat):
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--samples", type=int, default=100_000)
     ap.add_argument("--dir", default="/tmp/dsrt-bench")
     ap.add_argument("--repeat", type=int, default=5)
@@ -86,9 +88,13 @@ def main() -> int:
         if r % 2 == 0:
             write_py.append(write_python(py_dir))
             os.sync()
-            write_rs.append(datasetrt._native._rust_write_benchmark(rs_dir, "bench", blob, lengths, labels))
+            write_rs.append(
+                datasetrt._native._testing._rust_write_benchmark(rs_dir, "bench", blob, lengths, labels)
+            )
         else:
-            write_rs.append(datasetrt._native._rust_write_benchmark(rs_dir, "bench", blob, lengths, labels))
+            write_rs.append(
+                datasetrt._native._testing._rust_write_benchmark(rs_dir, "bench", blob, lengths, labels)
+            )
             os.sync()
             write_py.append(write_python(py_dir))
         if r > 0:
@@ -131,7 +137,7 @@ def main() -> int:
     def getitem():
         c = cache
         for i in order:
-            c[i].payload
+            _ = c[i].payload
 
     batches = [order[k : k + 256] for k in range(0, n, 256)]
 
@@ -139,7 +145,7 @@ def main() -> int:
         rm = cache.read_many
         for b in batches:
             for s in rm(b):
-                s.payload
+                _ = s.payload
 
     t_bare = best(bare, args.repeat)
     t_get = best(getitem, args.repeat)
@@ -169,11 +175,15 @@ def main() -> int:
             def loader():
                 count = 0
                 # A new DataLoader per epoch starts its 2 worker processes inside the timing.
-                for batch in dl if persistent else torch.utils.data.DataLoader(
-                    ds, batch_size=None, num_workers=2, prefetch_factor=4
+                for batch in (
+                    dl
+                    if persistent
+                    else torch.utils.data.DataLoader(
+                        ds, batch_size=None, num_workers=2, prefetch_factor=4
+                    )
                 ):
                     # Every sample's payload, as the cache[i] loop takes c[i].payload.
-                    for payload in batch["payloads"]:
+                    for _payload in batch["payloads"]:
                         count += 1
                 assert count == n, count
 
@@ -186,7 +196,10 @@ def main() -> int:
         t_loader_bytes = best(loader_with("bytes", True), max(2, args.repeat // 2))
         t_loader_1024 = best(loader_with("locations", True, 1024), max(2, args.repeat // 2))
 
-    print(f"samples: {n}, payload bytes: {sum(lengths)} ({sum(lengths) / n:.0f} B mean), shards: {len(fds)}")
+    print(
+        f"samples: {n}, payload bytes: {sum(lengths)} ({sum(lengths) / n:.0f} B mean), "
+        f"shards: {len(fds)}"
+    )
     print(f"python {sys.version.split()[0]}, datasetrt from {os.path.dirname(datasetrt.__file__)}")
     rows = [
         ("bare os.pread loop", n / t_bare, None, None),
@@ -194,18 +207,26 @@ def main() -> int:
         ("read_many(256)", n / t_many, (t_bare / t_many), 2.0),
     ]
     if t_loader is not None:
-        rows.append(("DataLoader, 2 workers, transfer=locations", n / t_loader, t_get / t_loader, 1.5))
-        rows.append(("  the same, worker start-up timed", n / t_loader_fresh, t_get / t_loader_fresh, None))
-        rows.append(("  the same, transfer=bytes", n / t_loader_bytes, t_get / t_loader_bytes, None))
+        rows.append(
+            ("DataLoader, 2 workers, transfer=locations", n / t_loader, t_get / t_loader, 1.5)
+        )
+        rows.append(
+            ("  the same, worker start-up timed", n / t_loader_fresh, t_get / t_loader_fresh, None)
+        )
+        rows.append(
+            ("  the same, transfer=bytes", n / t_loader_bytes, t_get / t_loader_bytes, None)
+        )
         rows.append(("  the same, batches of 1024", n / t_loader_1024, t_get / t_loader_1024, None))
     rows.append(("Rust writer", n / min(write_rs), None, None))
-    rows.append(("CacheWriter.add from Python", n / min(write_py), min(write_rs) / min(write_py), 0.5))
+    rows.append(
+        ("CacheWriter.add from Python", n / min(write_py), min(write_rs) / min(write_py), 0.5)
+    )
     print(f"{'measure':44} {'samples/s':>12} {'ratio':>7} {'target':>7}")
     for name, rate, ratio, target in rows:
-        r = f"{ratio:7.2f}" if ratio is not None else " " * 7
-        t = f">= {target:<4}" if target is not None else ""
+        shown = f"{ratio:7.2f}" if ratio is not None else " " * 7
+        wanted = f">= {target:<4}" if target is not None else ""
         ok = "" if ratio is None or target is None else ("  ok" if ratio >= target else "  MISSED")
-        print(f"{name:44} {rate:12,.0f} {r} {t:>7}{ok}")
+        print(f"{name:44} {rate:12,.0f} {shown} {wanted:>7}{ok}")
     print("ratios: cache[i] and read_many against the bare loop; DataLoader against cache[i];")
     print("        Python writer against the Rust writer (throughput over throughput)")
     return 0

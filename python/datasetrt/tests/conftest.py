@@ -29,7 +29,9 @@ def row(i: int) -> dict:
     }
 
 
-def write_cache(path, n, *, source=None, compression="none", version=3, max_shard_bytes=4096, offset=0):
+def write_cache(
+    path, n, *, source=None, compression="none", version=3, max_shard_bytes=4096, offset=0
+):
     """Writes ``n`` samples (ids ``offset..offset+n``) and returns the path."""
     path = pathlib.Path(path)
     with datasetrt.CacheWriter(

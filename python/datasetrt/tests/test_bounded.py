@@ -45,8 +45,8 @@ def many_caches(tmp_path_factory):
     root = scratch(tmp_path_factory, "many")
     paths = []
     for c in range(CACHES):
-        path = os.path.join(root, "c%04d" % c)
-        with datasetrt.CacheWriter(path, source="src%d" % c, schema={"n": "int64"}) as w:
+        path = os.path.join(root, f"c{c:04d}")
+        with datasetrt.CacheWriter(path, source=f"src{c}", schema={"n": "int64"}) as w:
             for i in range(2):
                 w.add(payload(c, i), n=i)
         paths.append(path)
@@ -181,7 +181,8 @@ def test_a_dataset_of_2000_caches_opens_and_iterates(many_caches):
                 bounded("Loader over 2,000 caches")
         assert len(seen) == 4000
         seen = set()
-        for item in DataLoader(StreamingDataset(ds, shuffle="full", seed=2), batch_size=None, num_workers=2):
+        streaming = StreamingDataset(ds, shuffle="full", seed=2)
+        for item in DataLoader(streaming, batch_size=None, num_workers=2):
             c, i = item["key"]
             assert bytes(item["payload"]) == payload(position[c], i)
             seen.add((c, i))

@@ -7,6 +7,7 @@ import struct
 import pytest
 
 import datasetrt
+
 from conftest import payload, write_cache
 
 COUNT = 12
@@ -107,7 +108,8 @@ def test_index_size_not_a_multiple_of_24(fresh):
         lambda r: r.__setitem__(0, 99),  # unknown shard
         lambda r: r.__setitem__(1, r[1] + 100_000),  # past the shard's end
         lambda r: r.__setitem__(2, 1 << 63),  # hostile length
-        lambda r: (r.__setitem__(1, (1 << 64) - 4), r.__setitem__(2, 8)),  # offset + length overflows
+        # offset + length overflows
+        lambda r: (r.__setitem__(1, (1 << 64) - 4), r.__setitem__(2, 8)),
     ],
 )
 def test_index_row_out_of_bounds_unknown_shard_and_hostile_lengths(fresh, corrupt):
@@ -196,7 +198,9 @@ def test_json_length_past_the_record_end_and_hostile(fresh, hostile):
     assert err.value.kind == "record" and err.value.sample == 2
 
 
-@pytest.mark.parametrize("data", [b"", b"{", b"\x89PNG\r\n\x1a\n", b"[1,2,3]", b"{\"format_version\": 3}"])
+@pytest.mark.parametrize(
+    "data", [b"", b"{", b"\x89PNG\r\n\x1a\n", b"[1,2,3]", b'{"format_version": 3}']
+)
 def test_corrupt_manifest_json(fresh, data):
     (fresh / "manifest.json").write_bytes(data)
     open_err(fresh, datasetrt.CorruptCacheError, "manifest")

@@ -5,13 +5,17 @@ import threading
 import pytest
 
 import datasetrt
+
 from conftest import payload, row, write_cache
 
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
     root = tmp_path_factory.mktemp("loader")
-    paths = [write_cache(root / "a", 700, max_shard_bytes=5000), write_cache(root / "b", 301, offset=700, compression="lz4")]
+    paths = [
+        write_cache(root / "a", 700, max_shard_bytes=5000),
+        write_cache(root / "b", 301, offset=700, compression="lz4"),
+    ]
     return datasetrt.Dataset(paths)
 
 
@@ -37,13 +41,22 @@ def test_samples_are_right(dataset):
 
 def test_ranks_have_equal_disjoint_shares(dataset):
     world = 4
-    shares = [list(datasetrt.Loader(dataset, seed=3, rank=r, world_size=world, workers=2)) for r in range(world)]
+    shares = [
+        list(datasetrt.Loader(dataset, seed=3, rank=r, world_size=world, workers=2))
+        for r in range(world)
+    ]
     assert {len(s) for s in shares} == {251}
-    assert all(len(datasetrt.Loader(dataset, seed=3, rank=r, world_size=world)) == 251 for r in range(world))
+    assert all(
+        len(datasetrt.Loader(dataset, seed=3, rank=r, world_size=world)) == 251
+        for r in range(world)
+    )
     real = [{s.key for s in share if not s.padding} for share in shares]
     assert sum(map(len, real)) == 1001 == len(set().union(*real))
     assert sum(s.padding for share in shares for s in share) == 3
-    drop = [len(datasetrt.Loader(dataset, seed=3, rank=r, world_size=world, policy="drop")) for r in range(world)]
+    drop = [
+        len(datasetrt.Loader(dataset, seed=3, rank=r, world_size=world, policy="drop"))
+        for r in range(world)
+    ]
     assert drop == [250] * 4
 
 
@@ -52,7 +65,14 @@ def test_state_dict_resumes_with_other_workers_and_batches(dataset):
     loader = datasetrt.Loader(dataset, seed=8, epoch=1, workers=2)
     head = [next(loader).key for _ in range(300)] + [s.key for s in loader.next_batch(33)]
     state = loader.state_dict()
-    assert state == {"seed": 8, "epoch": 1, "position": 333, "epoch_len": 1001, "cuts": [], "remaining": [[333, 1001]]}
+    assert state == {
+        "seed": 8,
+        "epoch": 1,
+        "position": 333,
+        "epoch_len": 1001,
+        "cuts": [],
+        "remaining": [[333, 1001]],
+    }
     resumed = datasetrt.Loader(dataset, seed=8, epoch=1, workers=3)
     resumed.load_state_dict(state)
     assert len(resumed) == 1001 - 333

@@ -5,6 +5,7 @@ import json
 import pytest
 
 import datasetrt
+
 from conftest import payload, write_cache
 
 
@@ -26,13 +27,23 @@ def mixed(tmp_path):
 def test_dataset_update_manifests_reports_and_keeps_ids(mixed):
     dataset = datasetrt.Dataset(mixed)
     ids_before = dataset.cache_ids
-    assert ids_before == [0, datasetrt.cache_id_for_source("src-b"), 2, datasetrt.cache_id_for_source("src-d")]
+    assert ids_before == [
+        0,
+        datasetrt.cache_id_for_source("src-b"),
+        2,
+        datasetrt.cache_id_for_source("src-d"),
+    ]
     keys = [(cid, 3) for cid in ids_before]
     before = [bytes(dataset[k].payload) for k in keys]
 
     report = dataset.update_manifests(version=3)
     assert isinstance(report, datasetrt.ManifestUpdateReport)
-    assert [e["outcome"] for e in report.entries] == ["updated", "unchanged", "updated", "unchanged"]
+    assert [e["outcome"] for e in report.entries] == [
+        "updated",
+        "unchanged",
+        "updated",
+        "unchanged",
+    ]
     assert [e["cache_id"] for e in report.entries] == ids_before
     assert [e["path"] for e in report.entries] == [str(p) for p in mixed]
     assert report.updated == [str(mixed[0]), str(mixed[2])]

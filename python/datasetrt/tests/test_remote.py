@@ -11,6 +11,7 @@ import pathlib
 import pickle
 import shutil
 import time
+from typing import Any
 
 import pytest
 from torch.utils.data import DataLoader
@@ -32,7 +33,9 @@ def published(tmp_path, url, name="cache", n=N, **kw):
 
 
 def files_under(root):
-    return sorted(p.relative_to(root).as_posix() for p in pathlib.Path(root).rglob("*") if p.is_file())
+    return sorted(
+        p.relative_to(root).as_posix() for p in pathlib.Path(root).rglob("*") if p.is_file()
+    )
 
 
 def shard_names(cache):
@@ -77,7 +80,9 @@ def test_a_published_cache_reads_like_the_local_one(tmp_path, s3_prefix):
 def test_local_paths_behave_as_before(tmp_path):
     local_dir = write_cache(tmp_path / "c", 20)
     for location in (local_dir, str(local_dir), f"file://{local_dir}"):
-        cache = datasetrt.Cache(location, cache_dir=tmp_path / "unused", cache_limit="1KB", fetch="range")
+        cache = datasetrt.Cache(
+            location, cache_dir=tmp_path / "unused", cache_limit="1KB", fetch="range"
+        )
         assert not cache.is_remote and cache.local_path == str(local_dir)
         # Uncompressed payloads stay zero-copy views of the mapped shard.
         p = cache[3].payload
@@ -86,7 +91,7 @@ def test_local_paths_behave_as_before(tmp_path):
     with pytest.raises(datasetrt.IncompleteCacheError):
         datasetrt.Cache(tmp_path)
     with pytest.raises(TypeError):
-        datasetrt.Cache(42)
+        datasetrt.Cache(42)  # type: ignore[arg-type]  # the wrong type is the test
 
 
 def test_a_dataset_mixes_urls_and_paths(tmp_path, s3_prefix):
@@ -113,7 +118,11 @@ def test_a_dataset_mixes_urls_and_paths(tmp_path, s3_prefix):
     # Pickling carries the locations and the options, and reopens.
     clone = pickle.loads(pickle.dumps(dataset))
     assert clone.paths == dataset.paths and clone.cache_ids == dataset.cache_ids
-    assert (clone.cache_dir, clone.cache_limit, clone.fetch) == (str(tmp_path / "lc"), 10 << 20, "whole")
+    assert (clone.cache_dir, clone.cache_limit, clone.fetch) == (
+        str(tmp_path / "lc"),
+        10 << 20,
+        "whole",
+    )
 
 
 def test_a_tampered_shard_raises_an_integrity_error_naming_url_and_shard(tmp_path, s3_prefix):
@@ -177,7 +186,7 @@ def test_sizes_and_bad_options():
     with pytest.raises(ValueError, match="cache_limit"):
         datasetrt.Cache("s3://bucket/x", cache_limit=-1)
     with pytest.raises(TypeError):
-        datasetrt.Cache("s3://bucket/x", cache_limit=1.5)
+        datasetrt.Cache("s3://bucket/x", cache_limit=1.5)  # type: ignore[arg-type]  # likewise
     with pytest.raises(ValueError, match="fetch"):
         datasetrt.Cache("s3://bucket/x", fetch="some")
     with pytest.raises(TypeError):
@@ -197,7 +206,12 @@ def test_fetch_range_reads_without_caching_shards(tmp_path, s3_prefix):
     assert [bytes(s.payload) for s in cache.read_many(range(N))] == [payload(i) for i in range(N)]
     held = files_under(cache_dir)
     assert not [f for f in held if "/shards/" in f or "partial" in f], held
-    assert set(os.listdir(cache.local_path)) <= {"manifest.json", "index.bin", "metadata.arrow", "shards"}
+    assert set(os.listdir(cache.local_path)) <= {
+        "manifest.json",
+        "index.bin",
+        "metadata.arrow",
+        "shards",
+    }
     assert cache.metadata().equals(datasetrt.Cache(local_dir).metadata())
 
 
@@ -218,7 +232,7 @@ def test_missing_caches_and_write_once_prefixes(tmp_path, s3_prefix):
 
 
 def _keys(loader):
-    out = []
+    out: list[tuple[int, int]] = []
     for item in loader:
         out.extend(tuple(x["key"]) for x in item)
     return out
@@ -228,8 +242,12 @@ def test_a_dataloader_over_urls_yields_what_it_yields_over_the_local_copies(tmp_
     url_a = f"{s3_prefix}/a"
     local_a = published(tmp_path, url_a, name="a", n=90)
     local_b = write_cache(tmp_path / "b", 70, offset=90, max_shard_bytes=3000)
-    kw = dict(seed=5, epoch=1, batch_size=16, rank=0, world_size=1)
-    expected = _keys(DataLoader(StreamingDataset([str(local_a), str(local_b)], **kw), batch_size=None, num_workers=0))
+    kw: dict[str, Any] = dict(seed=5, epoch=1, batch_size=16, rank=0, world_size=1)
+    expected = _keys(
+        DataLoader(
+            StreamingDataset([str(local_a), str(local_b)], **kw), batch_size=None, num_workers=0
+        )
+    )
     assert len(expected) == 160
     dataset = datasetrt.Dataset([url_a, local_b], cache_dir=tmp_path / "lc")
     ds = StreamingDataset(dataset, **kw)
@@ -247,7 +265,9 @@ def test_a_dataloader_over_urls_yields_what_it_yields_over_the_local_copies(tmp_
     # All-remote, fetched by range, also through worker processes.
     remote_only = StreamingDataset([url_a], cache_dir=tmp_path / "lc2", fetch="range", **kw)
     got = _keys(DataLoader(remote_only, batch_size=None, num_workers=2))
-    assert got == _keys(DataLoader(StreamingDataset([str(local_a)], **kw), batch_size=None, num_workers=0))
+    assert got == _keys(
+        DataLoader(StreamingDataset([str(local_a)], **kw), batch_size=None, num_workers=0)
+    )
     assert not [f for f in files_under(tmp_path / "lc2") if "/shards/" in f]
 
 
@@ -255,17 +275,21 @@ def test_columnar_locations_send_remote_payloads_as_bytes(tmp_path, s3_prefix):
     url_a = f"{s3_prefix}/a"
     local_a = published(tmp_path, url_a, name="a", n=90)
     local_b = write_cache(tmp_path / "b", 70, offset=90, max_shard_bytes=3000)
-    kw = dict(seed=2, shuffle="full", batch_size=32, collate="columnar", rank=0, world_size=1)
+    kw: dict[str, Any] = dict(
+        seed=2, shuffle="full", batch_size=32, collate="columnar", rank=0, world_size=1
+    )
 
     def items(loader):
-        out = []
+        out: list[tuple[tuple[int, int], bytes]] = []
         for batch in loader:
             assert isinstance(batch, ColumnarBatch)
             keys = batch["keys"].tolist()
             out.extend((tuple(k), bytes(p)) for k, p in zip(keys, batch["payloads"]))
         return out
 
-    expected = items(DataLoader(StreamingDataset([str(local_a), str(local_b)], **kw), batch_size=None))
+    expected = items(
+        DataLoader(StreamingDataset([str(local_a), str(local_b)], **kw), batch_size=None)
+    )
     mixed = [url_a, str(local_b)]
     for transfer in ("bytes", "locations"):
         ds = StreamingDataset(mixed, transfer=transfer, cache_dir=tmp_path / "lc", **kw)
@@ -317,14 +341,16 @@ def test_a_child_forked_while_a_download_publishes_reads_and_exits_cleanly(tmp_p
         if pid == 0:  # the child: read another shard, then drop the cache
             code = 1
             try:
-                code = 0 if bytes(parent[(attempt + 1) % 4].payload) == _big((attempt + 1) % 4) else 2
+                code = (
+                    0 if bytes(parent[(attempt + 1) % 4].payload) == _big((attempt + 1) % 4) else 2
+                )
                 del parent
                 import gc
 
                 gc.collect()
             finally:
                 os._exit(code)
-        deadline = 60
+        deadline = 60.0
         while deadline > 0:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
@@ -344,8 +370,20 @@ def test_a_child_forked_while_a_download_publishes_reads_and_exits_cleanly(tmp_p
 # The remote options beyond cache_dir, cache_limit and fetch, each at a value other than its
 # default (prefetch_shards=8, read_while_downloading=True, attempts=5, first_backoff=0.1,
 # wait_for_room=600.0).
-OPTIONS = dict(prefetch_shards=0, read_while_downloading=False, attempts=3, first_backoff=0.25, wait_for_room=7.5)
-DEFAULTS = dict(prefetch_shards=8, read_while_downloading=True, attempts=5, first_backoff=0.1, wait_for_room=600.0)
+OPTIONS: dict[str, Any] = dict(
+    prefetch_shards=0,
+    read_while_downloading=False,
+    attempts=3,
+    first_backoff=0.25,
+    wait_for_room=7.5,
+)
+DEFAULTS: dict[str, Any] = dict(
+    prefetch_shards=8,
+    read_while_downloading=True,
+    attempts=5,
+    first_backoff=0.1,
+    wait_for_room=600.0,
+)
 
 
 def options_of(obj):
@@ -365,16 +403,41 @@ def options_of(obj):
         ("attempts", False, TypeError, "attempts must be an int, not bool"),
         ("attempts", 5.0, TypeError, "attempts must be an int, not float"),
         ("read_while_downloading", 1, TypeError, "read_while_downloading must be a bool, not int"),
-        ("read_while_downloading", "yes", TypeError, "read_while_downloading must be a bool, not str"),
+        (
+            "read_while_downloading",
+            "yes",
+            TypeError,
+            "read_while_downloading must be a bool, not str",
+        ),
         ("first_backoff", -0.5, ValueError, "first_backoff must be >= 0 seconds"),
-        ("first_backoff", float("nan"), ValueError, "first_backoff must be a finite number of seconds"),
-        ("first_backoff", float("inf"), ValueError, "first_backoff must be a finite number of seconds"),
+        (
+            "first_backoff",
+            float("nan"),
+            ValueError,
+            "first_backoff must be a finite number of seconds",
+        ),
+        (
+            "first_backoff",
+            float("inf"),
+            ValueError,
+            "first_backoff must be a finite number of seconds",
+        ),
         ("first_backoff", 10.5, ValueError, "first_backoff must be at most 10 seconds"),
         ("first_backoff", True, TypeError, "first_backoff must be a number of seconds"),
         ("first_backoff", "0.1", TypeError, "first_backoff must be a number of seconds"),
         ("wait_for_room", -1, ValueError, "wait_for_room must be >= 0 seconds"),
-        ("wait_for_room", float("nan"), ValueError, "wait_for_room must be a finite number of seconds"),
-        ("wait_for_room", float("-inf"), ValueError, "wait_for_room must be a finite number of seconds"),
+        (
+            "wait_for_room",
+            float("nan"),
+            ValueError,
+            "wait_for_room must be a finite number of seconds",
+        ),
+        (
+            "wait_for_room",
+            float("-inf"),
+            ValueError,
+            "wait_for_room must be a finite number of seconds",
+        ),
         ("wait_for_room", 1e30, ValueError, "wait_for_room is too large"),
         ("wait_for_room", [600], TypeError, "wait_for_room must be a number of seconds"),
     ],
@@ -396,10 +459,19 @@ def test_bad_remote_options_raise_naming_the_option(tmp_path, option, value, err
 def test_remote_options_are_accepted_and_ignored_for_local_caches(tmp_path):
     local = write_cache(tmp_path / "c", 20)
     cache = datasetrt.Cache(local, cache_dir=tmp_path / "unused", **OPTIONS)
-    assert not cache.is_remote and [bytes(cache[i].payload) for i in range(20)] == [payload(i) for i in range(20)]
+    assert not cache.is_remote and [bytes(cache[i].payload) for i in range(20)] == [
+        payload(i) for i in range(20)
+    ]
     # Ints where seconds are expected, zero, and None (the default) are fine too.
-    dataset = datasetrt.Dataset([local], first_backoff=0, wait_for_room=0, attempts=1, prefetch_shards=None)
-    assert (dataset.first_backoff, dataset.wait_for_room, dataset.attempts, dataset.prefetch_shards) == (0.0, 0.0, 1, 8)
+    dataset = datasetrt.Dataset(
+        [local], first_backoff=0, wait_for_room=0, attempts=1, prefetch_shards=None
+    )
+    assert (
+        dataset.first_backoff,
+        dataset.wait_for_room,
+        dataset.attempts,
+        dataset.prefetch_shards,
+    ) == (0.0, 0.0, 1, 8)
     assert bytes(dataset[(dataset.cache_ids[0], 7)].payload) == payload(7)
     assert not (tmp_path / "unused").exists()
     # The defaults, as the signature shows them.
@@ -415,7 +487,12 @@ def test_a_pickled_dataset_keeps_every_remote_option(tmp_path, s3_prefix):
     published(tmp_path, url, name="a", n=40)
     local_b = write_cache(tmp_path / "b", 30, offset=40)
     dataset = datasetrt.Dataset(
-        [url, local_b], cache_dir=tmp_path / "lc", cache_limit="10MiB", fetch="range", validate_cache=True, **OPTIONS
+        [url, local_b],
+        cache_dir=tmp_path / "lc",
+        cache_limit="10MiB",
+        fetch="range",
+        validate_cache=True,
+        **OPTIONS,
     )
     assert options_of(dataset) == OPTIONS
     clone = pickle.loads(pickle.dumps(dataset))
@@ -442,9 +519,17 @@ def test_a_pickled_dataset_keeps_every_remote_option(tmp_path, s3_prefix):
     assert options_of(StreamingDataset([str(local_b)], rank=0, world_size=1)) == DEFAULTS
 
 
-def test_read_while_downloading_without_prefetch_reads_a_remote_cache_byte_exact(tmp_path, s3_prefix):
+def test_read_while_downloading_without_prefetch_reads_a_remote_cache_byte_exact(
+    tmp_path, s3_prefix
+):
     local_dir = published(tmp_path, s3_prefix)
-    kw = dict(prefetch_shards=0, read_while_downloading=True, attempts=2, first_backoff=0.01, wait_for_room=30)
+    kw: dict[str, Any] = dict(
+        prefetch_shards=0,
+        read_while_downloading=True,
+        attempts=2,
+        first_backoff=0.01,
+        wait_for_room=30,
+    )
     # Random access: the first records come by range requests while their shards download.
     cache = datasetrt.Cache(s3_prefix, cache_dir=tmp_path / "lc", **kw)
     assert cache.is_remote and len(cache) == N
@@ -463,7 +548,9 @@ def test_read_while_downloading_without_prefetch_reads_a_remote_cache_byte_exact
             assert shard.read_bytes() == (local_dir / "shards" / shard.name).read_bytes()
 
 
-def test_hint_ahead_reaches_past_the_downloads_in_flight_however_dense_the_shards(tmp_path, s3_prefix):
+def test_hint_ahead_reaches_past_the_downloads_in_flight_however_dense_the_shards(
+    tmp_path, s3_prefix
+):
     # About 400 samples per shard and 24 shards: a chunk of 64 steps lies in one shard, and a
     # hint of only the chunk and the next two would name one or two. `hint_ahead` looks on,
     # so the cache downloads `prefetch_shards` (8) shards ahead at once.

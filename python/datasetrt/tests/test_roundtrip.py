@@ -10,12 +10,15 @@ import pytest
 
 import datasetrt
 import datasetrt.torch
+
 from conftest import FIXTURES, SCHEMA, payload, row, write_cache
 
 
 @pytest.mark.parametrize("compression,version", list(itertools.product(["none", "lz4"], [2, 3])))
 def test_round_trip(tmp_path, compression, version):
-    path = write_cache(tmp_path / "c", 120, compression=compression, version=version, max_shard_bytes=3000)
+    path = write_cache(
+        tmp_path / "c", 120, compression=compression, version=version, max_shard_bytes=3000
+    )
     cache = datasetrt.Cache(path, validate_cache=True)
     assert len(cache) == 120
     assert cache.format_version == version
@@ -53,7 +56,9 @@ def test_round_trip(tmp_path, compression, version):
 
 
 def test_writer_accepts_a_pyarrow_schema_and_kwargs(tmp_path):
-    schema = pa.schema([pa.field("label", pa.int64(), nullable=False), pa.field("caption", pa.string())])
+    schema = pa.schema(
+        [pa.field("label", pa.int64(), nullable=False), pa.field("caption", pa.string())]
+    )
     w = datasetrt.CacheWriter(tmp_path / "c", source="s", schema=schema, compression="lz4")
     assert w.add(b"a" * 100, label=1, caption="x") == 0
     assert w.add(bytearray(b"b" * 10), {"label": 2}, caption=None) == 1

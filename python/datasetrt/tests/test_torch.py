@@ -2,6 +2,7 @@
 
 import os
 import socket
+from typing import Any
 
 import pytest
 import torch
@@ -13,6 +14,7 @@ from torchdata.stateful_dataloader import StatefulDataLoader
 import datasetrt
 from datasetrt._native import _clear_shard_views
 from datasetrt.torch import ColumnarBatch, StreamingDataset, rank_and_world_size
+
 from conftest import payload, write_cache
 
 SIZES = {"a": 211, "b": 150, "c": 97}
@@ -29,7 +31,7 @@ def caches(tmp_path_factory):
 
 
 def keys_of(loader):
-    out = []
+    out: list[tuple[int, int]] = []
     for item in loader:
         if isinstance(item, list):
             out.extend(tuple(x["key"]) for x in item)
@@ -45,7 +47,9 @@ def reference(caches, **kw):
 
 
 def test_samples_carry_payload_metadata_and_transform(caches):
-    ds = StreamingDataset(caches, seed=3, rank=0, world_size=1, transform=lambda s: (s["key"], len(s["payload"])))
+    ds = StreamingDataset(
+        caches, seed=3, rank=0, world_size=1, transform=lambda s: (s["key"], len(s["payload"]))
+    )
     items = list(DataLoader(ds, batch_size=None, num_workers=0))
     assert len(items) == len(ds) == sum(SIZES.values())
     ds_plain = StreamingDataset(caches, seed=3, rank=0, world_size=1)
@@ -60,7 +64,9 @@ def test_samples_carry_payload_metadata_and_transform(caches):
 
 @pytest.mark.parametrize("batch_size", [None, 16])
 def test_num_workers_0_2_3_yield_the_same_sequence(caches, batch_size):
-    kw = dict(seed=11, epoch=2, shuffle="full", rank=0, world_size=1, batch_size=batch_size, read_ahead=40)
+    kw: dict[str, Any] = dict(
+        seed=11, epoch=2, shuffle="full", rank=0, world_size=1, batch_size=batch_size, read_ahead=40
+    )
     runs = {}
     for workers in (0, 2, 3):
         ds = StreamingDataset(caches, **kw)
@@ -68,18 +74,23 @@ def test_num_workers_0_2_3_yield_the_same_sequence(caches, batch_size):
     assert runs[0] == runs[2] == runs[3]
     assert len(runs[0]) == sum(SIZES.values()) == len(set(runs[0]))
     assert runs[0] == reference(caches, seed=11, epoch=2, shuffle="full")
-    # DataLoader batching over single samples keeps the order too, when the dataset's
-    # batch_size matches (worker chunks align with DataLoader batches).
+    # A DataLoader collate_fn over the dataset's own batches (DataLoader batch_size=None: it is
+    # applied to each batch, in the worker processes) sees them in the same order.
     if batch_size is not None:
-        ds = StreamingDataset(caches, **{**kw, "batch_size": None})
-        ds.batch_size = None
         ds_aligned = StreamingDataset(caches, **kw)
-        batched = list(DataLoader(ds_aligned, batch_size=None, num_workers=3, collate_fn=lambda b: [tuple(x["key"]) for x in b]))
+        batched = list(
+            DataLoader(
+                ds_aligned,
+                batch_size=None,
+                num_workers=3,
+                collate_fn=lambda b: [tuple(x["key"]) for x in b],
+            )
+        )
         assert [k for b in batched for k in b] == runs[0]
 
 
 def test_columnar_batches_keep_the_order_and_the_bytes(caches):
-    kw = dict(seed=11, epoch=2, shuffle="full", rank=0, world_size=1)
+    kw: dict[str, Any] = dict(seed=11, epoch=2, shuffle="full", rank=0, world_size=1)
     expected = reference(caches, **{k: v for k, v in kw.items() if k not in ("rank", "world_size")})
     ids = datasetrt.Dataset(caches).cache_ids
     base = {ids[0]: 0, ids[1]: 211, ids[2]: 361}
@@ -112,7 +123,9 @@ def test_columnar_batches_keep_the_order_and_the_bytes(caches):
 
 
 def test_weights_epochs_and_local_shuffle(caches):
-    kw = dict(seed=5, weights=[3, 1, 1], samples_per_epoch=300, rank=0, world_size=1)
+    kw: dict[str, Any] = dict(
+        seed=5, weights=[3, 1, 1], samples_per_epoch=300, rank=0, world_size=1
+    )
     ds = StreamingDataset(caches, **kw)
     e0 = keys_of(DataLoader(ds, batch_size=None, num_workers=2))
     ds.set_epoch(1)
@@ -232,11 +245,13 @@ def test_ddp_on_two_nodes_reads_each_shard_on_one_node(tmp_path):
     paths = [str(write_cache(tmp_path / "c", 960, max_shard_bytes=20 * 120))]
     shard_of = _shard_of(paths)
     shards = len(set(shard_of.values()))
-    counts = {}
+    counts: dict[int, int] = {}
     for s in shard_of.values():
         counts[s] = counts.get(s, 0) + 1
     world = 4
-    mp.spawn(_ddp_nodes_worker, args=(world, _free_port(), paths, str(tmp_path)), nprocs=world, join=True)
+    mp.spawn(
+        _ddp_nodes_worker, args=(world, _free_port(), paths, str(tmp_path)), nprocs=world, join=True
+    )
     results = [torch.load(tmp_path / f"nodes-{r}.pt") for r in range(world)]
     assert [len(r["keys"]) for r in results] == [240] * world
     assert [r["len"] for r in results] == [240] * world
@@ -244,7 +259,7 @@ def test_ddp_on_two_nodes_reads_each_shard_on_one_node(tmp_path):
     assert sum(map(len, real)) == 960 == len(set().union(*real))
     dataset = datasetrt.Dataset(paths)
     position = {dataset.caches[0].cache_id: 0}
-    node_shards = [set(), set()]
+    node_shards: list[set[int]] = [set(), set()]
     for rank, keys in enumerate(real):
         node_shards[rank // 2].update(shard_of[(position[c], s)] for c, s in keys)
     split = len(node_shards[0] & node_shards[1])
@@ -258,7 +273,7 @@ def test_ddp_on_two_nodes_reads_each_shard_on_one_node(tmp_path):
 
 def test_stateful_dataloader_resume_on_two_nodes_from_2_to_3_workers(caches, monkeypatch):
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
-    kw = dict(seed=3, rank=3, world_size=4)
+    kw: dict[str, Any] = dict(seed=3, rank=3, world_size=4)
     full = keys_of(DataLoader(StreamingDataset(caches, **kw), batch_size=None, num_workers=0))
     assert full == reference(caches, seed=3, rank=3, world_size=4, ranks_per_node=2)
     loader = StatefulDataLoader(StreamingDataset(caches, **kw), batch_size=None, num_workers=2)
@@ -272,7 +287,7 @@ def test_stateful_dataloader_resume_on_two_nodes_from_2_to_3_workers(caches, mon
 
 
 def test_stateful_dataloader_resume_with_other_num_workers(caches):
-    kw = dict(seed=9, shuffle="full", rank=0, world_size=1)
+    kw: dict[str, Any] = dict(seed=9, shuffle="full", rank=0, world_size=1)
     full = keys_of(DataLoader(StreamingDataset(caches, **kw), batch_size=None, num_workers=0))
 
     loader = StatefulDataLoader(StreamingDataset(caches, **kw), batch_size=None, num_workers=2)
@@ -304,7 +319,7 @@ def test_stateful_dataloader_resume_with_other_num_workers(caches):
 
 
 def test_stateful_dataloader_resume_of_batches(caches):
-    kw = dict(seed=2, rank=0, world_size=1, batch_size=8)
+    kw: dict[str, Any] = dict(seed=2, rank=0, world_size=1, batch_size=8)
     full = keys_of(DataLoader(StreamingDataset(caches, **kw), batch_size=None, num_workers=0))
     loader = StatefulDataLoader(StreamingDataset(caches, **kw), batch_size=None, num_workers=3)
     it = iter(loader)
@@ -322,7 +337,9 @@ def test_native_loader_state_resumes_a_streaming_dataset(caches):
     head = [next(loader).key for _ in range(100)]
     ds = StreamingDataset(dataset, seed=4, rank=0, world_size=1)
     ds.load_state_dict(loader.state_dict())
-    assert head + keys_of(DataLoader(ds, batch_size=None, num_workers=3)) == reference(caches, seed=4)
+    assert head + keys_of(DataLoader(ds, batch_size=None, num_workers=3)) == reference(
+        caches, seed=4
+    )
 
 
 def test_pickling_carries_paths_not_mappings(caches):
@@ -351,7 +368,9 @@ def _columnar_items(loader):
             data = bytes(payloads[j])
             # The concatenated form holds the same bytes.
             assert bytes(whole[offsets[j] : offsets[j + 1]].numpy()) == data
-            row_ = {c: (v[j].item() if isinstance(v, torch.Tensor) else v[j]) for c, v in meta.items()}
+            row_ = {
+                c: (v[j].item() if isinstance(v, torch.Tensor) else v[j]) for c, v in meta.items()
+            }
             out.append((tuple(key), data, row_, bool(batch["padding"][j]), int(batch["steps"][j])))
     return out
 
@@ -365,8 +384,12 @@ def test_locations_transfer_yields_the_same_items_as_bytes(caches, tmp_path_fact
             str(write_cache(root / "x", 120, compression="lz4", max_shard_bytes=3000)),
             caches[1],  # an uncompressed cache beside it
         ]
-    kw = dict(seed=11, epoch=2, shuffle="full", rank=0, world_size=1, batch_size=37, collate="columnar")
-    expected = _columnar_items(DataLoader(StreamingDataset(paths, **kw), batch_size=None, num_workers=0))
+    kw: dict[str, Any] = dict(
+        seed=11, epoch=2, shuffle="full", rank=0, world_size=1, batch_size=37, collate="columnar"
+    )
+    expected = _columnar_items(
+        DataLoader(StreamingDataset(paths, **kw), batch_size=None, num_workers=0)
+    )
     assert len(expected) == len(reference(paths, seed=11, epoch=2, shuffle="full"))
     assert [k for k, *_ in expected] == reference(paths, seed=11, epoch=2, shuffle="full")
     for workers in (0, 2, 3):
@@ -374,7 +397,13 @@ def test_locations_transfer_yields_the_same_items_as_bytes(caches, tmp_path_fact
         got = _columnar_items(DataLoader(ds, batch_size=None, num_workers=workers))
         assert got == expected, workers
     # Uncompressed payloads are zero-copy views of the mapped shard files.
-    batch = next(iter(DataLoader(StreamingDataset(caches, transfer="locations", **kw), batch_size=None, num_workers=2)))
+    batch = next(
+        iter(
+            DataLoader(
+                StreamingDataset(caches, transfer="locations", **kw), batch_size=None, num_workers=2
+            )
+        )
+    )
     assert all(isinstance(p, memoryview) and p.readonly for p in batch["payloads"])
     assert "located in" in repr(batch)
 
@@ -383,16 +412,41 @@ def test_locations_transfer_pads_drops_and_splits_ranks_like_bytes(caches, tmp_p
     odd = caches + [str(write_cache(tmp_path / "one", 1, offset=9999))]
     for policy in ("pad", "drop"):
         for rank in (0, 1):
-            kw = dict(seed=7, shuffle="full", rank=rank, world_size=2, policy=policy, batch_size=16, collate="columnar")
-            a = _columnar_items(DataLoader(StreamingDataset(odd, **kw), batch_size=None, num_workers=2))
-            b = _columnar_items(DataLoader(StreamingDataset(odd, transfer="locations", **kw), batch_size=None, num_workers=3))
+            kw: dict[str, Any] = dict(
+                seed=7,
+                shuffle="full",
+                rank=rank,
+                world_size=2,
+                policy=policy,
+                batch_size=16,
+                collate="columnar",
+            )
+            a = _columnar_items(
+                DataLoader(StreamingDataset(odd, **kw), batch_size=None, num_workers=2)
+            )
+            b = _columnar_items(
+                DataLoader(
+                    StreamingDataset(odd, transfer="locations", **kw),
+                    batch_size=None,
+                    num_workers=3,
+                )
+            )
             assert a == b
             ref = reference(odd, seed=7, shuffle="full", rank=rank, world_size=2, policy=policy)
             assert [k for k, *_ in b] == ref
 
 
 def test_locations_transfer_resumes_with_other_num_workers(caches):
-    kw = dict(seed=9, shuffle="full", rank=0, world_size=1, batch_size=10, collate="columnar", transfer="locations")
+    kw: dict[str, Any] = dict(
+        seed=9,
+        shuffle="full",
+        rank=0,
+        world_size=1,
+        batch_size=10,
+        collate="columnar",
+        transfer="locations",
+    )
+
     # `steps` count from where a (resumed) plan starts: compare the rest.
     def items(loader):
         return [item[:4] for item in _columnar_items(loader)]
@@ -413,7 +467,9 @@ def test_locations_transfer_resumes_with_other_num_workers(caches):
 
 
 def test_columnar_reads_take_ranges_and_pack_every_column_without_objects(caches):
-    plan = StreamingDataset(caches, batch_size=64, collate="columnar", rank=0, world_size=1, seed=3)._plan()
+    plan = StreamingDataset(
+        caches, batch_size=64, collate="columnar", rank=0, world_size=1, seed=3
+    )._plan()
     n = len(plan)
     by_range = plan.read_columnar(range(5, n, 3))
     by_list = plan.read_columnar(list(range(5, n, 3)))
@@ -445,7 +501,9 @@ def test_locations_transfer_options_and_a_cut_shard(tmp_path):
         StreamingDataset([path], transfer="locations")  # needs collate="columnar"
     with pytest.raises(ValueError):
         StreamingDataset([path], batch_size=4, collate="columnar", transfer="pigeon")
-    ds = StreamingDataset([path], rank=0, world_size=1, batch_size=40, collate="columnar", transfer="locations")
+    ds = StreamingDataset(
+        [path], rank=0, world_size=1, batch_size=40, collate="columnar", transfer="locations"
+    )
     plan = ds._plan()
     raw = plan.read_located(list(range(len(plan))))
     import pickle

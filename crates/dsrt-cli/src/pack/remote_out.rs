@@ -8,8 +8,8 @@ use crate::output::{human_bytes, warn};
 use crate::progress::upload_bar;
 use datasetrt::{CacheSummary, CacheWriter, WriterOptions};
 use dsrt_remote::{
-    check_publish_target, CacheLocation, PublishEvent, PublishOptions, RemoteCacheWriter,
-    RemotePrefix, RemoteWriterOptions,
+    check_publish_target, PublishEvent, PublishOptions, RemoteCacheWriter, RemotePrefix,
+    RemoteWriterOptions, StoreLocation,
 };
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -24,9 +24,9 @@ pub(crate) struct RemoteOut {
 /// `--out` with a `file://` URL turned into its path; anything else as given.
 pub(crate) fn local_out(out: &Path) -> Result<PathBuf, CliError> {
     match out.to_str().filter(|text| text.starts_with("file://")) {
-        Some(text) => match CacheLocation::parse(text)? {
-            CacheLocation::Local(path) => Ok(path),
-            CacheLocation::Remote(_) => Ok(out.to_path_buf()),
+        Some(text) => match StoreLocation::parse(text)? {
+            StoreLocation::Local(path) => Ok(path),
+            StoreLocation::Remote(_) => Ok(out.to_path_buf()),
         },
         None => Ok(out.to_path_buf()),
     }
@@ -38,7 +38,7 @@ impl RemoteOut {
         let Some(text) = out.to_str().filter(|text| text.contains("://")) else {
             return Ok(None);
         };
-        let CacheLocation::Remote(to) = CacheLocation::parse(text)? else {
+        let StoreLocation::Remote(to) = StoreLocation::parse(text)? else {
             return Ok(None);
         };
         let publish = PublishOptions {

@@ -9,8 +9,8 @@ use dsrt_dataset::Dataset;
 use dsrt_remote::object_store::aws::AmazonS3Builder;
 use dsrt_remote::object_store::{ClientOptions, RetryConfig};
 use dsrt_remote::{
-    open_remote, publish_cache, CacheLocation, PublishOptions, RemoteError, RemoteOptions,
-    RemotePrefix,
+    open_remote, publish_cache, PublishOptions, RemoteError, RemoteOptions, RemotePrefix,
+    StoreLocation,
 };
 use dsrt_schema::{Column, ColumnType, Schema, ValueRef};
 use dsrt_writer::{CacheWriter, WriterOptions};
@@ -52,7 +52,7 @@ pub(crate) fn s3_prefix(test: &str) -> RemotePrefix {
         "s3://{bucket}/dsrt-remote-faults/{test}-{}-{nanos}",
         std::process::id()
     );
-    CacheLocation::parse(&url)
+    StoreLocation::parse(&url)
         .unwrap()
         .as_remote()
         .unwrap()

@@ -10,8 +10,20 @@ mapping and the exceptions.
 """
 
 from . import errors  # first: the native module raises these classes
+
+# isort: split
 from . import _atlas
-from ._core import Array, Collection, Dataset, DatasetStats, DeleteReport, Stats, Writer, open, write_xarray
+from ._core import (
+    Array,
+    Collection,
+    Dataset,
+    DatasetStats,
+    DeleteReport,
+    Stats,
+    Writer,
+    open,
+    write_xarray,
+)
 from .errors import (
     ArrayNotFoundError,
     AtlasError,

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Union
 
 import numpy as np
 
@@ -65,7 +66,7 @@ class DeleteReport:
     attempts: int
 
 
-def open(location: PathLike) -> "Collection":  # noqa: A001 - mirrors builtins.open / xr.open_*
+def open(location: PathLike) -> Collection:  # noqa: A001 - mirrors builtins.open / xr.open_*
     """Opens the collection at ``location``: a directory, ``file://`` URL, or ``s3://bucket/prefix``
     (configured from ``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
     ``AWS_REGION``, ``AWS_ALLOW_HTTP``, like the ``atlas`` command). At most three requests."""
@@ -84,7 +85,7 @@ class Collection:
 
     # -- datasets ---------------------------------------------------------------------------
     @property
-    def names(self) -> List[str]:
+    def names(self) -> list[str]:
         """Live dataset names (deleted ones hidden), in the order they were written."""
         return self._native.names()
 
@@ -97,10 +98,10 @@ class Collection:
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self._native.contains(name)
 
-    def __getitem__(self, name: str) -> "Dataset":
+    def __getitem__(self, name: str) -> Dataset:
         return self.dataset(name)
 
-    def dataset(self, name: str) -> "Dataset":
+    def dataset(self, name: str) -> Dataset:
         """The live dataset ``name`` (:class:`DatasetNotFoundError`, a ``KeyError``, if none)."""
         if not self._native.contains(name):
             raise DatasetNotFoundError(
@@ -111,27 +112,27 @@ class Collection:
             )
         return Dataset(self, name)
 
-    def datasets(self) -> Iterator["Dataset"]:
+    def datasets(self) -> Iterator[Dataset]:
         """Every live dataset, in order."""
         for name in self.names:
             yield Dataset(self, name)
 
-    def keys(self) -> List[str]:
+    def keys(self) -> list[str]:
         return self.names
 
     @property
-    def variables(self) -> List[str]:
+    def variables(self) -> list[str]:
         """Every array name in the collection (one segment each), in container order."""
         return [v for v in self._native.variables() if not v.startswith("_")]
 
-    def read_many(self, array: str, names: Optional[Sequence[str]] = None) -> Dict[str, np.ndarray]:
+    def read_many(self, array: str, names: Sequence[str] | None = None) -> dict[str, np.ndarray]:
         """``array`` read whole from each dataset in ``names`` (default: every live dataset), in
         one call with the GIL released throughout: ``{dataset: ndarray}``."""
         names = self.names if names is None else list(names)
         return {n: from_native(t) for n, t in zip(names, self._native.read_many(names, array))}
 
     # -- statistics and attributes ----------------------------------------------------------
-    def _tag_of(self, array: str) -> Optional[str]:
+    def _tag_of(self, array: str) -> str | None:
         for name in self._native.names():
             arrays, _ = self._native.schema(name)
             for a, tag, _ in arrays:
@@ -152,17 +153,17 @@ class Collection:
             row_count=raw["row_count"],
         )
 
-    def stats_by_dataset(self, array: str) -> List[DatasetStats]:
+    def stats_by_dataset(self, array: str) -> list[DatasetStats]:
         """One row per live dataset that has ``array``."""
         tag = self._tag_of(array)
         return [_dataset_stats(row, tag) for row in self._native.stats_by_dataset(array)]
 
-    def attributes_by_dataset(self, key: str) -> Dict[str, Any]:
+    def attributes_by_dataset(self, key: str) -> dict[str, Any]:
         """Dataset attribute ``key`` of every live dataset that has it: ``{dataset: value}``."""
         return {name: attr_from_native(v) for name, v in self._native.attributes_by_dataset(key)}
 
     # -- deletes ----------------------------------------------------------------------------
-    def delete(self, names: Union[str, Sequence[str]]) -> DeleteReport:
+    def delete(self, names: str | Sequence[str]) -> DeleteReport:
         """Hides the named datasets. Lossless under concurrency: a local directory commits under
         an advisory lock, S3 with conditional PUT, retried on conflict. Unknown names are
         refused before anything is written."""
@@ -177,8 +178,9 @@ class Collection:
         """Requests sent to the store since the open (or :meth:`reset_requests`)."""
         return self._native.request_count()
 
-    def requests(self) -> List[Tuple[str, str]]:
-        """Those requests as ``(kind, object path)``."""
+    def requests(self) -> list[tuple[str, str]]:
+        """The most recent of those requests (at most 1,024, oldest first) as ``(kind, object
+        path)``; :attr:`request_count` counts every one."""
         return self._native.requests()
 
     def reset_requests(self) -> None:
@@ -197,7 +199,7 @@ class Collection:
 
         return datatree_from_collection(self)
 
-    def __enter__(self) -> "Collection":
+    def __enter__(self) -> Collection:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -209,7 +211,7 @@ class Collection:
         return f"<atlas_collections.Collection {self.location!r}: {len(self)} datasets>"
 
 
-def _dataset_stats(row: Mapping[str, Any], tag: Optional[str]) -> DatasetStats:
+def _dataset_stats(row: Mapping[str, Any], tag: str | None) -> DatasetStats:
     return DatasetStats(
         dataset=row["dataset"],
         ordinal=row["ordinal"],
@@ -229,14 +231,14 @@ class Dataset:
         arrays, attr_keys = collection._native.schema(name)
         self._schema = {a: (tag, keys) for a, tag, keys in arrays}
         self._attr_keys = attr_keys
-        self._attrs: Optional[Dict[str, Any]] = None
+        self._attrs: dict[str, Any] | None = None
 
     @property
-    def arrays(self) -> Dict[str, "Array"]:
+    def arrays(self) -> dict[str, Array]:
         """``{name: Array}`` in the order they were written."""
         return {name: Array(self, name, tag) for name, (tag, _) in self._schema.items()}
 
-    def keys(self) -> List[str]:
+    def keys(self) -> list[str]:
         return list(self._schema)
 
     def __iter__(self) -> Iterator[str]:
@@ -248,7 +250,7 @@ class Dataset:
     def __contains__(self, name: object) -> bool:
         return name in self._schema
 
-    def __getitem__(self, name: str) -> "Array":
+    def __getitem__(self, name: str) -> Array:
         try:
             tag, _ = self._schema[name]
         except KeyError:
@@ -262,7 +264,7 @@ class Dataset:
         return Array(self, name, tag)
 
     @property
-    def attrs(self) -> Dict[str, Any]:
+    def attrs(self) -> dict[str, Any]:
         """Dataset-level attributes (read once, then cached)."""
         if self._attrs is None:
             if self._attr_keys:
@@ -285,7 +287,7 @@ class Dataset:
         return f"<atlas_collections.Dataset {self.name!r}: {', '.join(self._schema)}>"
 
 
-def _axis_plan(key: Any, length: int, axis: int) -> Tuple[int, int, Any, bool]:
+def _axis_plan(key: Any, length: int, axis: int) -> tuple[int, int, Any, bool]:
     """``(start, count, post, drop)`` for one axis: read ``count`` elements from ``start``, then
     index the block with ``post`` (a slice or an integer array), dropping the axis if ``drop``."""
     if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
@@ -313,7 +315,8 @@ def _axis_plan(key: Any, length: int, axis: int) -> Tuple[int, int, Any, bool]:
     if index.dtype.kind == "b":
         if index.shape != (length,):
             raise SelectionError(
-                f"boolean index of shape {index.shape} does not match axis {axis} of length {length}",
+                f"boolean index of shape {index.shape} does not match axis {axis} "
+                f"of length {length}",
                 reason="boolean index shape",
             )
         index = np.nonzero(index)[0]
@@ -345,8 +348,8 @@ class Array:
         self.dataset = dataset
         self.name = name
         self.tag = tag
-        self._layout: Optional[Tuple[Any, ...]] = None
-        self._attrs: Optional[Dict[str, Any]] = None
+        self._layout: tuple[Any, ...] | None = None
+        self._attrs: dict[str, Any] | None = None
 
     @property
     def _native(self) -> Any:
@@ -357,22 +360,22 @@ class Array:
         """NumPy dtype of what a read returns (see the dtype mapping)."""
         return numpy_dtype(self.tag)
 
-    def _get_layout(self) -> Tuple[Any, ...]:
+    def _get_layout(self) -> tuple[Any, ...]:
         if self._layout is None:
             self._layout = tuple(self._native.layout(self.dataset.name, self.name))
         return self._layout
 
     @property
-    def shape(self) -> Tuple[int, ...]:
+    def shape(self) -> tuple[int, ...]:
         return tuple(int(n) for n in self._get_layout()[1])
 
     @property
-    def chunks(self) -> Tuple[int, ...]:
+    def chunks(self) -> tuple[int, ...]:
         """Chunk extent along each axis."""
         return tuple(int(n) for n in self._get_layout()[2])
 
     @property
-    def dims(self) -> Tuple[str, ...]:
+    def dims(self) -> tuple[str, ...]:
         """Dimension names, one per axis."""
         return tuple(self._get_layout()[3])
 
@@ -394,7 +397,7 @@ class Array:
         return self.shape[0]
 
     @property
-    def attrs(self) -> Dict[str, Any]:
+    def attrs(self) -> dict[str, Any]:
         """The array's attributes (read once, then cached)."""
         if self._attrs is None:
             keys = self.dataset._schema[self.name][1]
@@ -408,7 +411,9 @@ class Array:
     def stats(self) -> DatasetStats:
         return self.dataset.stats(self.name)
 
-    def read(self, start: Optional[Sequence[int]] = None, shape: Optional[Sequence[int]] = None) -> np.ndarray:
+    def read(
+        self, start: Sequence[int] | None = None, shape: Sequence[int] | None = None
+    ) -> np.ndarray:
         """Reads a box: ``shape`` elements from ``start`` (both omitted: the whole array)."""
         if start is None and shape is None:
             return from_native(self._native.read(self.dataset.name, self.name, [], []))
@@ -419,7 +424,7 @@ class Array:
             return np.empty(shape, dtype=self.dtype)
         return from_native(self._native.read(self.dataset.name, self.name, start, shape))
 
-    def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> np.ndarray:
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         data = self.read()
         return data if dtype is None else data.astype(dtype, copy=False)
 
@@ -433,7 +438,9 @@ class Array:
         if not isinstance(key, tuple):
             key = (key,)
         if any(k is None for k in key):
-            raise SelectionError("np.newaxis is not supported; index, then expand", reason="newaxis")
+            raise SelectionError(
+                "np.newaxis is not supported; index, then expand", reason="newaxis"
+            )
         ellipses = [i for i, k in enumerate(key) if k is Ellipsis]
         if len(ellipses) > 1:
             raise SelectionError("an index can only have a single ellipsis", reason="ellipsis")
@@ -476,10 +483,10 @@ class Array:
 ArrayInput = Any  # ndarray | (dims, data) | (dims, data, attrs) | dict | xarray.Variable/DataArray
 
 
-def _array_tuple(name: str, value: ArrayInput, dataset: str) -> Tuple[Any, ...]:
+def _array_tuple(name: str, value: ArrayInput, dataset: str) -> tuple[Any, ...]:
     dims: Sequence[str] = ()
     attrs: Mapping[str, Any] = {}
-    chunks: Optional[Sequence[int]] = None
+    chunks: Sequence[int] | None = None
     fill: Any = None
     if isinstance(value, Mapping):
         data = value["data"]
@@ -505,9 +512,7 @@ def _array_tuple(name: str, value: ArrayInput, dataset: str) -> Tuple[Any, ...]:
     dims = [str(d) for d in dims]
     if not dims:
         dims = [f"dim{i}" for i in range(len(shape))]
-    attr_pairs = [
-        (str(k), attr_to_atlas(v, f"{what}, attribute '{k}'")) for k, v in attrs.items()
-    ]
+    attr_pairs = [(str(k), attr_to_atlas(v, f"{what}, attribute '{k}'")) for k, v in attrs.items()]
     chunk_list = None if chunks is None else [int(c) for c in chunks]
     return (name, tag, payload, shape, dims, chunk_list, fill_to_atlas(fill, tag), attr_pairs)
 
@@ -529,7 +534,7 @@ class Writer:
         *,
         codec: str = "zstd",
         zstd_level: int = 3,
-        block_target_size: Optional[int] = None,
+        block_target_size: int | None = None,
         created_unix_ms: int = 0,
     ) -> None:
         self._native = _atlas.Writer(
@@ -548,7 +553,7 @@ class Writer:
         self,
         name: str,
         arrays: Mapping[str, ArrayInput],
-        attrs: Optional[Mapping[str, Any]] = None,
+        attrs: Mapping[str, Any] | None = None,
     ) -> int:
         """Writes dataset ``name`` and returns its ordinal.
 
@@ -563,7 +568,9 @@ class Writer:
         ]
         return self._native.write_dataset(name, items, pairs)
 
-    def write_xarray(self, name: str, ds: Any, *, chunks: Optional[Mapping[str, Sequence[int]]] = None) -> int:
+    def write_xarray(
+        self, name: str, ds: Any, *, chunks: Mapping[str, Sequence[int]] | None = None
+    ) -> int:
         """Writes an ``xarray.Dataset`` as dataset ``name``: every variable (coordinates
         included) becomes an array with its dims and attributes, ``ds.attrs`` the dataset's
         attributes. Non-index coordinates are recorded the CF way (a ``coordinates`` attribute),
@@ -577,7 +584,7 @@ class Writer:
     def dataset_count(self) -> int:
         return self._native.dataset_count()
 
-    def finish(self) -> Dict[str, int]:
+    def finish(self) -> dict[str, int]:
         """Writes and publishes ``data.atlas``; returns the datasets, segments and bytes written."""
         return self._native.finish()
 
@@ -589,7 +596,7 @@ class Writer:
     def closed(self) -> bool:
         return self._native.closed
 
-    def __enter__(self) -> "Writer":
+    def __enter__(self) -> Writer:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -602,7 +609,7 @@ class Writer:
         return f"<atlas_collections.Writer {self.location!r}: {self.dataset_count} datasets>"
 
 
-def write_xarray(location: PathLike, datasets: Mapping[str, Any], **options: Any) -> Dict[str, int]:
+def write_xarray(location: PathLike, datasets: Mapping[str, Any], **options: Any) -> dict[str, int]:
     """Writes ``{name: xarray.Dataset}`` as a new collection at ``location``, one dataset each."""
     with Writer(location, **options) as writer:
         for name, ds in datasets.items():

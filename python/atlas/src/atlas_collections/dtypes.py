@@ -22,14 +22,14 @@ structured/void, and object arrays that mix types or hold anything but str or by
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple
+from typing import Any
 
 import numpy as np
 
 from .errors import UnsupportedDTypeError
 
 #: Atlas dtype tag -> NumPy dtype of what a read returns.
-READ_DTYPES = {
+READ_DTYPES: dict[str, np.dtype[Any]] = {
     "int8": np.dtype("int8"),
     "int16": np.dtype("int16"),
     "int32": np.dtype("int32"),
@@ -71,7 +71,7 @@ def numpy_dtype(tag: str) -> np.dtype:
         ) from None
 
 
-def _refuse(dtype: Any, why: str, what: Optional[str]) -> UnsupportedDTypeError:
+def _refuse(dtype: Any, why: str, what: str | None) -> UnsupportedDTypeError:
     subject = f"{what}: " if what else ""
     return UnsupportedDTypeError(
         f"{subject}dtype {dtype} cannot be stored: {why} ({MAPPING})",
@@ -81,7 +81,7 @@ def _refuse(dtype: Any, why: str, what: Optional[str]) -> UnsupportedDTypeError:
     )
 
 
-def to_atlas(data: Any, what: Optional[str] = None) -> Tuple[str, Any, List[int]]:
+def to_atlas(data: Any, what: str | None = None) -> tuple[str, Any, list[int]]:
     """``(tag, payload, shape)`` for writing ``data``: the payload is a C-contiguous NumPy array
     for the fixed-width types (int64 nanoseconds for datetimes) and a flat list for strings and
     byte strings. ``what`` names the array in a refusal."""
@@ -119,12 +119,16 @@ def to_atlas(data: Any, what: Optional[str] = None) -> Tuple[str, Any, List[int]
         if not flat:
             return "string", flat, shape
         types = sorted({type(x).__name__ for x in flat})
-        raise _refuse(array.dtype, f"object array holding {', '.join(types)} (only all-str or all-bytes)", what)
+        raise _refuse(
+            array.dtype,
+            f"object array holding {', '.join(types)} (only all-str or all-bytes)",
+            what,
+        )
     why = _REFUSED_REASON.get(kind, f"{array.dtype} has no Atlas element type")
     raise _refuse(array.dtype, why, what)
 
 
-def from_native(tagged: Tuple[str, Any]) -> np.ndarray:
+def from_native(tagged: tuple[str, Any]) -> np.ndarray:
     """The NumPy array for what the native reader returned."""
     tag, value = tagged
     if tag in ("string", "binary"):
@@ -140,14 +144,22 @@ def from_native(tagged: Tuple[str, Any]) -> np.ndarray:
 # ---- attribute values -------------------------------------------------------------------
 
 _SCALAR_TAGS = {
-    "int8": "Int8", "int16": "Int16", "int32": "Int32", "int64": "Int64",
-    "uint8": "UInt8", "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64",
-    "float32": "Float32", "float64": "Float64", "bool": "Bool",
+    "int8": "Int8",
+    "int16": "Int16",
+    "int32": "Int32",
+    "int64": "Int64",
+    "uint8": "UInt8",
+    "uint16": "UInt16",
+    "uint32": "UInt32",
+    "uint64": "UInt64",
+    "float32": "Float32",
+    "float64": "Float64",
+    "bool": "Bool",
 }
 _NUMPY_OF_TAG = {v: np.dtype(k) for k, v in _SCALAR_TAGS.items()}
 
 
-def attr_to_atlas(value: Any, what: str) -> Tuple[str, Any]:
+def attr_to_atlas(value: Any, what: str) -> tuple[str, Any]:
     """``(tag, plain value)`` of an attribute value; ``what`` names it in a refusal.
 
     Scalars: bool, int (Int64, or UInt64 above 2**63-1), float (Float64), str, bytes, and NumPy
@@ -186,9 +198,15 @@ def attr_to_atlas(value: Any, what: str) -> Tuple[str, Any]:
             return "Float64List", []
         if all(isinstance(x, (bool, np.bool_)) for x in items):
             return "BoolList", [bool(x) for x in items]
-        if all(isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)) for x in items):
+        if all(
+            isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)) for x in items
+        ):
             return "Int64List", [int(x) for x in items]
-        if all(isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_)) for x in items):
+        if all(
+            isinstance(x, (int, float, np.integer, np.floating))
+            and not isinstance(x, (bool, np.bool_))
+            for x in items
+        ):
             return "Float64List", [float(x) for x in items]
         if all(isinstance(x, (str, np.str_)) for x in items):
             return "StringList", [str(x) for x in items]
@@ -208,7 +226,7 @@ def _attr_refused(value: Any, what: str, why: str) -> UnsupportedDTypeError:
     )
 
 
-def attr_from_native(tagged: Tuple[str, Any]) -> Any:
+def attr_from_native(tagged: tuple[str, Any]) -> Any:
     """The Python value of a stored attribute: ``bool``/``int``/``float``/``str``/``bytes`` for
     Bool, Int64, Float64, String and Binary; a NumPy scalar of its width for the other numeric
     types; a 1-D NumPy array for numeric lists; a ``list`` for string and byte-string lists."""
@@ -225,7 +243,7 @@ def attr_from_native(tagged: Tuple[str, Any]) -> Any:
     return value
 
 
-def stat_from_native(tagged: Optional[Tuple[str, Any]], tag: Optional[str]) -> Any:
+def stat_from_native(tagged: tuple[str, Any] | None, tag: str | None) -> Any:
     """A statistic as a value of the array's type ``tag`` (NumPy scalar, ``str``, ``bytes``)."""
     if tagged is None:
         return None
@@ -241,7 +259,7 @@ def stat_from_native(tagged: Optional[Tuple[str, Any]], tag: Optional[str]) -> A
     return value
 
 
-def fill_from_native(tagged: Optional[Tuple[str, Any]], tag: str) -> Any:
+def fill_from_native(tagged: tuple[str, Any] | None, tag: str) -> Any:
     """A fill value as a value of the array's type."""
     if tagged is None:
         return None
@@ -255,7 +273,7 @@ def fill_from_native(tagged: Optional[Tuple[str, Any]], tag: str) -> Any:
     return value
 
 
-def fill_to_atlas(value: Any, tag: str) -> Optional[Tuple[str, Any]]:
+def fill_to_atlas(value: Any, tag: str) -> tuple[str, Any] | None:
     """``(tag, value)`` of a fill value for an array of ``tag``."""
     if value is None:
         return None
@@ -269,4 +287,6 @@ def fill_to_atlas(value: Any, tag: str) -> Optional[Tuple[str, Any]]:
         return "TimestampNs", int(np.datetime64(value, "ns").astype("int64"))
     if tag == "string":
         return "String", str(value)
-    raise UnsupportedDTypeError(f"no fill value for {tag} arrays", reason="no fill value", dtype=tag)
+    raise UnsupportedDTypeError(
+        f"no fill value for {tag} arrays", reason="no fill value", dtype=tag
+    )

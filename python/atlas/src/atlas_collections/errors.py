@@ -8,7 +8,7 @@ wrong, without the path), plus the fields named in each class. All derive from
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 __all__ = [
     "AtlasError",
@@ -33,10 +33,12 @@ __all__ = [
 class AtlasError(Exception):
     """Base class of every error this package raises."""
 
-    path: Optional[str]
+    path: str | None
     reason: str
 
-    def __init__(self, message: str, *, path: Optional[str] = None, reason: Optional[str] = None, **fields: Any) -> None:
+    def __init__(
+        self, message: str, *, path: str | None = None, reason: str | None = None, **fields: Any
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.path = path
@@ -123,7 +125,7 @@ class ImportRefusedError(AtlasError, ValueError):
     """A NetCDF import refused a ``file`` (and ``variable``, when one is at fault)."""
 
     file: str
-    variable: Optional[str]
+    variable: str | None
 
 
 class AtlasPanicError(AtlasError):

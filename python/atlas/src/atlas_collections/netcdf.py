@@ -14,9 +14,10 @@ when every file went in.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any
 
 from . import _atlas
 from ._core import Writer, _location
@@ -34,7 +35,7 @@ class ImportSummary:
     container_bytes: int
 
 
-def _refuse(out: str, file: str, reason: str, variable: Optional[str] = None) -> ImportRefusedError:
+def _refuse(out: str, file: str, reason: str, variable: str | None = None) -> ImportRefusedError:
     where = f"{file}" + (f": variable '{variable}'" if variable else "")
     return ImportRefusedError(
         f"refused to import {where}: {reason} (nothing was written to {out})",
@@ -46,10 +47,10 @@ def _refuse(out: str, file: str, reason: str, variable: Optional[str] = None) ->
 
 
 def import_netcdf(
-    out: Union[str, "os.PathLike[str]"],
-    files: Sequence[Union[str, "os.PathLike[str]"]],
+    out: str | os.PathLike[str],
+    files: Sequence[str | os.PathLike[str]],
     *,
-    engine: Optional[str] = None,
+    engine: str | None = None,
     progress: bool = True,
     codec: str = "zstd",
 ) -> ImportSummary:
@@ -65,13 +66,15 @@ def import_netcdf(
     paths = [os.fspath(f) for f in files]
     if not paths:
         raise ValueError("no NetCDF files to import")
-    names: Dict[str, str] = {}
+    names: dict[str, str] = {}
     for path in paths:
         stem = Path(path).stem
         try:
             _atlas.check_name("dataset", stem)
         except InvalidNameError as e:
-            raise _refuse(out_text, path, f"its stem {stem!r} is not a valid dataset name: {e.reason}") from None
+            raise _refuse(
+                out_text, path, f"its stem {stem!r} is not a valid dataset name: {e.reason}"
+            ) from None
         if stem in names:
             raise _refuse(
                 out_text, path, f"its stem {stem!r} repeats the dataset name of {names[stem]}"
@@ -91,18 +94,24 @@ def import_netcdf(
             try:
                 ds = xr.open_dataset(path, engine=engine, cache=False)
             except Exception as e:  # noqa: BLE001 - any reader failure refuses the file
-                raise _refuse(out_text, path, f"cannot be read as NetCDF: {type(e).__name__}: {e}") from None
+                raise _refuse(
+                    out_text, path, f"cannot be read as NetCDF: {type(e).__name__}: {e}"
+                ) from None
             with ds:
                 _check_names(out_text, path, ds)
                 try:
                     ds = ds.load()
                 except Exception as e:  # noqa: BLE001
-                    raise _refuse(out_text, path, f"cannot be read as NetCDF: {type(e).__name__}: {e}") from None
+                    raise _refuse(
+                        out_text, path, f"cannot be read as NetCDF: {type(e).__name__}: {e}"
+                    ) from None
                 try:
                     writer.write_xarray(stem, ds)
                 except UnsupportedDTypeError as e:
                     variable = getattr(e, "variable", None)
-                    raise _refuse(out_text, path, _strip_subject(str(e)), _variable_of(variable)) from None
+                    raise _refuse(
+                        out_text, path, _strip_subject(str(e)), _variable_of(variable)
+                    ) from None
                 except AtlasError as e:
                     raise _refuse(out_text, path, e.reason) from None
             if bar is not None:
@@ -127,7 +136,9 @@ def _check_names(out: str, path: str, ds: Any) -> None:
             try:
                 _atlas.check_name("attribute", str(key))
             except InvalidNameError as e:
-                raise _refuse(out, path, f"invalid attribute name {key!r}: {e.reason}", str(name)) from None
+                raise _refuse(
+                    out, path, f"invalid attribute name {key!r}: {e.reason}", str(name)
+                ) from None
     for key in ds.attrs:
         try:
             _atlas.check_name("attribute", str(key))
@@ -135,7 +146,7 @@ def _check_names(out: str, path: str, ds: Any) -> None:
             raise _refuse(out, path, f"invalid global attribute name {key!r}: {e.reason}") from None
 
 
-def _variable_of(what: Optional[str]) -> Optional[str]:
+def _variable_of(what: str | None) -> str | None:
     """The array name inside "dataset 'd', array 'v'[, attribute 'k']"."""
     if not what:
         return None
@@ -153,7 +164,7 @@ def _strip_subject(message: str) -> str:
     return message
 
 
-def main_import(argv: List[str]) -> int:
+def main_import(argv: list[str]) -> int:
     """``python -m atlas_collections import OUT FILE.nc ...``"""
     import argparse
     import sys
@@ -170,10 +181,17 @@ def main_import(argv: List[str]) -> int:
     args = parser.parse_args(argv)
     try:
         summary = import_netcdf(
-            args.out, args.files, engine=args.engine, progress=not args.no_progress, codec=args.codec
+            args.out,
+            args.files,
+            engine=args.engine,
+            progress=not args.no_progress,
+            codec=args.codec,
         )
     except AtlasError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    print(f"imported {summary.datasets} datasets into {summary.location} ({summary.container_bytes} bytes)")
+    print(
+        f"imported {summary.datasets} datasets into {summary.location} "
+        f"({summary.container_bytes} bytes)"
+    )
     return 0

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -41,7 +42,7 @@ class AtlasBackendArray(BackendArray):
             key, self.shape, indexing.IndexingSupport.OUTER, self._raw_indexing_method
         )
 
-    def _raw_indexing_method(self, key: Tuple[Any, ...]) -> np.ndarray:
+    def _raw_indexing_method(self, key: tuple[Any, ...]) -> np.ndarray:
         return self.array.oindex(key)
 
 
@@ -51,7 +52,7 @@ def _open_collection(filename_or_obj: Any) -> Collection:
     return Collection(_location(os.fspath(filename_or_obj)))
 
 
-def _coordinate_names(attrs: Dict[str, Any]) -> List[str]:
+def _coordinate_names(attrs: dict[str, Any]) -> list[str]:
     value = attrs.pop("coordinates", None)
     if value is None:
         return []
@@ -61,13 +62,13 @@ def _coordinate_names(attrs: Dict[str, Any]) -> List[str]:
 
 
 def dataset_from_collection(
-    collection: Collection, name: str, drop_variables: Optional[Iterable[str]] = None
+    collection: Collection, name: str, drop_variables: Iterable[str] | None = None
 ) -> xr.Dataset:
     """Dataset ``name`` of an open collection as a lazy ``xarray.Dataset``."""
     dataset = collection.dataset(name)
     drop = set(drop_variables or ())
-    variables: Dict[str, xr.Variable] = {}
-    coords: List[str] = []
+    variables: dict[str, xr.Variable] = {}
+    coords: list[str] = []
     for array_name, array in dataset.arrays.items():
         if array_name in drop:
             continue
@@ -91,14 +92,14 @@ def dataset_from_collection(
 
 
 def datatree_from_collection(
-    collection: Collection, drop_variables: Optional[Iterable[str]] = None
-) -> "xr.DataTree":
+    collection: Collection, drop_variables: Iterable[str] | None = None
+) -> xr.DataTree:
     """Every live dataset of an open collection as one ``xarray.DataTree`` node each."""
     return xr.DataTree.from_dict(_groups(collection, drop_variables))
 
 
-def _groups(collection: Collection, drop_variables: Optional[Iterable[str]]) -> Dict[str, xr.Dataset]:
-    groups: Dict[str, xr.Dataset] = {"/": xr.Dataset()}
+def _groups(collection: Collection, drop_variables: Iterable[str] | None) -> dict[str, xr.Dataset]:
+    groups: dict[str, xr.Dataset] = {"/": xr.Dataset()}
     for name in collection.names:
         groups["/" + name] = dataset_from_collection(collection, name, drop_variables)
     return groups
@@ -111,12 +112,12 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
     url = "https://example.invalid/datasetrt-atlas/docs/python-atlas.md"
     open_dataset_parameters = ("filename_or_obj", "drop_variables", "group")
 
-    def open_dataset(  # type: ignore[override]
+    def open_dataset(
         self,
         filename_or_obj: Any,
         *,
-        drop_variables: Optional[Iterable[str]] = None,
-        group: Optional[str] = None,
+        drop_variables: Iterable[str] | None = None,
+        group: str | None = None,
     ) -> xr.Dataset:
         collection = _open_collection(filename_or_obj)
         if group is None:
@@ -130,22 +131,24 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
             group = names[0]
         return dataset_from_collection(collection, group.lstrip("/"), drop_variables)
 
-    def open_datatree(  # type: ignore[override]
+    def open_datatree(
         self,
         filename_or_obj: Any,
         *,
-        drop_variables: Optional[Iterable[str]] = None,
+        drop_variables: Iterable[str] | None = None,
         **kwargs: Any,
-    ) -> "xr.DataTree":
-        return xr.DataTree.from_dict(self.open_groups_as_dict(filename_or_obj, drop_variables=drop_variables))
+    ) -> xr.DataTree:
+        return xr.DataTree.from_dict(
+            self.open_groups_as_dict(filename_or_obj, drop_variables=drop_variables)
+        )
 
-    def open_groups_as_dict(  # type: ignore[override]
+    def open_groups_as_dict(
         self,
         filename_or_obj: Any,
         *,
-        drop_variables: Optional[Iterable[str]] = None,
+        drop_variables: Iterable[str] | None = None,
         **kwargs: Any,
-    ) -> Dict[str, xr.Dataset]:
+    ) -> dict[str, xr.Dataset]:
         return _groups(_open_collection(filename_or_obj), drop_variables)
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
@@ -161,15 +164,15 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
 
 
 def encode_dataset(
-    ds: xr.Dataset, *, chunks: Optional[Mapping[str, Sequence[int]]] = None, source: Optional[str] = None
-) -> Tuple[Dict[str, Dict[str, Any]], Dict[str, Any]]:
+    ds: xr.Dataset, *, chunks: Mapping[str, Sequence[int]] | None = None, source: str | None = None
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """``(arrays, attrs)`` for :meth:`Writer.write`: every variable with its dims, attributes
     and chunks (from ``chunks``, else the variable's ``encoding``), non-index coordinates
     recorded in CF ``coordinates`` attributes. Loads the data."""
     index_coords = {str(n) for n in ds.coords if ds[n].dims == (n,)}
     other_coords = [str(n) for n in ds.coords if str(n) not in index_coords]
     claimed: set = set()
-    arrays: Dict[str, Dict[str, Any]] = {}
+    arrays: dict[str, dict[str, Any]] = {}
     for name, var in ds.variables.items():
         name = str(name)
         attrs = dict(var.attrs)

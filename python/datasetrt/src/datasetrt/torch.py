@@ -19,12 +19,13 @@ from __future__ import annotations
 import array
 import os
 import sys
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from collections.abc import Iterator, Sequence
+from typing import Any, Callable
 
 import torch
 import torch.utils.data
 
-from ._native import Dataset, RankPlan, _payload_views, _shard_view
+from ._native import Dataset, PayloadViews, RankPlan, _payload_views, _shard_view
 
 __all__ = ["ColumnarBatch", "StreamingDataset", "rank_and_world_size", "ranks_per_node_of"]
 
@@ -32,10 +33,10 @@ _STATE_TAG = "__datasetrt_streaming__"
 
 # Datasets with remote caches a forked worker inherited from its parent and replaced by its
 # own (see StreamingDataset._open): never used again, never dropped.
-_INHERITED: List[Any] = []
+_INHERITED: list[Any] = []
 
 
-def rank_and_world_size() -> Tuple[int, int]:
+def rank_and_world_size() -> tuple[int, int]:
     """This process's ``(rank, world_size)``: from ``torch.distributed`` when it is
     initialised, else from the ``RANK`` and ``WORLD_SIZE`` environment variables, else
     ``(0, 1)``."""
@@ -70,7 +71,7 @@ def ranks_per_node_of(world_size: int) -> int:
     return 1
 
 
-def _sample_dict(sample, copy: bool) -> Dict[str, Any]:
+def _sample_dict(sample, copy: bool) -> dict[str, Any]:
     payload = sample.payload
     return {
         "key": sample.key,
@@ -82,7 +83,7 @@ def _sample_dict(sample, copy: bool) -> Dict[str, Any]:
 
 
 # The defaults of the remote options StreamingDataset forwards to Dataset (None: these).
-_REMOTE_DEFAULTS: Dict[str, Any] = {
+_REMOTE_DEFAULTS: dict[str, Any] = {
     "prefetch_shards": 8,
     "read_while_downloading": True,
     "attempts": 5,
@@ -110,7 +111,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
       ``read_while_downloading``, ``attempts``, ``first_backoff``, ``wait_for_room``: how
       remote caches are read, as for :class:`datasetrt.Dataset`. When a Dataset is given,
       an argument left at its default (``None`` for the last five) takes the Dataset's
-      value; otherwise ``None`` means the Dataset default (4, True, 5, 0.1, 600.0). They
+      value; otherwise ``None`` means the Dataset default (8, True, 5, 0.1, 600.0). They
       are checked at construction and ignored for local caches. Every worker process opens the same
       local cache directory: a shard is downloaded once per node, whichever process reads it
       first, and the others wait for it.
@@ -123,8 +124,9 @@ class StreamingDataset(torch.utils.data.IterableDataset):
     - Each item is ``transform(sample)`` (or the sample itself), where ``sample`` is a dict
       with ``key`` (``(cache_id, sample_id)``), ``payload`` (bytes-like: ``bytes`` in
       DataLoader worker processes, a zero-copy ``memoryview`` of the mapped shard in the main
-      process for uncompressed caches), ``metadata`` (dict) and ``padding`` (bool). With ``batch_size``, items are lists of that many samples (the last
-      one may be shorter); use ``DataLoader(..., batch_size=None)`` with it.
+      process for uncompressed caches), ``metadata`` (dict) and ``padding`` (bool). With
+      ``batch_size``, items are lists of that many samples (the last one may be shorter); use
+      ``DataLoader(..., batch_size=None)`` with it.
     - ``collate="columnar"`` (with ``batch_size``): each item is one :class:`ColumnarBatch`
       (read like a dict of tensors: ``payload``, ``offsets``, ``keys``, ``padding``,
       ``steps``, ``metadata``) instead of a list; ``transform`` then receives the batch. A
@@ -159,32 +161,33 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         *,
         seed: int = 0,
         epoch: int = 0,
-        weights: Optional[Sequence[float]] = None,
-        samples_per_epoch: Optional[int] = None,
+        weights: Sequence[float] | None = None,
+        samples_per_epoch: int | None = None,
         replacement: bool = False,
         shuffle: str = "local",
         window_shards: int = 4,
         policy: str = "pad",
-        batch_size: Optional[int] = None,
-        transform: Optional[Callable[[Dict[str, Any]], Any]] = None,
-        rank: Optional[int] = None,
-        world_size: Optional[int] = None,
-        ranks_per_node: Optional[int] = None,
+        batch_size: int | None = None,
+        # Receives a sample dict, or a ColumnarBatch with collate="columnar".
+        transform: Callable[[Any], Any] | None = None,
+        rank: int | None = None,
+        world_size: int | None = None,
+        ranks_per_node: int | None = None,
         validate_cache: bool = False,
         read_ahead: int = 256,
         collate: str = "samples",
         transfer: str = "bytes",
-        cache_dir: Optional[str | os.PathLike] = None,
-        cache_limit: Optional[int | str] = None,
+        cache_dir: str | os.PathLike | None = None,
+        cache_limit: int | str | None = None,
         fetch: str = "whole",
-        prefetch_shards: Optional[int] = None,
-        read_while_downloading: Optional[bool] = None,
-        attempts: Optional[int] = None,
-        first_backoff: Optional[float] = None,
-        wait_for_room: Optional[float] = None,
+        prefetch_shards: int | None = None,
+        read_while_downloading: bool | None = None,
+        attempts: int | None = None,
+        first_backoff: float | None = None,
+        wait_for_room: float | None = None,
     ) -> None:
         super().__init__()
-        remote = {
+        remote: dict[str, Any] = {
             "prefetch_shards": prefetch_shards,
             "read_while_downloading": read_while_downloading,
             "attempts": attempts,
@@ -200,9 +203,9 @@ class StreamingDataset(torch.utils.data.IterableDataset):
             paths = paths.paths
         elif isinstance(paths, (str, os.PathLike)):
             raise TypeError("StreamingDataset takes a list of paths or URLs, not one")
-        self.paths: List[str] = [os.fspath(p) for p in paths]
+        self.paths: list[str] = [os.fspath(p) for p in paths]
         self.validate_cache = validate_cache
-        self.cache_dir: Optional[str] = None if cache_dir is None else os.fspath(cache_dir)
+        self.cache_dir: str | None = None if cache_dir is None else os.fspath(cache_dir)
         self.cache_limit = cache_limit
         self.fetch = fetch
         # None: the Dataset default (checked, like every option, when the caches open below).
@@ -245,19 +248,19 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         )
         # Where the next iteration starts: a Loader-style state dict (what all ranks have
         # consumed), or None for the epoch's start.
-        self._resume: Optional[Dict[str, Any]] = None
+        self._resume: dict[str, Any] | None = None
         # A worker's own progress from a StatefulDataLoader snapshot (same num_workers).
-        self._worker_resume: Optional[Dict[str, Any]] = None
+        self._worker_resume: dict[str, Any] | None = None
         # Progress of the iteration under way in this process.
-        self._progress: Dict[str, Any] = self._fresh_progress(None, 1)
-        self._dataset: Optional[Dataset] = None
-        self._dataset_pid: Optional[int] = None
-        self._plan_len: Optional[int] = None
+        self._progress: dict[str, Any] = self._fresh_progress(None, 1)
+        self._dataset: Dataset | None = None
+        self._dataset_pid: int | None = None
+        self._plan_len: int | None = None
         # Fail early, in the constructing process, on bad paths or settings.
         self._plan()
 
     # Pickling: locations and settings only, never an open cache or mapping.
-    def __getstate__(self) -> Dict[str, Any]:
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_dataset"] = None
         return state
@@ -290,7 +293,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
             )
         return self._dataset
 
-    def _plan(self, resume: Optional[Dict[str, Any]] = None) -> RankPlan:
+    def _plan(self, resume: dict[str, Any] | None = None) -> RankPlan:
         plan = RankPlan(
             self._open(),
             seed=self.seed,
@@ -323,7 +326,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
             return steps
         return -(-steps // self.batch_size)
 
-    def _fresh_progress(self, worker_id: Optional[int], num_workers: int) -> Dict[str, Any]:
+    def _fresh_progress(self, worker_id: int | None, num_workers: int) -> dict[str, Any]:
         return {
             "worker_id": worker_id,
             "num_workers": num_workers,
@@ -374,11 +377,11 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         per_read = max(1, self.read_ahead // unit)
         for first in range(0, len(mine), per_read):
             group = mine[first : first + per_read]
-            wanted: List[int] = []
+            group_steps: list[int] = []
             for chunk in group:
-                wanted.extend(range(chunk * unit, min((chunk + 1) * unit, steps)))
+                group_steps.extend(range(chunk * unit, min((chunk + 1) * unit, steps)))
             plan.hint_ahead(group[0] * unit, min((group[-1] + 1) * unit, steps))
-            samples = plan.read(wanted)
+            samples = plan.read(group_steps)
             at = 0
             for chunk in group:
                 n = min((chunk + 1) * unit, steps) - chunk * unit
@@ -393,7 +396,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
             # A finished pass: the next one starts at the beginning of the (next) epoch.
             self._resume = None
 
-    def state_dict(self) -> Dict[str, Any]:
+    def state_dict(self) -> dict[str, Any]:
         """The progress of the iteration under way in this process (a DataLoader worker's
         own share when called in a worker), for ``StatefulDataLoader``."""
         return {
@@ -408,7 +411,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
             **self._progress,
         }
 
-    def load_state_dict(self, state: Dict[str, Any]) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume from ``state``: one of this class's ``state_dict()`` results (what
         ``StatefulDataLoader`` passes back to each worker; same ``num_workers``), a whole
         ``StatefulDataLoader.state_dict()`` taken with any ``num_workers``, or a
@@ -424,7 +427,9 @@ class StreamingDataset(torch.utils.data.IterableDataset):
             return
         if "position" in state and "epoch_len" in state:
             if state["seed"] != self.seed:
-                raise ValueError(f"state is for seed {state['seed']}, this dataset has seed {self.seed}")
+                raise ValueError(
+                    f"state is for seed {state['seed']}, this dataset has seed {self.seed}"
+                )
             self.epoch = state["epoch"]
             self._resume = dict(state)
             self._worker_resume = None
@@ -447,7 +452,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         self._resume = self._plan().state_after(consumed_steps)
         self._worker_resume = None
 
-    def _check(self, state: Dict[str, Any]) -> None:
+    def _check(self, state: dict[str, Any]) -> None:
         if state["epoch"] != self.epoch and state["seed"] == self.seed:
             # Resuming another epoch: take it.
             self.epoch = state["epoch"]
@@ -460,7 +465,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
             )
 
 
-def _tensor(data: bytearray, dtype: "torch.dtype") -> "torch.Tensor":
+def _tensor(data: bytearray, dtype: torch.dtype) -> torch.Tensor:
     """A tensor over ``data``, without a copy. The native module packs little-endian values,
     which is the byte order of every platform PyTorch ships for."""
     return torch.frombuffer(data, dtype=dtype) if len(data) else torch.empty(0, dtype=dtype)
@@ -479,16 +484,16 @@ def _int64s(data: bytearray) -> Sequence[int]:
     return values
 
 
-def _identity(st: os.stat_result) -> Tuple[int, int, int, int]:
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _shard_identities(paths: Sequence[Any]) -> List[Tuple[int, int, int, int]]:
+def _shard_identities(paths: Sequence[Any]) -> list[tuple[int, int, int, int]]:
     """What a worker saw of each shard file it checked: (device, inode, size, mtime)."""
     return [_identity(os.stat(p)) for p in paths]
 
 
-def _located_payloads(raw: Dict[str, Any]) -> Sequence[Any]:
+def _located_payloads(raw: dict[str, Any]) -> PayloadViews:
     """The payloads of a ``RankPlan.read_located`` batch: zero-copy slices of the mapped
     shard files (or of the batch's buffer of decoded payloads)."""
     identities = raw.get("shard_identities") or [None] * len(raw["shards"])
@@ -520,9 +525,9 @@ class ColumnarBatch:
     __slots__ = ("_raw", "_cache")
     _NAMES = ("payload", "offsets", "payloads", "keys", "padding", "steps", "metadata")
 
-    def __init__(self, raw: Dict[str, Any]) -> None:
+    def __init__(self, raw: dict[str, Any]) -> None:
         self._raw = raw
-        self._cache: Dict[str, Any] = {}
+        self._cache: dict[str, Any] = {}
 
     def __reduce__(self):
         return (ColumnarBatch, (self._raw,))
@@ -541,6 +546,7 @@ class ColumnarBatch:
             return self._cache[name]
         raw = self._raw
         located = "locations" in raw
+        value: Any
         if name == "payloads":
             if located:
                 value = _located_payloads(raw)
@@ -583,11 +589,13 @@ class ColumnarBatch:
     def __repr__(self) -> str:
         raw = self._raw
         if "locations" in raw:
-            return f"ColumnarBatch(<{len(self)} samples, located in {len(raw['shards'])} shard files>)"
+            return (
+                f"ColumnarBatch(<{len(self)} samples, located in {len(raw['shards'])} shard files>)"
+            )
         return f"ColumnarBatch(<{len(self)} samples, {len(raw['payload'])} payload bytes>)"
 
 
-def _find_states(obj: Any) -> Iterator[Dict[str, Any]]:
+def _find_states(obj: Any) -> Iterator[dict[str, Any]]:
     """Every StreamingDataset state nested in a StatefulDataLoader state dict."""
     if isinstance(obj, dict):
         if _STATE_TAG in obj:

@@ -1,19 +1,71 @@
 //! From a command-line or API argument to a local directory or an object-store prefix.
 
-use crate::error::RemoteError;
 use object_store::path::Path;
 use object_store::ObjectStore;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// Where a cache (or a dataset's sample table) lives.
+/// Why a location names no directory or store.
+#[derive(Debug, thiserror::Error)]
+pub enum LocationError {
+    /// The text is not a URL, or not one of a local file.
+    #[error("{location}: {reason}")]
+    Malformed {
+        /// The location as given.
+        location: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// object_store cannot build a client for the URL (an unknown scheme, a scheme this build
+    /// lacks, a bad option in the environment).
+    #[error("{location}: {source}")]
+    Store {
+        /// The location as given.
+        location: String,
+        /// What object_store said.
+        #[source]
+        source: object_store::Error,
+    },
+}
+
+impl LocationError {
+    /// The location as given.
+    pub fn location(&self) -> &str {
+        match self {
+            Self::Malformed { location, .. } | Self::Store { location, .. } => location,
+        }
+    }
+
+    /// What is wrong, without the location.
+    pub fn reason(&self) -> String {
+        match self {
+            Self::Malformed { reason, .. } => reason.clone(),
+            Self::Store { source, .. } => source.to_string(),
+        }
+    }
+}
+
+/// Where a cache, a dataset's sample table or a collection lives.
 #[derive(Debug, Clone)]
-pub enum CacheLocation {
+pub enum StoreLocation {
     /// A local directory: a plain path, or a `file://` URL.
     Local(PathBuf),
     /// A prefix of an object store.
     Remote(RemotePrefix),
+}
+
+/// The store options set in the environment: every variable named with a prefix of
+/// [`crate::CONFIG_ENV_PREFIXES`], as object_store's lower-case option keys.
+fn options_from_env() -> Vec<(String, String)> {
+    std::env::vars()
+        .filter(|(key, _)| {
+            crate::CONFIG_ENV_PREFIXES
+                .iter()
+                .any(|prefix| key.starts_with(prefix))
+        })
+        .map(|(key, value)| (key.to_ascii_lowercase(), value))
+        .collect()
 }
 
 /// A prefix of an object store, with the URL it came from (for messages).
@@ -45,13 +97,13 @@ impl fmt::Debug for RemotePrefix {
     }
 }
 
-impl CacheLocation {
+impl StoreLocation {
     /// Parses `location`: a `file://` URL or a string without `://` is a local directory; any
     /// other URL names a store prefix, configured from the environment as object_store reads
     /// it (`AWS_*` for `s3://`, `GOOGLE_*` for `gs://`, `AZURE_*` for `az://`). URLs of one
     /// store share its client (and its pooled connections) while that configuration holds.
-    pub fn parse(location: &str) -> Result<Self, RemoteError> {
-        let refuse = |reason: String| RemoteError::Location {
+    pub fn parse(location: &str) -> Result<Self, LocationError> {
+        let refuse = |reason: String| LocationError::Malformed {
             location: location.to_owned(),
             reason,
         };
@@ -65,17 +117,14 @@ impl CacheLocation {
                 .map_err(|()| refuse("not a local file path".to_owned()))?;
             return Ok(Self::Local(dir));
         }
-        let options: Vec<(String, String)> = std::env::vars()
-            .filter_map(|(key, value)| {
-                let lower = key.to_ascii_lowercase();
-                let known = ["aws_", "google_", "azure_"]
-                    .iter()
-                    .any(|p| lower.starts_with(p));
-                known.then_some((lower, value))
-            })
-            .collect();
+        let options = options_from_env();
         let (store, prefix) =
-            crate::stores::store_for(&url, options.clone()).map_err(|e| refuse(e.to_string()))?;
+            crate::stores::store_for(&url, options.clone()).map_err(|source| {
+                LocationError::Store {
+                    location: location.to_owned(),
+                    source,
+                }
+            })?;
         Ok(Self::Remote(RemotePrefix {
             store,
             prefix,
@@ -168,18 +217,18 @@ mod tests {
     #[test]
     fn plain_paths_and_file_urls_are_local() {
         assert!(matches!(
-            CacheLocation::parse("some/dir").unwrap(),
-            CacheLocation::Local(p) if p == std::path::Path::new("some/dir")
+            StoreLocation::parse("some/dir").unwrap(),
+            StoreLocation::Local(p) if p == std::path::Path::new("some/dir")
         ));
         assert!(matches!(
-            CacheLocation::parse("file:///tmp/cache").unwrap(),
-            CacheLocation::Local(p) if p == std::path::Path::new("/tmp/cache")
+            StoreLocation::parse("file:///tmp/cache").unwrap(),
+            StoreLocation::Local(p) if p == std::path::Path::new("/tmp/cache")
         ));
     }
 
     #[test]
     fn an_s3_url_names_bucket_prefix_and_objects() {
-        let location = CacheLocation::parse("s3://bucket/caches/one/").unwrap();
+        let location = StoreLocation::parse("s3://bucket/caches/one/").unwrap();
         let remote = location.as_remote().unwrap();
         assert_eq!(remote.prefix().as_ref(), "caches/one");
         assert_eq!(remote.url(), "s3://bucket/caches/one");
@@ -194,8 +243,19 @@ mod tests {
     }
 
     #[test]
-    fn an_unknown_scheme_is_a_location_error_naming_it() {
-        let error = CacheLocation::parse("nosuch://x/y").unwrap_err();
+    fn an_unknown_scheme_is_a_store_error_naming_it() {
+        let error = StoreLocation::parse("nosuch://x/y").unwrap_err();
+        assert!(matches!(error, LocationError::Store { .. }), "{error:?}");
         assert!(error.to_string().starts_with("nosuch://x/y:"), "{error}");
+        assert_eq!(error.location(), "nosuch://x/y");
+    }
+
+    #[test]
+    fn a_file_url_of_another_host_is_malformed() {
+        let error = StoreLocation::parse("file://elsewhere/x").unwrap_err();
+        assert!(
+            matches!(error, LocationError::Malformed { .. }),
+            "{error:?}"
+        );
     }
 }

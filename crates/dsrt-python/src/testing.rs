@@ -1,0 +1,53 @@
+//! Hooks for the test suite and benchmarks, built only with the `test-hooks` feature (the
+//! wheel `cargo xtask test` builds): `datasetrt._native._testing`, never in a release wheel.
+
+use crate::errors;
+use pyo3::prelude::*;
+use std::path::PathBuf;
+
+/// Sets `m._testing` (an attribute, not an entry of `__all__`: the module's public surface is
+/// the same with or without the hooks).
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let testing = PyModule::new(m.py(), "_testing")?;
+    testing.add_function(wrap_pyfunction!(_rust_write_benchmark, &testing)?)?;
+    m.setattr("_testing", testing)
+}
+
+/// Benchmark baseline: writes `lengths.len()` samples whose payloads are consecutive
+/// slices of `payloads` and whose one int64 column `label` is `labels`, with the Rust writer in
+/// one Rust loop (GIL released), exactly as `CacheWriter.add` would from Python. Returns the
+/// seconds the loop and `finish` took.
+#[pyfunction]
+#[pyo3(signature = (path, source, payloads, lengths, labels, compression = "none"))]
+fn _rust_write_benchmark(
+    py: Python<'_>,
+    path: PathBuf,
+    source: String,
+    payloads: &[u8],
+    lengths: Vec<usize>,
+    labels: Vec<i64>,
+    compression: &str,
+) -> PyResult<f64> {
+    use datasetrt::{Column, ColumnType, CompressionAlgo, Row, Schema, WriterOptions};
+    let schema = Schema::new(vec![Column::new("label", ColumnType::Int64, false)])
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+    let algo = if compression == "lz4" {
+        CompressionAlgo::Lz4
+    } else {
+        CompressionAlgo::None
+    };
+    let result = errors::detach(py, || {
+        let start = std::time::Instant::now();
+        let options = WriterOptions::new(source, schema).compression(algo);
+        let mut writer = datasetrt::CacheWriter::create(&path, options)?;
+        let mut at = 0;
+        for (len, label) in lengths.iter().zip(&labels) {
+            let end = (at + len).min(payloads.len());
+            writer.add(&payloads[at..end], &Row::new().with("label", *label))?;
+            at = end;
+        }
+        writer.finish()?;
+        Ok::<f64, datasetrt::WriteError>(start.elapsed().as_secs_f64())
+    })?;
+    result.map_err(|e| errors::write_error(py, &e))
+}
