@@ -68,3 +68,94 @@ pub enum DatasetError {
     #[error("saving sample table: {0}")]
     TableWrite(#[from] durable_fs::PublishError),
 }
+
+impl DatasetError {
+    /// A stable name of what is wrong, the same for every message wording: what the bindings
+    /// call the error's `kind`. A cache's error has its own ([`dsrt_reader::CacheError::kind`]).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Cache(error) => error.kind(),
+            Self::DuplicateCacheId { .. } => "duplicate_cache_id",
+            Self::DuplicatePath { .. } => "duplicate_path",
+            Self::UnknownCache { .. } => "unknown_cache",
+            Self::Path { .. } => "path",
+            Self::Table { .. } => "table",
+            Self::Plan(_) => "plan",
+            Self::SkippedAfterError { .. } => "skipped_after_error",
+            Self::WorkerStopped => "worker_stopped",
+            Self::TableWrite(_) => "table_write",
+        }
+    }
+
+    /// The path the error is about: the later of two duplicates, a path that did not resolve,
+    /// a sample table, or the cache of a cache error.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        match self {
+            Self::Cache(error) => Some(error.path()),
+            Self::DuplicateCacheId { second, .. } | Self::DuplicatePath { second, .. } => {
+                Some(second)
+            }
+            Self::Path { path, .. } | Self::Table { path, .. } => Some(path),
+            Self::TableWrite(error) => Some(&error.target),
+            Self::UnknownCache { .. }
+            | Self::Plan(_)
+            | Self::SkippedAfterError { .. }
+            | Self::WorkerStopped => None,
+        }
+    }
+
+    /// One error of every variant, for tests that check each is reported (the bindings'
+    /// exception classes). Adding a variant fails to compile here until it is listed.
+    #[doc(hidden)]
+    pub fn examples() -> Vec<Self> {
+        let all = vec![
+            Self::Cache(dsrt_reader::CacheError::Incomplete {
+                path: PathBuf::from("/caches/c"),
+            }),
+            Self::DuplicateCacheId {
+                cache_id: 5,
+                first: PathBuf::from("/caches/a"),
+                second: PathBuf::from("/caches/b"),
+            },
+            Self::DuplicatePath {
+                first: PathBuf::from("/caches/a"),
+                second: PathBuf::from("/caches/a2"),
+            },
+            Self::UnknownCache { cache_id: 9 },
+            Self::Path {
+                path: PathBuf::from("/caches/x"),
+                source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            },
+            Self::Table {
+                path: PathBuf::from("/tables/t.arrow"),
+                reason: "not a sample table".to_owned(),
+            },
+            Self::Plan(dsrt_plan::PlanError::Weights("all zero".to_owned())),
+            Self::SkippedAfterError {
+                step: 4,
+                failed_step: 3,
+            },
+            Self::WorkerStopped,
+            Self::TableWrite(durable_fs::PublishError {
+                target: PathBuf::from("/tables/t.arrow"),
+                step: durable_fs::PublishStep::Rename,
+                source: std::io::Error::other("example"),
+            }),
+        ];
+        for error in &all {
+            match error {
+                Self::Cache(_)
+                | Self::DuplicateCacheId { .. }
+                | Self::DuplicatePath { .. }
+                | Self::UnknownCache { .. }
+                | Self::Path { .. }
+                | Self::Table { .. }
+                | Self::Plan(_)
+                | Self::SkippedAfterError { .. }
+                | Self::WorkerStopped
+                | Self::TableWrite(_) => {}
+            }
+        }
+        all
+    }
+}

@@ -72,6 +72,24 @@ pub enum UpdateCause {
     Interrupted,
 }
 
+impl UpdateCause {
+    /// A stable name of the cause, the same for every message wording: what the bindings call
+    /// the error's `kind`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::UnsupportedTarget(_) => "unsupported_target",
+            Self::Read { .. } => "read",
+            Self::Manifest { .. } => "manifest",
+            Self::NotWritable { .. } => "not_writable",
+            Self::DuplicateId { .. } => "duplicate_id",
+            Self::DuplicateCache { .. } => "duplicate_cache",
+            Self::Publish(_) => "publish",
+            Self::Sync { .. } => "sync",
+            Self::Interrupted => "interrupted",
+        }
+    }
+}
+
 /// A migration that stopped: what was done, which cache failed, and why.
 ///
 /// Several caches are not one transaction: the entries in `done` are migrated. Retry with the

@@ -139,12 +139,6 @@ pub(crate) fn obj<'py, T: pyo3::IntoPyObject<'py>>(py: Python<'py>, v: T) -> Py<
     v.into_py_any(py).unwrap_or_else(|_| py.None())
 }
 
-/// The innermost reason of an error chain, without the path the outer layers add.
-fn reason_of(err: &(dyn std::error::Error + 'static)) -> String {
-    err.source()
-        .map_or_else(|| err.to_string(), |source| source.to_string())
-}
-
 /// A cache error as the matching Python exception.
 pub(crate) fn cache_error(py: Python<'_>, err: &RsCacheError) -> PyErr {
     if let RsCacheError::Io { file, source, .. } = err {
@@ -157,46 +151,12 @@ pub(crate) fn cache_error(py: Python<'_>, err: &RsCacheError) -> PyErr {
             return remote_read_error(py, remote, file);
         }
     }
-    let (kind, file, sample): (&str, Option<String>, Option<u64>) = match err {
-        RsCacheError::NotADirectory { .. } => ("not_a_directory", None, None),
-        RsCacheError::Incomplete { .. } => ("incomplete", Some("manifest.json".into()), None),
-        RsCacheError::Manifest { .. } => ("manifest", Some("manifest.json".into()), None),
-        RsCacheError::Index { .. } => ("index", Some("index.bin".into()), None),
-        RsCacheError::Metadata { .. } => ("metadata", Some("metadata.arrow".into()), None),
-        RsCacheError::MissingShard { file, .. } => ("missing_shard", Some(file.to_string()), None),
-        RsCacheError::ShardLength { file, .. } => ("shard_length", Some(file.to_string()), None),
-        RsCacheError::Checksum { file, .. } => ("checksum", Some(file.to_string()), None),
-        RsCacheError::Record { sample, shard, .. } => (
-            "record",
-            Some(datasetrt::CacheFile::Shard(*shard).to_string()),
-            Some(*sample),
-        ),
-        RsCacheError::Io { file, .. } => ("io", Some(file.to_string()), None),
-        RsCacheError::Resource { file, .. } => ("resource", Some(file.to_string()), None),
-        // The enum is `#[non_exhaustive]`: a variant added later is still reported.
-        _ => ("other", None, None),
-    };
-    let reason = match err {
-        RsCacheError::Incomplete { .. } => "manifest.json is missing".to_owned(),
-        RsCacheError::MissingShard { .. } | RsCacheError::ShardLength { .. } => {
-            let full = err.to_string();
-            let prefix = format!("{}: ", err.path().display());
-            full.strip_prefix(&prefix).unwrap_or(&full).to_owned()
-        }
-        RsCacheError::Checksum {
-            file,
-            expected,
-            found,
-            ..
-        } => format!("{file} SHA-256 is {found}, the manifest says {expected}"),
-        other => reason_of(other),
-    };
     let attrs = [
         ("path", path_obj(py, err.path())),
-        ("reason", obj(py, reason)),
-        ("kind", obj(py, kind)),
-        ("file", obj(py, file)),
-        ("sample", obj(py, sample)),
+        ("reason", obj(py, err.reason())),
+        ("kind", obj(py, err.kind())),
+        ("file", obj(py, err.file().map(|file| file.to_string()))),
+        ("sample", obj(py, err.sample())),
     ];
     let message = err.to_string();
     match err {
@@ -277,20 +237,10 @@ pub(crate) fn io_file_error(py: Python<'_>, path: &Path, error: &std::io::Error)
 
 /// A dataset error as a Python exception (cache errors keep their own classes).
 pub(crate) fn dataset_error(py: Python<'_>, err: &RsDatasetError) -> PyErr {
-    let (path, kind) = match err {
-        RsDatasetError::Cache(inner) => return cache_error(py, inner),
-        RsDatasetError::DuplicateCacheId { second, .. } => {
-            (Some(second.as_path()), "duplicate_cache_id")
-        }
-        RsDatasetError::DuplicatePath { second, .. } => (Some(second.as_path()), "duplicate_path"),
-        RsDatasetError::UnknownCache { .. } => (None, "unknown_cache"),
-        RsDatasetError::Path { path, .. } => (Some(path.as_path()), "path"),
-        RsDatasetError::Table { path, .. } => (Some(path.as_path()), "table"),
-        RsDatasetError::Plan(_) => (None, "plan"),
-        RsDatasetError::WorkerStopped => (None, "worker_stopped"),
-        RsDatasetError::TableWrite(_) => (None, "table_write"),
-        _ => (None, "other"),
-    };
+    if let RsDatasetError::Cache(inner) = err {
+        return cache_error(py, inner);
+    }
+    let (path, kind) = (err.path(), err.kind());
     let attrs = [
         ("path", path.map_or_else(|| py.None(), |p| path_obj(py, p))),
         ("reason", obj(py, err.to_string())),
@@ -301,26 +251,7 @@ pub(crate) fn dataset_error(py: Python<'_>, err: &RsDatasetError) -> PyErr {
 
 /// A write error as a [`WriteError`].
 pub(crate) fn write_error(py: Python<'_>, err: &RsWriteError) -> PyErr {
-    let (path, kind): (Option<&Path>, &str) = match err {
-        RsWriteError::TargetNotEmpty { path } => (Some(path), "target_not_empty"),
-        RsWriteError::InvalidOption { path, .. } => (Some(path), "invalid_option"),
-        RsWriteError::Row { path, .. } => (Some(path), "row"),
-        RsWriteError::PayloadTooLarge { path, .. } => (Some(path), "payload_too_large"),
-        RsWriteError::Io { path, .. } => (Some(path), "io"),
-        RsWriteError::Metadata { path, .. } => (Some(path), "metadata"),
-        RsWriteError::Poisoned { path } => (Some(path), "poisoned"),
-        RsWriteError::Publish(_) => (None, "publish"),
-        RsWriteError::DurabilityUnknown { path, .. } => (Some(path), "durability_unknown"),
-        _ => (None, "other"),
-    };
-    let reason = match err {
-        RsWriteError::TargetNotEmpty { .. } | RsWriteError::Poisoned { .. } => {
-            let full = err.to_string();
-            full.split_once(": ")
-                .map_or(full.clone(), |(_, r)| r.to_owned())
-        }
-        other => reason_of(other),
-    };
+    let (path, kind, reason) = (err.path(), err.kind(), err.reason());
     let attrs = [
         ("path", path.map_or_else(|| py.None(), |p| path_obj(py, p))),
         ("reason", obj(py, reason)),
@@ -351,18 +282,7 @@ pub(crate) fn entry_dict<'py>(
 /// A stopped migration as a [`ManifestUpdateError`].
 pub(crate) fn manifest_update_error(py: Python<'_>, err: &RsManifestUpdateError) -> PyErr {
     let cause = err.cause.as_ref();
-    let kind = match cause {
-        UpdateCause::UnsupportedTarget(_) => "unsupported_target",
-        UpdateCause::Read { .. } => "read",
-        UpdateCause::Manifest { .. } => "manifest",
-        UpdateCause::NotWritable { .. } => "not_writable",
-        UpdateCause::DuplicateId { .. } => "duplicate_id",
-        UpdateCause::DuplicateCache { .. } => "duplicate_cache",
-        UpdateCause::Publish(_) => "publish",
-        UpdateCause::Sync { .. } => "sync",
-        UpdateCause::Interrupted => "interrupted",
-        _ => "other",
-    };
+    let kind = cause.kind();
     let reason = cause.to_string();
     // Every cache the cause names, each with the reason.
     let causes = PyDict::new(py);
@@ -408,60 +328,6 @@ pub(crate) fn manifest_update_error(py: Python<'_>, err: &RsManifestUpdateError)
     with_attrs::<ManifestUpdateError>(py, err.to_string(), &attrs)
 }
 
-/// The URL a remote error names (an object or a prefix), if any.
-fn remote_url(err: &RsRemoteError) -> Option<&str> {
-    match err {
-        RsRemoteError::Store { url, .. }
-        | RsRemoteError::Upload { url, .. }
-        | RsRemoteError::UploadedSize { url, .. }
-        | RsRemoteError::TooLarge { url, .. }
-        | RsRemoteError::ShortRange { url, .. }
-        | RsRemoteError::Manifest { url, .. }
-        | RsRemoteError::Integrity { url, .. }
-        | RsRemoteError::ManifestChanged { url }
-        | RsRemoteError::CacheLimit { url, .. }
-        | RsRemoteError::LocalCache { url, .. }
-        | RsRemoteError::AlreadyPublished { url }
-        | RsRemoteError::PrefixNotEmpty { url, .. }
-        | RsRemoteError::Opened { url, .. } => Some(url),
-        RsRemoteError::Location { location, .. } => Some(location),
-        RsRemoteError::LocalIo { path, .. } => Some(path),
-        _ => None,
-    }
-}
-
-/// `kind` of a remote error.
-fn remote_kind(err: &RsRemoteError) -> &'static str {
-    match err {
-        RsRemoteError::Location { .. } => "location",
-        RsRemoteError::Store {
-            source: dsrt_remote::object_store::Error::NotFound { .. },
-            ..
-        } => "not_found",
-        RsRemoteError::Store { .. } => "store",
-        RsRemoteError::Runtime { .. } => "runtime",
-        RsRemoteError::LocalFile { .. } => "local_file",
-        RsRemoteError::LocalManifest { .. } => "local_manifest",
-        RsRemoteError::LocalSize { .. } => "local_size",
-        RsRemoteError::Write(_) => "write",
-        RsRemoteError::AlreadyPublished { .. } => "already_published",
-        RsRemoteError::PrefixNotEmpty { .. } => "prefix_not_empty",
-        RsRemoteError::Upload { .. } => "upload",
-        RsRemoteError::UploadedSize { .. } => "uploaded_size",
-        RsRemoteError::TooLarge { .. } => "too_large",
-        RsRemoteError::ShortRange { .. } => "short_range",
-        RsRemoteError::LocalIo { .. } => "local_io",
-        RsRemoteError::Manifest { .. } => "manifest",
-        RsRemoteError::Integrity { .. } => "integrity",
-        RsRemoteError::ManifestChanged { .. } => "manifest_changed",
-        RsRemoteError::CacheLimit { .. } => "cache_limit",
-        RsRemoteError::LocalCache { .. } => "local_cache",
-        RsRemoteError::Cache(_) | RsRemoteError::Opened { .. } => "cache",
-        RsRemoteError::Dataset(_) => "dataset",
-        _ => "other",
-    }
-}
-
 /// A remote error as a [`RemoteError`] (or subclass) with `message`, plus `extra` attributes.
 fn remote_exception(
     py: Python<'_>,
@@ -469,17 +335,12 @@ fn remote_exception(
     message: String,
     extra: Vec<(&str, Py<PyAny>)>,
 ) -> PyErr {
-    let url = remote_url(err).map(str::to_owned);
-    let full = err.to_string();
-    let reason = url
-        .as_deref()
-        .and_then(|u| full.strip_prefix(&format!("{u}: ")))
-        .map_or_else(|| full.clone(), str::to_owned);
+    let url = err.url();
     let mut attrs = vec![
-        ("path", obj(py, url.clone())),
+        ("path", obj(py, url)),
         ("url", obj(py, url)),
-        ("reason", obj(py, reason)),
-        ("kind", obj(py, remote_kind(err))),
+        ("reason", obj(py, err.reason())),
+        ("kind", obj(py, err.kind())),
         ("retryable", obj(py, err.is_retryable())),
     ];
     if let RsRemoteError::CacheLimit {
@@ -530,7 +391,7 @@ pub(crate) fn remote_error(py: Python<'_>, err: &RsRemoteError) -> PyErr {
 fn remote_read_error(py: Python<'_>, err: &RsRemoteError, file: &CacheFile) -> PyErr {
     let shard = file.to_string();
     let message = format!("reading {shard} of a remote cache: {err}");
-    let cache_url = remote_url(err).map(|u| {
+    let cache_url = err.url().map(|u| {
         u.strip_suffix(&format!("/{shard}"))
             .or_else(|| u.strip_suffix("/manifest.json"))
             .unwrap_or(u)

@@ -227,9 +227,24 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(views::max_open_shards, m)?)?;
     m.add_function(wrap_pyfunction!(views::set_max_open_shards, m)?)?;
     m.add_function(wrap_pyfunction!(views::open_shard_handles, m)?)?;
+    m.add("REMOTE_DEFAULTS", remote_defaults(m.py())?)?;
     m.add(
         "DEFAULT_MAX_SHARD_BYTES",
         datasetrt::DEFAULT_MAX_SHARD_BYTES,
     )?;
     Ok(())
+}
+
+/// The defaults of the remote options `Cache` and `Dataset` take, from `RemoteOptions`
+/// itself: the one definition the text signatures, the stubs, `datasetrt.torch` and the docs
+/// are checked against (tests/test_defaults.py).
+fn remote_defaults(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    let defaults = dsrt_remote::RemoteOptions::new(PathBuf::new());
+    let dict = pyo3::types::PyDict::new(py);
+    dict.set_item("prefetch_shards", defaults.prefetch_shards)?;
+    dict.set_item("read_while_downloading", defaults.read_while_downloading)?;
+    dict.set_item("attempts", defaults.attempts)?;
+    dict.set_item("first_backoff", defaults.first_backoff.as_secs_f64())?;
+    dict.set_item("wait_for_room", defaults.wait_for_room.as_secs_f64())?;
+    Ok(dict)
 }

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let testing = PyModule::new(m.py(), "_testing")?;
     testing.add_function(wrap_pyfunction!(_rust_write_benchmark, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(error_examples, &testing)?)?;
     m.setattr("_testing", testing)
 }
 
@@ -50,4 +51,45 @@ fn _rust_write_benchmark(
         Ok::<f64, datasetrt::WriteError>(start.elapsed().as_secs_f64())
     })?;
     result.map_err(|e| errors::write_error(py, &e))
+}
+
+/// One Rust error of every variant of every error type the module raises, each converted as a
+/// failing call converts it: `[("CacheError::Incomplete", exception), ...]`. The test that
+/// checks each one's class and `kind` fails when a variant is added without its mapping.
+#[pyfunction]
+fn error_examples(py: Python<'_>) -> Vec<(String, Py<PyAny>)> {
+    fn named(type_name: &str, error: &impl std::fmt::Debug) -> String {
+        let debug = format!("{error:?}");
+        let variant = debug
+            .split(|c: char| !c.is_alphanumeric() && c != '_')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        format!("{type_name}::{variant}")
+    }
+    let mut out = Vec::new();
+    let mut push =
+        |name: String, error: PyErr| out.push((name, error.value(py).clone().into_any().unbind()));
+    for error in datasetrt::CacheError::examples() {
+        push(named("CacheError", &error), errors::cache_error(py, &error));
+    }
+    for error in datasetrt::WriteError::examples() {
+        push(named("WriteError", &error), errors::write_error(py, &error));
+    }
+    for error in datasetrt::DatasetError::examples() {
+        push(
+            named("DatasetError", &error),
+            errors::dataset_error(py, &error),
+        );
+    }
+    for error in dsrt_remote::RemoteError::examples() {
+        let name = match &error {
+            dsrt_remote::RemoteError::Store { .. } => {
+                format!("RemoteError::Store({})", error.kind())
+            }
+            _ => named("RemoteError", &error),
+        };
+        push(name, errors::remote_error(py, &error));
+    }
+    out
 }

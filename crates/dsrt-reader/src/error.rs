@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use thiserror::Error;
 
 /// A file of a cache, named in checksum and I/O errors.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CacheFile {
     /// manifest.json.
     Manifest,
@@ -154,6 +154,156 @@ pub enum CacheError {
 }
 
 impl CacheError {
+    /// A stable name of the check that failed, the same for every message wording: what the
+    /// bindings call the error's `kind`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::NotADirectory { .. } => "not_a_directory",
+            Self::Incomplete { .. } => "incomplete",
+            Self::Manifest { .. } => "manifest",
+            Self::Index { .. } => "index",
+            Self::Metadata { .. } => "metadata",
+            Self::MissingShard { .. } => "missing_shard",
+            Self::ShardLength { .. } => "shard_length",
+            Self::Checksum { .. } => "checksum",
+            Self::Record { .. } => "record",
+            Self::Resource { .. } => "resource",
+            Self::Io { .. } => "io",
+        }
+    }
+
+    /// What is wrong, without the cache directory the message starts with.
+    pub fn reason(&self) -> String {
+        match self {
+            Self::Incomplete { .. } => "manifest.json is missing".to_owned(),
+            Self::MissingShard { shard, file, .. } => format!("shard {shard} ({file}) is missing"),
+            Self::ShardLength {
+                file,
+                expected,
+                found,
+                ..
+            } => format!("{file} is {found} bytes, the manifest says {expected}"),
+            Self::Checksum {
+                file,
+                expected,
+                found,
+                ..
+            } => format!("{file} SHA-256 is {found}, the manifest says {expected}"),
+            Self::NotADirectory { source, .. }
+            | Self::Resource { source, .. }
+            | Self::Io { source, .. } => source.to_string(),
+            Self::Manifest { source, .. } => source.to_string(),
+            Self::Index { source, .. } => source.to_string(),
+            Self::Metadata { source, .. } => source.to_string(),
+            Self::Record { source, .. } => source.to_string(),
+        }
+    }
+
+    /// The file of the cache the error is about, when it is one file.
+    pub fn file(&self) -> Option<CacheFile> {
+        match self {
+            Self::Incomplete { .. } | Self::Manifest { .. } => Some(CacheFile::Manifest),
+            Self::Index { .. } => Some(CacheFile::Index),
+            Self::Metadata { .. } => Some(CacheFile::Metadata),
+            Self::MissingShard { file, .. }
+            | Self::ShardLength { file, .. }
+            | Self::Checksum { file, .. }
+            | Self::Resource { file, .. }
+            | Self::Io { file, .. } => Some(*file),
+            Self::Record { shard, .. } => Some(CacheFile::Shard(*shard)),
+            Self::NotADirectory { .. } => None,
+        }
+    }
+
+    /// The sample the error is about (a record that failed its checks).
+    pub fn sample(&self) -> Option<u64> {
+        match self {
+            Self::Record { sample, .. } => Some(*sample),
+            _ => None,
+        }
+    }
+
+    /// One error of every variant, for tests that check each is reported (the bindings'
+    /// exception classes). Adding a variant fails to compile here until it is listed.
+    #[doc(hidden)]
+    pub fn examples() -> Vec<Self> {
+        let path = || PathBuf::from("/caches/c");
+        let io = || std::io::Error::other("example");
+        let all = vec![
+            Self::NotADirectory {
+                path: path(),
+                source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            },
+            Self::Incomplete { path: path() },
+            Self::Manifest {
+                path: path(),
+                source: dsrt_manifest::ManifestError::CacheIdInV2,
+            },
+            Self::Index {
+                path: path(),
+                source: dsrt_index::IndexError::Size { len: 25 },
+            },
+            Self::Metadata {
+                path: path(),
+                source: dsrt_metadata::MetadataError::Arrow("example".to_owned()),
+            },
+            Self::MissingShard {
+                path: path(),
+                shard: 1,
+                file: CacheFile::Shard(1),
+            },
+            Self::ShardLength {
+                path: path(),
+                file: CacheFile::Shard(0),
+                expected: 10,
+                found: 9,
+            },
+            Self::Checksum {
+                path: path(),
+                file: CacheFile::Index,
+                expected: "00".to_owned(),
+                found: "11".to_owned(),
+            },
+            Self::Record {
+                path: path(),
+                sample: 7,
+                shard: 0,
+                offset: 64,
+                source: dsrt_shard::RecordError::JsonLength {
+                    json_len: 100,
+                    record_len: 10,
+                },
+            },
+            Self::Resource {
+                path: path(),
+                file: CacheFile::Shard(2),
+                resource: handle_pool::Exhausted::Descriptors,
+                source: std::io::Error::from_raw_os_error(24),
+            },
+            Self::Io {
+                path: path(),
+                file: CacheFile::Shard(3),
+                source: io(),
+            },
+        ];
+        for error in &all {
+            match error {
+                Self::NotADirectory { .. }
+                | Self::Incomplete { .. }
+                | Self::Manifest { .. }
+                | Self::Index { .. }
+                | Self::Metadata { .. }
+                | Self::MissingShard { .. }
+                | Self::ShardLength { .. }
+                | Self::Checksum { .. }
+                | Self::Record { .. }
+                | Self::Resource { .. }
+                | Self::Io { .. } => {}
+            }
+        }
+        all
+    }
+
     /// The cache directory the error is about.
     pub fn path(&self) -> &std::path::Path {
         match self {

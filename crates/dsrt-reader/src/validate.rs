@@ -164,14 +164,14 @@ fn verify_file(path: &Path, job: &HashJob<'_>) -> Result<(), CacheError> {
         expected,
         ..
     } = job;
-    let io_error = |source| CacheError::io(path, file.clone(), source);
+    let io_error = |source| CacheError::io(path, *file, source);
     let opened = File::open(file_path).map_err(io_error)?;
     let (digest, _) = dsrt_atlas_codec::sha::sha256_reader(opened).map_err(io_error)?;
     let found = dsrt_atlas_codec::to_hex(&digest);
     if found != *expected {
         return Err(CacheError::Checksum {
             path: path.to_path_buf(),
-            file: file.clone(),
+            file: *file,
             expected: (*expected).to_owned(),
             found,
         });

@@ -242,6 +242,221 @@ impl From<dsrt_dataset::DatasetError> for RemoteError {
 }
 
 impl RemoteError {
+    /// A stable name of what failed, the same for every message wording: what the bindings
+    /// call the error's `kind`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Location { .. } => "location",
+            Self::Store {
+                source: object_store::Error::NotFound { .. },
+                ..
+            } => "not_found",
+            Self::Store { .. } => "store",
+            Self::Runtime { .. } => "runtime",
+            Self::LocalFile { .. } => "local_file",
+            Self::LocalManifest { .. } => "local_manifest",
+            Self::LocalSize { .. } => "local_size",
+            Self::Write(_) => "write",
+            Self::AlreadyPublished { .. } => "already_published",
+            Self::PrefixNotEmpty { .. } => "prefix_not_empty",
+            Self::Upload { .. } => "upload",
+            Self::UploadedSize { .. } => "uploaded_size",
+            Self::TooLarge { .. } => "too_large",
+            Self::ShortRange { .. } => "short_range",
+            Self::LocalIo { .. } => "local_io",
+            Self::Manifest { .. } => "manifest",
+            Self::Integrity { .. } => "integrity",
+            Self::ManifestChanged { .. } => "manifest_changed",
+            Self::CacheLimit { .. } => "cache_limit",
+            Self::LocalCache { .. } => "local_cache",
+            Self::Cache(_) | Self::Opened { .. } => "cache",
+            Self::Dataset(_) => "dataset",
+        }
+    }
+
+    /// The URL the error names: an object, a prefix, the location as given, or the local
+    /// shard-cache file of [`RemoteError::LocalIo`].
+    pub fn url(&self) -> Option<&str> {
+        match self {
+            Self::Store { url, .. }
+            | Self::Upload { url, .. }
+            | Self::UploadedSize { url, .. }
+            | Self::TooLarge { url, .. }
+            | Self::ShortRange { url, .. }
+            | Self::Manifest { url, .. }
+            | Self::Integrity { url, .. }
+            | Self::ManifestChanged { url }
+            | Self::CacheLimit { url, .. }
+            | Self::LocalCache { url, .. }
+            | Self::AlreadyPublished { url }
+            | Self::PrefixNotEmpty { url, .. }
+            | Self::Opened { url, .. } => Some(url),
+            Self::Location { location, .. } => Some(location),
+            Self::LocalIo { path, .. } => Some(path),
+            Self::Runtime { .. }
+            | Self::LocalFile { .. }
+            | Self::LocalManifest { .. }
+            | Self::LocalSize { .. }
+            | Self::Write(_)
+            | Self::Cache(_)
+            | Self::Dataset(_) => None,
+        }
+    }
+
+    /// What is wrong, without the URL the message starts with (the whole message when it does
+    /// not start with one). The test `every_message_is_its_url_then_its_reason` holds each
+    /// variant's wording to this.
+    pub fn reason(&self) -> String {
+        let message = self.to_string();
+        match self.url() {
+            Some(url) => message
+                .strip_prefix(url)
+                .and_then(|rest| rest.strip_prefix(": "))
+                .map_or_else(|| message.clone(), str::to_owned),
+            None => message,
+        }
+    }
+
+    /// One error of every variant, for tests that check each is reported (the bindings'
+    /// exception classes). Adding a variant fails to compile here until it is listed.
+    #[doc(hidden)]
+    pub fn examples() -> Vec<Self> {
+        let url = || "s3://bucket/caches/c".to_owned();
+        let object = || "s3://bucket/caches/c/shards/000001.bin".to_owned();
+        let generic = || object_store::Error::Generic {
+            store: "S3",
+            source: "connection reset".into(),
+        };
+        let all = vec![
+            Self::Location {
+                location: "nosuch://x".to_owned(),
+                reason: "unknown scheme".to_owned(),
+            },
+            Self::Store {
+                url: object(),
+                source: object_store::Error::NotFound {
+                    path: "caches/c/shards/000001.bin".to_owned(),
+                    source: "404".into(),
+                },
+            },
+            Self::Store {
+                url: object(),
+                source: generic(),
+            },
+            Self::Runtime {
+                reason: "no threads".to_owned(),
+            },
+            Self::LocalFile {
+                path: PathBuf::from("/local/c/index.bin"),
+                action: "reading",
+                source: std::io::Error::other("example"),
+            },
+            Self::LocalManifest {
+                path: PathBuf::from("/local/c/manifest.json"),
+                source: dsrt_manifest::ManifestError::CacheIdInV2,
+            },
+            Self::LocalSize {
+                path: PathBuf::from("/local/c/shards/000000.bin"),
+                expected: 10,
+                actual: 9,
+            },
+            Self::Write(dsrt_writer::WriteError::Poisoned {
+                path: PathBuf::from("/staging/c"),
+            }),
+            Self::AlreadyPublished { url: url() },
+            Self::PrefixNotEmpty {
+                url: url(),
+                object: "shards/000000.bin".to_owned(),
+            },
+            Self::Upload {
+                url: object(),
+                attempts: 3,
+                source: generic(),
+            },
+            Self::UploadedSize {
+                url: object(),
+                expected: 10,
+                actual: 9,
+            },
+            Self::TooLarge {
+                url: object(),
+                size: 1 << 40,
+                limit: 1 << 30,
+            },
+            Self::ShortRange {
+                url: object(),
+                offset: 0,
+                expected: 10,
+                found: 9,
+            },
+            Self::LocalIo {
+                path: "/shard-cache/c/shards/000001.bin".to_owned(),
+                source: std::io::Error::other("example"),
+            },
+            Self::Manifest {
+                url: url(),
+                source: dsrt_manifest::ManifestError::CacheIdInV2,
+            },
+            Self::Integrity {
+                url: object(),
+                reason: "SHA-256 differs".to_owned(),
+            },
+            Self::ManifestChanged { url: url() },
+            Self::CacheLimit {
+                url: url(),
+                shard: "shards/000001.bin".to_owned(),
+                needed: 100,
+                limit: 10,
+            },
+            Self::LocalCache {
+                url: object(),
+                source: dsrt_shard_cache::ShardCacheError::InvalidPath {
+                    path: PathBuf::from("../x"),
+                    reason: "a relative path without ..",
+                },
+            },
+            Self::Cache(Box::new(dsrt_reader::CacheError::Incomplete {
+                path: PathBuf::from("/local/c"),
+            })),
+            Self::Opened {
+                url: url(),
+                source: Box::new(dsrt_reader::CacheError::Incomplete {
+                    path: PathBuf::from("/shard-cache/c"),
+                }),
+            },
+            Self::Dataset(Box::new(dsrt_dataset::DatasetError::UnknownCache {
+                cache_id: 9,
+            })),
+        ];
+        for error in &all {
+            match error {
+                Self::Location { .. }
+                | Self::Store { .. }
+                | Self::Runtime { .. }
+                | Self::LocalFile { .. }
+                | Self::LocalManifest { .. }
+                | Self::LocalSize { .. }
+                | Self::Write(_)
+                | Self::AlreadyPublished { .. }
+                | Self::PrefixNotEmpty { .. }
+                | Self::Upload { .. }
+                | Self::UploadedSize { .. }
+                | Self::TooLarge { .. }
+                | Self::ShortRange { .. }
+                | Self::LocalIo { .. }
+                | Self::Manifest { .. }
+                | Self::Integrity { .. }
+                | Self::ManifestChanged { .. }
+                | Self::CacheLimit { .. }
+                | Self::LocalCache { .. }
+                | Self::Cache(_)
+                | Self::Opened { .. }
+                | Self::Dataset(_) => {}
+            }
+        }
+        all
+    }
+
     /// Whether trying again later may succeed: a store failure object-access calls retryable
     /// (the transport, or a server error that outlasted the client's retries), a short or
     /// mis-sized transfer, or a retryable local shard-cache failure.
@@ -254,5 +469,37 @@ impl RemoteError {
             Self::LocalCache { source, .. } => source.is_retryable(),
             _ => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_message_is_its_url_then_its_reason() {
+        for error in RemoteError::examples() {
+            let message = error.to_string();
+            match error.url() {
+                Some(url) if !matches!(error, RemoteError::Upload { .. }) => {
+                    assert_eq!(message, format!("{url}: {}", error.reason()), "{error:?}");
+                }
+                _ => assert_eq!(message, error.reason(), "{error:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn kinds_name_one_variant_each() {
+        let kinds: Vec<&str> = RemoteError::examples()
+            .iter()
+            .map(RemoteError::kind)
+            .collect();
+        let mut unique = kinds.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        // Two `Store` examples (not found and another failure), and `Cache`/`Opened` share
+        // `cache`: every other variant has a kind of its own.
+        assert_eq!(unique.len(), kinds.len() - 1, "{kinds:?}");
     }
 }

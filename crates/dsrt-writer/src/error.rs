@@ -85,3 +85,117 @@ pub enum WriteError {
         source: std::io::Error,
     },
 }
+
+impl WriteError {
+    /// A stable name of what failed, the same for every message wording: what the bindings
+    /// call the error's `kind`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::TargetNotEmpty { .. } => "target_not_empty",
+            Self::InvalidOption { .. } => "invalid_option",
+            Self::Row { .. } => "row",
+            Self::PayloadTooLarge { .. } => "payload_too_large",
+            Self::Io { .. } => "io",
+            Self::Metadata { .. } => "metadata",
+            Self::Poisoned { .. } => "poisoned",
+            Self::Publish(_) => "publish",
+            Self::DurabilityUnknown { .. } => "durability_unknown",
+        }
+    }
+
+    /// The cache directory (or, for [`WriteError::Io`], the file) the error is about;
+    /// `None` for a failed publication, whose error names the manifest itself.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        match self {
+            Self::TargetNotEmpty { path }
+            | Self::InvalidOption { path, .. }
+            | Self::Row { path, .. }
+            | Self::PayloadTooLarge { path, .. }
+            | Self::Io { path, .. }
+            | Self::Metadata { path, .. }
+            | Self::Poisoned { path }
+            | Self::DurabilityUnknown { path, .. } => Some(path),
+            Self::Publish(_) => None,
+        }
+    }
+
+    /// What is wrong, without the directory the message starts with.
+    pub fn reason(&self) -> String {
+        match self {
+            Self::TargetNotEmpty { .. } => {
+                "target directory is not empty; a cache is written into an empty or new directory"
+                    .to_owned()
+            }
+            Self::InvalidOption { option, reason, .. } => format!("invalid {option}: {reason}"),
+            Self::Row { source, .. } => source.to_string(),
+            Self::PayloadTooLarge { sample, len, .. } => format!(
+                "sample {sample}: payload of {len} bytes exceeds the 4 GiB an LZ4 size prefix can hold"
+            ),
+            Self::Io { source, .. } | Self::DurabilityUnknown { source, .. } => source.to_string(),
+            Self::Metadata { source, .. } => source.to_string(),
+            Self::Poisoned { .. } => "the writer failed earlier and accepts no more samples".to_owned(),
+            Self::Publish(error) => error.source.to_string(),
+        }
+    }
+
+    /// One error of every variant, for tests that check each is reported (the bindings'
+    /// exception classes). Adding a variant fails to compile here until it is listed.
+    #[doc(hidden)]
+    pub fn examples() -> Vec<Self> {
+        let path = || PathBuf::from("/caches/w");
+        let all = vec![
+            Self::TargetNotEmpty { path: path() },
+            Self::InvalidOption {
+                path: path(),
+                option: "max_shard_bytes",
+                reason: "must be positive".to_owned(),
+            },
+            Self::Row {
+                path: path(),
+                sample: 3,
+                source: RowError {
+                    column: "label".to_owned(),
+                    problem: dsrt_schema::RowProblem::Missing,
+                },
+            },
+            Self::PayloadTooLarge {
+                path: path(),
+                sample: 4,
+                len: 1 << 33,
+            },
+            Self::Io {
+                path: path(),
+                action: "write shard",
+                source: std::io::Error::other("example"),
+            },
+            Self::Metadata {
+                path: path(),
+                source: dsrt_metadata::MetadataError::Arrow("example".to_owned()),
+            },
+            Self::Poisoned { path: path() },
+            Self::Publish(durable_fs::PublishError {
+                target: path().join("manifest.json"),
+                step: durable_fs::PublishStep::Rename,
+                source: std::io::Error::other("example"),
+            }),
+            Self::DurabilityUnknown {
+                path: path(),
+                source: std::io::Error::other("example"),
+            },
+        ];
+        for error in &all {
+            match error {
+                Self::TargetNotEmpty { .. }
+                | Self::InvalidOption { .. }
+                | Self::Row { .. }
+                | Self::PayloadTooLarge { .. }
+                | Self::Io { .. }
+                | Self::Metadata { .. }
+                | Self::Poisoned { .. }
+                | Self::Publish(_)
+                | Self::DurabilityUnknown { .. } => {}
+            }
+        }
+        all
+    }
+}

@@ -89,11 +89,15 @@ def main() -> int:
             write_py.append(write_python(py_dir))
             os.sync()
             write_rs.append(
-                datasetrt._native._testing._rust_write_benchmark(rs_dir, "bench", blob, lengths, labels)
+                datasetrt._native._testing._rust_write_benchmark(
+                    rs_dir, "bench", blob, lengths, labels
+                )
             )
         else:
             write_rs.append(
-                datasetrt._native._testing._rust_write_benchmark(rs_dir, "bench", blob, lengths, labels)
+                datasetrt._native._testing._rust_write_benchmark(
+                    rs_dir, "bench", blob, lengths, labels
+                )
             )
             os.sync()
             write_py.append(write_python(py_dir))

@@ -368,8 +368,7 @@ def test_a_child_forked_while_a_download_publishes_reads_and_exits_cleanly(tmp_p
 
 
 # The remote options beyond cache_dir, cache_limit and fetch, each at a value other than its
-# default (prefetch_shards=8, read_while_downloading=True, attempts=5, first_backoff=0.1,
-# wait_for_room=600.0).
+# default (REMOTE_DEFAULTS, from the Rust RemoteOptions; test_defaults.py checks its values).
 OPTIONS: dict[str, Any] = dict(
     prefetch_shards=0,
     read_while_downloading=False,
@@ -377,13 +376,7 @@ OPTIONS: dict[str, Any] = dict(
     first_backoff=0.25,
     wait_for_room=7.5,
 )
-DEFAULTS: dict[str, Any] = dict(
-    prefetch_shards=8,
-    read_while_downloading=True,
-    attempts=5,
-    first_backoff=0.1,
-    wait_for_room=600.0,
-)
+DEFAULTS: dict[str, Any] = dict(datasetrt._native.REMOTE_DEFAULTS)
 
 
 def options_of(obj):

@@ -21,6 +21,7 @@ FORMAT_VERSION: int
 _Tagged = tuple[str, Any]
 
 def check_name(kind: str, name: str) -> None: ...
+
 # Only in wheels built with the `test-hooks` feature (`cargo xtask test` builds them):
 # `_testing.panic_for_tests(message)` panics on the GIL-free call path.
 _testing: ModuleType

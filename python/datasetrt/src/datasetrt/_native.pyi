@@ -50,6 +50,7 @@ __all__ = [
     "set_max_open_shards",
     "open_shard_handles",
     "DEFAULT_MAX_SHARD_BYTES",
+    "REMOTE_DEFAULTS",
 ]
 
 _Path = str | PathLike[str]
@@ -61,6 +62,9 @@ _Key = tuple[int, int]
 _SchemaSpec = Mapping[str, Any] | pyarrow.Schema
 
 DEFAULT_MAX_SHARD_BYTES: int
+# The defaults of Cache's and Dataset's remote options (prefetch_shards, read_while_downloading,
+# attempts, first_backoff, wait_for_room), from the Rust RemoteOptions.
+REMOTE_DEFAULTS: dict[str, Any]
 
 class Error(Exception):
     path: str | None

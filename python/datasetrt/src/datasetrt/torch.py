@@ -25,7 +25,14 @@ from typing import Any, Callable
 import torch
 import torch.utils.data
 
-from ._native import Dataset, PayloadViews, RankPlan, _payload_views, _shard_view
+from ._native import (
+    REMOTE_DEFAULTS,
+    Dataset,
+    PayloadViews,
+    RankPlan,
+    _payload_views,
+    _shard_view,
+)
 
 __all__ = ["ColumnarBatch", "StreamingDataset", "rank_and_world_size", "ranks_per_node_of"]
 
@@ -82,14 +89,9 @@ def _sample_dict(sample, copy: bool) -> dict[str, Any]:
     }
 
 
-# The defaults of the remote options StreamingDataset forwards to Dataset (None: these).
-_REMOTE_DEFAULTS: dict[str, Any] = {
-    "prefetch_shards": 8,
-    "read_while_downloading": True,
-    "attempts": 5,
-    "first_backoff": 0.1,
-    "wait_for_room": 600.0,
-}
+# The defaults of the remote options StreamingDataset forwards to Dataset (None: these), as
+# the Rust `RemoteOptions` defines them.
+_REMOTE_DEFAULTS: dict[str, Any] = dict(REMOTE_DEFAULTS)
 
 
 class StreamingDataset(torch.utils.data.IterableDataset):
