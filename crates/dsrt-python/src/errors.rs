@@ -141,6 +141,9 @@ pub(crate) fn obj<'py, T: pyo3::IntoPyObject<'py>>(py: Python<'py>, v: T) -> Py<
 
 /// A cache error as the matching Python exception.
 pub(crate) fn cache_error(py: Python<'_>, err: &RsCacheError) -> PyErr {
+    if let Some(raised) = crate::interrupt::pending(py) {
+        return raised;
+    }
     if let RsCacheError::Io { file, source, .. } = err {
         // A read through a remote cache's shard source: the cause is the store's (or the
         // local download cache's), which the RemoteError classes describe.
@@ -237,6 +240,9 @@ pub(crate) fn io_file_error(py: Python<'_>, path: &Path, error: &std::io::Error)
 
 /// A dataset error as a Python exception (cache errors keep their own classes).
 pub(crate) fn dataset_error(py: Python<'_>, err: &RsDatasetError) -> PyErr {
+    if let Some(raised) = crate::interrupt::pending(py) {
+        return raised;
+    }
     if let RsDatasetError::Cache(inner) = err {
         return cache_error(py, inner);
     }
@@ -370,6 +376,9 @@ fn remote_exception(
 /// their checks once local raise the `CacheError` subclass, with `url` set); everything else
 /// is a [`RemoteError`].
 pub(crate) fn remote_error(py: Python<'_>, err: &RsRemoteError) -> PyErr {
+    if let Some(raised) = crate::interrupt::pending(py) {
+        return raised;
+    }
     match err {
         RsRemoteError::Cache(inner) => cache_error(py, inner),
         RsRemoteError::Dataset(inner) => dataset_error(py, inner),

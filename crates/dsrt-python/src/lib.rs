@@ -18,6 +18,7 @@
 mod cache;
 mod dataset;
 mod errors;
+mod interrupt;
 mod loader;
 mod logging;
 mod remote;
@@ -204,6 +205,7 @@ fn _payload_views(
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     logging::forward_to_python(m.py())?;
+    interrupt::install();
     errors::register(m)?;
     #[cfg(feature = "test-hooks")]
     testing::register(m)?;

@@ -43,6 +43,7 @@ mod source;
 mod upload; // one file -> one object: single or multipart, retried, size-checked
 mod writer; // RemoteCacheWriter: stage locally, publish on finish
 
+pub use dsrt_shard_cache::set_wait_interrupt;
 pub use error::RemoteError;
 pub use migrate::update_remote_manifests;
 pub use migrate_report::{

@@ -271,7 +271,7 @@ impl ShardCache {
                             waited: start.elapsed(),
                         });
                     }
-                    backoff.sleep();
+                    backoff.sleep(&final_path)?;
                 }
                 Claim::NoRoom => {
                     if start.elapsed() >= self.limits.wait_for_room {
@@ -282,7 +282,7 @@ impl ShardCache {
                             waited: start.elapsed(),
                         });
                     }
-                    backoff.sleep();
+                    backoff.sleep(&final_path)?;
                 }
             }
         }
@@ -347,7 +347,7 @@ impl ShardCache {
                         waited: start.elapsed(),
                     });
                 }
-                backoff.sleep();
+                backoff.sleep(&final_path)?;
                 continue;
             }
             // The pin goes first: a crash in between leaves a pin naming no file (harmless),
@@ -502,7 +502,7 @@ impl ShardCache {
                     waited: start.elapsed(),
                 });
             }
-            backoff.sleep();
+            backoff.sleep(final_path)?;
         }
     }
 

@@ -125,6 +125,13 @@ pub enum ShardCacheError {
         /// How long the claim waited.
         waited: Duration,
     },
+    /// The wait for `path` was given up because the process's interrupt hook asked
+    /// ([`crate::set_wait_interrupt`]; Ctrl-C in Python).
+    #[error("shard cache: waiting for {path} was interrupted")]
+    Interrupted {
+        /// The file waited for.
+        path: PathBuf,
+    },
 }
 
 impl ShardCacheError {

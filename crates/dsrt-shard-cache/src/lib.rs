@@ -69,6 +69,7 @@ compile_error!("dsrt-shard-cache needs Unix flock semantics");
 
 mod cache;
 mod error;
+mod interrupt;
 mod lock;
 mod rel;
 mod sink;
@@ -76,4 +77,5 @@ mod unpublished; // checked downloads still being published, for this process's 
 
 pub use cache::{CacheLimits, CachedFile, Publication, ShardCache};
 pub use error::{FetchError, ShardCacheError};
+pub use interrupt::set_wait_interrupt;
 pub use sink::FetchSink;

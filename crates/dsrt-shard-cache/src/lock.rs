@@ -59,9 +59,17 @@ impl Backoff {
         }
     }
 
-    pub(crate) fn sleep(&mut self) {
+    /// Sleeps the next step, unless the process's interrupt hook asks the wait for
+    /// `waiting_for` to stop.
+    pub(crate) fn sleep(&mut self, waiting_for: &Path) -> Result<(), crate::ShardCacheError> {
+        if crate::interrupt::requested() {
+            return Err(crate::ShardCacheError::Interrupted {
+                path: waiting_for.to_path_buf(),
+            });
+        }
         std::thread::sleep(self.next);
         self.next = (self.next * 2).min(self.cap);
+        Ok(())
     }
 }
 
