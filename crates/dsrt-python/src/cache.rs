@@ -4,7 +4,7 @@ use crate::errors::{cache_error, detach, remote_error};
 use crate::remote::{Location, RawRemoteArgs, RemoteArgs};
 use crate::values::{arrow_type, row_dict, schema_to_arrow};
 use datasetrt::{Cache, CacheError, Dataset, FileMap, MappedPayload, OpenOptions, SampleBuf};
-use pyo3::exceptions::{PyIndexError, PyTypeError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use std::cell::RefCell;
@@ -159,11 +159,14 @@ pub(crate) fn normalise(index: i64, len: u64) -> PyResult<u64> {
         i128::from(index)
     };
     if resolved < 0 || resolved >= i128::from(len) {
-        return Err(PyIndexError::new_err(format!(
-            "sample index {index} out of range for a cache of {len} samples"
-        )));
+        let message = format!("sample index {index} out of range for a cache of {len} samples");
+        return Err(Python::attach(|py| {
+            crate::errors::sample_index(py, message)
+        }));
     }
-    u64::try_from(resolved).map_err(|_| PyIndexError::new_err("sample index out of range"))
+    u64::try_from(resolved).map_err(|_| {
+        Python::attach(|py| crate::errors::sample_index(py, "sample index out of range".to_owned()))
+    })
 }
 
 /// One sample: `sample_id`, `payload` (bytes) and `metadata` (a dict, built when first asked

@@ -7,7 +7,7 @@ use crate::errors::{
 use crate::remote::{Location, RawRemoteArgs, RemoteArgs};
 use crate::values::row_dict;
 use datasetrt::{Cache, CancelToken, Dataset, OpenOptions, SampleKey, SampleTable};
-use pyo3::exceptions::{PyIndexError, PyKeyError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use std::path::PathBuf;
@@ -59,9 +59,9 @@ pub(crate) struct PyDataset {
 
 impl PyDataset {
     fn locate(&self, cache_id: u64) -> PyResult<usize> {
-        self.dataset.position(cache_id).ok_or_else(|| {
-            PyKeyError::new_err(format!("no cache with id {cache_id} in this dataset"))
-        })
+        self.dataset
+            .position(cache_id)
+            .ok_or_else(|| Python::attach(|py| crate::errors::unknown_cache(py, cache_id)))
     }
 
     pub(crate) fn cache_ref(&self, position: usize) -> CacheRef {
@@ -83,10 +83,13 @@ impl PyDataset {
     fn check_sample(&self, position: usize, sample_id: u64) -> PyResult<()> {
         let len = self.dataset.caches()[position].cache.len();
         if sample_id >= len {
-            return Err(PyIndexError::new_err(format!(
+            let message = format!(
                 "sample id {sample_id} out of range for cache {} of {len} samples",
                 self.dataset.caches()[position].cache_id
-            )));
+            );
+            return Err(Python::attach(|py| {
+                crate::errors::sample_index(py, message)
+            }));
         }
         Ok(())
     }

@@ -9,7 +9,8 @@ use datasetrt::{
 use dsrt_remote::RemoteError as RsRemoteError;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyList, PyTuple, PyType};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
@@ -97,6 +98,102 @@ pyo3::create_exception!(
     Error,
     "A bug: the Rust code panicked. The message carries the panic's text."
 );
+
+/// The lookup errors: each is the package's error and the built-in one a caller of a mapping
+/// or sequence expects (`except KeyError`, `except IndexError`), as `atlas_collections`'s
+/// lookup errors are. PyO3's exception macro takes one base, so these are made with `type`.
+static UNKNOWN_CACHE_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static SAMPLE_INDEX_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+fn two_base_class<'py>(
+    py: Python<'py>,
+    cell: &'static PyOnceLock<Py<PyType>>,
+    name: &str,
+    doc: &str,
+    bases: (Bound<'py, PyType>, Bound<'py, PyType>),
+) -> PyResult<&'static Py<PyType>> {
+    cell.get_or_try_init(py, || {
+        let namespace = PyDict::new(py);
+        namespace.set_item("__doc__", doc)?;
+        namespace.set_item("__module__", "datasetrt")?;
+        let made = py.get_type::<PyType>().call1((
+            name,
+            PyTuple::new(py, [bases.0, bases.1])?,
+            namespace,
+        ))?;
+        Ok(made.cast_into::<PyType>()?.unbind())
+    })
+}
+
+/// `datasetrt.UnknownCacheError`, a `DatasetError` and a `KeyError`.
+pub(crate) fn unknown_cache_error_type(py: Python<'_>) -> PyResult<&'static Py<PyType>> {
+    two_base_class(
+        py,
+        &UNKNOWN_CACHE_ERROR,
+        "UnknownCacheError",
+        "A key names a cache id that is not in the dataset. Also a KeyError. `kind` is \"unknown_cache\", `cache_id` the id.",
+        (py.get_type::<DatasetError>(), py.get_type::<pyo3::exceptions::PyKeyError>()),
+    )
+}
+
+/// `datasetrt.SampleIndexError`, a `DatasetError` and an `IndexError`.
+pub(crate) fn sample_index_error_type(py: Python<'_>) -> PyResult<&'static Py<PyType>> {
+    two_base_class(
+        py,
+        &SAMPLE_INDEX_ERROR,
+        "SampleIndexError",
+        "A sample index or id past a cache's end. Also an IndexError. `kind` is \"sample_index\".",
+        (
+            py.get_type::<DatasetError>(),
+            py.get_type::<pyo3::exceptions::PyIndexError>(),
+        ),
+    )
+}
+
+/// An instance of one of the lookup errors with `message` and `attrs` (an `Err` of building it
+/// is itself the error to raise).
+fn lookup_error(
+    py: Python<'_>,
+    class: PyResult<&'static Py<PyType>>,
+    message: String,
+    attrs: &[(&str, Py<PyAny>)],
+) -> PyErr {
+    let class = match class {
+        Ok(class) => class.bind(py),
+        Err(error) => return error,
+    };
+    match class.call1((message,)) {
+        Ok(value) => {
+            for (name, v) in attrs {
+                let _ = value.setattr(*name, v.bind(py));
+            }
+            PyErr::from_value(value)
+        }
+        Err(error) => error,
+    }
+}
+
+/// A key naming a cache id the dataset does not have.
+pub(crate) fn unknown_cache(py: Python<'_>, cache_id: u64) -> PyErr {
+    let reason = format!("no cache with id {cache_id} in this dataset");
+    let attrs = [
+        ("path", py.None()),
+        ("reason", obj(py, reason.clone())),
+        ("kind", obj(py, "unknown_cache")),
+        ("cache_id", obj(py, cache_id)),
+    ];
+    lookup_error(py, unknown_cache_error_type(py), reason, &attrs)
+}
+
+/// A sample index or id past a cache's end; `message` says which and how many there are.
+pub(crate) fn sample_index(py: Python<'_>, message: String) -> PyErr {
+    let attrs = [
+        ("path", py.None()),
+        ("reason", obj(py, message.clone())),
+        ("kind", obj(py, "sample_index")),
+    ];
+    lookup_error(py, sample_index_error_type(py), message, &attrs)
+}
 
 /// Runs `f` without the GIL; a panic inside becomes an [`InternalError`].
 pub(crate) fn detach<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> PyResult<T> {
@@ -436,5 +533,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add("CacheLimitError", py.get_type::<CacheLimitError>())?;
     m.add("InternalError", py.get_type::<InternalError>())?;
+    m.add("UnknownCacheError", unknown_cache_error_type(py)?.bind(py))?;
+    m.add("SampleIndexError", sample_index_error_type(py)?.bind(py))?;
     Ok(())
 }

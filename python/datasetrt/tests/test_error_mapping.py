@@ -106,3 +106,21 @@ def test_a_reason_is_the_message_without_its_location():
     assert str(shard) == f"{shard.path}: {shard.reason}"
     store = by_name["RemoteError::Store(store)"]
     assert str(store) == f"{store.url}: {store.reason}"
+
+
+def test_lookups_that_miss_are_the_packages_errors_and_the_builtin_ones(tmp_path):
+    from conftest import write_cache
+
+    cache = datasetrt.Cache(write_cache(tmp_path / "c", 3))
+    with pytest.raises(datasetrt.SampleIndexError) as past_end:
+        cache[3]
+    assert isinstance(past_end.value, IndexError) and isinstance(past_end.value, datasetrt.Error)
+    assert past_end.value.kind == "sample_index" and "3 samples" in past_end.value.reason
+    dataset = datasetrt.Dataset([tmp_path / "c"])
+    with pytest.raises(datasetrt.UnknownCacheError) as unknown:
+        dataset[(12345, 0)]
+    assert isinstance(unknown.value, KeyError) and isinstance(unknown.value, datasetrt.DatasetError)
+    assert unknown.value.kind == "unknown_cache" and unknown.value.cache_id == 12345
+    (cache_id,) = dataset.cache_ids
+    with pytest.raises(datasetrt.SampleIndexError):
+        dataset[(cache_id, 3)]

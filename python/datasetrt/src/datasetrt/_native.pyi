@@ -29,6 +29,8 @@ __all__ = [
     "ManifestChangedError",
     "CacheLimitError",
     "InternalError",
+    "UnknownCacheError",
+    "SampleIndexError",
     "Cache",
     "Sample",
     "Dataset",
@@ -113,6 +115,11 @@ class CacheLimitError(RemoteError):
     limit: int
 
 class InternalError(Error): ...
+
+class UnknownCacheError(DatasetError, KeyError):
+    cache_id: int
+
+class SampleIndexError(DatasetError, IndexError): ...
 
 @final
 class Sample:
