@@ -41,7 +41,7 @@ pub use dsrt_manifest::{
     cache_id_for_source, CacheDescription, CompressionAlgo, Manifest, ManifestError, ManifestV2,
     ManifestV3, ShardEntry,
 };
-pub use dsrt_metadata::{ColumnView, MetadataError, MetadataTable, RowView};
+pub use dsrt_metadata::{gather_column, ColumnView, MetadataError, MetadataTable, RowView};
 pub use dsrt_migrate::{
     update_manifests, ManifestUpdateEntry, ManifestUpdateError, ManifestUpdateReport, UpdateCause,
     UpdateOutcome,

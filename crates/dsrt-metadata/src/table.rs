@@ -6,6 +6,7 @@ use arrow_array::{Array, BooleanArray, Float64Array, Int64Array, RecordBatch, St
 use arrow_buffer::Buffer;
 use arrow_ipc::reader::{read_footer_length, FileDecoder};
 use arrow_ipc::{root_as_footer, Block};
+use arrow_schema::SchemaRef;
 use dsrt_schema::{ColumnType, Schema, ValueRef};
 use memmap2::Mmap;
 use std::fs::File;
@@ -56,6 +57,7 @@ impl TypedColumn {
 #[derive(Debug)]
 pub struct MetadataTable {
     schema: Schema,
+    arrow_schema: SchemaRef,
     batches: Vec<RecordBatch>,
     columns: Vec<Vec<TypedColumn>>,
     /// First row of each batch, ascending.
@@ -89,6 +91,12 @@ impl MetadataTable {
     /// The schema the Arrow file declares.
     pub fn schema(&self) -> &Schema {
         &self.schema
+    }
+
+    /// The Arrow schema of the file itself (that of every [`Self::record_batches`] batch, also
+    /// when there is none).
+    pub fn arrow_schema(&self) -> &SchemaRef {
+        &self.arrow_schema
     }
 
     /// Total rows over all batches.
@@ -231,9 +239,10 @@ fn decode(buffer: &Buffer) -> Result<MetadataTable, MetadataError> {
     if footer.dictionaries().is_some_and(|d| !d.is_empty()) {
         return Err(bad("dictionary batches are not part of the format"));
     }
-    let decoder = FileDecoder::new(arrow_schema, footer.version());
+    let decoder = FileDecoder::new(Arc::clone(&arrow_schema), footer.version());
     let mut table = MetadataTable {
         schema,
+        arrow_schema,
         batches: Vec::new(),
         columns: Vec::new(),
         batch_starts: Vec::new(),

@@ -2,7 +2,7 @@
 
 use crate::errors::{cache_error, detach, remote_error};
 use crate::remote::{Location, RawRemoteArgs, RemoteArgs};
-use crate::values::{arrow_type, row_dict, schema_to_arrow};
+use crate::values::{row_dict, schema_to_arrow};
 use datasetrt::{Cache, CacheError, Dataset, FileMap, MappedPayload, OpenOptions, SampleBuf};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -414,28 +414,15 @@ impl PyCache {
         Ok(list)
     }
 
-    /// The metadata of every sample as a pyarrow.Table (the contents of metadata.arrow).
+    /// The metadata of every sample as a pyarrow.Table (the contents of metadata.arrow):
+    /// the columns are the mapped file's own buffers, not copies, and keep it mapped while held.
     fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let cache = self.cache.get();
-        let table = cache.metadata();
-        let pa = py.import("pyarrow")?;
-        let schema = cache.schema();
-        let mut arrays = Vec::with_capacity(schema.len());
-        for (i, column) in schema.columns().iter().enumerate() {
-            let values = PyList::empty(py);
-            if let Some(view) = table.column(i) {
-                for v in view.values() {
-                    values.append(crate::values::value_to_py(py, v)?)?;
-                }
-            }
-            let kwargs = PyDict::new(py);
-            kwargs.set_item("type", arrow_type(&pa, column.ty)?)?;
-            arrays.push(pa.call_method("array", (values,), Some(&kwargs))?);
-        }
-        let kwargs = PyDict::new(py);
-        kwargs.set_item("schema", schema_to_arrow(py, schema)?)?;
-        pa.getattr("Table")?
-            .call_method("from_arrays", (arrays,), Some(&kwargs))
+        let table = self.cache.get().metadata();
+        crate::arrow::table(
+            py,
+            std::sync::Arc::clone(table.arrow_schema()),
+            table.record_batches(),
+        )
     }
 
     /// The manifest as a dict (the parsed manifest.json).

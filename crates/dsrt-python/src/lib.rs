@@ -15,6 +15,7 @@
 //! `python/datasetrt/pyproject.toml`), tested by pytest through `cargo xtask test`.
 #![forbid(unsafe_code)]
 
+mod arrow;
 mod cache;
 mod dataset;
 mod errors;
@@ -61,147 +62,6 @@ fn cache_id_for_source(source: &str) -> u64 {
     datasetrt::cache_id_for_source(source)
 }
 
-/// The payloads of one `RankPlan.read_located` batch, as a sequence: `views[i]` is a
-/// read-only memoryview slice of its source (a mapped shard file, or the batch's buffer of
-/// decoded payloads), made when it is asked for (zero-copy; nothing is kept per sample but
-/// its location). Built by `_payload_views`.
-#[pyclass(module = "datasetrt", name = "PayloadViews", frozen, sequence)]
-pub(crate) struct PayloadViews {
-    sources: Vec<Py<PyAny>>,
-    /// (source, start, end), checked against the source's length.
-    ranges: Vec<(usize, isize, isize)>,
-}
-
-impl PayloadViews {
-    fn view<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyAny>> {
-        let (source, start, end) = self.ranges[i];
-        self.sources[source]
-            .bind(py)
-            .get_item(pyo3::types::PySlice::new(py, start, end, 1))
-    }
-}
-
-#[pymethods]
-impl PayloadViews {
-    fn __len__(&self) -> usize {
-        self.ranges.len()
-    }
-
-    fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyAny>> {
-        let len = isize::try_from(self.ranges.len()).unwrap_or(isize::MAX);
-        let at = if index < 0 { index + len } else { index };
-        if !(0..len).contains(&at) {
-            return Err(pyo3::exceptions::PyIndexError::new_err(format!(
-                "payload index {index} out of range for a batch of {len}"
-            )));
-        }
-        self.view(py, at.unsigned_abs())
-    }
-
-    fn __iter__(slf: Py<Self>) -> PayloadViewsIter {
-        PayloadViewsIter {
-            views: slf,
-            next: std::sync::atomic::AtomicUsize::new(0),
-        }
-    }
-
-    fn __repr__(&self) -> String {
-        format!("PayloadViews(<{} payloads>)", self.ranges.len())
-    }
-}
-
-/// Iterates a `PayloadViews`.
-#[pyclass(module = "datasetrt", name = "PayloadViewsIter", frozen)]
-pub(crate) struct PayloadViewsIter {
-    views: Py<PayloadViews>,
-    next: std::sync::atomic::AtomicUsize,
-}
-
-#[pymethods]
-impl PayloadViewsIter {
-    fn __iter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let views = self.views.get();
-        let i = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if i >= views.ranges.len() {
-            self.next
-                .store(views.ranges.len(), std::sync::atomic::Ordering::Relaxed);
-            return Ok(None);
-        }
-        views.view(py, i).map(Some)
-    }
-}
-
-/// `_payload_views(sources, locations)`: the payloads a `RankPlan.read_located` batch names,
-/// as a `PayloadViews` sequence of slices of `sources` (bytes-like objects, e.g. memoryviews
-/// of mapped shard files, the batch's decoded buffer last): `locations` holds little-endian
-/// i64 triples `(source, offset, length)`, source -1 meaning the last one. Each range is
-/// checked here to lie within its source (a shard file shorter than its record raises
-/// `CorruptCacheError`).
-#[pyfunction]
-fn _payload_views(
-    py: Python<'_>,
-    sources: Vec<Bound<'_, PyAny>>,
-    locations: &[u8],
-) -> PyResult<PayloadViews> {
-    let lens = sources
-        .iter()
-        .map(|s| s.len())
-        .collect::<PyResult<Vec<usize>>>()?;
-    if locations.len() % 24 != 0 || sources.is_empty() {
-        return Err(pyo3::exceptions::PyValueError::new_err(
-            "locations must be i64 triples, with at least one source",
-        ));
-    }
-    let last = sources.len() - 1;
-    let mut ranges = Vec::with_capacity(locations.len() / 24);
-    for triple in locations.chunks_exact(24) {
-        let word = |i: usize| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&triple[i * 8..i * 8 + 8]);
-            i64::from_le_bytes(b)
-        };
-        let (source, offset, len) = (word(0), word(1), word(2));
-        let at = if source == -1 {
-            last
-        } else {
-            usize::try_from(source)
-                .ok()
-                .filter(|&s| s < last)
-                .ok_or_else(|| pyo3::exceptions::PyIndexError::new_err("no such source"))?
-        };
-        let range = isize::try_from(offset)
-            .ok()
-            .zip(isize::try_from(len).ok())
-            .filter(|&(o, n)| o >= 0 && n >= 0)
-            .and_then(|(o, n)| Some((o, o.checked_add(n)?)))
-            .filter(|&(_, end)| end.unsigned_abs() <= lens[at]);
-        let Some((start, end)) = range else {
-            let reason = format!(
-                "a payload at {offset} (+{len}) lies past the end of its mapped shard \
-                 ({} bytes): the shard file changed after it was checked",
-                lens[at]
-            );
-            return Err(errors::with_attrs::<errors::CorruptCacheError>(
-                py,
-                reason.clone(),
-                &[
-                    ("path", py.None()),
-                    ("reason", reason.into_pyobject(py)?.into_any().unbind()),
-                ],
-            ));
-        };
-        ranges.push((at, start, end));
-    }
-    Ok(PayloadViews {
-        sources: sources.into_iter().map(Bound::unbind).collect(),
-        ranges,
-    })
-}
-
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     logging::forward_to_python(m.py())?;
@@ -221,8 +81,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cache_id_for_source, m)?)?;
     m.add_function(wrap_pyfunction!(remote::publish, m)?)?;
     m.add_function(wrap_pyfunction!(remote::_parse_size, m)?)?;
-    m.add_function(wrap_pyfunction!(_payload_views, m)?)?;
-    m.add_class::<PayloadViews>()?;
+    m.add_function(wrap_pyfunction!(views::_located_payloads, m)?)?;
+    m.add_class::<views::PayloadViews>()?;
+    m.add_class::<arrow::ArrowBatch>()?;
+    m.add_function(wrap_pyfunction!(arrow::_arrow_batch_from_ipc, m)?)?;
     m.add_class::<views::PyShardMapping>()?;
     m.add_function(wrap_pyfunction!(views::_shard_view, m)?)?;
     m.add_function(wrap_pyfunction!(views::_clear_shard_views, m)?)?;

@@ -1,8 +1,17 @@
 //! `datasetrt.Loader` and the per-rank step plan the PyTorch dataset reads through.
 
+use crate::arrow::ArrowBatch;
 use crate::cache::{payload_object, read_batch, read_copied, Located, PySample};
 use crate::dataset::PyDataset;
 use crate::errors::{cache_error, dataset_error, detach};
+use arrow_array::builder::StringBuilder;
+use arrow_array::types::Int32Type;
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, DictionaryArray, FixedSizeListArray, Int32Array, Int64Array,
+    LargeBinaryArray, RecordBatch, StructArray, UInt64Array,
+};
+use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
+use arrow_schema::{DataType, Field, Schema};
 use datasetrt::{
     Dataset, DatasetError, EpochPlan, IterState, Loader, LoaderConfig, Partition, PlanConfig,
     PlanCursor, RemainderPolicy, Sampling, ShardHints, Shuffle, Topology,
@@ -10,7 +19,7 @@ use datasetrt::{
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
-use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList};
 use std::sync::{Arc, Mutex};
 
 /// The order-deciding settings shared by `Loader` and `RankPlan`.
@@ -351,57 +360,107 @@ impl PyRankPlan {
         Ok((located, items))
     }
 
-    /// The columns a columnar batch has besides its payloads: `keys`, `padding`, `steps` and
-    /// `metadata` (see `read_columnar`).
-    fn columnar_columns<'a>(
+    /// The columns every columnar batch has after its payload columns: `key` (the
+    /// `(cache_id, sample_id)` of each step, a fixed-size list of two uint64), `padding`
+    /// (bool), `step` (int64) and `metadata` (a struct of the dataset's columns, see
+    /// [`metadata_columns`]).
+    fn batch_columns(
         &self,
-        py: Python<'_>,
-        batch: &Bound<'_, PyDict>,
         steps: &[u64],
         located: &[(usize, u64, u64, bool)],
-        items: &[(&'a datasetrt::Cache, u64)],
-    ) -> PyResult<()> {
-        let dataset = &self.dataset;
-        // Keys as little-endian u64 pairs (cache_id, sample_id): one buffer, no object per key.
-        let mut keys = Vec::with_capacity(located.len() * 16);
-        for &(cache, sample, _, _) in located {
-            keys.extend_from_slice(&dataset.caches()[cache].cache_id.to_le_bytes());
-            keys.extend_from_slice(&sample.to_le_bytes());
-        }
-        batch.set_item("keys", pyo3::types::PyByteArray::new(py, &keys))?;
-        // Padding flags (one byte each) and steps (little-endian i64): no object per sample.
-        let padding: Vec<u8> = located.iter().map(|l| u8::from(l.3)).collect();
-        batch.set_item("padding", PyByteArray::new(py, &padding))?;
-        let steps: Vec<u8> = steps.iter().flat_map(|s| s.to_le_bytes()).collect();
-        batch.set_item("steps", PyByteArray::new(py, &steps))?;
-        // Columns in the order the caches first name them.
-        let mut names: Vec<&str> = Vec::new();
-        for c in dataset.caches() {
-            for column in c.cache.schema().columns() {
-                if !names.contains(&column.name.as_str()) {
-                    names.push(&column.name);
-                }
-            }
-        }
-        let metadata = PyDict::new(py);
-        for name in names {
-            let value = |item: &(&'a datasetrt::Cache, u64)| column_value(name, *item);
-            match packed_column(items.iter().map(value)) {
-                Some((dtype, bytes)) => {
-                    metadata.set_item(name, (dtype, PyByteArray::new(py, &bytes)))?;
-                }
-                None => {
-                    let values = PyList::empty(py);
-                    for item in items {
-                        values.append(crate::values::value_to_py(py, value(item))?)?;
-                    }
-                    metadata.set_item(name, values)?;
-                }
-            }
-        }
-        batch.set_item("metadata", metadata)?;
-        Ok(())
+        items: &[(&datasetrt::Cache, u64)],
+    ) -> PyResult<Vec<(Field, ArrayRef)>> {
+        let caches = self.dataset.caches();
+        let keys: Vec<u64> = located
+            .iter()
+            .flat_map(|&(cache, sample, _, _)| [caches[cache].cache_id, sample])
+            .collect();
+        let key_item = Arc::new(Field::new("item", DataType::UInt64, false));
+        let keys = FixedSizeListArray::try_new(
+            Arc::clone(&key_item),
+            2,
+            Arc::new(UInt64Array::from(keys)),
+            None,
+        )
+        .map_err(|e| PyValueError::new_err(format!("building the batch's keys: {e}")))?;
+        let padding: BooleanArray = located.iter().map(|l| Some(l.3)).collect();
+        let steps = steps
+            .iter()
+            .map(|&s| i64::try_from(s))
+            .collect::<Result<Int64Array, _>>()
+            .map_err(|_| PyValueError::new_err("a step past the int64 range"))?;
+        let metadata = metadata_columns(caches, items);
+        Ok(vec![
+            (
+                Field::new("key", DataType::FixedSizeList(key_item, 2), false),
+                Arc::new(keys),
+            ),
+            (
+                Field::new("padding", DataType::Boolean, false),
+                Arc::new(padding),
+            ),
+            (Field::new("step", DataType::Int64, false), Arc::new(steps)),
+            (
+                Field::new("metadata", metadata.data_type().clone(), false),
+                Arc::new(metadata),
+            ),
+        ])
     }
+}
+
+/// The dataset's metadata columns (in the order the caches first name them) for `items`, as
+/// one struct array: each column typed by its values ([`datasetrt::gather_column`]), null
+/// where the value is null or its cache lacks the column.
+fn metadata_columns(
+    caches: &[datasetrt::DatasetCache],
+    items: &[(&datasetrt::Cache, u64)],
+) -> StructArray {
+    let mut names: Vec<&str> = Vec::new();
+    for c in caches {
+        for column in c.cache.schema().columns() {
+            if !names.contains(&column.name.as_str()) {
+                names.push(&column.name);
+            }
+        }
+    }
+    let mut values = Vec::with_capacity(items.len());
+    let mut fields = Vec::with_capacity(names.len());
+    let mut arrays = Vec::with_capacity(names.len());
+    for name in names {
+        values.clear();
+        values.extend(items.iter().map(|&item| column_value(name, item)));
+        let array = datasetrt::gather_column(&values);
+        fields.push(Field::new(name, array.data_type().clone(), true));
+        arrays.push(array);
+    }
+    if fields.is_empty() {
+        return StructArray::new_empty_fields(items.len(), None);
+    }
+    StructArray::new(fields.into(), arrays, None)
+}
+
+/// A record batch of `columns`, as Python gets it.
+fn arrow_batch(columns: Vec<(Field, ArrayRef)>) -> PyResult<ArrowBatch> {
+    let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) = columns.into_iter().unzip();
+    let schema = Arc::new(Schema::new(fields));
+    let batch = RecordBatch::try_new(schema, arrays)
+        .map_err(|e| PyValueError::new_err(format!("building a batch: {e}")))?;
+    Ok(ArrowBatch { batch })
+}
+
+/// Offsets of values laid one after another, `lens` bytes each, as a binary array's offsets.
+fn offsets_of(lens: impl Iterator<Item = usize>) -> PyResult<OffsetBuffer<i64>> {
+    let mut offsets = Vec::with_capacity(lens.size_hint().0 + 1);
+    let mut end = 0i64;
+    offsets.push(end);
+    for len in lens {
+        end = i64::try_from(len)
+            .ok()
+            .and_then(|len| end.checked_add(len))
+            .ok_or_else(|| PyValueError::new_err("a batch past the int64 range of offsets"))?;
+        offsets.push(end);
+    }
+    Ok(OffsetBuffer::new(ScalarBuffer::from(offsets)))
 }
 
 /// Column `name` of `sample` in `cache` (null where the cache has no such column).
@@ -414,31 +473,6 @@ fn column_value<'a>(
         .position(name)
         .and_then(|i| cache.metadata().value(sample, i))
         .unwrap_or(datasetrt::ValueRef::Null)
-}
-
-/// A column whose values are all bool, all int64 or all float64 (no null), packed little-endian
-/// with its dtype name (`"bool"`, `"int64"`, `"float64"`); `None` for any other column.
-fn packed_column<'a>(
-    mut values: impl Iterator<Item = datasetrt::ValueRef<'a>>,
-) -> Option<(&'static str, Vec<u8>)> {
-    use datasetrt::ValueRef;
-    let first = values.next()?;
-    let (dtype, width) = match first {
-        ValueRef::Bool(_) => ("bool", 1),
-        ValueRef::Int64(_) => ("int64", 8),
-        ValueRef::Float64(_) => ("float64", 8),
-        ValueRef::Null | ValueRef::Utf8(_) => return None,
-    };
-    let mut bytes = Vec::with_capacity(width * (values.size_hint().0 + 1));
-    for value in std::iter::once(first).chain(values) {
-        match (dtype, value) {
-            ("bool", ValueRef::Bool(v)) => bytes.push(u8::from(v)),
-            ("int64", ValueRef::Int64(v)) => bytes.extend_from_slice(&v.to_le_bytes()),
-            ("float64", ValueRef::Float64(v)) => bytes.extend_from_slice(&v.to_le_bytes()),
-            _ => return None,
-        }
-    }
-    Some((dtype, bytes))
 }
 
 /// The steps a batch method was given: a `range` (expanded here, with no Python int per step)
@@ -572,91 +606,123 @@ impl PyRankPlan {
             .collect())
     }
 
-    /// Reads `steps` (a `range` or a sequence of ints; GIL released) as one columnar batch,
-    /// with no Python object per sample: a dict of little-endian buffers, `payload` (a
-    /// bytearray of the payloads one after another), `offsets` (`len(steps) + 1` i64: payload
-    /// `i` is `payload[offsets[i]:offsets[i+1]]`), `keys` (u64 `(cache_id, sample_id)`
-    /// pairs), `padding` (one byte per step, 0 or 1), `steps` (i64), and `metadata`: column
-    /// name to `(dtype, bytearray)` for a bool/int64/float64 column without a null in the
-    /// batch (`dtype` is `"bool"`, `"int64"` or `"float64"`), else to a list of values (None
-    /// where a value is null or some cache lacks the column).
-    fn read_columnar<'py>(
-        &self,
-        py: Python<'py>,
-        steps: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    /// Reads `steps` (a `range` or a sequence of ints; GIL released) as one columnar batch:
+    /// an `ArrowBatch` (`pyarrow.record_batch(batch)` reads it without a copy) of one row per
+    /// step, with columns `payload` (large_binary), `key` (fixed-size list of two uint64:
+    /// cache_id, sample_id), `padding` (bool), `step` (int64) and `metadata` (a struct of
+    /// the dataset's metadata columns, each typed by its values: null where a value is null or
+    /// its cache lacks the column, a dense union where caches give it different types).
+    fn read_columnar(&self, py: Python<'_>, steps: &Bound<'_, PyAny>) -> PyResult<ArrowBatch> {
         let steps = steps_arg(steps)?;
         let (located, items) = self.locate_items(&steps)?;
         let (data, ranges) = read_copied(py, &items)?.map_err(|e| cache_error(py, &e))?;
-        let batch = PyDict::new(py);
-        batch.set_item("payload", pyo3::types::PyByteArray::new(py, &data))?;
-        let mut offsets = Vec::with_capacity((ranges.len() + 1) * 8);
-        offsets.extend_from_slice(&0i64.to_le_bytes());
-        for range in &ranges {
-            let end = i64::try_from(range.end)
-                .map_err(|_| PyValueError::new_err("payload offset out of range"))?;
-            offsets.extend_from_slice(&end.to_le_bytes());
-        }
-        batch.set_item("offsets", PyByteArray::new(py, &offsets))?;
-        self.columnar_columns(py, &batch, &steps, &located, &items)?;
-        Ok(batch)
+        let offsets = offsets_of(ranges.iter().map(ExactSizeIterator::len))?;
+        let payload = LargeBinaryArray::new(offsets, Buffer::from_vec(data), None);
+        let mut columns: Vec<(Field, ArrayRef)> = vec![(
+            Field::new("payload", DataType::LargeBinary, false),
+            Arc::new(payload),
+        )];
+        columns.extend(self.batch_columns(&steps, &located, &items)?);
+        arrow_batch(columns)
     }
 
     /// Checks `steps` (GIL released) like `read_columnar` but copies no uncompressed payload:
-    /// a dict with `shards` (the paths of the shard files this batch's payloads lie in),
-    /// `locations` (a bytearray of little-endian i64 triples `(shard, offset, length)` per
-    /// step: `length` bytes at `offset` of the file `shards[shard]`, or of `payload` when
-    /// `shard` is -1), `payload` (a bytearray of the decoded compressed payloads), and `keys`,
-    /// `padding`, `steps` and `metadata` as `read_columnar` gives them. For a reader that maps
-    /// the shard files itself.
-    fn read_located<'py>(
-        &self,
-        py: Python<'py>,
-        steps: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    /// an `ArrowBatch` with, per step, where its payload lies — `shard` (the path of its
+    /// shard file, dictionary-encoded; null for a payload stored compressed), `offset` and
+    /// `length` (its bytes in that file) and `decoded` (large_binary: the decoded payload of
+    /// a compressed one, else null) — then `key`, `padding`, `step` and `metadata` as
+    /// `read_columnar` gives them. For a reader that maps the shard files itself
+    /// (`_located_payloads`).
+    fn read_located(&self, py: Python<'_>, steps: &Bound<'_, PyAny>) -> PyResult<ArrowBatch> {
         let steps = steps_arg(steps)?;
         let (located, items) = self.locate_items(&steps)?;
         let dataset = &self.dataset;
         let (data, at) = read_batch(py, &items)?.map_err(|e| cache_error(py, &e))?;
-        // (cache, shard) -> its position in `paths`.
-        let mut shards: std::collections::HashMap<(usize, u64), usize> =
+        // (cache, shard) -> its key in the dictionary of paths.
+        let mut keys: std::collections::HashMap<(usize, u64), i32> =
             std::collections::HashMap::new();
-        let mut paths: Vec<std::path::PathBuf> = Vec::new();
-        let mut locations = Vec::with_capacity(at.len() * 24);
+        let mut paths = StringBuilder::new();
+        let mut shard_keys = Vec::with_capacity(at.len());
+        let mut offsets = Vec::with_capacity(at.len());
+        let mut lengths = Vec::with_capacity(at.len());
         let to_i64 =
             |v: u64| i64::try_from(v).map_err(|_| PyValueError::new_err("offset out of range"));
         for (&(cache, _, _, _), place) in located.iter().zip(&at) {
-            let (shard, offset, len) = match *place {
+            match *place {
                 Located::InShard {
                     shard, offset, len, ..
                 } => {
-                    let at = match shards.get(&(cache, shard)) {
-                        Some(&at) => at,
+                    let key = match keys.get(&(cache, shard)) {
+                        Some(&key) => key,
                         None => {
-                            let path = dataset.caches()[cache].cache.shard_path(shard).ok_or_else(
-                                || PyIndexError::new_err(format!("no shard {shard}")),
-                            )?;
-                            paths.push(path.to_path_buf());
-                            shards.insert((cache, shard), paths.len() - 1);
-                            paths.len() - 1
+                            let caches = dataset.caches();
+                            let path = caches[cache].cache.shard_path(shard).ok_or_else(|| {
+                                PyIndexError::new_err(format!("no shard {shard}"))
+                            })?;
+                            let text = path.to_str().ok_or_else(|| {
+                                PyValueError::new_err(format!(
+                                    "{}: a shard path that is not UTF-8 cannot cross in a batch",
+                                    path.display()
+                                ))
+                            })?;
+                            let key = i32::try_from(keys.len()).map_err(|_| {
+                                PyValueError::new_err("more shard files than a batch can name")
+                            })?;
+                            paths.append_value(text);
+                            keys.insert((cache, shard), key);
+                            key
                         }
                     };
-                    (to_i64(at as u64)?, to_i64(offset)?, to_i64(len as u64)?)
+                    shard_keys.push(Some(key));
+                    offsets.push(to_i64(offset)?);
+                    lengths.push(to_i64(len as u64)?);
                 }
                 Located::Buffer(ref range) => {
-                    (-1, to_i64(range.start as u64)?, to_i64(range.len() as u64)?)
+                    shard_keys.push(None);
+                    offsets.push(0);
+                    lengths.push(to_i64(range.len() as u64)?);
                 }
-            };
-            locations.extend_from_slice(&shard.to_le_bytes());
-            locations.extend_from_slice(&offset.to_le_bytes());
-            locations.extend_from_slice(&len.to_le_bytes());
+            }
         }
-        let batch = PyDict::new(py);
-        batch.set_item("shards", paths)?;
-        batch.set_item("locations", PyByteArray::new(py, &locations))?;
-        batch.set_item("payload", PyByteArray::new(py, &data))?;
-        self.columnar_columns(py, &batch, &steps, &located, &items)?;
-        Ok(batch)
+        let shards = DictionaryArray::<Int32Type>::try_new(
+            Int32Array::from(shard_keys),
+            Arc::new(paths.finish()),
+        )
+        .map_err(|e| PyValueError::new_err(format!("building the batch's shards: {e}")))?;
+        // The decoded payloads lie one after another in `data`, in step order.
+        let decoded_lens = at.iter().map(|place| match place {
+            Located::Buffer(range) => range.len(),
+            Located::InShard { .. } => 0,
+        });
+        let decoded_valid: arrow_buffer::NullBuffer = at
+            .iter()
+            .map(|place| matches!(place, Located::Buffer(_)))
+            .collect();
+        let decoded = LargeBinaryArray::new(
+            offsets_of(decoded_lens)?,
+            Buffer::from_vec(data),
+            Some(decoded_valid),
+        );
+        let mut columns: Vec<(Field, ArrayRef)> = vec![
+            (
+                Field::new("shard", shards.data_type().clone(), true),
+                Arc::new(shards),
+            ),
+            (
+                Field::new("offset", DataType::Int64, false),
+                Arc::new(Int64Array::from(offsets)),
+            ),
+            (
+                Field::new("length", DataType::Int64, false),
+                Arc::new(Int64Array::from(lengths)),
+            ),
+            (
+                Field::new("decoded", DataType::LargeBinary, true),
+                Arc::new(decoded),
+            ),
+        ];
+        columns.extend(self.batch_columns(&steps, &located, &items)?);
+        arrow_batch(columns)
     }
 
     /// Reads `steps` (GIL released) and returns their samples in order, each with `key`,

@@ -9,8 +9,13 @@
 //! ([`HandlePool::capacity`](datasetrt::HandlePool::capacity) entries per table), so the
 //! mappings this module keeps alive are bounded as the pool's are.
 
+use crate::arrow::ArrowBatch;
 use crate::errors::{io_file_error, obj, path_obj, with_attrs, CorruptCacheError};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int32Type, Int64Type};
+use arrow_array::{Array, DictionaryArray, Int64Array, LargeBinaryArray, RecordBatch};
 use datasetrt::{FileMap, HandlePool};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyMemoryView, PySlice};
 use std::collections::{BTreeMap, HashMap};
@@ -254,4 +259,201 @@ pub(crate) fn set_max_open_shards(n: usize) -> PyResult<()> {
 #[pyfunction]
 pub(crate) fn open_shard_handles() -> usize {
     HandlePool::global().admitted()
+}
+/// The payloads of one `RankPlan.read_located` batch, as a sequence: `views[i]` is a
+/// read-only memoryview slice of its source (a mapped shard file, or the batch's buffer of
+/// decoded payloads), made when it is asked for (zero-copy; nothing is kept per sample but
+/// its location). Built by `_located_payloads`.
+#[pyclass(module = "datasetrt", name = "PayloadViews", frozen, sequence)]
+pub(crate) struct PayloadViews {
+    sources: Vec<Py<PyAny>>,
+    /// (source, start, end), checked against the source's length.
+    ranges: Vec<(usize, isize, isize)>,
+}
+
+impl PayloadViews {
+    fn view<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyAny>> {
+        let (source, start, end) = self.ranges[i];
+        self.sources[source]
+            .bind(py)
+            .get_item(pyo3::types::PySlice::new(py, start, end, 1))
+    }
+}
+
+#[pymethods]
+impl PayloadViews {
+    fn __len__(&self) -> usize {
+        self.ranges.len()
+    }
+
+    fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyAny>> {
+        let len = isize::try_from(self.ranges.len()).unwrap_or(isize::MAX);
+        let at = if index < 0 { index + len } else { index };
+        if !(0..len).contains(&at) {
+            return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "payload index {index} out of range for a batch of {len}"
+            )));
+        }
+        self.view(py, at.unsigned_abs())
+    }
+
+    fn __iter__(slf: Py<Self>) -> PayloadViewsIter {
+        PayloadViewsIter {
+            views: slf,
+            next: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("PayloadViews(<{} payloads>)", self.ranges.len())
+    }
+}
+
+/// Iterates a `PayloadViews`.
+#[pyclass(module = "datasetrt", name = "PayloadViewsIter", frozen)]
+pub(crate) struct PayloadViewsIter {
+    views: Py<PayloadViews>,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+#[pymethods]
+impl PayloadViewsIter {
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let views = self.views.get();
+        let i = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if i >= views.ranges.len() {
+            self.next
+                .store(views.ranges.len(), std::sync::atomic::Ordering::Relaxed);
+            return Ok(None);
+        }
+        views.view(py, i).map(Some)
+    }
+}
+
+/// `_located_payloads(batch, identities=None)`: the payloads a `RankPlan.read_located` batch
+/// names, as a `PayloadViews` sequence: slices of the shard files its `shard` column names
+/// (mapped with [`_shard_view`], `identities[i]` being what a DataLoader worker saw of the
+/// `i`-th file of that column's dictionary) or of its `decoded` payloads. Each range is checked
+/// here to lie within its file (a shard file shorter than its record raises
+/// `CorruptCacheError`).
+#[pyfunction]
+#[pyo3(signature = (batch, identities = None))]
+pub(crate) fn _located_payloads<'py>(
+    py: Python<'py>,
+    batch: &Bound<'py, ArrowBatch>,
+    identities: Option<Vec<Identity>>,
+) -> PyResult<PayloadViews> {
+    let located = LocatedColumns::of(&batch.get().batch)?;
+    let paths = located.shards.values().as_string::<i32>();
+    if identities
+        .as_ref()
+        .is_some_and(|ids| ids.len() != paths.len())
+    {
+        return Err(PyValueError::new_err(format!(
+            "{} identities for the {} shard files of the batch",
+            identities.map_or(0, |ids| ids.len()),
+            paths.len()
+        )));
+    }
+    let mut sources = Vec::with_capacity(paths.len() + 1);
+    let mut lens = Vec::with_capacity(paths.len() + 1);
+    for (i, path) in paths.iter().enumerate() {
+        let path = PathBuf::from(path.unwrap_or_default());
+        let identity = identities.as_ref().map(|ids| ids[i]);
+        let view = _shard_view(py, path, identity)?;
+        lens.push(view.len()?);
+        sources.push(view.unbind());
+    }
+    // The decoded payloads, viewed where the batch holds them (the batch is the owner).
+    let (address, len) = crate::arrow::values_address(located.decoded);
+    let decoded = if len == 0 {
+        PyMemoryView::from(&pyo3::types::PyBytes::new(py, b""))?.into_any()
+    } else {
+        let buffer = py
+            .import("pyarrow")?
+            .call_method1("foreign_buffer", (address, len, batch))?;
+        PyMemoryView::from(&buffer)?.call_method1("cast", ("B",))?
+    };
+    let last = sources.len();
+    sources.push(decoded.unbind());
+    lens.push(len);
+    let mut ranges = Vec::with_capacity(located.offsets.len());
+    for row in 0..located.offsets.len() {
+        let (at, start, end) = if located.shards.is_valid(row) {
+            let key = located.shards.keys().value(row);
+            let at = usize::try_from(key).unwrap_or(usize::MAX);
+            let (offset, length) = (located.offsets.value(row), located.lengths.value(row));
+            let range = isize::try_from(offset)
+                .ok()
+                .zip(isize::try_from(length).ok())
+                .filter(|&(o, n)| o >= 0 && n >= 0)
+                .and_then(|(o, n)| Some((o, o.checked_add(n)?)));
+            match range {
+                Some((start, end)) if lens.get(at).is_some_and(|&l| end.unsigned_abs() <= l) => {
+                    (at, start, end)
+                }
+                _ => {
+                    let reason = format!(
+                        "a payload at {offset} (+{length}) lies past the end of its mapped shard \
+                         ({} bytes): the shard file changed after it was checked",
+                        lens.get(at).copied().unwrap_or(0)
+                    );
+                    let path = PathBuf::from(paths.value(at.min(paths.len().saturating_sub(1))));
+                    return Err(changed(py, &path, reason));
+                }
+            }
+        } else {
+            let bounds = located.decoded.value_offsets();
+            let to = |v: i64| isize::try_from(v).unwrap_or(isize::MAX);
+            (last, to(bounds[row]), to(bounds[row + 1]))
+        };
+        ranges.push((at, start, end));
+    }
+    Ok(PayloadViews { sources, ranges })
+}
+
+/// The location columns of a `read_located` batch, checked for their types.
+struct LocatedColumns<'a> {
+    shards: &'a DictionaryArray<Int32Type>,
+    offsets: &'a Int64Array,
+    lengths: &'a Int64Array,
+    decoded: &'a LargeBinaryArray,
+}
+
+impl<'a> LocatedColumns<'a> {
+    fn of(batch: &'a RecordBatch) -> PyResult<Self> {
+        let column = |name: &str| {
+            batch.column_by_name(name).ok_or_else(|| {
+                PyValueError::new_err(format!("not a located batch: no `{name}` column"))
+            })
+        };
+        let wrong = |name: &str| {
+            PyValueError::new_err(format!(
+                "a located batch's `{name}` column has another type"
+            ))
+        };
+        let shards = column("shard")?
+            .as_dictionary_opt::<Int32Type>()
+            .filter(|d| d.values().as_string_opt::<i32>().is_some())
+            .ok_or_else(|| wrong("shard"))?;
+        let offsets = column("offset")?
+            .as_primitive_opt::<Int64Type>()
+            .ok_or_else(|| wrong("offset"))?;
+        let lengths = column("length")?
+            .as_primitive_opt::<Int64Type>()
+            .ok_or_else(|| wrong("length"))?;
+        let decoded = column("decoded")?
+            .as_binary_opt::<i64>()
+            .ok_or_else(|| wrong("decoded"))?;
+        Ok(Self {
+            shards,
+            offsets,
+            lengths,
+            decoded,
+        })
+    }
 }

@@ -160,6 +160,41 @@ def test_metadata_of_a_new_cache_equals_pyarrow(tmp_path):
     assert expected.num_rows == 300
 
 
+def _mapping_of(address: int) -> str | None:
+    """The file mapped at ``address`` in this process (from /proc/self/maps), if any."""
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split(maxsplit=5)
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            if start <= address < end:
+                return fields[5].strip() if len(fields) == 6 else None
+    return None
+
+
+def test_metadata_is_the_mapped_file_not_a_copy(tmp_path):
+    n = 60_000
+    with datasetrt.CacheWriter(
+        tmp_path / "c", source="c", schema={"label": "int64", "score": "float64"}
+    ) as w:
+        for i in range(n):
+            w.add(b"x", label=i, score=i / 2)
+    cache = datasetrt.Cache(tmp_path / "c")
+    before = pa.total_allocated_bytes()
+    table = cache.metadata()
+    # pyarrow allocated nothing for 2 x 8 x 60,000 bytes of columns: they are the file's.
+    assert pa.total_allocated_bytes() - before < 64 * 1024
+    assert table.num_rows == n and table.column("label").to_pylist()[-3:] == [n - 3, n - 2, n - 1]
+    for chunk in table.column("score").chunks:
+        values = chunk.buffers()[1]
+        assert str(_mapping_of(values.address)).endswith("/c/metadata.arrow")
+    # The table keeps the file mapped after the cache is gone.
+    del cache
+    import gc
+
+    gc.collect()
+    assert table.column("score").to_pylist()[:3] == [0.0, 0.5, 1.0]
+
+
 def test_metadata_is_lazy_and_repr(cache_path):
     cache = datasetrt.Cache(cache_path)
     s = cache[3]

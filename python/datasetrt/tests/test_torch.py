@@ -1,9 +1,11 @@
 """datasetrt.torch.StreamingDataset with real PyTorch: DataLoader workers, DDP, resume."""
 
 import os
+import pickle
 import socket
 from typing import Any
 
+import pyarrow as pa
 import pytest
 import torch
 import torch.distributed as dist
@@ -466,7 +468,7 @@ def test_locations_transfer_resumes_with_other_num_workers(caches):
     assert first + items(again) == full
 
 
-def test_columnar_reads_take_ranges_and_pack_every_column_without_objects(caches):
+def test_columnar_reads_take_ranges_and_cross_as_arrow_without_objects(caches):
     plan = StreamingDataset(
         caches, batch_size=64, collate="columnar", rank=0, world_size=1, seed=3
     )._plan()
@@ -475,24 +477,62 @@ def test_columnar_reads_take_ranges_and_pack_every_column_without_objects(caches
     by_list = plan.read_columnar(list(range(5, n, 3)))
     assert by_range == by_list
     assert plan.read_located(range(0, 7)) == plan.read_located([0, 1, 2, 3, 4, 5, 6])
-    # Buffers, not one Python object per sample.
-    for name in ("payload", "offsets", "keys", "padding", "steps"):
-        assert isinstance(by_range[name], bytearray), name
-    assert len(by_range["padding"]) == len(range(5, n, 3))
-    assert {k: v[0] for k, v in by_range["metadata"].items() if isinstance(v, tuple)} == {
-        "label": "int64",
-        "score": "float64",
-        "flag": "bool",
+    # One Arrow record batch, not one Python object per sample.
+    record = pa.record_batch(by_range)
+    assert record.schema.names == ["payload", "key", "padding", "step", "metadata"]
+    assert record.column("payload").type == pa.large_binary()
+    assert record.column("key").type == pa.list_(pa.field("item", pa.uint64(), False), 2)
+    assert record.column("step").to_pylist() == list(range(5, n, 3))
+    metadata = record.column("metadata").type
+    assert {f.name: f.type for f in metadata} == {
+        "label": pa.int64(),
+        "score": pa.float64(),
+        "flag": pa.bool_(),
+        "name": pa.string(),
     }
-    assert isinstance(by_range["metadata"]["name"], list)  # nullable utf8 stays a list
     batch = ColumnarBatch(by_range)
+    assert batch.arrow.equals(record)
     assert batch["steps"].tolist() == list(range(5, n, 3))
     assert not batch["padding"].any()
+    # The tensors are views of the batch's Arrow buffers.
+    assert batch["payload"].data_ptr() == record.column("payload").buffers()[2].address
+    assert batch["keys"].data_ptr() == record.column("key").values.buffers()[1].address
+    label = record.column("metadata").field("label")
+    assert batch["metadata"]["label"].data_ptr() == label.buffers()[1].address
+    assert isinstance(batch["metadata"]["name"], list)  # nullable utf8 stays a list
+    # A pickled batch (how a DataLoader worker hands it over) is the same batch.
+    again = pickle.loads(pickle.dumps(by_range))
+    assert again == by_range and pa.record_batch(again).equals(record)
     plan.will_need(range(0, n))  # a hint: a no-op for local caches
     with pytest.raises(ValueError):
         plan.read_columnar(range(4, 0, -1))
     with pytest.raises(IndexError):
         plan.read_columnar(range(n, n + 1))
+
+
+def test_a_column_of_different_types_across_caches_is_a_union(tmp_path):
+    with datasetrt.CacheWriter(tmp_path / "ints", source="ints", schema={"v": "int64"}) as w:
+        for i in range(4):
+            w.add(b"i%d" % i, v=i)
+    schema = {"v": "utf8", "w": "bool?"}
+    with datasetrt.CacheWriter(tmp_path / "texts", source="texts", schema=schema) as w:
+        for i in range(3):
+            w.add(b"t%d" % i, v=f"s{i}", w=None)
+    ds = StreamingDataset(
+        [str(tmp_path / "ints"), str(tmp_path / "texts")],
+        batch_size=7,
+        collate="columnar",
+        rank=0,
+        world_size=1,
+        shuffle="none",
+    )
+    (batch,) = list(DataLoader(ds, batch_size=None, num_workers=0))
+    record = batch.arrow
+    assert pa.types.is_union(record.column("metadata").type.field("v").type)
+    assert record.column("metadata").type.field("w").type == pa.null()
+    expected = {bytes(p): v for p, v in zip(batch["payloads"], batch["metadata"]["v"])}
+    assert expected == {b"i%d" % i: i for i in range(4)} | {b"t%d" % i: f"s{i}" for i in range(3)}
+    assert batch["metadata"]["w"] == [None] * 7
 
 
 def test_locations_transfer_options_and_a_cut_shard(tmp_path):
@@ -506,17 +546,16 @@ def test_locations_transfer_options_and_a_cut_shard(tmp_path):
     )
     plan = ds._plan()
     raw = plan.read_located(list(range(len(plan))))
-    import pickle
-
     batch = pickle.loads(pickle.dumps(ColumnarBatch(raw)))
     # A mapping of the shard file as it is now (another process maps it for itself).
     import datasetrt.torch as dt
 
     _clear_shard_views()
-    shard = str(raw["shards"][0])
+    shards = dt._shard_paths(raw)
+    shard = shards[0]
     # What a worker saw of the shard file: the training process maps that file or refuses.
-    seen = dt._shard_identities(raw["shards"])
-    checked = ColumnarBatch({**raw, "shard_identities": seen})
+    seen = dt._shard_identities(shards)
+    checked = ColumnarBatch(raw, seen)
     assert bytes(checked["payloads"][0]) == payload(int(checked["keys"][0][1]))
     with open(shard, "rb") as f:
         original = f.read()
@@ -524,11 +563,11 @@ def test_locations_transfer_options_and_a_cut_shard(tmp_path):
         f.write(original[::-1])
     os.replace(shard + ".new", shard)  # another file at the same path
     # This process still maps the file the worker checked: its bytes, not the new file's.
-    again = ColumnarBatch({**raw, "shard_identities": seen})
+    again = ColumnarBatch(raw, seen)
     assert bytes(again["payloads"][0]) == payload(int(again["keys"][0][1]))
     _clear_shard_views()  # a process that maps it now finds another file
     with pytest.raises(datasetrt.CorruptCacheError) as info:
-        ColumnarBatch({**raw, "shard_identities": seen})["payloads"]
+        ColumnarBatch(raw, seen)["payloads"]
     assert "changed" in info.value.reason
     with open(shard + ".new", "wb") as f:
         f.write(original)

@@ -16,22 +16,22 @@ taken with any ``num_workers`` (then build a new loader over the dataset with an
 
 from __future__ import annotations
 
-import array
 import os
-import sys
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any, Callable
 
+import numpy
+import pyarrow as pa
 import torch
 import torch.utils.data
 
 from ._native import (
     REMOTE_DEFAULTS,
+    ArrowBatch,
     Dataset,
-    PayloadViews,
     RankPlan,
-    _payload_views,
-    _shard_view,
+    _located_payloads,
 )
 
 __all__ = ["ColumnarBatch", "StreamingDataset", "rank_and_world_size", "ranks_per_node_of"]
@@ -365,9 +365,8 @@ class StreamingDataset(torch.utils.data.IterableDataset):
                 # caches).
                 plan.hint_ahead(wanted.start, wanted.stop)
                 if self.transfer == "locations":
-                    raw = plan.read_located(wanted)
-                    raw["shard_identities"] = _shard_identities(raw["shards"])
-                    batch = ColumnarBatch(raw)
+                    located = plan.read_located(wanted)
+                    batch = ColumnarBatch(located, _shard_identities(_shard_paths(located)))
                 else:
                     batch = ColumnarBatch(plan.read_columnar(wanted))
                 progress["chunks_done"] += 1
@@ -467,45 +466,59 @@ class StreamingDataset(torch.utils.data.IterableDataset):
             )
 
 
-def _tensor(data: bytearray, dtype: torch.dtype) -> torch.Tensor:
-    """A tensor over ``data``, without a copy. The native module packs little-endian values,
-    which is the byte order of every platform PyTorch ships for."""
-    return torch.frombuffer(data, dtype=dtype) if len(data) else torch.empty(0, dtype=dtype)
+def _tensor(buffer: pa.Buffer | None, dtype: torch.dtype, count: int) -> torch.Tensor:
+    """A tensor of the first ``count`` values of an Arrow buffer, over its memory (no copy).
+    Arrow buffers are immutable and torch has no read-only tensor, so torch warns; the tensor
+    shares the memory of its batch alone, which nothing else reads."""
+    if count == 0 or buffer is None:
+        return torch.empty(0, dtype=dtype)
+    values = numpy.frombuffer(buffer, dtype=_NUMPY_TYPES[dtype], count=count)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return torch.from_numpy(values)
 
 
-_BIG_ENDIAN = sys.byteorder == "big"
-_PACKED_DTYPES = {"bool": torch.bool, "int64": torch.int64, "float64": torch.float64}
+_NUMPY_TYPES = {
+    torch.uint8: "uint8",
+    torch.int64: "int64",
+    torch.uint64: "uint64",
+    torch.float64: "float64",
+}
 
 
-def _int64s(data: bytearray) -> Sequence[int]:
-    """Little-endian i64 values as a sequence of ints, without a copy on little-endian hosts."""
-    if not _BIG_ENDIAN:
-        return memoryview(data).cast("q")
-    values = array.array("q", bytes(data))
-    values.byteswap()
-    return values
+def _bools(array: pa.Array) -> torch.Tensor:
+    """A bool tensor of an Arrow boolean array (Arrow packs bits, torch a byte per value: a
+    copy of one byte per row)."""
+    return torch.from_numpy(array.to_numpy(zero_copy_only=False))
+
+
+_ZERO_COPY_TYPES = {pa.int64(): torch.int64, pa.float64(): torch.float64}
+
+
+def _column(array: pa.Array) -> torch.Tensor | list[Any]:
+    """A metadata column of a batch: a tensor for a bool, int64 or float64 column without a
+    null, else a list of its values (None where null)."""
+    if array.null_count == 0:
+        dtype = _ZERO_COPY_TYPES.get(array.type)
+        if dtype is not None and array.offset == 0:
+            return _tensor(array.buffers()[1], dtype, len(array))
+        if array.type == pa.bool_():
+            return _bools(array)
+    return array.to_pylist()
 
 
 def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+def _shard_paths(located: ArrowBatch) -> list[str]:
+    """The shard files a ``RankPlan.read_located`` batch names (its ``shard`` dictionary)."""
+    return pa.record_batch(located).column("shard").dictionary.to_pylist()
+
+
 def _shard_identities(paths: Sequence[Any]) -> list[tuple[int, int, int, int]]:
     """What a worker saw of each shard file it checked: (device, inode, size, mtime)."""
     return [_identity(os.stat(p)) for p in paths]
-
-
-def _located_payloads(raw: dict[str, Any]) -> PayloadViews:
-    """The payloads of a ``RankPlan.read_located`` batch: zero-copy slices of the mapped
-    shard files (or of the batch's buffer of decoded payloads)."""
-    identities = raw.get("shard_identities") or [None] * len(raw["shards"])
-    # Mapped by the native module (no descriptor kept), the most recently used kept for reuse
-    # up to max_open_shards(); a file that is not the one the worker checked raises
-    # CorruptCacheError.
-    sources = [_shard_view(path, ident) for path, ident in zip(raw["shards"], identities)]
-    sources.append(memoryview(raw["payload"]))
-    # Little-endian i64 triples (shard, offset, length), whatever the host.
-    return _payload_views(sources, bytes(raw["locations"]))
 
 
 class ColumnarBatch:
@@ -515,27 +528,31 @@ class ColumnarBatch:
     read-only ``memoryview`` per sample, zero-copy), ``keys`` (uint64, shape ``(len, 2)``: cache_id,
     sample_id), ``padding`` (bool), ``steps`` (int64) and ``metadata`` (column name to a
     tensor for bool, int64 and float64 columns without nulls in the batch, of that dtype,
-    else a list).
+    else a list). ``arrow`` is the batch itself, a ``pyarrow.RecordBatch`` (the tensors are
+    views of its buffers).
 
-    It crosses from a DataLoader worker to the training process as a few byte buffers (one
+    It crosses from a DataLoader worker to the training process as one Arrow IPC stream (one
     pickle, no shared-memory segment per tensor); the tensors are made on first access,
-    without copying the payload buffer. With ``transfer="locations"`` it carries where the
-    payloads lie instead of their bytes: ``payloads`` are then slices of the shard files
-    mapped in the receiving process, and ``payload`` / ``offsets`` are built from them (a copy).
+    without copying the buffers. With ``transfer="locations"`` it carries where the payloads
+    lie instead of their bytes: ``payloads`` are then slices of the shard files mapped in the
+    receiving process, and ``payload`` / ``offsets`` are built from them (a copy).
     """
 
-    __slots__ = ("_raw", "_cache")
+    __slots__ = ("_batch", "_identities", "_cache")
     _NAMES = ("payload", "offsets", "payloads", "keys", "padding", "steps", "metadata")
 
-    def __init__(self, raw: dict[str, Any]) -> None:
-        self._raw = raw
+    def __init__(
+        self, batch: ArrowBatch, identities: list[tuple[int, int, int, int]] | None = None
+    ) -> None:
+        self._batch = batch
+        self._identities = identities
         self._cache: dict[str, Any] = {}
 
     def __reduce__(self):
-        return (ColumnarBatch, (self._raw,))
+        return (ColumnarBatch, (self._batch, self._identities))
 
     def __len__(self) -> int:
-        return len(self._raw["padding"])
+        return len(self._batch)
 
     def keys(self):
         return list(self._NAMES)
@@ -543,26 +560,37 @@ class ColumnarBatch:
     def __contains__(self, name: str) -> bool:
         return name in self._NAMES
 
+    @property
+    def arrow(self) -> pa.RecordBatch:
+        """The batch as a ``pyarrow.RecordBatch``, over the same memory."""
+        record = self._cache.get("arrow")
+        if record is None:
+            record = self._cache["arrow"] = pa.record_batch(self._batch)
+        return record
+
     def __getitem__(self, name: str) -> Any:
         if name in self._cache:
             return self._cache[name]
-        raw = self._raw
-        located = "locations" in raw
+        record = self.arrow
+        located = "shard" in record.schema.names
+        rows = len(record)
         value: Any
         if name == "payloads":
             if located:
-                value = _located_payloads(raw)
+                value = _located_payloads(self._batch, self._identities)
             else:
-                whole = memoryview(raw["payload"])
-                bounds = _int64s(raw["offsets"])
+                whole = memoryview(self["payload"].numpy())
+                bounds = self["offsets"].tolist()
                 value = [whole[a:b] for a, b in zip(bounds, bounds[1:])]
         elif name == "payload":
             if located:
-                value = _tensor(bytearray(b"".join(self["payloads"])), torch.uint8)
+                value = torch.frombuffer(bytearray(b"".join(self["payloads"])), dtype=torch.uint8)
             else:
-                value = _tensor(raw["payload"], torch.uint8)
+                end = int(self["offsets"][-1])
+                value = _tensor(record.column("payload").buffers()[2], torch.uint8, end)
         elif name == "keys":
-            value = _tensor(raw["keys"], torch.uint64).view(-1, 2)
+            keys = record.column("key").values
+            value = _tensor(keys.buffers()[1], torch.uint64, 2 * rows).view(-1, 2)
         elif name == "offsets":
             if located:
                 bounds = [0]
@@ -570,31 +598,28 @@ class ColumnarBatch:
                     bounds.append(bounds[-1] + len(p))
                 value = torch.tensor(bounds, dtype=torch.int64)
             else:
-                value = _tensor(raw["offsets"], torch.int64)
+                value = _tensor(record.column("payload").buffers()[1], torch.int64, rows + 1)
         elif name == "padding":
-            value = _tensor(raw["padding"], torch.bool)
+            value = _bools(record.column("padding"))
         elif name == "steps":
-            value = _tensor(raw["steps"], torch.int64)
+            value = _tensor(record.column("step").buffers()[1], torch.int64, rows)
         elif name == "metadata":
-            value = {}
-            for column, values in raw["metadata"].items():
-                if isinstance(values, tuple):  # (dtype, packed little-endian values)
-                    dtype, data = values
-                    value[column] = _tensor(data, _PACKED_DTYPES[dtype])
-                else:
-                    value[column] = values
+            metadata = record.column("metadata")
+            value = {
+                field.name: _column(metadata.field(i)) for i, field in enumerate(metadata.type)
+            }
         else:
             raise KeyError(name)
         self._cache[name] = value
         return value
 
     def __repr__(self) -> str:
-        raw = self._raw
-        if "locations" in raw:
-            return (
-                f"ColumnarBatch(<{len(self)} samples, located in {len(raw['shards'])} shard files>)"
-            )
-        return f"ColumnarBatch(<{len(self)} samples, {len(raw['payload'])} payload bytes>)"
+        record = self.arrow
+        if "shard" in record.schema.names:
+            shards = len(record.column("shard").dictionary)
+            return f"ColumnarBatch(<{len(self)} samples, located in {shards} shard files>)"
+        end = int(self["offsets"][-1])
+        return f"ColumnarBatch(<{len(self)} samples, {end} payload bytes>)"
 
 
 def _find_states(obj: Any) -> Iterator[dict[str, Any]]:
