@@ -64,6 +64,14 @@ pub enum DatasetError {
     /// A prefetch worker stopped before delivering its sample (it panicked).
     #[error("a prefetch worker stopped unexpectedly")]
     WorkerStopped,
+    /// The wait for a prefetch worker's sample was given up because the process's interrupt
+    /// hook asked ([`durable_fs::set_wait_interrupt`]; Ctrl-C in Python). The step is not
+    /// consumed: the next call waits for it again.
+    #[error("waiting for step {step} was interrupted")]
+    Interrupted {
+        /// The step waited for.
+        step: u64,
+    },
     /// Saving a sample table failed; any previous file at the path is intact.
     #[error("saving sample table: {0}")]
     TableWrite(#[from] durable_fs::PublishError),
@@ -83,6 +91,7 @@ impl DatasetError {
             Self::Plan(_) => "plan",
             Self::SkippedAfterError { .. } => "skipped_after_error",
             Self::WorkerStopped => "worker_stopped",
+            Self::Interrupted { .. } => "interrupted",
             Self::TableWrite(_) => "table_write",
         }
     }
@@ -100,7 +109,8 @@ impl DatasetError {
             Self::UnknownCache { .. }
             | Self::Plan(_)
             | Self::SkippedAfterError { .. }
-            | Self::WorkerStopped => None,
+            | Self::WorkerStopped
+            | Self::Interrupted { .. } => None,
         }
     }
 
@@ -136,6 +146,7 @@ impl DatasetError {
                 failed_step: 3,
             },
             Self::WorkerStopped,
+            Self::Interrupted { step: 12 },
             Self::TableWrite(durable_fs::PublishError {
                 target: PathBuf::from("/tables/t.arrow"),
                 step: durable_fs::PublishStep::Rename,
@@ -153,6 +164,7 @@ impl DatasetError {
                 | Self::Plan(_)
                 | Self::SkippedAfterError { .. }
                 | Self::WorkerStopped
+                | Self::Interrupted { .. }
                 | Self::TableWrite(_) => {}
             }
         }

@@ -389,6 +389,8 @@ type Worker = (Receiver<Chunk>, JoinHandle<()>);
 pub struct Loader {
     steps: Arc<Steps>,
     next_step: u64,
+    /// Chunks the read-ahead has been told are yielded.
+    finished_chunks: u64,
     len: u64,
     inline: Scratch,
     ready: Chunk,
@@ -442,6 +444,7 @@ impl Loader {
         Ok(Self {
             steps,
             next_step: 0,
+            finished_chunks: 0,
             len,
             inline: Scratch::default(),
             ready: VecDeque::new(),
@@ -557,6 +560,30 @@ fn spawn_worker(steps: &Arc<Steps>, first: u64, stride: u64, len: u64, queue: us
     (receiver, handle)
 }
 
+/// Why a chunk was not received.
+enum Received {
+    /// The process's interrupt hook asked the wait to stop.
+    Interrupted,
+    /// The worker is gone.
+    Stopped,
+}
+
+/// The next chunk from `receiver`, asking the process's interrupt hook between polls: a
+/// worker may wait minutes on a store, and only the waiting thread can hear Ctrl-C.
+fn receive<T>(receiver: &Receiver<T>) -> Result<T, Received> {
+    use std::sync::mpsc::RecvTimeoutError;
+    loop {
+        match receiver.recv_timeout(durable_fs::INTERRUPT_POLL) {
+            Ok(value) => return Ok(value),
+            Err(RecvTimeoutError::Disconnected) => return Err(Received::Stopped),
+            Err(RecvTimeoutError::Timeout) if durable_fs::wait_interrupted() => {
+                return Err(Received::Interrupted)
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+    }
+}
+
 impl Iterator for Loader {
     type Item = Result<LoadedSample, DatasetError>;
 
@@ -565,13 +592,14 @@ impl Iterator for Loader {
             return None;
         }
         let step = self.next_step;
-        self.next_step += 1;
         if self.ready.is_empty() {
             let chunk = self.steps.chunk_of(step);
-            // Every chunk before this one is fully yielded.
-            if chunk > 0 {
+            // Every chunk before this one is fully yielded (said once, also when the wait for
+            // this one is interrupted and asked again).
+            if chunk > 0 && self.finished_chunks < chunk {
                 let done = self.steps.chunk_range(chunk - 1, self.len);
                 self.steps.read_ahead.finish(done.end - done.start);
+                self.finished_chunks = chunk;
             }
             if self.workers.is_empty() {
                 self.ready = self
@@ -581,12 +609,16 @@ impl Iterator for Loader {
                 // Worker `chunk % n` produces exactly the chunks congruent to it, in order, so
                 // receiving round-robin restores the plan's order without a reorder buffer.
                 let worker = usize::try_from(chunk % self.workers.len() as u64).unwrap_or(0);
-                match self.workers[worker].0.recv() {
+                match receive(&self.workers[worker].0) {
                     Ok(samples) => self.ready = samples,
-                    Err(_) => return Some(Err(DatasetError::WorkerStopped)),
+                    Err(Received::Interrupted) => {
+                        return Some(Err(DatasetError::Interrupted { step }))
+                    }
+                    Err(Received::Stopped) => return Some(Err(DatasetError::WorkerStopped)),
                 }
             }
         }
+        self.next_step += 1;
         Some(
             self.ready
                 .pop_front()

@@ -69,13 +69,12 @@ compile_error!("dsrt-shard-cache needs Unix flock semantics");
 
 mod cache;
 mod error;
-mod interrupt;
 mod lock;
 mod rel;
 mod sink;
 mod unpublished; // checked downloads still being published, for this process's readers
 
 pub use cache::{CacheLimits, CachedFile, Publication, ShardCache};
+pub use durable_fs::set_wait_interrupt;
 pub use error::{FetchError, ShardCacheError};
-pub use interrupt::set_wait_interrupt;
 pub use sink::FetchSink;

@@ -48,7 +48,7 @@ pub(crate) struct Backoff {
 impl Backoff {
     /// Waits of 1, 2, 4, ... ms, at most 100 ms: for room in the cache, which frees slowly.
     pub(crate) fn new() -> Self {
-        Self::with_cap(Duration::from_millis(100))
+        Self::with_cap(durable_fs::INTERRUPT_POLL)
     }
 
     /// Waits of 1, 2, 4, ... ms, at most `cap`.
@@ -62,7 +62,7 @@ impl Backoff {
     /// Sleeps the next step, unless the process's interrupt hook asks the wait for
     /// `waiting_for` to stop.
     pub(crate) fn sleep(&mut self, waiting_for: &Path) -> Result<(), crate::ShardCacheError> {
-        if crate::interrupt::requested() {
+        if durable_fs::wait_interrupted() {
             return Err(crate::ShardCacheError::Interrupted {
                 path: waiting_for.to_path_buf(),
             });

@@ -7,7 +7,8 @@
 //! temp file in the target's directory, write, flush, fsync, rename over the target, fsync the
 //! directory. Every step goes through the [`FileSystem`] trait so tests can fail each one.
 //! And locking files and directories ([`DirLock`], [`lock_file`]) the one way both stacks
-//! need: `EINTR` retried, released before close so a forked child cannot hold it on.
+//! need: `EINTR` retried, released before close so a forked child cannot hold it on. And the
+//! process's one wait-interrupt hook ([`set_wait_interrupt`]) that every long wait asks.
 //!
 //! What it is not for: streaming large files (writers stream their own and call
 //! [`FileSystem::sync_dir`] here), or deciding what a lock protects: that is each protocol's.
@@ -16,12 +17,14 @@
 #![forbid(unsafe_code)]
 
 mod cancel;
+mod interrupt;
 mod lock;
 mod publish;
 mod std_fs;
 mod temp_name;
 
 pub use cancel::CancelToken;
+pub use interrupt::{set_wait_interrupt, wait_interrupted, INTERRUPT_POLL};
 pub use lock::{lock_file, try_lock_file, unlock_file, DirLock, LockMode};
 pub use publish::{publish, publish_cancellable, PublishError, PublishStep, Published};
 pub use std_fs::StdFileSystem;

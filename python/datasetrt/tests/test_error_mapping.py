@@ -41,6 +41,7 @@ EXPECTED = {
     "DatasetError::Plan": ("DatasetError", "plan"),
     "DatasetError::SkippedAfterError": ("DatasetError", "skipped_after_error"),
     "DatasetError::WorkerStopped": ("DatasetError", "worker_stopped"),
+    "DatasetError::Interrupted": ("DatasetError", "interrupted"),
     "DatasetError::TableWrite": ("DatasetError", "table_write"),
     "RemoteError::Location": ("RemoteError", "location"),
     "RemoteError::Store(not_found)": ("RemoteError", "not_found"),

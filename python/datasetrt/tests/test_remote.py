@@ -298,7 +298,7 @@ def test_columnar_locations_send_remote_payloads_as_bytes(tmp_path, s3_prefix):
     ds = StreamingDataset(mixed, transfer="locations", cache_dir=tmp_path / "lc", **kw)
     shards = set()
     for batch in DataLoader(ds, batch_size=None, num_workers=2):
-        shards.update(batch._raw["shards"])
+        shards.update(batch.arrow.column("shard").dictionary.to_pylist())
     assert shards and all(pathlib.Path(s).parent.parent == local_b for s in shards)
 
 
