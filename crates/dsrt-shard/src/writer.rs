@@ -55,18 +55,39 @@ impl ShardSetWriter {
     pub fn append(&mut self, envelope_json: &[u8], payload: &[u8]) -> io::Result<IndexRow> {
         // Only a compressed payload needs a staging copy; a plain one goes straight to the
         // shard's buffer.
+        let mut compressed = std::mem::take(&mut self.compressed);
         let stored: &[u8] = match self.algo {
             CompressionAlgo::None => payload,
             CompressionAlgo::Lz4 => {
-                self.compressed.clear();
-                store_payload(self.algo, payload, &mut self.compressed)
+                compressed.clear();
+                store_payload(self.algo, payload, &mut compressed)
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-                &self.compressed
+                &compressed
             }
         };
+        let row = self.append_stored(envelope_json, stored, payload.len());
+        self.compressed = compressed;
+        row
+    }
+
+    /// The algorithm payloads are stored with (what [`Self::append_stored`] expects).
+    pub fn compression(&self) -> CompressionAlgo {
+        self.algo
+    }
+
+    /// Appends one record whose payload is already in its stored form (compressed by
+    /// [`store_payload`] with this writer's algorithm, on any thread) and was `payload_len`
+    /// bytes before; returns where it went. The bytes written are those [`Self::append`]
+    /// writes for the same payload.
+    pub fn append_stored(
+        &mut self,
+        envelope_json: &[u8],
+        stored: &[u8],
+        payload_len: usize,
+    ) -> io::Result<IndexRow> {
         let header = (envelope_json.len() as u64).to_le_bytes();
         let record_len = (header.len() + envelope_json.len() + stored.len()) as u64;
-        let uncompressed_len = (RECORD_HEADER_LEN + envelope_json.len() + payload.len()) as u64;
+        let uncompressed_len = (RECORD_HEADER_LEN + envelope_json.len() + payload_len) as u64;
         let must_rotate = self.current.as_ref().is_some_and(|s| {
             s.out.bytes_written() > 0 && s.out.bytes_written() + record_len > self.max_shard_bytes
         });

@@ -4,6 +4,8 @@
 //! metadata row), streams records into rotating shards, rows into index.bin and metadata into
 //! metadata.arrow, hashing every file in the same pass, and publishes `manifest.json` last,
 //! crash-safely. Until that rename, the directory is an incomplete cache no reader opens.
+//! A [`SampleEncoder`] does a sample's per-sample work (checking, envelope, compression) on any
+//! thread, so parallel packers append in order on one ([`CacheWriter::add_encoded`]).
 //!
 //! What it is not for: reading caches (`dsrt-reader`) or joining them into datasets.
 //!
@@ -11,10 +13,12 @@
 //! `dsrt-metadata`, `dsrt-shard`) and `durable-fs`; re-exported by the `datasetrt` facade.
 #![forbid(unsafe_code)]
 
+mod encoded;
 mod error;
 mod options;
 mod writer;
 
+pub use encoded::{EncodeError, EncodedSample, SampleEncoder};
 pub use error::WriteError;
 pub use options::{ManifestVersion, WriterOptions, DEFAULT_MAX_SHARD_BYTES};
 pub use writer::{CacheSummary, CacheWriter};

@@ -63,6 +63,7 @@ pub struct CacheWriter {
     index: IndexWriter<BufWriter<File>>,
     metadata: MetadataWriter<BufWriter<File>>,
     codec: EnvelopeCodec,
+    pub(crate) encoder: crate::SampleEncoder,
     envelope: Vec<u8>,
     samples: u64,
     payload_bytes: u64,
@@ -103,6 +104,7 @@ impl CacheWriter {
         Ok(Self {
             shards: ShardSetWriter::new(&shards_dir, options.compression, max_shard_bytes),
             codec: EnvelopeCodec::new(&options.schema),
+            encoder: crate::SampleEncoder::new(&options.schema, options.compression),
             path,
             options,
             index,
@@ -157,28 +159,53 @@ impl CacheWriter {
     }
 
     fn append(&mut self, payload: &[u8], values: &[ValueRef<'_>]) -> Result<u64, WriteError> {
+        let mut envelope = std::mem::take(&mut self.envelope);
+        envelope.clear();
+        self.codec.encode(|i| values[i], &mut envelope);
+        let added = self.place(payload.len(), values, |shards| {
+            shards.append(&envelope, payload)
+        });
+        self.envelope = envelope;
+        added
+    }
+
+    /// Appends a record whose envelope and stored payload were made elsewhere (see
+    /// [`Self::add_encoded`]).
+    pub(crate) fn append_stored(
+        &mut self,
+        envelope: &[u8],
+        stored: &[u8],
+        payload_len: usize,
+        values: &[ValueRef<'_>],
+    ) -> Result<u64, WriteError> {
+        self.place(payload_len, values, |shards| {
+            shards.append_stored(envelope, stored, payload_len)
+        })
+    }
+
+    /// Places one record with `write` (into the shards), then its index row and metadata.
+    fn place(
+        &mut self,
+        payload_len: usize,
+        values: &[ValueRef<'_>],
+        write: impl FnOnce(&mut ShardSetWriter) -> io::Result<dsrt_index::IndexRow>,
+    ) -> Result<u64, WriteError> {
         if self.poisoned {
             return Err(WriteError::Poisoned {
                 path: self.path.clone(),
             });
         }
         let sample = self.samples;
-        if self.options.compression == CompressionAlgo::Lz4 && u32::try_from(payload.len()).is_err()
-        {
+        if self.options.compression == CompressionAlgo::Lz4 && u32::try_from(payload_len).is_err() {
             return Err(WriteError::PayloadTooLarge {
                 path: self.path.clone(),
                 sample,
-                len: payload.len(),
+                len: payload_len,
             });
         }
-        self.envelope.clear();
-        self.codec.encode(|i| values[i], &mut self.envelope);
         // Any failure below may leave a partial record behind: the writer is done for.
         self.poisoned = true;
-        let location = self
-            .shards
-            .append(&self.envelope, payload)
-            .map_err(io_error(&self.path, "write shard"))?;
+        let location = write(&mut self.shards).map_err(io_error(&self.path, "write shard"))?;
         self.index
             .push(location)
             .map_err(io_error(&self.path, "write index.bin"))?;
@@ -190,7 +217,7 @@ impl CacheWriter {
             })?;
         self.poisoned = false;
         self.samples += 1;
-        self.payload_bytes += payload.len() as u64;
+        self.payload_bytes += payload_len as u64;
         Ok(sample)
     }
 
