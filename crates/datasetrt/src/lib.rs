@@ -59,9 +59,29 @@ pub use dsrt_schema::{
     Column, ColumnType, Row, RowError, RowProblem, Schema, SchemaError, Value, ValueRef,
 };
 pub use dsrt_writer::{
-    CacheSummary, CacheWriter, ManifestVersion, WriteError, WriterOptions, DEFAULT_MAX_SHARD_BYTES,
+    remove_unpublished, CacheSummary, CacheWriter, ManifestVersion, WriteError, WriterOptions, DEFAULT_MAX_SHARD_BYTES,
 };
 pub use durable_fs::{CancelToken, FileSystem, StdFileSystem};
+
+pub mod pack {
+    //! Converters into caches, run in parallel with the same bytes for every number of jobs:
+    //! the `dsrt-pack` crate. [`pack`] fills a [`CacheWriter`](crate::CacheWriter) from a
+    //! [`Convert`] (input units, each turned into samples in order); [`FileTree`] and
+    //! [`ImageFolder`] are the converters of directory trees.
+    //!
+    //! ```no_run
+    //! use datasetrt::pack::{pack, ImageFolder, PackOptions};
+    //! use datasetrt::{CacheWriter, WriterOptions};
+    //!
+    //! let folder = ImageFolder::scan("imagenet/train".as_ref())?;
+    //! let options = WriterOptions::new("imagenet-train", ImageFolder::schema());
+    //! let mut writer = CacheWriter::create("imagenet-train.cache", options)?;
+    //! pack(&folder, &mut writer, &PackOptions::default().jobs(8))?;
+    //! writer.finish()?;
+    //! # Ok::<(), Box<dyn std::error::Error>>(())
+    //! ```
+    pub use dsrt_pack::*;
+}
 
 #[cfg(feature = "remote")]
 pub mod remote {

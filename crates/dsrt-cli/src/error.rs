@@ -87,6 +87,9 @@ pub(crate) enum CliError {
     /// Opening a dataset or iterating it failed.
     #[error(transparent)]
     Dataset(#[from] datasetrt::DatasetError),
+    /// A conversion (`dsrt pack --from-dir`, `--from-imagefolder`) failed.
+    #[error(transparent)]
+    Pack(#[from] datasetrt::pack::PackError),
     /// `verify` found invalid caches; each was reported as it was checked.
     #[error("{failed} of {total} caches failed verification")]
     VerificationFailed {
@@ -137,6 +140,7 @@ impl CliError {
             Self::VerificationFailed {
                 retryable: true, ..
             } => EXIT_TEMPORARY,
+            Self::Pack(datasetrt::pack::PackError::Cancelled) => EXIT_INTERRUPTED,
             _ if self.is_retryable() => EXIT_TEMPORARY,
             _ => EXIT_FAILURE,
         }

@@ -25,7 +25,7 @@ use std::time::Instant;
 
 /// Arguments of `dsrt pack`.
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("input").required(true).args(["jsonl", "from_dir"])))]
+#[command(group(ArgGroup::new("input").required(true).args(["jsonl", "from_dir", "from_imagefolder"])))]
 #[command(after_help = "\
 JSONL input: one JSON object per line (blank lines are skipped). The payload field holds a
 file path relative to the JSONL file's directory (the current directory for stdin), inline
@@ -38,6 +38,14 @@ values and mixed types are errors naming the line and the field. A file is read 
 
 Directory input: one sample per regular file below DIR, in sorted relative-path order,
 with metadata columns `path` (relative, utf8) and `size` (int64). Symbolic links are skipped.
+
+ImageFolder input: DIR/<class>/<file> (torchvision's layout; files may sit in subdirectories
+of a class). One sample per file, classes in sorted order, files in sorted path order within
+a class; metadata `label` (int64: the class's position), `class` (utf8) and `path` (utf8,
+relative to DIR). A file directly in DIR is refused.
+
+--jobs N reads and encodes (compresses, checks) on N threads for directory and ImageFolder
+input; the cache is byte for byte the same for every N.
 
 The summary goes to stdout (one JSON object with --json); the progress bar goes to stderr,
 only when stderr is a terminal. On failure the partly written cache is removed.
@@ -55,6 +63,7 @@ Examples:
   dsrt pack --jsonl x.jsonl --payload-field blob --payload-encoding base64 \\
             --schema schema.json --compression lz4 --max-shard-bytes 64MiB --out c/ --source x
   dsrt pack --from-dir images/ --out images.cache --source images --json
+  dsrt pack --from-imagefolder imagenet/train --out train.cache --source imagenet-train --jobs 8
   dsrt pack --jsonl train.jsonl --payload-field image --out s3://bucket/caches/train --source train")]
 pub(crate) struct PackArgs {
     /// JSONL file to pack, one sample per line; `-` reads stdin.
@@ -63,6 +72,13 @@ pub(crate) struct PackArgs {
     /// Directory whose regular files become the samples, recursively.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["payload_field", "schema", "payload_encoding"])]
     from_dir: Option<PathBuf>,
+    /// ImageFolder directory (DIR/<class>/<file>) whose files become labelled samples.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["payload_field", "schema", "payload_encoding"])]
+    from_imagefolder: Option<PathBuf>,
+    /// Threads that read and encode samples (directory and ImageFolder input; default: the
+    /// CPUs available). The output does not depend on it.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    jobs: Option<u16>,
     /// JSONL field holding each sample's payload.
     #[arg(long, value_name = "FIELD", requires = "jsonl")]
     payload_field: Option<String>,
@@ -146,12 +162,14 @@ pub(crate) fn run(args: &PackArgs) -> Result<(), CliError> {
         max_shard_bytes: args.max_shard_bytes,
         overwrite_partial: args.overwrite_partial,
     };
-    let report = match (&args.jsonl, &args.from_dir) {
-        (Some(file), _) => pack_jsonl(jsonl_job(args, file)?, &target)?,
-        (None, Some(dir)) => pack_dir(dir, &target)?,
-        (None, None) => {
+    let jobs = args.jobs.map(usize::from);
+    let report = match (&args.jsonl, &args.from_dir, &args.from_imagefolder) {
+        (Some(file), _, _) => pack_jsonl(jsonl_job(args, file)?, &target)?,
+        (None, Some(dir), _) => pack_tree(TreeInput::Files(dir), &target, jobs)?,
+        (None, None, Some(dir)) => pack_tree(TreeInput::ImageFolder(dir), &target, jobs)?,
+        (None, None, None) => {
             return Err(CliError::Invalid(
-                "give --jsonl FILE or --from-dir DIR".into(),
+                "give --jsonl FILE, --from-dir DIR or --from-imagefolder DIR".into(),
             ))
         }
     };
@@ -189,11 +207,24 @@ pub(crate) fn pack_jsonl(job: JsonlJob, target: &PackTarget) -> Result<PackRepor
     Ok(PackReport::new(&summary, target, started.elapsed()))
 }
 
-/// Packs the regular files below `dir` into `target`.
-pub(crate) fn pack_dir(dir: &Path, target: &PackTarget) -> Result<PackReport, CliError> {
+/// A directory tree to pack.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum TreeInput<'a> {
+    /// One sample per regular file (`--from-dir`).
+    Files(&'a Path),
+    /// `DIR/<class>/<file>` (`--from-imagefolder`).
+    ImageFolder(&'a Path),
+}
+
+/// Packs a directory tree into `target` on `jobs` threads (default: the CPUs available).
+pub(crate) fn pack_tree(
+    input: TreeInput<'_>,
+    target: &PackTarget,
+    jobs: Option<usize>,
+) -> Result<PackReport, CliError> {
     let started = Instant::now();
     let guard = target::prepare(&target.out, target)?;
-    let summary = from_dir::pack(dir, target, guard)?;
+    let summary = from_dir::pack(input, target, guard, jobs)?;
     Ok(PackReport::new(&summary, target, started.elapsed()))
 }
 

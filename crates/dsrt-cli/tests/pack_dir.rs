@@ -91,3 +91,126 @@ fn from_dir_refuses_jsonl_only_flags_and_a_missing_directory() {
     );
     assert!(!dir.path().join("c").exists());
 }
+
+/// Every file of `dir` (relative path, bytes), sorted.
+fn tree_bytes(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let name = path.strip_prefix(dir).unwrap().display().to_string();
+                out.push((name, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn packs_an_image_folder_with_labels_the_same_for_any_number_of_jobs() {
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    for i in 0..300u32 {
+        let class = ["tulip", "daisy", "rose"][(i % 3) as usize];
+        let bytes: Vec<u8> = (0..(i * 37 % 4000)).map(|j| (j * i % 251) as u8).collect();
+        files.push((format!("flowers/{class}/{i:04}.jpg"), bytes));
+    }
+    let refs: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(p, b)| (p.as_str(), b.as_slice()))
+        .collect();
+    let dir = dir_with(&refs);
+    for jobs in ["1", "2", "3"] {
+        let out = format!("c{jobs}");
+        let args = [
+            "pack",
+            "--from-imagefolder",
+            "flowers",
+            "--out",
+            &out,
+            "--source",
+            "flowers",
+            "--compression",
+            "lz4",
+            "--max-shard-bytes",
+            "64KiB",
+            "--jobs",
+            jobs,
+            "--json",
+        ];
+        let report = dsrt_in(dir.path(), &args).ok().json();
+        assert_eq!(report["samples"], 300);
+    }
+    let one = tree_bytes(&dir.path().join("c1"));
+    assert!(one.len() > 5, "several shards");
+    assert_eq!(one, tree_bytes(&dir.path().join("c2")));
+    assert_eq!(one, tree_bytes(&dir.path().join("c3")));
+    assert_eq!(
+        schema_of(dir.path(), "c2"),
+        [
+            col("label", "int64", false),
+            col("class", "utf8", false),
+            col("path", "utf8", false)
+        ]
+    );
+    // Classes in sorted order: daisy 0, rose 1, tulip 2; daisy's files first.
+    let first = dsrt_in(dir.path(), &["cat", "c3", "0", "--metadata"])
+        .ok()
+        .json();
+    assert_eq!(
+        first,
+        json!({"label": 0, "class": "daisy", "path": "daisy/0001.jpg"})
+    );
+    assert_eq!(cat(dir.path(), "c3", 0), files[1].1);
+    let last = dsrt_in(dir.path(), &["cat", "c3", "299", "--metadata"])
+        .ok()
+        .json();
+    assert_eq!(
+        last,
+        json!({"label": 2, "class": "tulip", "path": "tulip/0297.jpg"})
+    );
+    dsrt_in(dir.path(), &["verify", "--full", "c3"]).ok();
+}
+
+#[test]
+fn an_image_folder_with_a_stray_file_is_refused_and_nothing_is_written() {
+    let dir = dir_with(&[("f/cat/1.jpg", b"x"), ("f/readme.txt", b"?")]);
+    let run = dsrt_in(
+        dir.path(),
+        &[
+            "pack",
+            "--from-imagefolder",
+            "f",
+            "--out",
+            "c",
+            "--source",
+            "s",
+        ],
+    )
+    .fails(1);
+    assert!(
+        run.stderr.contains("readme.txt") && run.stderr.contains("no class"),
+        "{}",
+        run.stderr
+    );
+    assert!(!dir.path().join("c").exists());
+    let run = dsrt_in(
+        dir.path(),
+        &[
+            "pack",
+            "--from-imagefolder",
+            "f",
+            "--jobs",
+            "0",
+            "--out",
+            "c",
+            "--source",
+            "s",
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+}

@@ -363,6 +363,34 @@ pub(crate) fn write_error(py: Python<'_>, err: &RsWriteError) -> PyErr {
     with_attrs::<WriteError>(py, err.to_string(), &attrs)
 }
 
+/// A conversion's error: the writer's own as a [`WriteError`] (through [`write_error`]), a
+/// signal handler's exception when the run was interrupted, a worker's panic as an
+/// [`InternalError`], and an input that could not be read or converted as a [`WriteError`]
+/// naming it.
+pub(crate) fn pack_error(py: Python<'_>, err: &datasetrt::pack::PackError) -> PyErr {
+    use datasetrt::pack::PackError;
+    if let Some(raised) = crate::interrupt::pending(py) {
+        return raised;
+    }
+    if let PackError::Write(inner) = err {
+        return write_error(py, inner);
+    }
+    let attrs = [
+        ("path", err.path().map_or_else(|| py.None(), |p| path_obj(py, p))),
+        ("input", err.input().map_or_else(|| py.None(), |i| obj(py, i))),
+        ("reason", obj(py, err.reason())),
+        ("kind", obj(py, err.kind())),
+    ];
+    match err {
+        PackError::WorkerPanicked(_) => with_attrs::<InternalError>(py, err.to_string(), &attrs),
+        PackError::Io { .. }
+        | PackError::Input { .. }
+        | PackError::Encode { .. }
+        | PackError::Cancelled
+        | PackError::Write(_) => with_attrs::<WriteError>(py, err.to_string(), &attrs),
+    }
+}
+
 /// One report entry as a dict: `path`, `manifest`, `cache_id`, `outcome` and `error`.
 pub(crate) fn entry_dict<'py>(
     py: Python<'py>,

@@ -22,6 +22,7 @@ mod errors;
 mod interrupt;
 mod loader;
 mod logging;
+mod pack;
 mod remote;
 #[cfg(feature = "test-hooks")]
 mod testing;
@@ -78,6 +79,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::PyLoader>()?;
     m.add_class::<loader::PyRankPlan>()?;
     m.add_function(wrap_pyfunction!(update_manifests, m)?)?;
+    m.add_function(wrap_pyfunction!(pack::pack_dir, m)?)?;
+    m.add_function(wrap_pyfunction!(pack::pack_imagefolder, m)?)?;
     m.add_function(wrap_pyfunction!(cache_id_for_source, m)?)?;
     m.add_function(wrap_pyfunction!(remote::publish, m)?)?;
     m.add_function(wrap_pyfunction!(remote::_parse_size, m)?)?;

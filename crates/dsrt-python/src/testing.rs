@@ -82,6 +82,9 @@ fn error_examples(py: Python<'_>) -> Vec<(String, Py<PyAny>)> {
             errors::dataset_error(py, &error),
         );
     }
+    for error in datasetrt::pack::PackError::examples() {
+        push(named("PackError", &error), errors::pack_error(py, &error));
+    }
     for error in dsrt_remote::RemoteError::examples() {
         let name = match &error {
             dsrt_remote::RemoteError::Store { .. } => {

@@ -28,6 +28,17 @@ pub(crate) struct PyCacheWriter {
     path: PathBuf,
 }
 
+/// The `compression` argument of the writing functions.
+pub(crate) fn compression_arg(compression: &str) -> PyResult<CompressionAlgo> {
+    match compression.to_ascii_lowercase().as_str() {
+        "none" => Ok(CompressionAlgo::None),
+        "lz4" => Ok(CompressionAlgo::Lz4),
+        other => Err(PyValueError::new_err(format!(
+            "compression must be \"none\" or \"lz4\", not {other:?}"
+        ))),
+    }
+}
+
 fn closed() -> PyErr {
     PyValueError::new_err("this CacheWriter is finished or aborted")
 }
@@ -61,15 +72,7 @@ impl PyCacheWriter {
         version: u64,
     ) -> PyResult<Self> {
         let schema = schema_from_py(schema)?;
-        let compression = match compression.to_ascii_lowercase().as_str() {
-            "none" => CompressionAlgo::None,
-            "lz4" => CompressionAlgo::Lz4,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "compression must be \"none\" or \"lz4\", not {other:?}"
-                )))
-            }
-        };
+        let compression = compression_arg(compression)?;
         let manifest_version = match version {
             2 => ManifestVersion::V2,
             3 => ManifestVersion::V3,

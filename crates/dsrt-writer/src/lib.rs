@@ -21,4 +21,4 @@ mod writer;
 pub use encoded::{EncodeError, EncodedSample, SampleEncoder};
 pub use error::WriteError;
 pub use options::{ManifestVersion, WriterOptions, DEFAULT_MAX_SHARD_BYTES};
-pub use writer::{CacheSummary, CacheWriter};
+pub use writer::{remove_unpublished, CacheSummary, CacheWriter};

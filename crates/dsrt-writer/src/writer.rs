@@ -353,3 +353,65 @@ fn sync_file(buffered: BufWriter<File>, path: &Path) -> Result<(), WriteError> {
         .map_err(|e| io_error(path, "flush")(e.into_error()))?;
     file.sync_all().map_err(io_error(path, "fsync"))
 }
+
+/// Removes what an unfinished writer left in `dir` (its shard files, the shards directory,
+/// index.bin and metadata.arrow, and `dir` itself when `created`: the run made it) and nothing
+/// else, so a failed run leaves no partial cache behind. A published cache (one with a
+/// manifest.json) is never touched. Best effort: what cannot be removed stays.
+pub fn remove_unpublished(dir: &Path, created: bool) {
+    if dir.join(MANIFEST_FILE_NAME).exists() {
+        return;
+    }
+    let shards = dir.join(SHARDS_DIR_NAME);
+    if let Ok(entries) = fs::read_dir(&shards) {
+        for entry in entries.flatten() {
+            if is_shard_file_name(&entry.file_name().to_string_lossy()) {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+    let _ = fs::remove_dir(&shards);
+    let _ = fs::remove_file(dir.join(INDEX_FILE_NAME));
+    let _ = fs::remove_file(dir.join(METADATA_FILE_NAME));
+    if created {
+        let _ = fs::remove_dir(dir);
+    }
+}
+
+/// Whether `name` is a shard file's name (`000000.bin` and up).
+fn is_shard_file_name(name: &str) -> bool {
+    name.strip_suffix(".bin")
+        .is_some_and(|digits| digits.len() >= 6 && digits.bytes().all(|b| b.is_ascii_digit()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_shard_names_count_as_shards() {
+        assert!(is_shard_file_name("000000.bin"));
+        assert!(is_shard_file_name("1234567.bin"));
+        assert!(!is_shard_file_name("00000.bin"));
+        assert!(!is_shard_file_name("notes.bin"));
+        assert!(!is_shard_file_name("000000.bin.bak"));
+    }
+
+    #[test]
+    fn removing_an_unpublished_cache_keeps_other_files_and_published_caches() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("c");
+        fs::create_dir_all(dir.join(SHARDS_DIR_NAME)).unwrap();
+        for name in ["shards/000000.bin", INDEX_FILE_NAME, METADATA_FILE_NAME, "notes.txt"] {
+            fs::write(dir.join(name), b"x").unwrap();
+        }
+        remove_unpublished(&dir, true);
+        // The stranger's file stays, so the directory does too.
+        assert!(dir.join("notes.txt").exists());
+        assert!(!dir.join(INDEX_FILE_NAME).exists() && !dir.join(SHARDS_DIR_NAME).exists());
+        fs::write(dir.join(MANIFEST_FILE_NAME), b"{}").unwrap();
+        fs::write(dir.join(INDEX_FILE_NAME), b"x").unwrap();
+        remove_unpublished(&dir, true);
+        assert!(dir.join(INDEX_FILE_NAME).exists(), "a published cache is never touched");
+    }
+}

@@ -5,7 +5,6 @@
 use super::remote_out::RemoteOut;
 use super::PackTarget;
 use crate::error::CliError;
-use datasetrt::raw::{INDEX_FILE_NAME, METADATA_FILE_NAME, SHARDS_DIR_NAME};
 use datasetrt::{CacheSummary, CacheWriter, Schema, WriteError};
 use std::fs;
 use std::io;
@@ -112,39 +111,5 @@ impl Drop for Cleanup {
 /// Best effort: a file that cannot be removed leaves an unpublished cache (no manifest.json)
 /// that no reader opens, which is safe.
 fn remove_unpublished(dir: &OutputDir) {
-    let shards = dir.path.join(SHARDS_DIR_NAME);
-    if let Ok(entries) = fs::read_dir(&shards) {
-        for entry in entries.flatten() {
-            if is_shard_file_name(&entry.file_name().to_string_lossy()) {
-                let _ = fs::remove_file(entry.path());
-            }
-        }
-    }
-    let _ = fs::remove_dir(&shards);
-    let _ = fs::remove_file(dir.path.join(INDEX_FILE_NAME));
-    let _ = fs::remove_file(dir.path.join(METADATA_FILE_NAME));
-    if !dir.existed {
-        // remove_dir, not remove_dir_all: it fails if anything not ours is left inside.
-        let _ = fs::remove_dir(&dir.path);
-    }
-}
-
-/// `NNNNNN.bin`, the writer's shard names (six or more digits).
-fn is_shard_file_name(name: &str) -> bool {
-    name.strip_suffix(".bin")
-        .is_some_and(|digits| digits.len() >= 6 && digits.bytes().all(|b| b.is_ascii_digit()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_shard_names_count_as_shards() {
-        assert!(is_shard_file_name("000000.bin"));
-        assert!(is_shard_file_name("1234567.bin"));
-        assert!(!is_shard_file_name("00000.bin"));
-        assert!(!is_shard_file_name("notes.bin"));
-        assert!(!is_shard_file_name("000000.bin.bak"));
-    }
+    datasetrt::remove_unpublished(&dir.path, !dir.existed);
 }

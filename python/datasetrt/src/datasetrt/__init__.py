@@ -8,6 +8,9 @@ native module ``datasetrt._native``; ``datasetrt.torch`` adds a PyTorch ``Iterab
 - :class:`Dataset` joins caches (paths and URLs mixed), addressed as ``(cache_id, sample_id)``.
 - :func:`publish` uploads a finished local cache to an object-store prefix, manifest last.
 - :class:`CacheWriter` writes a new cache (a context manager).
+- :func:`pack_dir` and :func:`pack_imagefolder` convert a directory tree (one sample per file;
+  ImageFolder's ``root/<class>/<file>`` with labels) on several threads, into the same bytes
+  for every number of threads.
 - :class:`Loader` iterates one rank's share of an epoch reproducibly, resumably.
 - :func:`update_manifests` / :meth:`Dataset.update_manifests` migrate v2 manifests to v3.
 
@@ -52,6 +55,8 @@ from ._native import (
     cache_id_for_source,
     max_open_shards,
     open_shard_handles,
+    pack_dir,
+    pack_imagefolder,
     publish,
     set_max_open_shards,
     update_manifests,
@@ -86,6 +91,8 @@ __all__ = [
     "cache_id_for_source",
     "max_open_shards",
     "open_shard_handles",
+    "pack_dir",
+    "pack_imagefolder",
     "publish",
     "set_max_open_shards",
     "update_manifests",

@@ -40,6 +40,8 @@ __all__ = [
     "Loader",
     "RankPlan",
     "update_manifests",
+    "pack_dir",
+    "pack_imagefolder",
     "cache_id_for_source",
     "publish",
     "_parse_size",
@@ -338,6 +340,24 @@ class RankPlan:
     def hint_ahead(self, start: int, stop: int) -> None: ...
 
 def update_manifests(paths: Sequence[_Path], version: int = 3) -> ManifestUpdateReport: ...
+def pack_dir(
+    root: _Path,
+    out: _Path,
+    *,
+    source: str,
+    compression: str = "none",
+    max_shard_bytes: int = ...,
+    jobs: int | None = None,
+) -> dict[str, Any]: ...
+def pack_imagefolder(
+    root: _Path,
+    out: _Path,
+    *,
+    source: str,
+    compression: str = "none",
+    max_shard_bytes: int = ...,
+    jobs: int | None = None,
+) -> dict[str, Any]: ...
 def cache_id_for_source(source: str) -> int: ...
 def publish(local_dir: _Path, url: str, *, overwrite_partial: bool = False) -> dict[str, Any]: ...
 def _parse_size(text: str) -> int: ...

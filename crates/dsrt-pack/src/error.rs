@@ -1,0 +1,136 @@
+use dsrt_writer::{EncodeError, WriteError};
+use std::path::PathBuf;
+
+/// Why a conversion stopped. Each names the input it is about.
+#[derive(Debug, thiserror::Error)]
+pub enum PackError {
+    /// An input could not be read.
+    #[error("{}: {action}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What was being done.
+        action: &'static str,
+        /// The failure.
+        source: std::io::Error,
+    },
+    /// An input holds something the cache cannot take (named, with why).
+    #[error("{input}: {reason}")]
+    Input {
+        /// The input (a file, a line, a member of an archive).
+        input: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A sample of an input does not fit the schema, or its payload the compression.
+    #[error("{input}: {source}")]
+    Encode {
+        /// The input the sample came from.
+        input: String,
+        /// The refusal.
+        source: EncodeError,
+    },
+    /// The cache could not be written.
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    /// The run was cancelled (its token fired, or the process's wait-interrupt hook asked).
+    #[error("packing was cancelled")]
+    Cancelled,
+    /// A worker thread panicked (a bug); nothing after its unit was written.
+    #[error("a packing worker stopped unexpectedly: {0}")]
+    WorkerPanicked(String),
+}
+
+impl PackError {
+    /// A stable name of what is wrong, as the bindings and the CLI report it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Io { .. } => "io",
+            Self::Input { .. } => "input",
+            Self::Encode { .. } => "encode",
+            Self::Write(error) => error.kind(),
+            Self::Cancelled => "cancelled",
+            Self::WorkerPanicked(_) => "worker_panicked",
+        }
+    }
+
+    /// What is wrong, without the input or file it is about (which the message leads with).
+    pub fn reason(&self) -> String {
+        match self {
+            Self::Io { action, source, .. } => format!("{action}: {source}"),
+            Self::Input { reason, .. } => reason.clone(),
+            Self::Encode { source, .. } => source.to_string(),
+            Self::Write(error) => error.reason(),
+            Self::Cancelled | Self::WorkerPanicked(_) => self.to_string(),
+        }
+    }
+
+    /// The input the error is about (a file, or a member of an archive), when it names one.
+    pub fn input(&self) -> Option<&str> {
+        match self {
+            Self::Input { input, .. } | Self::Encode { input, .. } => Some(input),
+            Self::Io { .. } | Self::Write(_) | Self::Cancelled | Self::WorkerPanicked(_) => None,
+        }
+    }
+
+    /// The path the error is about, when it names a file.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        match self {
+            Self::Io { path, .. } => Some(path),
+            Self::Write(error) => error.path(),
+            Self::Input { .. } | Self::Encode { .. } | Self::Cancelled | Self::WorkerPanicked(_) => {
+                None
+            }
+        }
+    }
+
+    /// One error of every variant, for tests that check each is reported (the bindings'
+    /// exception classes). Adding a variant fails to compile here until it is listed.
+    #[doc(hidden)]
+    pub fn examples() -> Vec<Self> {
+        let all = vec![
+            Self::Io {
+                path: PathBuf::from("/data/images/cat/1.jpg"),
+                action: "read",
+                source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+            },
+            Self::Input {
+                input: "/data/images/stray.jpg".into(),
+                reason: "a file directly in an ImageFolder root belongs to no class".into(),
+            },
+            Self::Encode {
+                input: "/data/train.parquet row 7".into(),
+                source: EncodeError::PayloadTooLarge { len: 1 << 33 },
+            },
+            Self::Write(WriteError::Poisoned {
+                path: PathBuf::from("/caches/c"),
+            }),
+            Self::Cancelled,
+            Self::WorkerPanicked("example".into()),
+        ];
+        for error in &all {
+            match error {
+                Self::Io { .. }
+                | Self::Input { .. }
+                | Self::Encode { .. }
+                | Self::Write(_)
+                | Self::Cancelled
+                | Self::WorkerPanicked(_) => {}
+            }
+        }
+        all
+    }
+
+    /// An I/O error about `path`, for `map_err`.
+    pub(crate) fn io(
+        path: impl Into<PathBuf>,
+        action: &'static str,
+    ) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.into();
+        move |source| Self::Io {
+            path,
+            action,
+            source,
+        }
+    }
+}

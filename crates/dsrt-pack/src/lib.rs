@@ -1,0 +1,26 @@
+//! Converters from the forms training data comes in into DatasetRT caches, run in parallel with
+//! output identical for every number of jobs.
+//!
+//! What it is for: [`pack`] runs a [`Convert`] (a list of input units, each turned into
+//! samples in order) on `jobs` worker threads that read and encode each sample
+//! ([`dsrt_writer::SampleEncoder`]: metadata check, envelope, compression) while the calling
+//! thread appends them in input order, so the cache is byte for byte the one a single job
+//! writes, and no file of it names a job. The converters of file trees ([`FileTree`]: one
+//! sample per regular file) and of ImageFolder layouts ([`ImageFolder`]: `root/<class>/<file>`)
+//! live here.
+//!
+//! What it is not for: the cache format (`dsrt-writer` writes it) or where the output goes (a
+//! directory or a store prefix: the caller's, as is removing a cache a failed run left).
+//!
+//! Layering: above `dsrt-writer`; re-exported by the `datasetrt` facade (`datasetrt::pack`),
+//! used by the `dsrt` CLI and the Python package.
+#![forbid(unsafe_code)]
+
+mod error;
+mod pipeline;
+mod tree;
+
+pub use durable_fs::CancelToken;
+pub use error::PackError;
+pub use pipeline::{pack, Convert, Emit, PackOptions, PackStats};
+pub use tree::{list_files, FileTree, ImageFolder};

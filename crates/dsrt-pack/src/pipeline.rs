@@ -1,0 +1,322 @@
+//! The parallel pipeline: workers convert and encode units, the calling thread appends them in
+//! unit order.
+//!
+//! Unit `k`'s samples travel through a bounded channel of their own, which its worker hands
+//! to the appending thread; that thread drains the channels in unit order, so the cache is the
+//! one a single job writes. A worker claims unit `k` only once fewer than `2 * jobs` units lie
+//! between it and the unit being appended, so memory holds at most that many units' queues
+//! (`queue` samples each), however far the slowest unit lags. Every unit ends with an explicit
+//! end marker: a worker that dies mid-unit (a panic) can never pass for a short unit.
+
+use crate::PackError;
+use dsrt_schema::Value;
+use dsrt_writer::{CacheWriter, EncodedSample, SampleEncoder};
+use durable_fs::CancelToken;
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Condvar, Mutex, PoisonError};
+
+/// A conversion: input units in cache order, each turned into samples in order.
+pub trait Convert: Sync {
+    /// One input unit (a batch of files, a row group, an archive).
+    type Unit: Sync;
+
+    /// The units, in the order their samples go into the cache.
+    fn units(&self) -> &[Self::Unit];
+
+    /// Turns `unit` into its samples, in order, through `emit` (on a worker thread).
+    fn convert(&self, unit: &Self::Unit, emit: &mut Emit<'_>) -> Result<(), PackError>;
+}
+
+/// How [`pack`] runs.
+pub struct PackOptions<'a> {
+    jobs: usize,
+    queue: usize,
+    cancel: CancelToken,
+    progress: Option<&'a dyn Fn(u64)>,
+}
+
+impl std::fmt::Debug for PackOptions<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PackOptions")
+            .field("jobs", &self.jobs)
+            .field("queue", &self.queue)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for PackOptions<'_> {
+    fn default() -> Self {
+        Self {
+            jobs: std::thread::available_parallelism().map_or(1, usize::from),
+            queue: 64,
+            cancel: CancelToken::new(),
+            progress: None,
+        }
+    }
+}
+
+impl<'a> PackOptions<'a> {
+    /// Worker threads (at least 1; default: the CPUs available). The output does not depend
+    /// on it.
+    pub fn jobs(mut self, jobs: usize) -> Self {
+        self.jobs = jobs.max(1);
+        self
+    }
+
+    /// Samples each unit's queue holds before its worker waits (at least 1; default 64).
+    pub fn queue(mut self, samples: usize) -> Self {
+        self.queue = samples.max(1);
+        self
+    }
+
+    /// A token that stops the run (with [`PackError::Cancelled`]) when it fires.
+    pub fn cancel(mut self, token: CancelToken) -> Self {
+        self.cancel = token;
+        self
+    }
+
+    /// Called on the appending thread with the samples written so far, after each sample.
+    pub fn progress(mut self, progress: &'a dyn Fn(u64)) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+
+    /// The worker threads a run uses.
+    pub fn job_count(&self) -> usize {
+        self.jobs
+    }
+}
+
+/// What a run appended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PackStats {
+    /// Samples appended.
+    pub samples: u64,
+    /// Their payload bytes (before compression).
+    pub payload_bytes: u64,
+}
+
+/// What travels from a worker to the appending thread for one unit.
+enum Item {
+    Sample(EncodedSample),
+    Failed(PackError),
+    Done,
+}
+
+/// Hands a unit's samples, encoded on the worker, to the appending thread.
+pub struct Emit<'a> {
+    encoder: &'a SampleEncoder,
+    sender: &'a SyncSender<Item>,
+    cancel: &'a CancelToken,
+}
+
+impl Emit<'_> {
+    /// Encodes one sample (its metadata in schema order) and queues it; `input` names it in
+    /// an error. Fails with [`PackError::Cancelled`] once the run is stopping.
+    pub fn sample(
+        &mut self,
+        input: impl FnOnce() -> String,
+        payload: Vec<u8>,
+        values: Vec<Value>,
+    ) -> Result<(), PackError> {
+        if self.cancel.is_cancelled() {
+            return Err(PackError::Cancelled);
+        }
+        let encoded = self
+            .encoder
+            .encode(payload, values)
+            .map_err(|source| PackError::Encode {
+                input: input(),
+                source,
+            })?;
+        self.sender
+            .send(Item::Sample(encoded))
+            .map_err(|_| PackError::Cancelled)
+    }
+
+    /// The schema samples must fit.
+    pub fn schema(&self) -> &dsrt_schema::Schema {
+        self.encoder.schema()
+    }
+}
+
+/// How far the appending thread is, for workers to wait on before claiming a unit.
+struct Gate {
+    state: Mutex<GateState>,
+    changed: Condvar,
+}
+
+struct GateState {
+    appended_units: usize,
+    stopped: bool,
+}
+
+impl Gate {
+    /// Waits until unit `unit` is fewer than `ahead` units past the one being appended;
+    /// `false` when the run stopped meanwhile.
+    fn admit(&self, unit: usize, ahead: usize) -> bool {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let state = self
+            .changed
+            .wait_while(state, |s| !s.stopped && unit >= s.appended_units + ahead)
+            .unwrap_or_else(PoisonError::into_inner);
+        !state.stopped
+    }
+
+    fn set(&self, update: impl FnOnce(&mut GateState)) {
+        update(&mut self.state.lock().unwrap_or_else(PoisonError::into_inner));
+        self.changed.notify_all();
+    }
+}
+
+/// Runs `convert` on `options.jobs` workers and appends every sample to `writer` in unit
+/// order. On an error (the first in unit order), a cancellation or a worker's panic, it stops
+/// every worker and returns the error; the writer then holds a partial cache, which the
+/// caller discards (it has no manifest until the caller finishes it).
+pub fn pack<C: Convert>(
+    convert: &C,
+    writer: &mut CacheWriter,
+    options: &PackOptions<'_>,
+) -> Result<PackStats, PackError> {
+    let units = convert.units();
+    let jobs = options.jobs.clamp(1, units.len().max(1));
+    let encoder = writer.encoder();
+    let next_unit = AtomicUsize::new(0);
+    let gate = Gate {
+        state: Mutex::new(GateState {
+            appended_units: 0,
+            stopped: false,
+        }),
+        changed: Condvar::new(),
+    };
+    let (handoff, handed) = mpsc::channel::<(usize, Receiver<Item>)>();
+    let (queue, cancel) = (options.queue, &options.cancel);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..jobs)
+            .map(|_| {
+                let handoff = handoff.clone();
+                let (gate, next_unit, encoder) = (&gate, &next_unit, &encoder);
+                scope.spawn(move || loop {
+                    let unit = next_unit.fetch_add(1, Ordering::SeqCst);
+                    if unit >= units.len() || !gate.admit(unit, 2 * jobs) {
+                        return;
+                    }
+                    let (sender, receiver) = mpsc::sync_channel(queue);
+                    if handoff.send((unit, receiver)).is_err() {
+                        return;
+                    }
+                    let mut emit = Emit {
+                        encoder,
+                        sender: &sender,
+                        cancel,
+                    };
+                    let converted = catch_unwind(AssertUnwindSafe(|| {
+                        convert.convert(&units[unit], &mut emit)
+                    }))
+                    .unwrap_or_else(|panic| Err(PackError::WorkerPanicked(message(&*panic))));
+                    let last = match converted {
+                        Ok(()) => Item::Done,
+                        Err(error) => Item::Failed(error),
+                    };
+                    let failed = matches!(last, Item::Failed(_));
+                    if sender.send(last).is_err() || failed {
+                        return;
+                    }
+                })
+            })
+            .collect();
+        drop(handoff);
+        let appended = append_in_order(units.len(), &handed, writer, options, &gate);
+        gate.set(|s| s.stopped = true);
+        drop(handed);
+        let mut result = appended;
+        for worker in workers {
+            if let Err(panic) = worker.join() {
+                if result.is_ok() {
+                    result = Err(PackError::WorkerPanicked(message(&*panic)));
+                }
+            }
+        }
+        result
+    })
+}
+
+fn message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_owned())
+}
+
+/// Whether the run must stop now (its token, or the process's wait-interrupt hook).
+fn stopping(options: &PackOptions<'_>) -> bool {
+    options.cancel.is_cancelled() || durable_fs::wait_interrupted()
+}
+
+/// The appending side: drains unit 0's queue, then unit 1's, and so on.
+fn append_in_order(
+    units: usize,
+    handed: &Receiver<(usize, Receiver<Item>)>,
+    writer: &mut CacheWriter,
+    options: &PackOptions<'_>,
+    gate: &Gate,
+) -> Result<PackStats, PackError> {
+    let mut stats = PackStats::default();
+    let mut waiting: HashMap<usize, Receiver<Item>> = HashMap::new();
+    let stopped = |options: &PackOptions<'_>| {
+        if stopping(options) {
+            options.cancel.cancel();
+            Err(PackError::Cancelled)
+        } else {
+            Ok(())
+        }
+    };
+    for unit in 0..units {
+        let queue = loop {
+            if let Some(queue) = waiting.remove(&unit) {
+                break queue;
+            }
+            match handed.recv_timeout(durable_fs::INTERRUPT_POLL) {
+                Ok((at, queue)) => {
+                    waiting.insert(at, queue);
+                }
+                Err(RecvTimeoutError::Timeout) => stopped(options)?,
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(PackError::WorkerPanicked(format!(
+                        "no worker took unit {unit}"
+                    )))
+                }
+            }
+        };
+        loop {
+            match queue.recv_timeout(durable_fs::INTERRUPT_POLL) {
+                Ok(Item::Sample(sample)) => {
+                    writer.add_encoded(&sample)?;
+                    stats.samples += 1;
+                    stats.payload_bytes += sample.payload_len() as u64;
+                    if let Some(progress) = options.progress {
+                        progress(stats.samples);
+                    }
+                    // A steady stream never times out: ask between samples too.
+                    if stats.samples % 256 == 0 {
+                        stopped(options)?;
+                    }
+                }
+                Ok(Item::Done) => break,
+                Ok(Item::Failed(error)) => return Err(error),
+                Err(RecvTimeoutError::Timeout) => stopped(options)?,
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(PackError::WorkerPanicked(format!(
+                        "the worker of unit {unit} stopped before its end"
+                    )))
+                }
+            }
+        }
+        gate.set(|s| s.appended_units = unit + 1);
+    }
+    Ok(stats)
+}

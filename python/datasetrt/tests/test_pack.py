@@ -1,0 +1,111 @@
+"""``pack_imagefolder`` and ``pack_dir``: directory trees into caches on several threads, the
+same bytes for every number of threads, nothing left behind by a failure."""
+
+import os
+import random
+
+import pytest
+
+import datasetrt
+
+CLASSES = ["tulip", "daisy", "rose", "iris"]
+
+
+def image_folder(root, n):
+    """``n`` files of 0-5000 random bytes over four classes, some in subdirectories."""
+    rng = random.Random(7)
+    files = {}
+    for i in range(n):
+        cls = CLASSES[i % len(CLASSES)]
+        rel = f"{cls}/{'deep/' if i % 9 == 0 else ''}{i:05}.jpg"
+        data = rng.randbytes(rng.randrange(5000))
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        files[rel] = data
+    return files
+
+
+def tree(path):
+    """Every file below ``path`` (relative path -> bytes)."""
+    out = {}
+    for dirpath, _, names in os.walk(path):
+        for name in names:
+            full = os.path.join(dirpath, name)
+            with open(full, "rb") as f:
+                out[os.path.relpath(full, path)] = f.read()
+    return out
+
+
+def test_an_image_folder_packs_the_same_for_one_two_and_three_jobs(tmp_path):
+    files = image_folder(tmp_path / "flowers", 400)
+    caches = []
+    for jobs in (1, 2, 3):
+        out = tmp_path / f"c{jobs}"
+        summary = datasetrt.pack_imagefolder(
+            tmp_path / "flowers",
+            out,
+            source="flowers",
+            compression="lz4",
+            max_shard_bytes=100_000,
+            jobs=jobs,
+        )
+        assert summary["samples"] == 400 and summary["shards"] > 3
+        caches.append(tree(out))
+    assert caches[0] == caches[1] == caches[2]
+    cache = datasetrt.Cache(tmp_path / "c2", validate_cache=True)
+    classes = sorted(CLASSES)
+    expected = sorted(files, key=lambda rel: (classes.index(rel.split("/")[0]), rel))
+    assert len(cache) == len(expected)
+    for i, rel in enumerate(expected):
+        sample = cache[i]
+        cls = rel.split("/")[0]
+        assert sample.metadata == {"label": classes.index(cls), "class": cls, "path": rel}
+        assert bytes(sample.payload) == files[rel]
+    table = cache.metadata()
+    assert table.column("label").to_pylist() == [classes.index(r.split("/")[0]) for r in expected]
+
+
+def test_a_directory_packs_every_file_with_its_path_and_size(tmp_path):
+    files = image_folder(tmp_path / "tree", 120)
+    (tmp_path / "tree" / "top.bin").write_bytes(b"top")
+    files["top.bin"] = b"top"
+    one = datasetrt.pack_dir(tmp_path / "tree", tmp_path / "one", source="t", jobs=1)
+    datasetrt.pack_dir(tmp_path / "tree", tmp_path / "three", source="t", jobs=3)
+    assert one["samples"] == 121
+    assert tree(tmp_path / "one") == tree(tmp_path / "three")
+    cache = datasetrt.Cache(tmp_path / "one")
+    got = {cache[i].metadata["path"]: bytes(cache[i].payload) for i in range(len(cache))}
+    assert got == files
+    assert all(cache[i].metadata["size"] == len(cache[i].payload) for i in range(len(cache)))
+
+
+def test_a_failure_in_a_worker_leaves_nothing_behind(tmp_path):
+    image_folder(tmp_path / "flowers", 300)
+    # A name the utf8 `path` column cannot hold, in the last class: found mid-run by a worker,
+    # after earlier units were written.
+    last = tmp_path / "flowers" / "tulip"
+    with open(os.path.join(os.fsencode(last), b"bad-\xff.jpg"), "wb") as f:
+        f.write(b"x")
+    out = tmp_path / "out"
+    with pytest.raises(datasetrt.WriteError) as info:
+        datasetrt.pack_imagefolder(tmp_path / "flowers", out, source="f", jobs=3)
+    assert info.value.kind == "input" and "UTF-8" in info.value.reason
+    assert "bad-" in str(info.value)
+    assert not out.exists()
+    # An existing empty directory stays, empty.
+    out.mkdir()
+    with pytest.raises(datasetrt.WriteError):
+        datasetrt.pack_imagefolder(tmp_path / "flowers", out, source="f", jobs=2)
+    assert out.exists() and not any(out.iterdir())
+
+
+def test_an_image_folder_with_a_stray_file_is_refused_before_anything_is_written(tmp_path):
+    image_folder(tmp_path / "flowers", 8)
+    (tmp_path / "flowers" / "README").write_text("?")
+    with pytest.raises(datasetrt.WriteError) as info:
+        datasetrt.pack_imagefolder(tmp_path / "flowers", tmp_path / "out", source="f")
+    assert "README" in str(info.value) and "no class" in info.value.reason
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ValueError):
+        datasetrt.pack_imagefolder(tmp_path / "flowers", tmp_path / "o", source="f", compression="zip")
