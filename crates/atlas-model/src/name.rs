@@ -14,13 +14,20 @@ pub enum NameKind {
     AttributeKey,
 }
 
-impl fmt::Display for NameKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl NameKind {
+    /// What the name names, as messages say it (and the bindings' `kind` of a name error).
+    pub fn as_str(self) -> &'static str {
+        match self {
             NameKind::Dataset => "dataset name",
             NameKind::Array => "array name",
             NameKind::AttributeKey => "attribute key",
-        })
+        }
+    }
+}
+
+impl fmt::Display for NameKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -34,6 +41,37 @@ pub struct NameError {
     pub name: String,
     /// Which rule it broke.
     pub reason: &'static str,
+}
+
+impl NameError {
+    /// One error for every kind of name, for tests that check each is reported (the bindings'
+    /// exception classes). Adding a [`NameKind`] fails to compile here until it is listed.
+    #[doc(hidden)]
+    pub fn examples() -> Vec<Self> {
+        let all = vec![
+            Self {
+                kind: NameKind::Dataset,
+                name: String::new(),
+                reason: "must not be empty",
+            },
+            Self {
+                kind: NameKind::Array,
+                name: "_datasets".to_owned(),
+                reason: "a leading '_' is reserved",
+            },
+            Self {
+                kind: NameKind::AttributeKey,
+                name: "_private".to_owned(),
+                reason: "a leading '_' is reserved",
+            },
+        ];
+        for error in &all {
+            match error.kind {
+                NameKind::Dataset | NameKind::Array | NameKind::AttributeKey => {}
+            }
+        }
+        all
+    }
 }
 
 /// Checks a name: non-empty, and no leading `_`, which is reserved (`_datasets` is a segment
@@ -73,5 +111,20 @@ mod tests {
                 .reason,
             "must not be empty"
         );
+    }
+
+    #[test]
+    fn the_examples_name_each_kind_once() {
+        let kinds: Vec<&str> = NameError::examples()
+            .iter()
+            .map(|e| e.kind.as_str())
+            .collect();
+        let mut unique = kinds.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), kinds.len(), "{kinds:?}");
+        for error in NameError::examples() {
+            assert_eq!(validate_name(error.kind, &error.name), Err(error));
+        }
     }
 }

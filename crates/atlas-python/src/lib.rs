@@ -10,9 +10,11 @@
 //!   `atlas` command and the `datasetrt` package parse theirs;
 //! - `tracing` events of INFO and above forwarded to Python's `logging`;
 //! - every request and every decode runs with the GIL released (`Python::detach`);
-//! - every `AtlasError` and `WriteError` becomes an instance of the matching class in
-//!   `atlas_collections.errors`, carrying the path and the reason; a Rust panic becomes
-//!   `atlas_collections.errors.AtlasPanicError` instead of tearing the interpreter down.
+//! - the exception classes of `atlas_collections.errors` are made here (that module
+//!   re-exports them); every `AtlasError`, `WriteError` and `NameError` becomes an instance of
+//!   the matching class, carrying the path, the reason, the variant's `kind` and whether a
+//!   retry may help, each from the error's own accessors; a Rust panic becomes
+//!   `AtlasPanicError` instead of tearing the interpreter down.
 //!
 //! What it is not for: NumPy dtype policy, indexing, xarray or NetCDF (all in Python).
 //!
@@ -33,6 +35,7 @@ use pyo3::prelude::*;
 /// The extension module `atlas_collections._atlas`.
 #[pymodule]
 fn _atlas(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::register(m)?;
     logging::forward_to_python(m.py())?;
     m.add_class::<collection::Collection>()?;
     m.add_class::<writer::Writer>()?;

@@ -67,8 +67,10 @@ struct AtlasIo(String, std::io::Error);
 impl From<AtlasIo> for Failure {
     fn from(AtlasIo(path, source): AtlasIo) -> Self {
         if source.kind() == std::io::ErrorKind::NotFound {
+            // The container the directory would hold, as every other open that finds no
+            // collection names it.
             Failure::Atlas(atlas::AtlasError::NotAnAtlasCollection {
-                path,
+                path: format!("{path}/{}", atlas::format::CONTAINER_OBJECT),
                 reason: "no such directory".to_owned(),
             })
         } else {

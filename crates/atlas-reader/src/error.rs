@@ -139,6 +139,261 @@ impl AtlasError {
         }
     }
 
+    /// A stable name of the variant, the same for every message wording: what the bindings
+    /// call the error's `kind`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::NotAnAtlasCollection { .. } => "not_an_atlas_collection",
+            Self::UnsupportedVersion { .. } => "unsupported_version",
+            Self::CorruptCollection { .. } => "corrupt_collection",
+            Self::DatasetNotFound(_) => "dataset_not_found",
+            Self::NoSuchArray(_) => "no_such_array",
+            Self::ArrayNotFound { .. } => "array_not_found",
+            Self::TypeMismatch { .. } => "type_mismatch",
+            Self::InvalidSelection { .. } => "invalid_selection",
+            Self::Mask { .. } => "mask",
+            Self::DeleteConflict { .. } => "delete_conflict",
+            Self::Segment { .. } => "segment",
+            Self::Store(_) => "store",
+            Self::Io { .. } => "io",
+        }
+    }
+
+    /// What is wrong, without what [`path`](Self::path), [`field`](Self::field),
+    /// [`dataset`](Self::dataset) and [`array`](Self::array) already name where the message
+    /// leads with them: a caller that shows those beside it (an exception's attributes) does
+    /// not repeat them. The variants whose message names nothing else keep it whole.
+    pub fn reason(&self) -> String {
+        match self {
+            Self::NotAnAtlasCollection { reason, .. }
+            | Self::CorruptCollection { reason, .. }
+            | Self::InvalidSelection { reason, .. } => reason.clone(),
+            Self::UnsupportedVersion {
+                found, expected, ..
+            } => format!("format version {found}, this reader knows {expected}"),
+            Self::DatasetNotFound(_) => "no live dataset of this name".to_owned(),
+            Self::ArrayNotFound { dataset, .. } => {
+                format!("dataset '{dataset}' declares no such array")
+            }
+            Self::Mask { source, .. } => source.to_string(),
+            Self::Io { source, .. } => source.to_string(),
+            Self::NoSuchArray(_)
+            | Self::TypeMismatch { .. }
+            | Self::DeleteConflict { .. }
+            | Self::Segment { .. }
+            | Self::Store(_) => self.to_string(),
+        }
+    }
+
+    /// The object or file the error is about, which its message starts with: an object of the
+    /// store (`prefix/data.atlas`, `prefix/deleted.mask`) or, for [`AtlasError::Io`], a local
+    /// file or directory.
+    pub fn path(&self) -> Option<&str> {
+        match self {
+            Self::NotAnAtlasCollection { path, .. }
+            | Self::UnsupportedVersion { path, .. }
+            | Self::CorruptCollection { path, .. }
+            | Self::Mask { path, .. }
+            | Self::Io { path, .. } => Some(path),
+            Self::DatasetNotFound(_)
+            | Self::NoSuchArray(_)
+            | Self::ArrayNotFound { .. }
+            | Self::TypeMismatch { .. }
+            | Self::InvalidSelection { .. }
+            | Self::DeleteConflict { .. }
+            | Self::Segment { .. }
+            | Self::Store(_) => None,
+        }
+    }
+
+    /// The same error with its store object named `name(object)` (the variants that name one:
+    /// all that have a [`path`](Self::path) but [`AtlasError::Io`], whose path is a local
+    /// file). The store knows an object only by its path inside the store; a caller that opened
+    /// the collection at a URL or a directory shows it under that location instead.
+    pub fn with_object_named(self, name: impl FnOnce(&str) -> String) -> Self {
+        match self {
+            Self::NotAnAtlasCollection { path, reason } => Self::NotAnAtlasCollection {
+                path: name(&path),
+                reason,
+            },
+            Self::UnsupportedVersion {
+                path,
+                found,
+                expected,
+            } => Self::UnsupportedVersion {
+                path: name(&path),
+                found,
+                expected,
+            },
+            Self::CorruptCollection {
+                path,
+                field,
+                reason,
+            } => Self::CorruptCollection {
+                path: name(&path),
+                field,
+                reason,
+            },
+            Self::Mask { path, source } => Self::Mask {
+                path: name(&path),
+                source,
+            },
+            other @ (Self::Io { .. }
+            | Self::DatasetNotFound(_)
+            | Self::NoSuchArray(_)
+            | Self::ArrayNotFound { .. }
+            | Self::TypeMismatch { .. }
+            | Self::InvalidSelection { .. }
+            | Self::DeleteConflict { .. }
+            | Self::Segment { .. }
+            | Self::Store(_)) => other,
+        }
+    }
+
+    /// The field or region of the collection at fault: the footer field or segment of a
+    /// corrupt collection, or the mask object.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            Self::CorruptCollection { field, .. } => Some(field),
+            Self::Mask { .. } => Some(atlas_footer::MASK_OBJECT),
+            Self::NotAnAtlasCollection { .. }
+            | Self::UnsupportedVersion { .. }
+            | Self::DatasetNotFound(_)
+            | Self::NoSuchArray(_)
+            | Self::ArrayNotFound { .. }
+            | Self::TypeMismatch { .. }
+            | Self::InvalidSelection { .. }
+            | Self::DeleteConflict { .. }
+            | Self::Segment { .. }
+            | Self::Store(_)
+            | Self::Io { .. } => None,
+        }
+    }
+
+    /// The dataset the error is about: one looked up and not found, or the one whose array
+    /// was not found.
+    pub fn dataset(&self) -> Option<&str> {
+        match self {
+            Self::DatasetNotFound(dataset) | Self::ArrayNotFound { dataset, .. } => Some(dataset),
+            Self::NotAnAtlasCollection { .. }
+            | Self::UnsupportedVersion { .. }
+            | Self::CorruptCollection { .. }
+            | Self::NoSuchArray(_)
+            | Self::TypeMismatch { .. }
+            | Self::InvalidSelection { .. }
+            | Self::Mask { .. }
+            | Self::DeleteConflict { .. }
+            | Self::Segment { .. }
+            | Self::Store(_)
+            | Self::Io { .. } => None,
+        }
+    }
+
+    /// The array the error is about: one looked up and not found, or one a read was refused.
+    pub fn array(&self) -> Option<&str> {
+        match self {
+            Self::NoSuchArray(array)
+            | Self::ArrayNotFound { array, .. }
+            | Self::TypeMismatch { array, .. }
+            | Self::InvalidSelection { array, .. } => Some(array),
+            Self::NotAnAtlasCollection { .. }
+            | Self::UnsupportedVersion { .. }
+            | Self::CorruptCollection { .. }
+            | Self::DatasetNotFound(_)
+            | Self::Mask { .. }
+            | Self::DeleteConflict { .. }
+            | Self::Segment { .. }
+            | Self::Store(_)
+            | Self::Io { .. } => None,
+        }
+    }
+
+    /// One error of every variant, for tests that check each is reported (the bindings'
+    /// exception classes). Adding a variant fails to compile here until it is listed. `Store`,
+    /// `Segment` and `Io` come twice, one whose retry may help and one whose retry cannot.
+    #[doc(hidden)]
+    pub fn examples() -> Vec<Self> {
+        let container = || "runs/data.atlas".to_owned();
+        let all = vec![
+            Self::NotAnAtlasCollection {
+                path: container(),
+                reason: "no data.atlas".to_owned(),
+            },
+            Self::UnsupportedVersion {
+                path: container(),
+                found: 9,
+                expected: 8,
+            },
+            Self::CorruptCollection {
+                path: container(),
+                field: "trailer.footer_size".to_owned(),
+                reason: "0 is smaller than a footer".to_owned(),
+            },
+            Self::DatasetNotFound("jan".to_owned()),
+            Self::NoSuchArray("t2m".to_owned()),
+            Self::ArrayNotFound {
+                dataset: "jan".to_owned(),
+                array: "t2m".to_owned(),
+            },
+            Self::TypeMismatch {
+                array: "t2m".to_owned(),
+                declared: DType::Float32,
+                requested: DType::Int64,
+            },
+            Self::InvalidSelection {
+                array: "t2m".to_owned(),
+                reason: "start 9 is past the end of axis 0 (length 4)".to_owned(),
+            },
+            Self::Mask {
+                path: "runs/deleted.mask".to_owned(),
+                source: atlas_mask::MaskError::NotAMask("wrong magic".to_owned()),
+            },
+            Self::DeleteConflict { attempts: 8 },
+            Self::Segment {
+                variable: "t2m".to_owned(),
+                source: array_format::Error::Storage("connection reset".to_owned()),
+            },
+            Self::Segment {
+                variable: "t2m".to_owned(),
+                source: array_format::Error::Io(std::io::ErrorKind::PermissionDenied.into()),
+            },
+            Self::Store(object_store::Error::Generic {
+                store: "S3",
+                source: "connection reset".into(),
+            }),
+            Self::Store(object_store::Error::NotFound {
+                path: container(),
+                source: "404".into(),
+            }),
+            Self::Io {
+                path: "/data/runs".to_owned(),
+                source: std::io::ErrorKind::TimedOut.into(),
+            },
+            Self::Io {
+                path: "/data/runs".to_owned(),
+                source: std::io::ErrorKind::PermissionDenied.into(),
+            },
+        ];
+        for error in &all {
+            match error {
+                Self::NotAnAtlasCollection { .. }
+                | Self::UnsupportedVersion { .. }
+                | Self::CorruptCollection { .. }
+                | Self::DatasetNotFound(_)
+                | Self::NoSuchArray(_)
+                | Self::ArrayNotFound { .. }
+                | Self::TypeMismatch { .. }
+                | Self::InvalidSelection { .. }
+                | Self::Mask { .. }
+                | Self::DeleteConflict { .. }
+                | Self::Segment { .. }
+                | Self::Store(_)
+                | Self::Io { .. } => {}
+            }
+        }
+        all
+    }
+
     pub(crate) fn from_footer(path: &str, error: FooterError) -> Self {
         let path = path.to_owned();
         match error {
@@ -173,6 +428,75 @@ impl AtlasError {
             path: path.into(),
             field: field.into(),
             reason: reason.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::{HashMap, HashSet};
+    use std::mem::discriminant;
+
+    #[test]
+    fn kinds_name_one_variant_each() {
+        let mut by_variant = HashMap::new();
+        for error in AtlasError::examples() {
+            let kind = error.kind();
+            if let Some(before) = by_variant.insert(discriminant(&error), kind) {
+                assert_eq!(before, kind, "{error:?}");
+            }
+        }
+        let kinds: HashSet<&str> = by_variant.values().copied().collect();
+        assert_eq!(kinds.len(), by_variant.len(), "{kinds:?}");
+    }
+
+    #[test]
+    fn a_message_with_a_path_is_the_path_then_the_rest_and_the_reason_leaves_the_path_out() {
+        for error in AtlasError::examples() {
+            let message = error.to_string();
+            let reason = error.reason();
+            assert!(!reason.is_empty(), "{error:?}");
+            if let Some(path) = error.path() {
+                assert!(message.starts_with(&format!("{path}: ")), "{message}");
+                assert!(!reason.contains(path), "{reason}");
+            }
+        }
+    }
+
+    #[test]
+    fn only_the_store_the_transport_and_lost_delete_races_are_retryable() {
+        let retryable: Vec<String> = AtlasError::examples()
+            .into_iter()
+            .filter(AtlasError::is_retryable)
+            .map(|e| format!("{}: {e}", e.kind()))
+            .collect();
+        assert_eq!(
+            retryable,
+            [
+                "delete_conflict: delete gave up after 8 conflicting attempts",
+                "segment: segment 't2m': storage error: connection reset",
+                "store: store: Generic S3 error: connection reset",
+                "io: /data/runs: timed out",
+            ],
+        );
+    }
+
+    #[test]
+    fn a_store_object_is_renamed_and_a_local_file_is_not() {
+        for error in AtlasError::examples() {
+            let local = matches!(error, AtlasError::Io { .. });
+            let before = error.path().map(str::to_owned);
+            let renamed = error.with_object_named(|p| format!("s3://bucket/{p}"));
+            match (before, renamed.path()) {
+                (Some(before), Some(after)) if local => assert_eq!(before, after),
+                (Some(before), Some(after)) => {
+                    assert_eq!(after, format!("s3://bucket/{before}"));
+                    assert!(renamed.to_string().starts_with(after));
+                }
+                (None, None) => {}
+                other => panic!("{other:?}"),
+            }
         }
     }
 }

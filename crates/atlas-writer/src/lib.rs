@@ -15,7 +15,8 @@
 //! What it is not for: reading (`atlas-reader`), or deletes (a container is write-once; the
 //! writer never creates `deleted.mask`).
 //!
-//! Layering: above `atlas-footer`, `atlas-model` and `atlas-store`; below the `atlas` facade.
+//! Layering: above `atlas-footer`, `atlas-model`, `atlas-store` and `object-access` (the
+//! retryable rule); below the `atlas` facade.
 #![forbid(unsafe_code)]
 
 mod error;

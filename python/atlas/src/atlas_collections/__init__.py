@@ -9,10 +9,7 @@ See ``docs/python-atlas.md`` for the full tour: writing, the xarray backend (eng
 mapping and the exceptions.
 """
 
-from . import errors  # first: the native module raises these classes
-
-# isort: split
-from . import _atlas
+from . import _atlas, errors
 from ._core import (
     Array,
     Collection,

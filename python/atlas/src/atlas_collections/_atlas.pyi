@@ -14,7 +14,28 @@ from typing import Any, final
 
 from typing_extensions import Self
 
-__all__ = ["Collection", "Writer", "check_name", "FORMAT_VERSION"]
+__all__ = [
+    "AtlasError",
+    "NotACollectionError",
+    "UnsupportedVersionError",
+    "CorruptCollectionError",
+    "StorageError",
+    "DatasetNotFoundError",
+    "ArrayNotFoundError",
+    "SelectionError",
+    "InvalidNameError",
+    "DuplicateNameError",
+    "LayoutError",
+    "UnsupportedDTypeError",
+    "CollectionExistsError",
+    "WriteError",
+    "ImportRefusedError",
+    "AtlasPanicError",
+    "Collection",
+    "Writer",
+    "check_name",
+    "FORMAT_VERSION",
+]
 
 FORMAT_VERSION: int
 
@@ -23,8 +44,59 @@ _Tagged = tuple[str, Any]
 def check_name(kind: str, name: str) -> None: ...
 
 # Only in wheels built with the `test-hooks` feature (`cargo xtask test` builds them):
-# `_testing.panic_for_tests(message)` panics on the GIL-free call path.
+# `_testing.panic_for_tests(message)` panics on the GIL-free call path, and
+# `_testing.error_examples()` converts one Rust error of every variant.
 _testing: ModuleType
+
+# The exception classes, re-exported by `atlas_collections.errors` (where they say they
+# belong). `kind` is set on every error converted from Rust and is a class default of the
+# lookup errors; `retryable` defaults to False.
+class AtlasError(Exception):
+    message: str
+    path: str | None
+    reason: str
+    kind: str
+    retryable: bool
+    def __init__(
+        self, message: str, *, path: str | None = None, reason: str | None = None, **fields: Any
+    ) -> None: ...
+
+class NotACollectionError(AtlasError): ...
+
+class UnsupportedVersionError(AtlasError):
+    found: int
+    expected: int
+
+class CorruptCollectionError(AtlasError):
+    field: str
+
+class StorageError(AtlasError): ...
+
+class DatasetNotFoundError(AtlasError, KeyError):
+    name: str
+
+class ArrayNotFoundError(AtlasError, KeyError):
+    dataset: str
+    name: str
+
+class SelectionError(AtlasError, IndexError): ...
+
+class InvalidNameError(AtlasError, ValueError):
+    name: str
+
+class DuplicateNameError(AtlasError, ValueError):
+    name: str
+
+class LayoutError(AtlasError, ValueError): ...
+class UnsupportedDTypeError(AtlasError, TypeError): ...
+class CollectionExistsError(AtlasError): ...
+class WriteError(AtlasError): ...
+
+class ImportRefusedError(AtlasError, ValueError):
+    file: str
+    variable: str | None
+
+class AtlasPanicError(AtlasError): ...
 
 @final
 class Collection:
