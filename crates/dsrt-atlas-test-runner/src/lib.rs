@@ -17,12 +17,15 @@
 //!
 //! Also [`run_with_flocks_interrupted`], which re-runs such a binary under `strace` with its
 //! `flock` calls failed with `EINTR`, for the tests of the lock's retry in every crate that
-//! takes one.
+//! takes one, and [`files_below`], what a directory holds byte for byte, for the tests that
+//! compare two outputs that must be identical.
 #![forbid(unsafe_code)]
 
 mod interrupt;
+mod tree;
 
 pub use interrupt::{run_with_flocks_interrupted, InterruptedRun};
+pub use tree::files_below;
 
 use std::process::ExitCode;
 

@@ -111,7 +111,7 @@ pub(crate) fn run(args: &MigrateArgs) -> Result<(), CliError> {
 fn run_local(args: &MigrateArgs, caches: &[PathBuf]) -> Result<(), CliError> {
     let cancel = CancelToken::new();
     let handler_token = cancel.clone();
-    // A second handler cannot be installed in one process; only `migrate` installs one.
+    // A second handler cannot be installed in one process; a process runs one command.
     ctrlc::set_handler(move || handler_token.cancel())
         .map_err(|e| CliError::Invalid(format!("installing the Ctrl-C handler: {e}")))?;
     let result = datasetrt::update_manifests(caches, args.to, &StdFileSystem, &cancel);

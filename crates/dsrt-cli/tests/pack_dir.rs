@@ -92,24 +92,7 @@ fn from_dir_refuses_jsonl_only_flags_and_a_missing_directory() {
     assert!(!dir.path().join("c").exists());
 }
 
-/// Every file of `dir` (relative path, bytes), sorted.
-fn tree_bytes(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(d) = pending.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                let name = path.strip_prefix(dir).unwrap().display().to_string();
-                out.push((name, std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
-}
+use dsrt_atlas_test_runner::files_below as tree_bytes;
 
 #[test]
 fn packs_an_image_folder_with_labels_the_same_for_any_number_of_jobs() {
@@ -137,7 +120,7 @@ fn packs_an_image_folder_with_labels_the_same_for_any_number_of_jobs() {
             "--compression",
             "lz4",
             "--max-shard-bytes",
-            "64KiB",
+            "16KiB",
             "--jobs",
             jobs,
             "--json",
@@ -213,4 +196,57 @@ fn an_image_folder_with_a_stray_file_is_refused_and_nothing_is_written() {
         ],
     );
     assert_eq!(run.code, 2, "{}", run.stderr);
+}
+
+#[test]
+fn ctrl_c_stops_a_pack_and_removes_what_it_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("tree");
+    let chunk = vec![7u8; 8192];
+    for i in 0..20_000 {
+        let sub = root.join(format!("{}", i % 50));
+        if i < 50 {
+            std::fs::create_dir_all(&sub).unwrap();
+        }
+        std::fs::write(sub.join(format!("{i}.bin")), &chunk).unwrap();
+    }
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_dsrt"))
+        .current_dir(dir.path())
+        .args([
+            "pack",
+            "--from-dir",
+            "tree",
+            "--out",
+            "c",
+            "--source",
+            "s",
+            "--jobs",
+            "1",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the pack has begun writing, interrupt it as a terminal's Ctrl-C would.
+    let started = std::time::Instant::now();
+    while !dir.path().join("c/shards").exists() {
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "the pack never started writing"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("cancelled"), "{stderr}");
+    assert!(
+        !dir.path().join("c").exists(),
+        "the partial cache was removed"
+    );
 }

@@ -78,9 +78,10 @@ impl PackError {
         match self {
             Self::Io { path, .. } => Some(path),
             Self::Write(error) => error.path(),
-            Self::Input { .. } | Self::Encode { .. } | Self::Cancelled | Self::WorkerPanicked(_) => {
-                None
-            }
+            Self::Input { .. }
+            | Self::Encode { .. }
+            | Self::Cancelled
+            | Self::WorkerPanicked(_) => None,
         }
     }
 

@@ -1,12 +1,13 @@
 //! Packing in parallel writes the cache a single job writes, byte for byte; a failure, a panic
 //! or a cancellation stops every worker and names what failed.
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code: a failure is the test failing.
 
 use dsrt_manifest::CompressionAlgo;
 use dsrt_pack::{pack, Convert, Emit, FileTree, ImageFolder, PackError, PackOptions};
 use dsrt_reader::{Cache, OpenOptions, SampleBuf};
 use dsrt_schema::{Column, ColumnType, Schema, Value, ValueRef};
 use dsrt_writer::{CacheWriter, WriterOptions};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -36,18 +37,7 @@ fn image_folder(root: &Path, files: usize) {
     }
 }
 
-fn files_of(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out: Vec<_> = dsrt_pack::list_files(dir)
-        .unwrap()
-        .into_iter()
-        .map(|p| {
-            let bytes = std::fs::read(dir.join(&p)).unwrap();
-            (p, bytes)
-        })
-        .collect();
-    out.sort();
-    out
-}
+use dsrt_atlas_test_runner::files_below as files_of;
 
 fn write<C: Convert>(
     convert: &C,

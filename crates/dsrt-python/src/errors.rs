@@ -376,8 +376,14 @@ pub(crate) fn pack_error(py: Python<'_>, err: &datasetrt::pack::PackError) -> Py
         return write_error(py, inner);
     }
     let attrs = [
-        ("path", err.path().map_or_else(|| py.None(), |p| path_obj(py, p))),
-        ("input", err.input().map_or_else(|| py.None(), |i| obj(py, i))),
+        (
+            "path",
+            err.path().map_or_else(|| py.None(), |p| path_obj(py, p)),
+        ),
+        (
+            "input",
+            err.input().map_or_else(|| py.None(), |i| obj(py, i)),
+        ),
         ("reason", obj(py, err.reason())),
         ("kind", obj(py, err.kind())),
     ];

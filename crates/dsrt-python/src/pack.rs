@@ -53,7 +53,7 @@ fn summary_dict<'py>(py: Python<'py>, summary: &CacheSummary) -> PyResult<Bound<
 
 /// What the two tree converters share: options, the run with the GIL released, the summary.
 #[allow(clippy::too_many_arguments)]
-fn run_tree<'py, C: Convert>(
+fn run_tree<'py, C: Convert + Send>(
     py: Python<'py>,
     scan: impl FnOnce() -> Result<C, PackError> + Send,
     schema: Schema,
@@ -62,10 +62,7 @@ fn run_tree<'py, C: Convert>(
     compression: &str,
     max_shard_bytes: u64,
     jobs: Option<usize>,
-) -> PyResult<Bound<'py, PyDict>>
-where
-    C: Send,
-{
+) -> PyResult<Bound<'py, PyDict>> {
     let options = WriterOptions::new(source, schema.clone())
         .compression(compression_arg(compression)?)
         .max_shard_bytes(max_shard_bytes);
@@ -96,7 +93,16 @@ pub(crate) fn pack_dir<'py>(
     jobs: Option<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let scan = move || FileTree::scan(&root);
-    run_tree(py, scan, FileTree::schema(), out, source, compression, max_shard_bytes, jobs)
+    run_tree(
+        py,
+        scan,
+        FileTree::schema(),
+        out,
+        source,
+        compression,
+        max_shard_bytes,
+        jobs,
+    )
 }
 
 /// Packs an ImageFolder tree (`root/<class>/<file>`, torchvision's layout) into a new cache at
@@ -116,5 +122,14 @@ pub(crate) fn pack_imagefolder<'py>(
     jobs: Option<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let scan = move || ImageFolder::scan(&root);
-    run_tree(py, scan, ImageFolder::schema(), out, source, compression, max_shard_bytes, jobs)
+    run_tree(
+        py,
+        scan,
+        ImageFolder::schema(),
+        out,
+        source,
+        compression,
+        max_shard_bytes,
+        jobs,
+    )
 }

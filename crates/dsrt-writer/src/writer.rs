@@ -402,7 +402,12 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let dir = root.path().join("c");
         fs::create_dir_all(dir.join(SHARDS_DIR_NAME)).unwrap();
-        for name in ["shards/000000.bin", INDEX_FILE_NAME, METADATA_FILE_NAME, "notes.txt"] {
+        for name in [
+            "shards/000000.bin",
+            INDEX_FILE_NAME,
+            METADATA_FILE_NAME,
+            "notes.txt",
+        ] {
             fs::write(dir.join(name), b"x").unwrap();
         }
         remove_unpublished(&dir, true);
@@ -412,6 +417,9 @@ mod tests {
         fs::write(dir.join(MANIFEST_FILE_NAME), b"{}").unwrap();
         fs::write(dir.join(INDEX_FILE_NAME), b"x").unwrap();
         remove_unpublished(&dir, true);
-        assert!(dir.join(INDEX_FILE_NAME).exists(), "a published cache is never touched");
+        assert!(
+            dir.join(INDEX_FILE_NAME).exists(),
+            "a published cache is never touched"
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! Samples encoded on other threads make the same cache, byte for byte, as samples added one
 //! by one.
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code: a failure is the test failing.
 
 use dsrt_manifest::CompressionAlgo;
 use dsrt_schema::{Column, ColumnType, Schema, Value, ValueRef};
@@ -25,28 +26,7 @@ fn options(compression: CompressionAlgo) -> WriterOptions {
         .max_shard_bytes(3_000)
 }
 
-fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    for entry in walk(dir) {
-        let name = entry.strip_prefix(dir).unwrap().display().to_string();
-        out.push((name, std::fs::read(&entry).unwrap()));
-    }
-    out.sort();
-    out
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            out.extend(walk(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
-}
+use dsrt_atlas_test_runner::files_below as files;
 
 fn serial(dir: &Path, compression: CompressionAlgo, samples: &[Sample]) {
     let mut writer = CacheWriter::create(dir, options(compression)).unwrap();

@@ -67,21 +67,7 @@ pub(crate) fn local_names(dir: &std::path::Path) -> Vec<String> {
 
 /// Every file below `dir`, as `(relative path with /, bytes)`, sorted.
 pub(crate) fn local_files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(d) = pending.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                let rel = path.strip_prefix(dir).unwrap().to_str().unwrap().to_owned();
-                out.push((rel, std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
+    dsrt_atlas_test_runner::files_below(dir)
 }
 
 /// A store wrapper for fault injection and request recording.
