@@ -12,8 +12,9 @@
 //!   >= 0.7x the floor's samples/s.
 //! - `pack_jobs1`: the same on 1 job (no target; what the threads buy).
 //!
-//! Each round runs every arm once, in an order that rotates from round to round, and takes the
-//! ratios within the round; the report is the median ratio over the rounds with the lowest and
+//! Each round runs every arm once, in an order that rotates from round to round (after a
+//! `sync` and a second's pause, so no arm pays for the writeback of the one before), and takes
+//! the ratios within the round; the report is the median ratio over the rounds with the lowest and
 //! highest, and each arm's median samples/s.
 //!
 //! `cargo bench -p dsrt-atlas-benches --bench dsrt_pack [-- ROUNDS]` (default 5 rounds). The
@@ -113,6 +114,13 @@ fn pack_arm(input: &Path, out: &Path, jobs: usize) -> Duration {
     elapsed
 }
 
+/// Lets the disk finish the writeback of the arm before (each arm wrote 1.4 GB), so that no arm
+/// pays for another's.
+fn settle() {
+    let _ = std::process::Command::new("sync").status();
+    std::thread::sleep(Duration::from_secs(1));
+}
+
 fn main() {
     let rounds: usize = std::env::args()
         .skip(1)
@@ -137,6 +145,7 @@ fn main() {
         for k in 0..arms.len() {
             let arm = (round + k) % arms.len();
             let out = root.path().join(format!("out-{arm}"));
+            settle();
             let took = match arm {
                 0 => floor(&files, &out),
                 1 => pack_arm(&input, &out, 2),

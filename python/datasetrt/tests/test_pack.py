@@ -108,4 +108,6 @@ def test_an_image_folder_with_a_stray_file_is_refused_before_anything_is_written
     assert "README" in str(info.value) and "no class" in info.value.reason
     assert not (tmp_path / "out").exists()
     with pytest.raises(ValueError):
-        datasetrt.pack_imagefolder(tmp_path / "flowers", tmp_path / "o", source="f", compression="zip")
+        datasetrt.pack_imagefolder(
+            tmp_path / "flowers", tmp_path / "o", source="f", compression="zip"
+        )
