@@ -1,5 +1,7 @@
 """Test 3: every refused NetCDF import names the file (and variable) and leaves nothing."""
 
+import os
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -113,3 +115,34 @@ def test_the_command_reports_a_refusal_and_exits_non_zero(tmp_path):
     assert done.returncode == 1
     assert "broken.nc" in done.stderr and "refused" in done.stderr
     assert not (tmp_path / "out" / "data.atlas").exists()
+
+
+def test_the_command_without_the_netcdf_extra_names_it_and_exits_2(tmp_path):
+    """In an environment without tqdm (or xarray, netCDF4, h5netcdf) the command says which
+    extra to install instead of failing with an ImportError."""
+    import subprocess
+    import sys
+
+    # A directory on the path whose `tqdm` module cannot be imported, as if not installed.
+    blocker = tmp_path / "blocked"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(
+        "import sys\nsys.modules['tqdm'] = None\n"
+        "import importlib.machinery, importlib.util\n"
+        "_find = importlib.util.find_spec\n"
+        "def find_spec(name, package=None):\n"
+        "    return None if name == 'tqdm' else _find(name, package)\n"
+        "importlib.util.find_spec = find_spec\n"
+    )
+    env = {**os.environ, "PYTHONPATH": f"{blocker}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    command = [sys.executable, "-m", "atlas_collections", "import", str(tmp_path / "out")]
+    done = subprocess.run(command + ["x.nc"], capture_output=True, text=True, env=env)
+    assert done.returncode == 2, done.stderr
+    assert "tqdm" in done.stderr and "atlas-collections[netcdf]" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists()
+    # Without a progress bar tqdm is not needed: the command goes on (and refuses x.nc).
+    done = subprocess.run(
+        command + ["x.nc", "--no-progress"], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 1 and "x.nc" in done.stderr, done.stderr

@@ -73,11 +73,47 @@ def open(location: PathLike) -> Collection:  # noqa: A001 - mirrors builtins.ope
     return Collection(location)
 
 
+#: The collections this process reopened from a pickle, by location: a dask worker unpickles
+#: many tasks that name one collection, and opens it once.
+_REOPENED: dict[str, Collection] = {}
+_REOPENED_PID = 0
+#: How many times this process opened each location for an unpickled collection (tests check
+#: it is once).
+_REOPEN_OPENS: dict[str, int] = {}
+
+
+def _reopen(location: str) -> Collection:
+    """The collection at ``location``, opened once per process (how a pickled collection, and
+    every dataset and array pickled with it, comes back in a dask worker)."""
+    global _REOPENED_PID
+    if _REOPENED_PID != os.getpid():
+        # A forked child inherits its parent's table, and with it collections whose runtime
+        # threads did not survive the fork: start its own.
+        _REOPENED.clear()
+        _REOPEN_OPENS.clear()
+        _REOPENED_PID = os.getpid()
+    collection = _REOPENED.get(location)
+    if collection is None:
+        collection = _REOPENED[location] = Collection(location)
+        _REOPEN_OPENS[location] = _REOPEN_OPENS.get(location, 0) + 1
+    return collection
+
+
 class Collection:
-    """An open Atlas collection. Thread-safe; every request runs with the GIL released."""
+    """An open Atlas collection. Thread-safe; every request runs with the GIL released.
+
+    Pickles by location: unpickled in another process (a ``dask.distributed`` worker) it is
+    opened there, once per process and location however many tasks carry it."""
 
     def __init__(self, location: PathLike) -> None:
         self._native = _atlas.Collection.open(_location(location))
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        location = self.location
+        if "://" not in location:
+            # Another process may run in another directory.
+            location = os.path.abspath(location)
+        return (_reopen, (location,))
 
     @property
     def location(self) -> str:

@@ -164,8 +164,21 @@ def _strip_subject(message: str) -> str:
     return message
 
 
+#: What ``python -m atlas_collections import`` needs beyond the package itself: the modules of
+#: the ``netcdf`` extra.
+IMPORT_NEEDS = ("xarray", "netCDF4", "h5netcdf", "tqdm")
+
+
+def missing_import_modules() -> list[str]:
+    """The modules of the ``netcdf`` extra that this environment cannot import."""
+    import importlib.util
+
+    return [name for name in IMPORT_NEEDS if importlib.util.find_spec(name) is None]
+
+
 def main_import(argv: list[str]) -> int:
-    """``python -m atlas_collections import OUT FILE.nc ...``"""
+    """``python -m atlas_collections import OUT FILE.nc ...``; exits 2 (a usage error) when the
+    ``netcdf`` extra is not installed, naming what is missing and how to install it."""
     import argparse
     import sys
 
@@ -179,6 +192,17 @@ def main_import(argv: list[str]) -> int:
     parser.add_argument("--codec", choices=["zstd", "lz4", "none"], default="zstd")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
+    missing = missing_import_modules()
+    if args.no_progress and missing == ["tqdm"]:
+        missing = []
+    if missing:
+        print(
+            f"error: importing NetCDF needs the netcdf extra, and {', '.join(missing)} "
+            "cannot be imported here: pip install 'atlas-collections[netcdf]' "
+            "(from a checkout: pip install './python/atlas[netcdf]')",
+            file=sys.stderr,
+        )
+        return 2
     try:
         summary = import_netcdf(
             args.out,

@@ -45,6 +45,16 @@ class AtlasBackendArray(BackendArray):
     def _raw_indexing_method(self, key: tuple[Any, ...]) -> np.ndarray:
         return self.array.oindex(key)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # The lock is this process's; the array pickles by its collection's location.
+        state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
 
 def _open_collection(filename_or_obj: Any) -> Collection:
     if isinstance(filename_or_obj, Collection):
