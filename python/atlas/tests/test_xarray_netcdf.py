@@ -159,3 +159,33 @@ def test_the_import_command(tmp_path):
     assert "imported 2 datasets" in done.stdout
     assert "2/2" in done.stderr and "file" in done.stderr  # the tqdm progress bar, both files
     assert ac.open(out).names == [p.stem for p in paths]
+
+
+@pytest.mark.parametrize("engine", ["netcdf4", "h5netcdf"])
+def test_scalar_variables_and_coordinates_stay_0_d(tmp_path, engine):
+    """A station file in the CF discrete-sampling shape: 0-d `lat`, `lon`, `height` and a 0-d
+    string `station_name` come back 0-d, not as 1-element arrays on a new dimension."""
+    source = xr.Dataset(
+        {"t2m": (("time",), np.arange(4, dtype="f4"), {"units": "K"})},
+        coords={
+            "lat": ((), 45.07, {"units": "degrees_north"}),
+            "lon": ((), 7.69, {"units": "degrees_east"}),
+            "height": ((), np.int16(240)),
+            "station_name": ((), "Torino"),
+        },
+        attrs={"featureType": "timeSeries"},
+    )
+    path = tmp_path / "torino.nc"
+    source.to_netcdf(path, engine=engine)
+    ac.import_netcdf(tmp_path / "coll", [path], progress=False)
+    back = xr.open_dataset(tmp_path / "coll", engine="atlas", group="torino")
+    assert back["lat"].dims == () and "dim0" not in back.dims
+    with xr.open_dataset(path, engine=engine) as expected:
+        xr.testing.assert_identical(back, expected.load())
+        lazy = xr.open_dataset(tmp_path / "coll", engine="atlas", group="torino", chunks={})
+        xr.testing.assert_identical(lazy.compute(), expected)
+    # And through the Writer directly.
+    with ac.Writer(tmp_path / "direct") as w:
+        w.write("d", {"x": ((), np.float32(1.5)), "n": ((), np.uint8(7))})
+    d = ac.open(tmp_path / "direct")["d"]
+    assert d["x"].shape == () and d["x"][()] == np.float32(1.5) and d["n"][()] == 7

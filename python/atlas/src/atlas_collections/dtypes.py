@@ -93,7 +93,7 @@ def to_atlas(data: Any, what: str | None = None) -> tuple[str, Any, list[int]]:
             raise _refuse(array.dtype, "only float32 and float64 have an Atlas element type", what)
         name = array.dtype.name
         native = array.astype(array.dtype.newbyteorder("="), copy=False)
-        return name, np.ascontiguousarray(native), shape
+        return name, _c_order(native), shape
     if kind == "M":
         unit, _ = np.datetime_data(array.dtype)
         if unit != "ns":
@@ -105,7 +105,7 @@ def to_atlas(data: Any, what: str | None = None) -> tuple[str, Any, list[int]]:
             if not bool(np.all(same)):
                 raise _refuse(array.dtype, "its values overflow datetime64[ns]", what)
             array = converted
-        return "timestamp_ns", np.ascontiguousarray(array.view("int64")), shape
+        return "timestamp_ns", _c_order(array.view("int64")), shape
     if kind == "U":
         return "string", [str(x) for x in array.reshape(-1).tolist()], shape
     if kind == "S":
@@ -157,6 +157,12 @@ _SCALAR_TAGS = {
     "bool": "Bool",
 }
 _NUMPY_OF_TAG = {v: np.dtype(k) for k, v in _SCALAR_TAGS.items()}
+
+
+def _c_order(array: np.ndarray) -> np.ndarray:
+    """``array`` in C order, keeping its rank: ``np.ascontiguousarray`` turns a 0-d array into
+    a 1-element 1-D one, which would store a scalar variable on a new dimension."""
+    return array if array.flags.c_contiguous else np.array(array, order="C")
 
 
 def attr_to_atlas(value: Any, what: str) -> tuple[str, Any]:
