@@ -146,3 +146,23 @@ def test_the_command_without_the_netcdf_extra_names_it_and_exits_2(tmp_path):
         command + ["x.nc", "--no-progress"], capture_output=True, text=True, env=env
     )
     assert done.returncode == 1 and "x.nc" in done.stderr, done.stderr
+
+
+def test_a_file_with_groups_is_refused_naming_them(tmp_path):
+    path = tmp_path / "nested.nc"
+    xr.Dataset({"v": (("x",), np.arange(3.0))}).to_netcdf(path)
+    xr.Dataset({"w": (("x",), np.arange(2.0))}).to_netcdf(path, group="sub", mode="a")
+    with pytest.raises(ac.ImportRefusedError) as info:
+        ac.import_netcdf(tmp_path / "out", [path], progress=False)
+    assert "/sub" in info.value.reason and info.value.file == str(path)
+    assert not (tmp_path / "out" / "data.atlas").exists()
+
+
+def test_dates_in_a_non_standard_calendar_are_refused_naming_the_variable_and_calendar(tmp_path):
+    path = tmp_path / "noleap.nc"
+    time = ("time", [0, 1, 2], {"units": "days since 2000-01-01", "calendar": "noleap"})
+    xr.Dataset({"v": (("time",), np.arange(3.0))}, coords={"time": time}).to_netcdf(path)
+    with pytest.raises(ac.ImportRefusedError) as info:
+        ac.import_netcdf(tmp_path / "out", [path], progress=False)
+    assert info.value.variable == "time" and "'noleap' calendar" in info.value.reason
+    assert not (tmp_path / "out" / "data.atlas").exists()

@@ -189,3 +189,59 @@ def test_scalar_variables_and_coordinates_stay_0_d(tmp_path, engine):
         w.write("d", {"x": ((), np.float32(1.5)), "n": ((), np.uint8(7))})
     d = ac.open(tmp_path / "direct")["d"]
     assert d["x"].shape == () and d["x"][()] == np.float32(1.5) and d["n"][()] == 7
+
+
+def test_char_arrays_unsigned_missing_values_packing_and_bounds_read_as_xarray_reads_them(
+    tmp_path,
+):
+    """NetCDF-3 char arrays (S1 with a string dimension), `_Unsigned` bytes, `missing_value`,
+    integers packed with `scale_factor`/`add_offset` (int16 with float32 factors, uint8 with
+    float64 ones and a `_FillValue`) and a bounds variable: the collection holds what
+    `xr.open_dataset` shows."""
+    import netCDF4
+
+    chars = tmp_path / "chars.nc"
+    with netCDF4.Dataset(chars, "w", format="NETCDF3_CLASSIC") as nc:
+        nc.createDimension("station", 3)
+        nc.createDimension("name_strlen", 6)
+        names = nc.createVariable("station_name", "S1", ("station", "name_strlen"))
+        names[:] = netCDF4.stringtochar(np.array(["Torino", "Milano", "Roma"], dtype="S6"))
+        nc.createVariable("t", "f4", ("station",))[:] = [1, 2, 3]
+    packed = tmp_path / "packed.nc"
+    with netCDF4.Dataset(packed, "w") as nc:
+        nc.createDimension("x", 5)
+        u = nc.createVariable("u", "i1", ("x",))
+        u._Unsigned = "true"
+        u.set_auto_maskandscale(False)
+        u[:] = np.array([-1, 0, 1, 2, -128], dtype="i1")
+        m = nc.createVariable("m", "f4", ("x",))
+        m.missing_value = np.float32(-999)
+        m.set_auto_maskandscale(False)
+        m[:] = np.array([1, -999, 3, 4, 5], dtype="f4")
+        k = nc.createVariable("k", "i2", ("x",))
+        k.scale_factor = np.float32(0.5)
+        k.add_offset = np.float32(10)
+        k.set_auto_maskandscale(False)
+        k[:] = np.arange(5, dtype="i2")
+        k8 = nc.createVariable("k8", "u1", ("x",), fill_value=np.uint8(255))
+        k8.scale_factor = 0.1
+        k8.add_offset = 1.0
+        k8.set_auto_maskandscale(False)
+        k8[:] = np.array([0, 1, 255, 3, 4], dtype="u1")
+    bounds = tmp_path / "bounds.nc"
+    xr.Dataset(
+        {
+            "v": (("lat",), np.arange(3.0)),
+            "lat_bnds": (("lat", "nv"), np.arange(6.0).reshape(3, 2)),
+        },
+        coords={"lat": ("lat", [0.5, 1.5, 2.5], {"bounds": "lat_bnds"})},
+    ).to_netcdf(bounds)
+    paths = [chars, packed, bounds]
+    ac.import_netcdf(tmp_path / "coll", paths, progress=False)
+    for path in paths:
+        back = xr.open_dataset(tmp_path / "coll", engine="atlas", group=path.stem)
+        with xr.open_dataset(path) as expected:
+            xr.testing.assert_identical(back, expected.load())
+    stations = xr.open_dataset(tmp_path / "coll", engine="atlas", group="chars")["station_name"]
+    assert stations.dims == ("station",)
+    assert stations.values.tolist() == [b"Torino", b"Milano", b"Roma"]

@@ -99,6 +99,8 @@ def import_netcdf(
                 ) from None
             with ds:
                 _check_names(out_text, path, ds)
+                _check_no_groups(out_text, path, engine)
+                _check_calendars(out_text, path, ds)
                 try:
                     ds = ds.load()
                 except Exception as e:  # noqa: BLE001
@@ -124,6 +126,49 @@ def import_netcdf(
         if bar is not None:
             bar.close()
     return ImportSummary(out_text, summary["datasets"], summary["container_bytes"])
+
+
+def _check_no_groups(out: str, path: str, engine: str | None) -> None:
+    """Refuses a NetCDF-4 file with groups below the root: one file is one dataset, and
+    importing only its root would drop the groups' variables without a word."""
+    import xarray as xr
+
+    try:
+        groups = xr.open_groups(path, engine=engine)
+    except (NotImplementedError, ValueError, TypeError):
+        return  # an engine or format without groups (NetCDF-3)
+    try:
+        nested = sorted(g for g in groups if g not in ("", "/"))
+    finally:
+        for group in groups.values():
+            group.close()
+    if nested:
+        raise _refuse(
+            out,
+            path,
+            f"it holds groups below the root ({', '.join(nested)}); one file is one dataset, "
+            "so import each group as a file of its own",
+        )
+
+
+def _check_calendars(out: str, path: str, ds: Any) -> None:
+    """Refuses a variable of dates in a non-standard calendar: xarray decodes them to cftime
+    objects, and Atlas stores times as datetime64 (proleptic Gregorian) only."""
+    for name, var in ds.variables.items():
+        if var.dtype != object or var.size == 0:
+            continue
+        first = var.values.reshape(-1)[0]
+        calendar = getattr(first, "calendar", None)
+        if calendar is not None and type(first).__module__.startswith("cftime"):
+            raise _refuse(
+                out,
+                path,
+                f"its dates are in the {calendar!r} calendar, and Atlas stores times as "
+                "datetime64 (proleptic Gregorian) only; to keep the numbers with their units "
+                "and calendar, open it with xarray's decode_times=False and write it with "
+                "atlas_collections.write_xarray",
+                str(name),
+            )
 
 
 def _check_names(out: str, path: str, ds: Any) -> None:
