@@ -435,20 +435,13 @@ impl AtlasError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::{HashMap, HashSet};
-    use std::mem::discriminant;
 
     #[test]
     fn kinds_name_one_variant_each() {
-        let mut by_variant = HashMap::new();
-        for error in AtlasError::examples() {
-            let kind = error.kind();
-            if let Some(before) = by_variant.insert(discriminant(&error), kind) {
-                assert_eq!(before, kind, "{error:?}");
-            }
-        }
-        let kinds: HashSet<&str> = by_variant.values().copied().collect();
-        assert_eq!(kinds.len(), by_variant.len(), "{kinds:?}");
+        dsrt_atlas_test_runner::assert_one_kind_per_variant(
+            &AtlasError::examples(),
+            AtlasError::kind,
+        );
     }
 
     #[test]

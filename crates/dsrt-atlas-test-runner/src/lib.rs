@@ -18,13 +18,16 @@
 //! Also [`run_with_flocks_interrupted`], which re-runs such a binary under `strace` with its
 //! `flock` calls failed with `EINTR`, for the tests of the lock's retry in every crate that
 //! takes one, and [`files_below`], what a directory holds byte for byte, for the tests that
-//! compare two outputs that must be identical.
+//! compare two outputs that must be identical, and [`assert_one_kind_per_variant`], the check of
+//! every error type's `kind()`.
 #![forbid(unsafe_code)]
 
 mod interrupt;
+mod kinds;
 mod tree;
 
 pub use interrupt::{run_with_flocks_interrupted, InterruptedRun};
+pub use kinds::assert_one_kind_per_variant;
 pub use tree::files_below;
 
 use std::process::ExitCode;

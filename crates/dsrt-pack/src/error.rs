@@ -135,3 +135,16 @@ impl PackError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_name_one_variant_each() {
+        dsrt_atlas_test_runner::assert_one_kind_per_variant(
+            &PackError::examples(),
+            PackError::kind,
+        );
+    }
+}
