@@ -26,6 +26,9 @@ pub(crate) struct PyCacheWriter {
     writer: Mutex<Option<CacheWriter>>,
     schema: datasetrt::Schema,
     path: PathBuf,
+    /// Whether this writer made `path` (it did not exist before), so removing what it wrote
+    /// removes the directory too.
+    created: bool,
 }
 
 /// The `compression` argument of the writing functions.
@@ -86,12 +89,14 @@ impl PyCacheWriter {
             .compression(compression)
             .max_shard_bytes(max_shard_bytes)
             .manifest_version(manifest_version);
+        let created = !path.exists();
         let writer =
             detach(py, || CacheWriter::create(&path, options))?.map_err(|e| write_error(py, &e))?;
         Ok(Self {
             writer: Mutex::new(Some(writer)),
             schema,
             path,
+            created,
         })
     }
 
@@ -159,15 +164,24 @@ impl PyCacheWriter {
         Ok(dict)
     }
 
-    /// Stops without publishing: the directory keeps the partial files but no manifest.json,
-    /// so no reader will take it for a cache.
-    fn abort(&self, py: Python<'_>) -> PyResult<()> {
+    /// Stops without publishing: no manifest.json is written, so no reader will take the
+    /// directory for a cache. With `remove=True` the files the writer wrote go too (and the
+    /// directory, if the writer created it); otherwise they stay for inspection. A published
+    /// cache is never removed.
+    #[pyo3(signature = (*, remove = false))]
+    fn abort(&self, py: Python<'_>, remove: bool) -> PyResult<()> {
         let writer = self
             .writer
             .lock_py_attached(py)
             .map_err(|_| PyValueError::new_err("the CacheWriter failed in another thread"))?
             .take();
-        detach(py, move || drop(writer))
+        let (path, created) = (self.path.clone(), self.created);
+        detach(py, move || {
+            drop(writer);
+            if remove {
+                datasetrt::remove_unpublished(&path, created);
+            }
+        })
     }
 
     /// Samples added so far.
@@ -201,7 +215,7 @@ impl PyCacheWriter {
             .map_err(|_| PyValueError::new_err("the CacheWriter failed in another thread"))?
             .is_some();
         if failed {
-            self.abort(py)?;
+            self.abort(py, false)?;
         } else if open {
             self.finish(py)?;
         }

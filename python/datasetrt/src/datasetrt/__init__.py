@@ -11,6 +11,8 @@ native module ``datasetrt._native``; ``datasetrt.torch`` adds a PyTorch ``Iterab
 - :func:`pack_dir` and :func:`pack_imagefolder` convert a directory tree (one sample per file;
   ImageFolder's ``root/<class>/<file>`` with labels) on several threads, into the same bytes
   for every number of threads.
+- :func:`convert` runs a function of yours over a list of inputs in worker processes, into one
+  cache that is the same bytes for every number of workers.
 - :class:`Loader` iterates one rank's share of an epoch reproducibly, resumably.
 - :func:`update_manifests` / :meth:`Dataset.update_manifests` migrate v2 manifests to v3.
 
@@ -61,6 +63,7 @@ from ._native import (
     set_max_open_shards,
     update_manifests,
 )
+from ._convert import convert
 
 __all__ = [
     "DEFAULT_MAX_SHARD_BYTES",
@@ -89,6 +92,7 @@ __all__ = [
     "SampleTable",
     "WriteError",
     "cache_id_for_source",
+    "convert",
     "max_open_shards",
     "open_shard_handles",
     "pack_dir",
