@@ -7,9 +7,9 @@ import subprocess
 import sys
 import textwrap
 import time
+from concurrent.futures.process import BrokenProcessPool
 
 import pytest
-from concurrent.futures.process import BrokenProcessPool
 
 import datasetrt
 

@@ -28,6 +28,7 @@ subclasses :class:`RemoteIntegrityError`, :class:`ManifestChangedError` and
 :class:`CacheLimitError`.
 """
 
+from ._convert import convert
 from ._native import (
     DEFAULT_MAX_SHARD_BYTES,
     Cache,
@@ -63,7 +64,6 @@ from ._native import (
     set_max_open_shards,
     update_manifests,
 )
-from ._convert import convert
 
 __all__ = [
     "DEFAULT_MAX_SHARD_BYTES",
