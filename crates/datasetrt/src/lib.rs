@@ -59,8 +59,8 @@ pub use dsrt_schema::{
     Column, ColumnType, Row, RowError, RowProblem, Schema, SchemaError, Value, ValueRef,
 };
 pub use dsrt_writer::{
-    remove_unpublished, CacheSummary, CacheWriter, ManifestVersion, WriteError, WriterOptions,
-    DEFAULT_MAX_SHARD_BYTES,
+    merge_parts, remove_unpublished, CacheSummary, CacheWriter, ManifestVersion, PartCache,
+    WriteError, WriterOptions, DEFAULT_MAX_SHARD_BYTES,
 };
 pub use durable_fs::{CancelToken, FileSystem, StdFileSystem};
 

@@ -65,6 +65,15 @@ pub enum WriteError {
         #[source]
         source: dsrt_metadata::MetadataError,
     },
+    /// A cache given to [`crate::merge_parts`] cannot be joined: not a whole cache, or written
+    /// with another source, schema or manifest version. Nothing was moved.
+    #[error("{path}: cannot join this part: {reason}")]
+    Part {
+        /// The part's directory.
+        path: PathBuf,
+        /// What does not fit.
+        reason: String,
+    },
     /// An earlier I/O failure left the writer in an unknown state.
     #[error("{path}: the writer failed earlier and accepts no more samples")]
     Poisoned {
@@ -97,6 +106,7 @@ impl WriteError {
             Self::PayloadTooLarge { .. } => "payload_too_large",
             Self::Io { .. } => "io",
             Self::Metadata { .. } => "metadata",
+            Self::Part { .. } => "part",
             Self::Poisoned { .. } => "poisoned",
             Self::Publish(_) => "publish",
             Self::DurabilityUnknown { .. } => "durability_unknown",
@@ -113,6 +123,7 @@ impl WriteError {
             | Self::PayloadTooLarge { path, .. }
             | Self::Io { path, .. }
             | Self::Metadata { path, .. }
+            | Self::Part { path, .. }
             | Self::Poisoned { path }
             | Self::DurabilityUnknown { path, .. } => Some(path),
             Self::Publish(_) => None,
@@ -133,6 +144,7 @@ impl WriteError {
             ),
             Self::Io { source, .. } | Self::DurabilityUnknown { source, .. } => source.to_string(),
             Self::Metadata { source, .. } => source.to_string(),
+            Self::Part { reason, .. } => format!("cannot join this part: {reason}"),
             Self::Poisoned { .. } => "the writer failed earlier and accepts no more samples".to_owned(),
             Self::Publish(error) => error.source.to_string(),
         }
@@ -172,6 +184,10 @@ impl WriteError {
                 path: path(),
                 source: dsrt_metadata::MetadataError::Arrow("example".to_owned()),
             },
+            Self::Part {
+                path: path(),
+                reason: "its metadata schema differs from the joined cache's".to_owned(),
+            },
             Self::Poisoned { path: path() },
             Self::Publish(durable_fs::PublishError {
                 target: path().join("manifest.json"),
@@ -191,6 +207,7 @@ impl WriteError {
                 | Self::PayloadTooLarge { .. }
                 | Self::Io { .. }
                 | Self::Metadata { .. }
+                | Self::Part { .. }
                 | Self::Poisoned { .. }
                 | Self::Publish(_)
                 | Self::DurabilityUnknown { .. } => {}

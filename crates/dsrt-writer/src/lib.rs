@@ -6,6 +6,8 @@
 //! crash-safely. Until that rename, the directory is an incomplete cache no reader opens.
 //! A [`SampleEncoder`] does a sample's per-sample work (checking, envelope, compression) on any
 //! thread, so parallel packers append in order on one ([`CacheWriter::add_encoded`]).
+//! [`merge_parts`] joins caches written side by side (the tasks of a distributed job) into one
+//! by moving their shards, rewriting only the index and the metadata.
 //!
 //! What it is not for: reading caches (`dsrt-reader`) or joining them into datasets.
 //!
@@ -15,10 +17,12 @@
 
 mod encoded;
 mod error;
+mod merge;
 mod options;
 mod writer;
 
 pub use encoded::{EncodeError, EncodedSample, SampleEncoder};
 pub use error::WriteError;
+pub use merge::{merge_parts, PartCache};
 pub use options::{ManifestVersion, WriterOptions, DEFAULT_MAX_SHARD_BYTES};
 pub use writer::{remove_unpublished, CacheSummary, CacheWriter};

@@ -263,39 +263,14 @@ impl CacheWriter {
             .and_then(|dir| dir.sync_all())
             .map_err(io_error(&path, "fsync cache directory"))?;
 
-        let description = CacheDescription {
-            source: self.options.source.clone(),
-            sample_count: self.samples,
-            metadata_schema: self.options.schema.clone(),
-            index_sha256: dsrt_atlas_codec::to_hex(&index_digest),
-            metadata_sha256: dsrt_atlas_codec::to_hex(&metadata_digest),
-            shards: shards.clone(),
-        };
-        let (cache_id, manifest) = match self.options.manifest_version {
-            ManifestVersion::V3 => {
-                let cache_id = cache_id_for_source(&self.options.source);
-                (
-                    Some(cache_id),
-                    ManifestV3 {
-                        cache_id,
-                        description,
-                    }
-                    .to_json_bytes(),
-                )
-            }
-            ManifestVersion::V2 => (None, ManifestV2 { description }.to_json_bytes()),
-        };
-        match publish(
-            &StdFileSystem,
-            &path.join(MANIFEST_FILE_NAME),
-            MANIFEST_TEMP_PREFIX,
-            &manifest,
-        )? {
-            Published::Durable => {}
-            Published::DurabilityUnknown(source) => {
-                return Err(WriteError::DurabilityUnknown { path, source })
-            }
-        }
+        let cache_id = publish_manifest(
+            &path,
+            &self.options,
+            self.samples,
+            &index_digest,
+            &metadata_digest,
+            &shards,
+        )?;
         tracing::debug!(
             path = %path.display(),
             cache_id,
@@ -313,7 +288,56 @@ impl CacheWriter {
     }
 }
 
-fn io_error<'p>(path: &'p Path, action: &'static str) -> impl FnOnce(io::Error) -> WriteError + 'p {
+/// Publishes the manifest of a cache whose other files are durable (temp file, fsync, rename,
+/// directory fsync); returns its v3 cache id.
+pub(crate) fn publish_manifest(
+    path: &Path,
+    options: &WriterOptions,
+    samples: u64,
+    index_digest: &[u8; 32],
+    metadata_digest: &[u8; 32],
+    shards: &[ShardEntry],
+) -> Result<Option<u64>, WriteError> {
+    let description = CacheDescription {
+        source: options.source.clone(),
+        sample_count: samples,
+        metadata_schema: options.schema.clone(),
+        index_sha256: dsrt_atlas_codec::to_hex(index_digest),
+        metadata_sha256: dsrt_atlas_codec::to_hex(metadata_digest),
+        shards: shards.to_vec(),
+    };
+    let (cache_id, manifest) = match options.manifest_version {
+        ManifestVersion::V3 => {
+            let cache_id = cache_id_for_source(&options.source);
+            (
+                Some(cache_id),
+                ManifestV3 {
+                    cache_id,
+                    description,
+                }
+                .to_json_bytes(),
+            )
+        }
+        ManifestVersion::V2 => (None, ManifestV2 { description }.to_json_bytes()),
+    };
+    match publish(
+        &StdFileSystem,
+        &path.join(MANIFEST_FILE_NAME),
+        MANIFEST_TEMP_PREFIX,
+        &manifest,
+    )? {
+        Published::Durable => Ok(cache_id),
+        Published::DurabilityUnknown(source) => Err(WriteError::DurabilityUnknown {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+pub(crate) fn io_error<'p>(
+    path: &'p Path,
+    action: &'static str,
+) -> impl FnOnce(io::Error) -> WriteError + 'p {
     move |source| WriteError::Io {
         path: path.to_path_buf(),
         action,
@@ -338,7 +362,7 @@ fn prepare_empty_dir(path: &Path) -> Result<(), WriteError> {
     }
 }
 
-fn create_file(path: &Path) -> Result<BufWriter<File>, WriteError> {
+pub(crate) fn create_file(path: &Path) -> Result<BufWriter<File>, WriteError> {
     let file = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -347,7 +371,7 @@ fn create_file(path: &Path) -> Result<BufWriter<File>, WriteError> {
     Ok(BufWriter::with_capacity(1 << 16, file))
 }
 
-fn sync_file(buffered: BufWriter<File>, path: &Path) -> Result<(), WriteError> {
+pub(crate) fn sync_file(buffered: BufWriter<File>, path: &Path) -> Result<(), WriteError> {
     let file = buffered
         .into_inner()
         .map_err(|e| io_error(path, "flush")(e.into_error()))?;
@@ -379,7 +403,7 @@ pub fn remove_unpublished(dir: &Path, created: bool) {
 }
 
 /// Whether `name` is a shard file's name (`000000.bin` and up).
-fn is_shard_file_name(name: &str) -> bool {
+pub(crate) fn is_shard_file_name(name: &str) -> bool {
     name.strip_suffix(".bin")
         .is_some_and(|digits| digits.len() >= 6 && digits.bytes().all(|b| b.is_ascii_digit()))
 }
