@@ -18,7 +18,7 @@ mod writer;
 
 pub use error::IndexError;
 pub use row::{IndexRow, MIN_RECORD_LEN, ROW_BYTES};
-pub use view::IndexView;
+pub use view::{IndexView, ShardRun};
 pub use writer::IndexWriter;
 
 /// The index's file name inside a cache directory.

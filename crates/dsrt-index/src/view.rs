@@ -107,6 +107,28 @@ impl IndexView {
         Ok(IndexRow::decode(bytes))
     }
 
+    /// The runs of consecutive samples whose records lie in one shard, in sample order: what
+    /// splits a cache into pieces read shard by shard (a writer's cache has one run per shard).
+    /// One pass over the rows, nothing kept but the run being built.
+    pub fn shard_runs(&self) -> impl Iterator<Item = ShardRun> + '_ {
+        let mut next = 0u64;
+        std::iter::from_fn(move || {
+            let first = self.row(next).ok()?;
+            let start = next;
+            next += 1;
+            while self
+                .row(next)
+                .is_ok_and(|row| row.shard_id == first.shard_id)
+            {
+                next += 1;
+            }
+            Some(ShardRun {
+                shard: first.shard_id,
+                samples: start..next,
+            })
+        })
+    }
+
     /// Checks the row count against the manifest and every row against the shard lengths, in
     /// one pass that keeps nothing.
     pub fn validate(&self, expected_rows: u64, shard_lens: &[u64]) -> Result<(), IndexError> {
@@ -152,5 +174,44 @@ pub(crate) fn check_row(sample: u64, row: &IndexRow, shard_lens: &[u64]) -> Resu
             length: row.length,
             shard_len,
         }),
+    }
+}
+
+/// Consecutive samples whose records lie in one shard ([`IndexView::shard_runs`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShardRun {
+    /// The shard id.
+    pub shard: u64,
+    /// The samples, in order.
+    pub samples: std::ops::Range<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn index(shards: &[u64]) -> IndexView {
+        let mut bytes = Vec::new();
+        for (i, &shard_id) in shards.iter().enumerate() {
+            let row = IndexRow {
+                shard_id,
+                offset: i as u64 * 8,
+                length: 8,
+            };
+            bytes.extend_from_slice(&row.encode());
+        }
+        IndexView::from_bytes(bytes).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn shard_runs_follow_the_rows_in_sample_order() {
+        let runs: Vec<_> = index(&[0, 0, 0, 1, 1, 0, 2]).shard_runs().collect();
+        let expected = [(0, 0..3), (1, 3..5), (0, 5..6), (2, 6..7)];
+        assert_eq!(runs.len(), expected.len());
+        for (run, (shard, samples)) in runs.iter().zip(expected) {
+            assert_eq!((run.shard, run.samples.clone()), (shard, samples));
+        }
+        assert_eq!(index(&[]).shard_runs().count(), 0);
+        assert_eq!(index(&[4]).shard_runs().count(), 1);
     }
 }

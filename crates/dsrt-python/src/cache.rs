@@ -1,8 +1,10 @@
 //! `datasetrt.Cache` and `datasetrt.Sample`.
 
+use crate::arrow::ArrowBatch;
 use crate::errors::{cache_error, detach, remote_error};
 use crate::remote::{Location, RawRemoteArgs, RemoteArgs};
 use crate::values::{row_dict, schema_to_arrow};
+use arrow_array::Array;
 use datasetrt::{Cache, CacheError, Dataset, FileMap, MappedPayload, OpenOptions, SampleBuf};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -412,6 +414,66 @@ impl PyCache {
             list.append(self.sample(sample, payload))?;
         }
         Ok(list)
+    }
+
+    /// `[(shard, start, stop)]`: each run of consecutive samples whose records lie in one
+    /// shard, in sample order (one run per shard for a cache a writer made). What splits a
+    /// cache into pieces that each read one shard.
+    fn shard_runs(&self, py: Python<'_>) -> PyResult<Vec<(u64, u64, u64)>> {
+        let cache = self.cache.get();
+        detach(py, || {
+            cache
+                .index()
+                .shard_runs()
+                .map(|run| (run.shard, run.samples.start, run.samples.end))
+                .collect()
+        })
+    }
+
+    /// Samples `start` to `stop` (exclusive) as an `ArrowBatch`: `payload` (large_binary, the
+    /// decoded payloads) and then the metadata columns with their declared types. A metadata
+    /// column named `payload` would clash and raises ValueError.
+    fn read_arrow(&self, py: Python<'_>, start: u64, stop: u64) -> PyResult<ArrowBatch> {
+        let cache = self.cache.get();
+        if start > stop || stop > cache.len() {
+            return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "samples {start}..{stop} are not within the cache's {}",
+                cache.len()
+            )));
+        }
+        let table = cache.metadata();
+        let fields = table.arrow_schema().fields().clone();
+        if fields.iter().any(|f| f.name() == "payload") {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "{}: a metadata column named \"payload\" clashes with the payload column",
+                cache.path().display()
+            )));
+        }
+        let items: Vec<(&Cache, u64)> = (start..stop).map(|s| (cache, s)).collect();
+        let (data, ranges) = read_copied(py, &items)?.map_err(|e| cache_error(py, &e))?;
+        let offsets = crate::arrow::offsets_of(ranges.iter().map(ExactSizeIterator::len))?;
+        let payload =
+            arrow_array::LargeBinaryArray::new(offsets, arrow_buffer::Buffer::from_vec(data), None);
+        let mut columns: Vec<(arrow_schema::Field, arrow_array::ArrayRef)> = vec![(
+            arrow_schema::Field::new("payload", arrow_schema::DataType::LargeBinary, false),
+            std::sync::Arc::new(payload),
+        )];
+        let rows = usize::try_from(stop - start)
+            .map_err(|_| pyo3::exceptions::PyValueError::new_err("too many samples"))?;
+        let mut values = Vec::with_capacity(rows);
+        for (column, field) in fields.iter().enumerate() {
+            values.clear();
+            values.extend(
+                (start..stop).map(|s| table.value(s, column).unwrap_or(datasetrt::ValueRef::Null)),
+            );
+            let mut array = datasetrt::gather_column(&values);
+            if array.data_type() != field.data_type() {
+                // Every value null: the column keeps its declared type.
+                array = arrow_array::new_null_array(field.data_type(), rows);
+            }
+            columns.push((field.as_ref().clone(), array));
+        }
+        crate::arrow::arrow_batch(columns)
     }
 
     /// The metadata of every sample as a pyarrow.Table (the contents of metadata.arrow):

@@ -1,6 +1,6 @@
 //! `datasetrt.Loader` and the per-rank step plan the PyTorch dataset reads through.
 
-use crate::arrow::ArrowBatch;
+use crate::arrow::{arrow_batch, offsets_of, ArrowBatch};
 use crate::cache::{payload_object, read_batch, read_copied, Located, PySample};
 use crate::dataset::PyDataset;
 use crate::errors::{cache_error, dataset_error, detach};
@@ -8,10 +8,10 @@ use arrow_array::builder::StringBuilder;
 use arrow_array::types::Int32Type;
 use arrow_array::{
     Array, ArrayRef, BooleanArray, DictionaryArray, FixedSizeListArray, Int32Array, Int64Array,
-    LargeBinaryArray, RecordBatch, StructArray, UInt64Array,
+    LargeBinaryArray, StructArray, UInt64Array,
 };
-use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
-use arrow_schema::{DataType, Field, Schema};
+use arrow_buffer::Buffer;
+use arrow_schema::{DataType, Field};
 use datasetrt::{
     Dataset, DatasetError, EpochPlan, IterState, Loader, LoaderConfig, Partition, PlanConfig,
     PlanCursor, RemainderPolicy, Sampling, ShardHints, Shuffle, Topology,
@@ -437,30 +437,6 @@ fn metadata_columns(
         return StructArray::new_empty_fields(items.len(), None);
     }
     StructArray::new(fields.into(), arrays, None)
-}
-
-/// A record batch of `columns`, as Python gets it.
-fn arrow_batch(columns: Vec<(Field, ArrayRef)>) -> PyResult<ArrowBatch> {
-    let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) = columns.into_iter().unzip();
-    let schema = Arc::new(Schema::new(fields));
-    let batch = RecordBatch::try_new(schema, arrays)
-        .map_err(|e| PyValueError::new_err(format!("building a batch: {e}")))?;
-    Ok(ArrowBatch { batch })
-}
-
-/// Offsets of values laid one after another, `lens` bytes each, as a binary array's offsets.
-fn offsets_of(lens: impl Iterator<Item = usize>) -> PyResult<OffsetBuffer<i64>> {
-    let mut offsets = Vec::with_capacity(lens.size_hint().0 + 1);
-    let mut end = 0i64;
-    offsets.push(end);
-    for len in lens {
-        end = i64::try_from(len)
-            .ok()
-            .and_then(|len| end.checked_add(len))
-            .ok_or_else(|| PyValueError::new_err("a batch past the int64 range of offsets"))?;
-        offsets.push(end);
-    }
-    Ok(OffsetBuffer::new(ScalarBuffer::from(offsets)))
 }
 
 /// Column `name` of `sample` in `cache` (null where the cache has no such column).

@@ -2,7 +2,7 @@
 //! `datasetrt::pack`, the GIL released for the whole run.
 
 use crate::errors::{detach, pack_error};
-use crate::writer::compression_arg;
+use crate::writer::{compression_arg, summary_dict};
 use datasetrt::pack::{pack, Convert, FileTree, ImageFolder, PackError, PackOptions};
 use datasetrt::{CacheSummary, CacheWriter, Schema, WriterOptions};
 use pyo3::prelude::*;
@@ -38,17 +38,6 @@ fn pack_into<C: Convert>(
         }
     }
     result
-}
-
-fn summary_dict<'py>(py: Python<'py>, summary: &CacheSummary) -> PyResult<Bound<'py, PyDict>> {
-    let dict = PyDict::new(py);
-    dict.set_item("path", summary.path.to_string_lossy().into_owned())?;
-    dict.set_item("cache_id", summary.cache_id)?;
-    dict.set_item("samples", summary.samples)?;
-    dict.set_item("payload_bytes", summary.payload_bytes)?;
-    dict.set_item("shards", summary.shards.len())?;
-    dict.set_item("shard_bytes", summary.shard_bytes())?;
-    Ok(dict)
 }
 
 /// What the two tree converters share: options, the run with the GIL released, the summary.

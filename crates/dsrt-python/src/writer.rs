@@ -2,7 +2,7 @@
 
 use crate::errors::{detach, write_error};
 use crate::values::{row_from_dict, schema_from_py};
-use datasetrt::{CacheWriter, CompressionAlgo, ManifestVersion, WriterOptions};
+use datasetrt::{CacheSummary, CacheWriter, CompressionAlgo, ManifestVersion, WriterOptions};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
@@ -76,15 +76,7 @@ impl PyCacheWriter {
     ) -> PyResult<Self> {
         let schema = schema_from_py(schema)?;
         let compression = compression_arg(compression)?;
-        let manifest_version = match version {
-            2 => ManifestVersion::V2,
-            3 => ManifestVersion::V3,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "version must be 2 or 3, not {other}"
-                )))
-            }
-        };
+        let manifest_version = manifest_version(version)?;
         let options = WriterOptions::new(source, schema.clone())
             .compression(compression)
             .max_shard_bytes(max_shard_bytes)
@@ -154,14 +146,7 @@ impl PyCacheWriter {
             .take()
             .ok_or_else(closed)?;
         let summary = detach(py, move || writer.finish())?.map_err(|e| write_error(py, &e))?;
-        let dict = PyDict::new(py);
-        dict.set_item("path", self.path.to_string_lossy().into_owned())?;
-        dict.set_item("samples", summary.samples)?;
-        dict.set_item("shards", summary.shards.len())?;
-        dict.set_item("payload_bytes", summary.payload_bytes)?;
-        dict.set_item("shard_bytes", summary.shard_bytes())?;
-        dict.set_item("cache_id", summary.cache_id)?;
-        Ok(dict)
+        summary_dict(py, &summary)
     }
 
     /// Stops without publishing: no manifest.json is written, so no reader will take the
@@ -221,4 +206,65 @@ impl PyCacheWriter {
         }
         Ok(false)
     }
+}
+
+/// `_merge_parts(out, parts, *, source, schema, version=3)`: joins the finished caches
+/// `parts` (`[(path, payload_bytes)]`, in order) into a new cache at `out` by moving their
+/// shards (`datasetrt::merge_parts`), and returns the summary dict `CacheWriter.finish` gives.
+/// What `datasetrt.ray`'s datasink commits with.
+#[pyfunction]
+#[pyo3(signature = (out, parts, *, source, schema, version = 3))]
+pub(crate) fn _merge_parts<'py>(
+    py: Python<'py>,
+    out: PathBuf,
+    parts: Vec<(PathBuf, u64)>,
+    source: String,
+    schema: &Bound<'_, PyAny>,
+    version: u64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let schema = schema_from_py(schema)?;
+    let options = WriterOptions::new(source, schema).manifest_version(manifest_version(version)?);
+    let parts: Vec<datasetrt::PartCache> = parts
+        .into_iter()
+        .map(|(path, payload_bytes)| datasetrt::PartCache {
+            path,
+            payload_bytes,
+        })
+        .collect();
+    let summary = detach(py, || datasetrt::merge_parts(&out, &parts, &options))?
+        .map_err(|e| write_error(py, &e))?;
+    summary_dict(py, &summary)
+}
+
+/// What a finished cache holds, as the writing functions return it.
+pub(crate) fn summary_dict<'py>(
+    py: Python<'py>,
+    summary: &CacheSummary,
+) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    dict.set_item("path", summary.path.to_string_lossy().into_owned())?;
+    dict.set_item("cache_id", summary.cache_id)?;
+    dict.set_item("samples", summary.samples)?;
+    dict.set_item("payload_bytes", summary.payload_bytes)?;
+    dict.set_item("shards", summary.shards.len())?;
+    dict.set_item("shard_bytes", summary.shard_bytes())?;
+    Ok(dict)
+}
+
+fn manifest_version(version: u64) -> PyResult<ManifestVersion> {
+    match version {
+        2 => Ok(ManifestVersion::V2),
+        3 => Ok(ManifestVersion::V3),
+        other => Err(PyValueError::new_err(format!(
+            "version must be 2 or 3, not {other}"
+        ))),
+    }
+}
+
+/// `_remove_unpublished(path, created)`: removes what an unfinished writer or join left at
+/// `path` (`datasetrt::remove_unpublished`: cache files only, and `path` itself when
+/// `created`); a published cache is never touched.
+#[pyfunction]
+pub(crate) fn _remove_unpublished(py: Python<'_>, path: PathBuf, created: bool) -> PyResult<()> {
+    detach(py, move || datasetrt::remove_unpublished(&path, created))
 }

@@ -1,0 +1,327 @@
+"""Ray Data: a ``ray.data.Dataset`` into one cache, and caches back as a ``ray.data.Dataset``.
+
+:func:`write_cache` writes through :class:`CacheDatasink`: each write task packs its blocks
+into a whole cache of its own (a *part*, in a staging directory beside the target), and the
+driver joins the parts in task order once every task has finished
+(``datasetrt._native._merge_parts``, the Rust ``merge_parts``: the parts' shards are moved,
+not copied; index, metadata and the manifest are written last). A failed job publishes no
+manifest and removes what its tasks wrote; a retried task rewrites its own part.
+
+:func:`read_cache` reads caches through :class:`CacheDatasource`: one read task per group of
+shards, one row per sample with ``payload`` and the metadata columns.
+
+The target of :func:`write_cache` is a directory every node can reach (a shared file system):
+the parts are renamed into it. Needs the ``ray`` extra: ``pip install "datasetrt[ray]"``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+import ray.data
+from ray.data.block import Block, BlockAccessor, BlockMetadata
+from ray.data.datasource import Datasink, Datasource, ReadTask, WriteResult
+
+from . import DEFAULT_MAX_SHARD_BYTES, Cache, CacheWriter, _native
+
+__all__ = ["CacheDatasink", "CacheDatasource", "read_cache", "write_cache"]
+
+_STAGING_PREFIX = ".dsrt-parts-"
+
+
+def _column_type(field: pa.Field) -> str:
+    """The cache column type of an Arrow field, or ValueError naming it."""
+    t = field.type
+    if pa.types.is_boolean(t):
+        base = "bool"
+    elif pa.types.is_integer(t):
+        if pa.types.is_uint64(t):
+            raise ValueError(
+                f"column {field.name!r} is uint64, which an int64 column cannot hold whole; "
+                "cast it to int64 first"
+            )
+        base = "int64"
+    elif pa.types.is_floating(t):
+        base = "float64"
+    elif pa.types.is_string(t) or pa.types.is_large_string(t):
+        base = "utf8"
+    else:
+        raise ValueError(
+            f"column {field.name!r} has type {t}, which a cache cannot hold as metadata "
+            "(bool, integers, floats and strings can); drop it or pass metadata_columns"
+        )
+    return base + ("?" if field.nullable else "")
+
+
+def _cache_schema(
+    schema: pa.Schema, payload_column: str, metadata_columns: Sequence[str] | None
+) -> dict[str, str]:
+    names = schema.names
+    if payload_column not in names:
+        raise ValueError(f"no payload column {payload_column!r}; the columns are {names}")
+    payload = schema.field(payload_column).type
+    if not (
+        pa.types.is_binary(payload)
+        or pa.types.is_large_binary(payload)
+        or pa.types.is_string(payload)
+        or pa.types.is_large_string(payload)
+    ):
+        raise ValueError(
+            f"payload column {payload_column!r} has type {payload}; it must be binary or string"
+        )
+    if metadata_columns is None:
+        metadata_columns = [n for n in names if n != payload_column]
+    missing = [c for c in metadata_columns if c not in names]
+    if missing:
+        raise ValueError(f"no metadata column {missing[0]!r}; the columns are {names}")
+    return {c: _column_type(schema.field(c)) for c in metadata_columns}
+
+
+class CacheDatasink(Datasink):
+    """The datasink :func:`write_cache` writes with (see the module's documentation)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        payload_column: str,
+        source: str,
+        metadata_columns: Sequence[str] | None = None,
+        compression: str = "none",
+        max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
+    ) -> None:
+        self.path = os.path.abspath(os.fspath(path))
+        self.payload_column = payload_column
+        self.source = source
+        self.metadata_columns = None if metadata_columns is None else list(metadata_columns)
+        self.compression = compression
+        self.max_shard_bytes = max_shard_bytes
+        self.schema: dict[str, str] | None = None
+        self.staging = os.path.join(self.path, _STAGING_PREFIX + uuid.uuid4().hex)
+        self.created = False
+        self.summary: dict[str, Any] | None = None
+
+    def get_name(self) -> str:
+        return "DatasetRTCache"
+
+    def on_write_start(self, schema: pa.Schema | None = None) -> None:
+        if schema is not None:
+            self.schema = _cache_schema(schema, self.payload_column, self.metadata_columns)
+        try:
+            entries = os.listdir(self.path)
+        except FileNotFoundError:
+            self.created = True
+        else:
+            if entries:
+                raise FileExistsError(
+                    f"{self.path}: target directory is not empty; a cache is written into an "
+                    "empty or new directory"
+                )
+        os.makedirs(self.staging)
+
+    def write(self, blocks: Iterable[Block], ctx: Any) -> dict[str, Any]:
+        part = os.path.join(self.staging, f"{ctx.task_idx:06}")
+        # A retried task starts its part again; nothing else writes there.
+        shutil.rmtree(part, ignore_errors=True)
+        writer: CacheWriter | None = None
+        schema = self.schema
+        try:
+            for block in blocks:
+                table = BlockAccessor.for_block(block).to_arrow()
+                if schema is None:
+                    schema = _cache_schema(table.schema, self.payload_column, self.metadata_columns)
+                if writer is None:
+                    writer = self._writer(part, schema)
+                _add_table(writer, table, self.payload_column, list(schema))
+            if writer is None:
+                if schema is None:
+                    return {"task": ctx.task_idx, "path": None, "payload_bytes": 0}
+                writer = self._writer(part, schema)
+            summary = writer.finish()
+        except BaseException:
+            if writer is not None:
+                writer.abort(remove=True)
+            raise
+        return {
+            "task": ctx.task_idx,
+            "path": part,
+            "payload_bytes": summary["payload_bytes"],
+            "schema": schema,
+        }
+
+    def _writer(self, part: str, schema: Mapping[str, str]) -> CacheWriter:
+        return CacheWriter(
+            part,
+            source=self.source,
+            schema=dict(schema),
+            compression=self.compression,
+            max_shard_bytes=self.max_shard_bytes,
+        )
+
+    def on_write_complete(self, write_result: WriteResult) -> None:
+        returns = sorted(
+            (r for r in write_result.write_returns if r["path"] is not None),
+            key=lambda r: r["task"],
+        )
+        schema = self.schema or (returns[0]["schema"] if returns else None)
+        if schema is None:
+            raise ValueError(
+                "the dataset has no rows and no schema: nothing says what the cache's columns are"
+            )
+        try:
+            self.summary = _native._merge_parts(
+                self.path,
+                [(r["path"], r["payload_bytes"]) for r in returns],
+                source=self.source,
+                schema=schema,
+            )
+        except BaseException:
+            self._remove_written()
+            raise
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+    def on_write_failed(self, error: Exception) -> None:
+        self._remove_written()
+
+    def _remove_written(self) -> None:
+        shutil.rmtree(self.staging, ignore_errors=True)
+        _native._remove_unpublished(self.path, self.created)
+
+
+def _add_table(
+    writer: CacheWriter, table: pa.Table, payload_column: str, columns: list[str]
+) -> None:
+    payloads = table.column(payload_column)
+    if pa.types.is_string(payloads.type) or pa.types.is_large_string(payloads.type):
+        payloads = payloads.cast(pa.large_binary())
+    values = [table.column(c).to_pylist() for c in columns]
+    for row, payload in enumerate(payloads.to_pylist()):
+        if payload is None:
+            raise ValueError(f"payload column {payload_column!r} is null in a row")
+        writer.add(payload, {c: v[row] for c, v in zip(columns, values)})
+
+
+def write_cache(
+    ds: ray.data.Dataset,
+    path: str | os.PathLike[str],
+    *,
+    payload_column: str,
+    source: str,
+    metadata_columns: Sequence[str] | None = None,
+    compression: str = "none",
+    max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
+    ray_remote_args: dict[str, Any] | None = None,
+    concurrency: int | None = None,
+) -> dict[str, Any]:
+    """Writes ``ds`` into a new cache at ``path`` (new or empty, on a file system every node
+    reaches), one sample per row: ``payload_column`` (binary or string) is the payload, the
+    other columns (or ``metadata_columns``) the metadata, typed from the dataset's schema
+    (bool, integers as int64, floats as float64, strings; nullable as Arrow says). A column a
+    cache cannot hold is refused by name before anything is written.
+
+    Samples go in the dataset's order when its execution preserves order
+    (``DataContext.get_current().execution_options.preserve_order = True``); otherwise in the
+    order Ray's write tasks are numbered. Shards end at every task's end. Returns the summary
+    dict :meth:`CacheWriter.finish` gives. A failed job publishes no manifest and leaves
+    nothing at ``path``.
+    """
+    sink = CacheDatasink(
+        path,
+        payload_column=payload_column,
+        source=source,
+        metadata_columns=metadata_columns,
+        compression=compression,
+        max_shard_bytes=max_shard_bytes,
+    )
+    ds.write_datasink(sink, ray_remote_args=ray_remote_args, concurrency=concurrency)
+    assert sink.summary is not None, "Ray finished the write without committing it"
+    return sink.summary
+
+
+class CacheDatasource(Datasource):
+    """The datasource :func:`read_cache` reads with: the caches' shards split into read tasks,
+    each opening its cache where it runs."""
+
+    def __init__(self, paths: Sequence[str | os.PathLike[str]], *, rows_per_block: int = 4096):
+        super().__init__()
+        if isinstance(paths, (str, os.PathLike)):
+            paths = [paths]
+        self.paths = [os.fspath(p) for p in paths]
+        self.rows_per_block = rows_per_block
+        # (cache, start, stop, bytes) per shard run, in cache and sample order.
+        self.runs: list[tuple[str, int, int, int]] = []
+        schemas = []
+        for path in self.paths:
+            cache = Cache(path)
+            shard_bytes = [s["byte_len"] for s in cache.manifest["shards"]]
+            for shard, start, stop in cache.shard_runs():
+                share = shard_bytes[shard] * (stop - start) // max(1, len(cache))
+                self.runs.append((path, start, stop, share))
+            schemas.append(cache.schema)
+        self.schema = pa.unify_schemas(
+            [pa.schema([pa.field("payload", pa.large_binary(), False)])] + schemas
+        )
+
+    def estimate_inmemory_data_size(self) -> int:
+        return sum(run[3] for run in self.runs)
+
+    def get_read_tasks(
+        self, parallelism: int, per_task_row_limit: int | None = None, data_context: Any = None
+    ) -> list[ReadTask]:
+        parallelism = max(1, min(parallelism, len(self.runs)))
+        tasks = []
+        for k in range(parallelism):
+            runs = self.runs[
+                k * len(self.runs) // parallelism : (k + 1) * len(self.runs) // parallelism
+            ]
+            if not runs:
+                continue
+            rows = sum(stop - start for _, start, stop, _ in runs)
+            metadata = BlockMetadata(
+                num_rows=rows,
+                size_bytes=sum(run[3] for run in runs),
+                exec_stats=None,
+                input_files=tuple(sorted({run[0] for run in runs})),
+            )
+            rows_per_block = self.rows_per_block
+            tasks.append(
+                ReadTask(
+                    lambda runs=runs: _read_runs(runs, rows_per_block),
+                    metadata,
+                    schema=self.schema,
+                    per_task_row_limit=per_task_row_limit,
+                )
+            )
+        return tasks
+
+
+def _read_runs(runs: list[tuple[str, int, int, int]], rows_per_block: int) -> Iterator[pa.Table]:
+    opened: dict[str, Cache] = {}
+    for path, start, stop, _ in runs:
+        cache = opened.get(path) or opened.setdefault(path, Cache(path))
+        for first in range(start, stop, rows_per_block):
+            batch = cache.read_arrow(first, min(stop, first + rows_per_block))
+            yield pa.Table.from_batches([pa.record_batch(batch)])
+
+
+def read_cache(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    rows_per_block: int = 4096,
+    override_num_blocks: int | None = None,
+    ray_remote_args: dict[str, Any] | None = None,
+) -> ray.data.Dataset:
+    """The samples of one cache or several (in order) as a ``ray.data.Dataset``: one row per
+    sample, ``payload`` (large_binary) then the metadata columns. Read tasks split the
+    caches by shards (each task reads whole runs of a shard); blocks hold at most
+    ``rows_per_block`` rows."""
+    return ray.data.read_datasource(
+        CacheDatasource(paths, rows_per_block=rows_per_block),
+        override_num_blocks=override_num_blocks,
+        ray_remote_args=ray_remote_args,
+    )
