@@ -16,6 +16,7 @@ the parts are renamed into it. Needs the ``ray`` extra: ``pip install "datasetrt
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import uuid
@@ -288,10 +289,9 @@ class CacheDatasource(Datasource):
                 exec_stats=None,
                 input_files=tuple(sorted({run[0] for run in runs})),
             )
-            rows_per_block = self.rows_per_block
             tasks.append(
                 ReadTask(
-                    lambda runs=runs: _read_runs(runs, rows_per_block),
+                    functools.partial(_read_runs, runs, self.rows_per_block),
                     metadata,
                     schema=self.schema,
                     per_task_row_limit=per_task_row_limit,
