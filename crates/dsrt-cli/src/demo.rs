@@ -82,7 +82,7 @@ fn pack_demo(out: &Path) -> Result<PackReport, CliError> {
         max_shard_bytes: DEMO_MAX_SHARD_BYTES,
         overwrite_partial: false,
     };
-    pack_jsonl(job, &target)
+    pack_jsonl(job, &target, None)
 }
 
 /// Opens with every checksum checked, then reads every sample (embedded metadata, payload).

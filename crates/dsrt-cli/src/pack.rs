@@ -44,8 +44,9 @@ of a class). One sample per file, classes in sorted order, files in sorted path 
 a class; metadata `label` (int64: the class's position), `class` (utf8) and `path` (utf8,
 relative to DIR). A file directly in DIR is refused.
 
---jobs N reads and encodes (compresses, checks) on N threads for directory and ImageFolder
-input; the cache is byte for byte the same for every N.
+--jobs N (default: the CPUs available) reads and encodes (compresses, checks) on N threads for
+every input: JSONL lines (and the payload files they name) in runs of 256, directory and
+ImageFolder files in runs of 32; the cache is byte for byte the same for every N.
 
 The summary goes to stdout (one JSON object with --json); the progress bar goes to stderr,
 only when stderr is a terminal. On failure the partly written cache is removed.
@@ -164,7 +165,7 @@ pub(crate) fn run(args: &PackArgs) -> Result<(), CliError> {
     };
     let jobs = args.jobs.map(usize::from);
     let report = match (&args.jsonl, &args.from_dir, &args.from_imagefolder) {
-        (Some(file), _, _) => pack_jsonl(jsonl_job(args, file)?, &target)?,
+        (Some(file), _, _) => pack_jsonl(jsonl_job(args, file)?, &target, jobs)?,
         (None, Some(dir), _) => pack_tree(TreeInput::Files(dir), &target, jobs)?,
         (None, None, Some(dir)) => pack_tree(TreeInput::ImageFolder(dir), &target, jobs)?,
         (None, None, None) => {
@@ -200,10 +201,14 @@ fn jsonl_job(args: &PackArgs, file: &Path) -> Result<JsonlJob, CliError> {
 }
 
 /// Packs JSONL input into `target`, timing the whole job (inference included).
-pub(crate) fn pack_jsonl(job: JsonlJob, target: &PackTarget) -> Result<PackReport, CliError> {
+pub(crate) fn pack_jsonl(
+    job: JsonlJob,
+    target: &PackTarget,
+    jobs: Option<usize>,
+) -> Result<PackReport, CliError> {
     let started = Instant::now();
     let guard = target::prepare(&target.out, target)?;
-    let summary = jsonl::pack(job, target, guard)?;
+    let summary = jsonl::pack(job, target, guard, jobs)?;
     Ok(PackReport::new(&summary, target, started.elapsed()))
 }
 

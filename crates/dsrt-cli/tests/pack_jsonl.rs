@@ -580,3 +580,128 @@ fn human_summary_names_the_numbers() {
     // No progress bar or escape codes when stderr is not a terminal.
     assert_eq!(run.stderr, "");
 }
+
+use dsrt_atlas_test_runner::files_below as tree_bytes;
+
+/// 2,000 lines (blank ones among them) naming payload files, over several runs of lines.
+fn many_lines() -> (Vec<(String, Vec<u8>)>, Vec<u8>) {
+    let mut files = Vec::new();
+    let mut text = Vec::new();
+    for i in 0..2_000u32 {
+        let name = format!("data/{i:05}.bin");
+        files.push((
+            name.clone(),
+            (0..(i * 31 % 3000)).map(|j| (j ^ i) as u8).collect(),
+        ));
+        let score = if i % 9 == 0 {
+            json!(null)
+        } else {
+            json!(f64::from(i) / 4.0)
+        };
+        text.extend_from_slice(
+            json!({"file": name, "n": i, "score": score, "tag": format!("t{}", i % 5)})
+                .to_string()
+                .as_bytes(),
+        );
+        text.push(b'\n');
+        if i % 300 == 0 {
+            text.extend_from_slice(b"\n   \n");
+        }
+    }
+    (files, text)
+}
+
+#[test]
+fn jsonl_packs_the_same_for_any_number_of_jobs_from_a_file_and_from_stdin() {
+    let (files, text) = many_lines();
+    let mut all: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(n, p)| (n.as_str(), p.as_slice()))
+        .collect();
+    all.push(("samples.jsonl", &text));
+    let dir = dir_with(&all);
+    let pack = |out: &str, jobs: &str| {
+        [
+            "pack",
+            "--jsonl",
+            "samples.jsonl",
+            "--payload-field",
+            "file",
+            "--out",
+            out,
+            "--source",
+            "lines",
+            "--compression",
+            "lz4",
+            "--max-shard-bytes",
+            "64KiB",
+            "--jobs",
+            jobs,
+            "--json",
+        ]
+        .map(str::to_owned)
+    };
+    for jobs in ["1", "2", "3"] {
+        let args = pack(&format!("c{jobs}"), jobs);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let report = dsrt_in(dir.path(), &args).ok().json();
+        assert_eq!(report["samples"], 2_000);
+    }
+    // Standard input is spooled and read by the workers the same way.
+    let args = pack("stdin", "3");
+    let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+    args[2] = "-";
+    dsrt_stdin(dir.path(), &args, &text).ok();
+    let one = tree_bytes(&dir.path().join("c1"));
+    assert!(one.len() > 10, "several shards");
+    assert_eq!(one, tree_bytes(&dir.path().join("c2")));
+    assert_eq!(one, tree_bytes(&dir.path().join("c3")));
+    for i in [0usize, 1, 255, 256, 257, 1_999] {
+        assert_eq!(cat(dir.path(), "c3", i as u64), files[i].1, "sample {i}");
+        assert_eq!(cat(dir.path(), "stdin", i as u64), files[i].1, "sample {i}");
+    }
+    let meta = dsrt_in(dir.path(), &["cat", "c2", "1234", "--metadata"])
+        .ok()
+        .json();
+    assert_eq!(meta, json!({"n": 1234, "score": 308.5, "tag": "t4"}));
+}
+
+#[test]
+fn a_bad_line_far_into_the_input_is_named_with_its_line_and_nothing_is_left() {
+    let (files, mut text) = many_lines();
+    text.extend_from_slice(b"{\"file\": \"data/00001.bin\", \"n\": \"oops\", \"tag\": \"x\"}\n");
+    // Line numbers count the blank lines too.
+    let line = text.iter().filter(|&&b| b == b'\n').count();
+    let schema = br#"[{"name":"n","type":"int64","nullable":false},{"name":"score","type":"float64","nullable":true},{"name":"tag","type":"utf8","nullable":false}]"#;
+    let mut all: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(n, p)| (n.as_str(), p.as_slice()))
+        .collect();
+    all.push(("samples.jsonl", &text));
+    all.push(("schema.json", schema));
+    let dir = dir_with(&all);
+    // With a schema the write pass meets the line (on the workers); without, the inference
+    // pass does. Each names the same line.
+    for (jobs, schema_args) in [("1", true), ("3", true), ("3", false)] {
+        let mut args = vec![
+            "pack",
+            "--jsonl",
+            "samples.jsonl",
+            "--payload-field",
+            "file",
+            "--out",
+            "c",
+            "--source",
+            "s",
+            "--jobs",
+            jobs,
+        ];
+        if schema_args {
+            args.extend(["--schema", "schema.json"]);
+        }
+        let run = dsrt_in(dir.path(), &args).fails(1);
+        let expected = format!("samples.jsonl, line {line}: field \"n\" is a string");
+        assert!(run.stderr.contains(&expected), "{}", run.stderr);
+        assert!(!dir.path().join("c").exists(), "nothing is left");
+    }
+}

@@ -1,6 +1,6 @@
 //! Errors about one line of JSONL input, naming the input, the line and the field.
 
-use datasetrt::{ColumnType, WriteError};
+use datasetrt::ColumnType;
 use std::path::PathBuf;
 use thiserror::Error;
 
@@ -111,9 +111,6 @@ pub(crate) enum InputProblem {
         /// "null" or "missing".
         found: &'static str,
     },
-    /// The writer refused the sample (its text names the cache, sample and column).
-    #[error("{0}")]
-    Write(#[source] WriteError),
 }
 
 /// How messages name a JSON value's kind.

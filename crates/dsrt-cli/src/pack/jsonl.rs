@@ -1,6 +1,8 @@
 //! JSONL input: where the lines come from, reading them one at a time as ordered JSON objects,
-//! and the two passes of `dsrt pack --jsonl` (infer the schema, then write).
+//! and the passes of `dsrt pack --jsonl` (infer the schema, find the runs of lines, then write
+//! them on several threads).
 
+use super::from_dir::Run;
 use super::infer::SchemaInference;
 use super::input_error::{json_kind, InputError, InputProblem};
 use super::payload::{payload_text, PayloadEncoding, PayloadReader};
@@ -8,7 +10,8 @@ use super::target::OutputDir;
 use super::PackTarget;
 use crate::error::CliError;
 use crate::progress::Progress;
-use datasetrt::{CacheSummary, CacheWriter, ColumnType, Schema, ValueRef};
+use datasetrt::pack::{Convert, Emit, PackError};
+use datasetrt::{CacheSummary, ColumnType, Schema, Value, ValueRef};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use std::fmt;
 use std::fs::File;
@@ -93,6 +96,22 @@ impl JsonlSource {
         Ok(Self::Spooled(spool))
     }
 
+    /// Bytes `start..end` of a rereadable input (a file, a spooled stdin or embedded text).
+    fn range(&self, start: u64, end: u64) -> io::Result<Vec<u8>> {
+        let len = usize::try_from(end - start).map_err(io::Error::other)?;
+        match self {
+            Self::File(path) => read_range(&File::open(path)?, start, len),
+            Self::Spooled(file) => read_range(file, start, len),
+            Self::Embedded { text, .. } => text
+                .as_bytes()
+                .get(usize::try_from(start).map_err(io::Error::other)?..)
+                .and_then(|rest| rest.get(..len))
+                .map(<[u8]>::to_vec)
+                .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof)),
+            Self::Stdin => Err(io::Error::other("standard input is read once only")),
+        }
+    }
+
     /// A reader from the first line.
     fn open(&mut self) -> Result<Box<dyn BufRead + '_>, CliError> {
         match self {
@@ -111,6 +130,14 @@ impl JsonlSource {
             Self::Embedded { text, .. } => Ok(Box::new(Cursor::new(text.as_bytes()))),
         }
     }
+}
+
+/// `len` bytes of `file` from `start`, without moving its offset (workers share the file).
+fn read_range(file: &File, start: u64, len: usize) -> io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let mut out = vec![0; len];
+    file.read_exact_at(&mut out, start)?;
+    Ok(out)
 }
 
 /// One JSONL line: an object's fields in the order written, so inferred columns keep the
@@ -225,12 +252,15 @@ fn describe_json_error(error: &serde_json::Error) -> String {
     }
 }
 
-/// Runs `dsrt pack --jsonl`: infers the schema in a first pass unless one is given, then
-/// writes every line as a sample in a second.
+/// Runs `dsrt pack --jsonl`: infers the schema in a first pass unless one is given, finds where
+/// every run of [`CHUNK_LINES`] lines starts, then writes every line as a sample, on `jobs`
+/// threads each reading its own runs of lines (loading payload files included), appended in
+/// line order: the cache is the same for every `jobs`.
 pub(crate) fn pack(
     job: JsonlJob,
     target: &PackTarget,
     out: OutputDir,
+    jobs: Option<usize>,
 ) -> Result<CacheSummary, CliError> {
     let JsonlJob {
         source,
@@ -240,35 +270,142 @@ pub(crate) fn pack(
     } = job;
     let origin = source.origin();
     let base_dir = source.base_dir();
-    let (mut source, schema, records) = match schema {
+    // Workers read the input at their own offsets: stdin is spooled to a file first.
+    let mut source = source.make_rereadable()?;
+    let (schema, records) = match schema {
         Some(schema) => {
             check_schema_excludes_payload(&schema, &payload_field)?;
-            (source, schema, None)
+            (schema, None)
         }
         None => {
-            let mut source = source.make_rereadable()?;
             let (schema, records) = infer_schema(&mut source, &origin, &payload_field)?;
-            (source, schema, Some(records))
+            (schema, Some(records))
         }
     };
-    let reader = source.open()?;
-    let mut records_in = Records::new(reader, origin);
-    let mut payloads = PayloadReader::new(encoding, base_dir);
-    out.write(target, schema.clone(), |writer| {
-        let progress = Progress::samples("packing", records);
-        while let Some((line, record)) = records_in.next_record()? {
-            let at_line = |problem| InputError {
-                origin: records_in.origin.clone(),
-                line,
-                problem,
-            };
-            write_record(writer, &schema, &payload_field, &mut payloads, &record)
-                .map_err(at_line)?;
-            progress.inc();
+    let chunks = line_chunks(&mut source, &origin)?;
+    let lines = JsonlLines {
+        source: &source,
+        origin,
+        base_dir,
+        encoding,
+        payload_field,
+        schema: schema.clone(),
+        chunks,
+    };
+    Run::new(target, jobs)?.pack(&lines, schema, records, out)
+}
+
+/// Lines per unit of parallel work: enough that a unit's hand-off is small against its
+/// parsing, few enough that two units per job in flight hold little memory.
+const CHUNK_LINES: u64 = 256;
+
+/// A run of lines: bytes `start..end` of the input, the first of them line `first_line`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LineChunk {
+    start: u64,
+    end: u64,
+    first_line: u64,
+}
+
+/// Where each run of [`CHUNK_LINES`] lines starts (blank lines counted), in one read of the
+/// input that keeps nothing else.
+fn line_chunks(source: &mut JsonlSource, origin: &str) -> Result<Vec<LineChunk>, CliError> {
+    let mut reader = source.open()?;
+    let mut chunks = Vec::new();
+    let (mut offset, mut line, mut chunk_start, mut chunk_line) = (0u64, 0u64, 0u64, 1u64);
+    loop {
+        let buf = reader
+            .fill_buf()
+            .map_err(CliError::io(origin.to_owned(), "read JSONL input"))?;
+        if buf.is_empty() {
+            break;
         }
-        progress.finish();
+        let len = buf.len();
+        for (at, _) in buf.iter().enumerate().filter(|(_, &b)| b == b'\n') {
+            line += 1;
+            if line % CHUNK_LINES == 0 {
+                let end = offset + at as u64 + 1;
+                chunks.push(LineChunk {
+                    start: chunk_start,
+                    end,
+                    first_line: chunk_line,
+                });
+                (chunk_start, chunk_line) = (end, line + 1);
+            }
+        }
+        reader.consume(len);
+        offset += len as u64;
+    }
+    if offset > chunk_start {
+        chunks.push(LineChunk {
+            start: chunk_start,
+            end: offset,
+            first_line: chunk_line,
+        });
+    }
+    Ok(chunks)
+}
+
+/// JSONL lines as a parallel conversion: each unit a [`LineChunk`].
+struct JsonlLines<'s> {
+    source: &'s JsonlSource,
+    origin: String,
+    base_dir: PathBuf,
+    encoding: PayloadEncoding,
+    payload_field: String,
+    schema: Schema,
+    chunks: Vec<LineChunk>,
+}
+
+impl Convert for JsonlLines<'_> {
+    type Unit = LineChunk;
+
+    fn units(&self) -> &[LineChunk] {
+        &self.chunks
+    }
+
+    fn convert(&self, chunk: &LineChunk, emit: &mut Emit<'_>) -> Result<(), PackError> {
+        let bytes = self
+            .source
+            .range(chunk.start, chunk.end)
+            .map_err(|source| PackError::Io {
+                path: PathBuf::from(&self.origin),
+                action: "read JSONL input",
+                source,
+            })?;
+        let mut records = Records::new(Cursor::new(bytes), self.origin.clone());
+        records.line_number = chunk.first_line - 1;
+        let mut payloads = PayloadReader::new(self.encoding, self.base_dir.clone());
+        while let Some((line, record)) = records.next_record().map_err(input_error)? {
+            let at_line = |problem| {
+                input_error(InputError {
+                    origin: self.origin.clone(),
+                    line,
+                    problem,
+                })
+            };
+            let values: Vec<Value> = metadata_values(&self.schema, &self.payload_field, &record)
+                .map_err(at_line)?
+                .iter()
+                .map(|v| v.to_owned())
+                .collect();
+            let text = payload_text(&record, &self.payload_field).map_err(at_line)?;
+            let payload = payloads
+                .load(&self.payload_field, text)
+                .map_err(at_line)?
+                .to_vec();
+            emit.sample(|| format!("{}, line {line}", self.origin), payload, values)?;
+        }
         Ok(())
-    })
+    }
+}
+
+/// A line's refusal as the packer carries it: its text is the line's own message.
+fn input_error(error: InputError) -> PackError {
+    PackError::Input {
+        input: format!("{}, line {}", error.origin, error.line),
+        reason: error.problem.to_string(),
+    }
 }
 
 /// The first pass: every line read once, nothing kept but per-column state.
@@ -301,21 +438,6 @@ fn check_schema_excludes_payload(schema: &Schema, payload_field: &str) -> Result
             "the schema has a column {payload_field:?}, which is the payload field; metadata columns are the other fields"
         )));
     }
-    Ok(())
-}
-
-fn write_record(
-    writer: &mut CacheWriter,
-    schema: &Schema,
-    payload_field: &str,
-    payloads: &mut PayloadReader,
-    record: &JsonRecord,
-) -> Result<(), InputProblem> {
-    let values = metadata_values(schema, payload_field, record)?;
-    let payload = payloads.load(payload_field, payload_text(record, payload_field)?)?;
-    writer
-        .add_values(payload, &values)
-        .map_err(InputProblem::Write)?;
     Ok(())
 }
 
