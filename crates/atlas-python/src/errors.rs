@@ -155,7 +155,7 @@ static SELECTION: TwoBases = TwoBases::new(
 static QUERY: TwoBases = TwoBases::new(
     "QueryError",
     Builtin::Value,
-    "A selection (``Collection.select``) the collection cannot answer; ``field`` names the\ncondition (``attrs['key']``, ``where[i] (...)``).",
+    "A selection (``Collection.select``) the collection cannot answer; ``field`` names the\ncondition (``attrs[\"key\"]``, ``where[i] (...)``).",
 );
 static INVALID_NAME: TwoBases = TwoBases::new(
     "InvalidNameError",

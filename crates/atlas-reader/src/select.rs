@@ -6,8 +6,9 @@
 //! no request. Then each segment involved is opened once (the `_datasets` segment for every
 //! attribute condition, one segment per array named), all of them concurrently, and each
 //! condition is evaluated over all datasets at once from what that segment's footer holds.
-//! Segments stay open on the [`Atlas`], so a second selection over the same keys and arrays
-//! makes no request.
+//! A segment a selection opens first is fetched for its footer alone (its tail), not whole as a
+//! data read would fetch a small one: the data is not needed. Segments stay open on the
+//! [`Atlas`], so a second selection over the same keys and arrays makes no request.
 
 use crate::atlas::Atlas;
 use crate::error::AtlasError;
@@ -430,9 +431,12 @@ impl Atlas {
     /// array can compare with, and NaN. Where datasets declare one key with several types, a
     /// value that fits one of them is accepted and datasets of the others do not match.
     ///
-    /// Costs one request per segment involved and not yet open (the `_datasets` segment for
-    /// the attribute conditions, one segment per array), all sent at once; none with no
-    /// conditions, and none for segments an earlier call opened.
+    /// Costs one read per segment involved and not yet open (the `_datasets` segment for the
+    /// attribute conditions, one segment per array), all sent at once; none with no
+    /// conditions, and none for segments an earlier call opened. Each read is the segment's
+    /// tail (its footer: about 512 bytes per dataset holding the array, plus 64 KiB), one
+    /// request below 2 MiB (about 4,000 datasets), a second only for a footer larger than that
+    /// estimate.
     pub async fn select(&self, selection: &Selection) -> Result<Vec<u32>, AtlasError> {
         let datasets = self.footer.datasets.len();
         let deleted = self.deleted();
@@ -441,7 +445,8 @@ impl Atlas {
             .collect();
         let variables = self.check(selection)?;
         let files =
-            futures::future::try_join_all(variables.iter().map(|&v| self.segment(v))).await?;
+            futures::future::try_join_all(variables.iter().map(|&v| self.segment_footer(v)))
+                .await?;
         let (attrs_file, array_files) = if selection.attrs.is_empty() {
             (None, files.as_slice())
         } else {

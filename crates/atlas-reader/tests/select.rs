@@ -273,3 +273,61 @@ async fn malformed_selections_are_refused_naming_the_condition_before_any_reques
     );
     assert_eq!(counting.count(), 0, "{:?}", counting.requests());
 }
+
+#[tokio::test]
+async fn a_selection_fetches_a_segments_footer_not_its_data() {
+    // A year of daily values: the `t2m` segment is about 2.9 MB, which a data read fetches
+    // whole; a selection needs its footer alone.
+    // Noise in every mantissa bit (a xorshift), so the segment does not compress away.
+    let year = |i: usize| -> Vec<f32> {
+        let mut x = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (0..365)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                250.0 + (x >> 40) as f32 / (1u64 << 24) as f32 * 100.0
+            })
+            .collect()
+    };
+    let store = write((0..DATASETS).map(|i| {
+        DatasetSpec::new(format!("station_{i:05}"))
+            .attr("member", Attr::Int64((i % 50) as i64))
+            .array(ArraySpec::new(
+                "t2m",
+                ArrayD::from_shape_vec(IxDyn(&[365]), year(i)).unwrap(),
+            ))
+    }))
+    .await;
+    let counting = CountingStore::new(store);
+    let atlas = Atlas::open(Arc::new(counting.clone()), &prefix())
+        .await
+        .unwrap();
+    let (_, entry) = atlas.variables().find(|(n, _)| *n == "t2m").unwrap();
+    assert!(entry.seg_len > 2 << 20, "{}", entry.seg_len);
+    counting.reset();
+    let selection = Selection::new()
+        .attr_in("member", vec![SelectValue::Int(7)])
+        .stat("t2m", Stat::Max, Comparison::Gt, SelectValue::Float(349.0));
+    let got = atlas.select(&selection).await.unwrap();
+    let want: Vec<String> = (0..DATASETS)
+        .filter(|&i| i % 50 == 7 && year(i).iter().any(|&v| v > 349.0))
+        .map(|i| format!("station_{i:05}"))
+        .collect();
+    assert!(!want.is_empty());
+    assert_eq!(names(&atlas, &got), want);
+    assert_eq!(counting.count(), 2, "{:?}", counting.requests());
+    // `_datasets` is smaller than its tail window, so its one read was the whole segment, kept;
+    // `t2m` was read for its footer and keeps none of its bytes.
+    let (_, datasets) = atlas.variables().find(|(n, _)| *n == "_datasets").unwrap();
+    assert!(datasets.seg_len < 1 << 20);
+    assert_eq!(atlas.resident_segment_bytes(), datasets.seg_len);
+    // The data reads as before, from the segment select opened.
+    let read = atlas
+        .dataset("station_00007")
+        .unwrap()
+        .read_array::<f32>("t2m", vec![], vec![])
+        .await
+        .unwrap();
+    assert_eq!(read.iter().copied().collect::<Vec<_>>(), year(7));
+}
