@@ -33,7 +33,9 @@ pub(crate) fn selection(
 ) -> Result<Selection, Failure> {
     let mut selection = attrs
         .into_iter()
-        .fold(Selection::new(), |s, (key, accepted)| s.attr_in(key, accepted));
+        .fold(Selection::new(), |s, (key, accepted)| {
+            s.attr_in(key, accepted)
+        });
     for (array, stat, op, value) in stats {
         selection = selection.stat_named(array, &stat, &op, value)?;
     }

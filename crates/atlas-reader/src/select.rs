@@ -441,7 +441,7 @@ impl Atlas {
         let datasets = self.footer.datasets.len();
         let deleted = self.deleted();
         let mut keep: Vec<bool> = (0..datasets)
-            .map(|o| u32::try_from(o).map_or(false, |o| !deleted.contains(o)))
+            .map(|o| u32::try_from(o).is_ok_and(|o| !deleted.contains(o)))
             .collect();
         let variables = self.check(selection)?;
         let files =
