@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import operator
 import shutil
+from typing import Any
 
 import numpy as np
 import pytest
@@ -56,7 +57,7 @@ def attrs_of(i: int) -> dict:
 def write(location, n: int = N) -> None:
     with ac.Writer(location) as w:
         for i in range(n):
-            arrays = {
+            arrays: dict[str, Any] = {
                 "count": np.array([i % 7, -(i % 11)], "int16"),
                 "code": np.array([f"c{i % 9}", "z"]),
             }
@@ -123,7 +124,7 @@ def test_random_selections_match_a_brute_force_evaluation(c):
     checked = 0
     non_empty = 0
     for _ in range(40):
-        attrs = {}
+        attrs: dict[str, Any] = {}
         if rng.random() < 0.7:
             attrs["member"] = [int(m) for m in rng.choice(50, size=int(rng.integers(1, 6)))]
         if rng.random() < 0.4:
@@ -144,6 +145,7 @@ def test_random_selections_match_a_brute_force_evaluation(c):
                 ("count", "max"),
             ][int(rng.integers(5))]
             op = str(rng.choice(list(OPS)))
+            value: float
             if stat == "null_count":
                 value = int(rng.integers(0, 4))
             elif array == "t2m":
