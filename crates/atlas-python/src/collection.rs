@@ -363,6 +363,43 @@ impl Collection {
         stats_row(py, &row)
     }
 
+    /// Names of the live datasets meeting every condition, in ordinal order: attribute
+    /// conditions `[(key, [(tag, value)])]`, statistic conditions `[(array, stat, op, (tag,
+    /// value))]` (see `atlas::Atlas::select`).
+    #[allow(clippy::type_complexity)]
+    fn select(
+        &self,
+        py: Python<'_>,
+        attrs: Vec<(String, Vec<(String, Bound<'_, PyAny>)>)>,
+        stats: Vec<(String, String, String, (String, Bound<'_, PyAny>))>,
+    ) -> PyResult<Vec<String>> {
+        let attrs = attrs
+            .into_iter()
+            .map(|(key, values)| {
+                let values = values
+                    .iter()
+                    .map(|(tag, v)| crate::select::value_from_py(tag, v))
+                    .collect::<PyResult<Vec<_>>>()?;
+                Ok((key, values))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let stats = stats
+            .into_iter()
+            .map(|(array, stat, op, (tag, v))| {
+                Ok((array, stat, op, crate::select::value_from_py(&tag, &v)?))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let atlas = &self.atlas;
+        block_on(py, &self.location, async move {
+            let selection = crate::select::selection(attrs, stats)?;
+            let ordinals = atlas.select(&selection).await?;
+            Ok(ordinals
+                .into_iter()
+                .filter_map(|o| atlas.footer().datasets.name(o as usize).map(str::to_owned))
+                .collect())
+        })
+    }
+
     /// Hides the named datasets (read-merge-commit of `deleted.mask`, retried on conflict).
     fn delete<'py>(&self, py: Python<'py>, names: Vec<String>) -> PyResult<Bound<'py, PyDict>> {
         let atlas = &self.atlas;

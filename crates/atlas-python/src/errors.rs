@@ -77,6 +77,7 @@ pub(crate) enum Class {
     DatasetNotFound,
     ArrayNotFound,
     Selection,
+    Query,
     InvalidName,
     DuplicateName,
     Layout,
@@ -151,6 +152,11 @@ static SELECTION: TwoBases = TwoBases::new(
     Builtin::Index,
     "An index or selection that does not fit the array.",
 );
+static QUERY: TwoBases = TwoBases::new(
+    "QueryError",
+    Builtin::Value,
+    "A selection (``Collection.select``) the collection cannot answer; ``field`` names the\ncondition (``attrs[\"key\"]``, ``where[i] (...)``).",
+);
 static INVALID_NAME: TwoBases = TwoBases::new(
     "InvalidNameError",
     Builtin::Value,
@@ -179,7 +185,7 @@ static IMPORT_REFUSED: TwoBases = TwoBases::new(
 
 impl Class {
     /// Every class, in the order of `atlas_collections.errors.__all__`.
-    const ALL: [Class; 16] = [
+    const ALL: [Class; 17] = [
         Class::AtlasError,
         Class::NotACollection,
         Class::UnsupportedVersion,
@@ -188,6 +194,7 @@ impl Class {
         Class::DatasetNotFound,
         Class::ArrayNotFound,
         Class::Selection,
+        Class::Query,
         Class::InvalidName,
         Class::DuplicateName,
         Class::Layout,
@@ -211,6 +218,7 @@ impl Class {
             Class::DatasetNotFound => DATASET_NOT_FOUND.get(py)?,
             Class::ArrayNotFound => ARRAY_NOT_FOUND.get(py)?,
             Class::Selection => SELECTION.get(py)?,
+            Class::Query => QUERY.get(py)?,
             Class::InvalidName => INVALID_NAME.get(py)?,
             Class::DuplicateName => DUPLICATE_NAME.get(py)?,
             Class::Layout => LAYOUT.get(py)?,
@@ -306,6 +314,13 @@ fn install_methods(py: Python<'_>) -> PyResult<()> {
             Class::Selection,
             RsAtlasError::InvalidSelection {
                 array: String::new(),
+                reason: String::new(),
+            },
+        ),
+        (
+            Class::Query,
+            RsAtlasError::InvalidQuery {
+                condition: String::new(),
                 reason: String::new(),
             },
         ),
@@ -498,6 +513,7 @@ pub(crate) fn atlas_error(py: Python<'_>, collection: &str, e: RsAtlasError) -> 
         RsAtlasError::DatasetNotFound(_) => (Class::DatasetNotFound, None),
         RsAtlasError::ArrayNotFound { .. } => (Class::ArrayNotFound, None),
         RsAtlasError::InvalidSelection { .. } => (Class::Selection, None),
+        RsAtlasError::InvalidQuery { .. } => (Class::Query, None),
         RsAtlasError::Store(_)
         | RsAtlasError::Segment { .. }
         | RsAtlasError::Io { .. }

@@ -324,6 +324,23 @@ impl Atlas {
 
     /// The segment of `variable`, opened on first use and shared from then on.
     pub(crate) async fn segment(&self, variable: u32) -> Result<&ArrayFile, AtlasError> {
+        self.open_segment(variable, true).await
+    }
+
+    /// The segment of `variable` for its footer alone (statistics, attributes): opened, if no
+    /// one has yet, with its tail only, never fetched whole unless the tail is the whole
+    /// segment. A selection over a 16 MiB segment then fetches its footer, not its data.
+    pub(crate) async fn segment_footer(&self, variable: u32) -> Result<&ArrayFile, AtlasError> {
+        self.open_segment(variable, false).await
+    }
+
+    /// `whole_if_small`: fetch a segment of at most [`WHOLE_SEGMENT_MAX`] whole (budget
+    /// permitting), for the data reads that follow; else only when its tail window covers it.
+    async fn open_segment(
+        &self,
+        variable: u32,
+        whole_if_small: bool,
+    ) -> Result<&ArrayFile, AtlasError> {
         let Some(segment) = self.segments.get(variable as usize) else {
             return Err(AtlasError::corrupt(
                 self.container.as_ref(),
@@ -336,7 +353,8 @@ impl Atlas {
             .file
             .get_or_try_init(|| async move {
                 let location = Path::from(format!("segment/{variable}"));
-                let whole = self.reserve_whole_segment(entry.seg_len);
+                let small = whole_if_small || entry.seg_len <= tail_window(segment.arrays);
+                let whole = small && self.reserve_whole_segment(entry.seg_len);
                 let window = if whole {
                     entry.seg_len
                 } else {

@@ -68,6 +68,16 @@ pub enum AtlasError {
         /// What does not fit.
         reason: String,
     },
+    /// A selection ([`Atlas::select`](crate::Atlas::select)) the collection cannot answer:
+    /// an unknown statistic or comparison, a key or array no dataset declares, a value that
+    /// cannot compare with what is stored; `condition` names which.
+    #[error("select: {condition}: {reason}")]
+    InvalidQuery {
+        /// The condition at fault: `attrs["key"]` or `where[i] (...)`.
+        condition: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// `deleted.mask` holds something other than a mask.
     #[error("{path}: {source}")]
     Mask {
@@ -135,6 +145,7 @@ impl AtlasError {
             | Self::ArrayNotFound { .. }
             | Self::TypeMismatch { .. }
             | Self::InvalidSelection { .. }
+            | Self::InvalidQuery { .. }
             | Self::Mask { .. } => false,
         }
     }
@@ -151,6 +162,7 @@ impl AtlasError {
             Self::ArrayNotFound { .. } => "array_not_found",
             Self::TypeMismatch { .. } => "type_mismatch",
             Self::InvalidSelection { .. } => "invalid_selection",
+            Self::InvalidQuery { .. } => "invalid_query",
             Self::Mask { .. } => "mask",
             Self::DeleteConflict { .. } => "delete_conflict",
             Self::Segment { .. } => "segment",
@@ -167,7 +179,8 @@ impl AtlasError {
         match self {
             Self::NotAnAtlasCollection { reason, .. }
             | Self::CorruptCollection { reason, .. }
-            | Self::InvalidSelection { reason, .. } => reason.clone(),
+            | Self::InvalidSelection { reason, .. }
+            | Self::InvalidQuery { reason, .. } => reason.clone(),
             Self::UnsupportedVersion {
                 found, expected, ..
             } => format!("format version {found}, this reader knows {expected}"),
@@ -200,6 +213,7 @@ impl AtlasError {
             | Self::ArrayNotFound { .. }
             | Self::TypeMismatch { .. }
             | Self::InvalidSelection { .. }
+            | Self::InvalidQuery { .. }
             | Self::DeleteConflict { .. }
             | Self::Segment { .. }
             | Self::Store(_) => None,
@@ -244,6 +258,7 @@ impl AtlasError {
             | Self::ArrayNotFound { .. }
             | Self::TypeMismatch { .. }
             | Self::InvalidSelection { .. }
+            | Self::InvalidQuery { .. }
             | Self::DeleteConflict { .. }
             | Self::Segment { .. }
             | Self::Store(_)) => other,
@@ -256,6 +271,7 @@ impl AtlasError {
         match self {
             Self::CorruptCollection { field, .. } => Some(field),
             Self::Mask { .. } => Some(atlas_footer::MASK_OBJECT),
+            Self::InvalidQuery { condition, .. } => Some(condition),
             Self::NotAnAtlasCollection { .. }
             | Self::UnsupportedVersion { .. }
             | Self::DatasetNotFound(_)
@@ -281,6 +297,7 @@ impl AtlasError {
             | Self::NoSuchArray(_)
             | Self::TypeMismatch { .. }
             | Self::InvalidSelection { .. }
+            | Self::InvalidQuery { .. }
             | Self::Mask { .. }
             | Self::DeleteConflict { .. }
             | Self::Segment { .. }
@@ -296,7 +313,8 @@ impl AtlasError {
             | Self::ArrayNotFound { array, .. }
             | Self::TypeMismatch { array, .. }
             | Self::InvalidSelection { array, .. } => Some(array),
-            Self::NotAnAtlasCollection { .. }
+            Self::InvalidQuery { .. }
+            | Self::NotAnAtlasCollection { .. }
             | Self::UnsupportedVersion { .. }
             | Self::CorruptCollection { .. }
             | Self::DatasetNotFound(_)
@@ -344,6 +362,10 @@ impl AtlasError {
                 array: "t2m".to_owned(),
                 reason: "start 9 is past the end of axis 0 (length 4)".to_owned(),
             },
+            Self::InvalidQuery {
+                condition: "attrs[\"membr\"]".to_owned(),
+                reason: "no dataset declares an attribute \"membr\"".to_owned(),
+            },
             Self::Mask {
                 path: "runs/deleted.mask".to_owned(),
                 source: atlas_mask::MaskError::NotAMask("wrong magic".to_owned()),
@@ -384,6 +406,7 @@ impl AtlasError {
                 | Self::ArrayNotFound { .. }
                 | Self::TypeMismatch { .. }
                 | Self::InvalidSelection { .. }
+                | Self::InvalidQuery { .. }
                 | Self::Mask { .. }
                 | Self::DeleteConflict { .. }
                 | Self::Segment { .. }

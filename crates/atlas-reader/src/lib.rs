@@ -23,6 +23,7 @@ mod delete;
 mod error;
 mod local;
 mod open;
+mod select;
 mod stats;
 mod verify;
 mod view;
@@ -36,6 +37,7 @@ pub use local::LocalFlockCommitter;
 /// `test-hooks` feature; not part of the supported API.
 #[cfg(feature = "test-hooks")]
 pub use local::{CommitStep, StepHook};
+pub use select::{AttrCondition, Comparison, SelectValue, Selection, Stat, StatCondition};
 pub use stats::{CollectionStats, DatasetStats};
 pub use verify::{VerifyDepth, VerifyProblem, VerifyReport, MAX_VERIFY_CHUNK_ELEMENTS};
 pub use view::{ArrayLayout, ArrayMeta, ArraySchema, DatasetSchema, DatasetView, SchemaView};

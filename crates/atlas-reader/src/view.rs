@@ -304,6 +304,10 @@ impl std::fmt::Debug for SchemaView<'_> {
 }
 
 impl<'a> SchemaView<'a> {
+    pub(crate) fn of(schema: &'a ResolvedSchema) -> Self {
+        Self { schema }
+    }
+
     /// The declared arrays, in the order the writer received them.
     pub fn arrays(&self) -> impl Iterator<Item = ArrayMeta<'a>> + 'a {
         self.schema.arrays.iter().map(|array| ArrayMeta { array })

@@ -23,6 +23,7 @@ EXPECTED = {
     "AtlasError::ArrayNotFound": ("ArrayNotFoundError", "array_not_found"),
     "AtlasError::TypeMismatch": ("AtlasError", "type_mismatch"),
     "AtlasError::InvalidSelection": ("SelectionError", "invalid_selection"),
+    "AtlasError::InvalidQuery": ("QueryError", "invalid_query"),
     "AtlasError::Mask": ("CorruptCollectionError", "mask"),
     "AtlasError::DeleteConflict": ("StorageError", "delete_conflict"),
     "AtlasError::Segment(Storage)": ("StorageError", "segment"),

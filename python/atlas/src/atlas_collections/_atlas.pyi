@@ -23,6 +23,7 @@ __all__ = [
     "DatasetNotFoundError",
     "ArrayNotFoundError",
     "SelectionError",
+    "QueryError",
     "InvalidNameError",
     "DuplicateNameError",
     "LayoutError",
@@ -81,6 +82,9 @@ class ArrayNotFoundError(AtlasError, KeyError):
 
 class SelectionError(AtlasError, IndexError): ...
 
+class QueryError(AtlasError, ValueError):
+    field: str
+
 class InvalidNameError(AtlasError, ValueError):
     name: str
 
@@ -122,6 +126,11 @@ class Collection:
     def stats(self, array: str) -> dict[str, Any]: ...
     def stats_by_dataset(self, array: str) -> list[dict[str, Any]]: ...
     def dataset_stats(self, name: str, array: str) -> dict[str, Any]: ...
+    def select(
+        self,
+        attrs: Sequence[tuple[str, Sequence[_Tagged]]],
+        stats: Sequence[tuple[str, str, str, _Tagged]],
+    ) -> list[str]: ...
     def delete(self, names: Sequence[str]) -> dict[str, int]: ...
     def request_count(self) -> int: ...
     def requests(self) -> list[tuple[str, str]]: ...

@@ -198,6 +198,27 @@ class Collection:
         """Dataset attribute ``key`` of every live dataset that has it: ``{dataset: value}``."""
         return {name: attr_from_native(v) for name, v in self._native.attributes_by_dataset(key)}
 
+    def select(
+        self,
+        *,
+        attrs: Mapping[str, Any] | None = None,
+        where: Sequence[tuple[str, str, str, Any]] | None = None,
+    ) -> list[str]:
+        """Names of the live datasets meeting every condition, in collection order, from the
+        attributes and statistics stored at write time (no array data is read).
+
+        ``attrs``: ``{key: value or [accepted values]}``, dataset-level attributes. ``where``:
+        ``[(array, stat, op, value)]``, ``stat`` one of ``min``, ``max``, ``null_count`` and
+        ``op`` one of ``<``, ``<=``, ``>``, ``>=``, ``==``, ``!=``. A dataset lacking the
+        attribute, the array or the statistic (all fill, a dtype with no order) does not match.
+
+        :class:`QueryError` (a ``ValueError``), before any request, for an unknown ``stat`` or
+        ``op``, an attribute key or array that no dataset declares, or a value that cannot
+        compare with the declared type; ``TypeError`` for a value of no comparable type."""
+        from ._select import attr_conditions, stat_conditions
+
+        return self._native.select(attr_conditions(attrs), stat_conditions(where))
+
     # -- deletes ----------------------------------------------------------------------------
     def delete(self, names: str | Sequence[str]) -> DeleteReport:
         """Hides the named datasets. Lossless under concurrency: a local directory commits under
