@@ -151,7 +151,8 @@ def test_skip_bad_with_every_file_bad_publishes_nothing(tmp_path):
     with pytest.raises(ac.ImportRefusedError) as info:
         ac.import_netcdf(out, list(bad.values()), jobs=2, progress=False, skip_bad=True)
     assert "every one of the 3 files" in str(info.value)
-    assert [e.file for e in info.value.skipped] == [str(p) for p in bad.values()]
+    skipped = info.value.skipped  # type: ignore[attr-defined]  # a field of this raise only
+    assert [e.file for e in skipped] == [str(p) for p in bad.values()]
     assert_nothing_left(out)
 
 

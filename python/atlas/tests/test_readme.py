@@ -63,7 +63,7 @@ def repack_installed_wheel(directory: Path) -> Path:
     info = next(f for f in files if f.name == "WHEEL" and f.parent.name.endswith(".dist-info"))
     tags = [
         line.split(":", 1)[1].strip()
-        for line in Path(dist.locate_file(info)).read_text().splitlines()
+        for line in Path(str(dist.locate_file(info))).read_text().splitlines()
         if line.startswith("Tag:")
     ]
     assert len(tags) == 1, tags
@@ -79,7 +79,7 @@ def repack_installed_wheel(directory: Path) -> Path:
             in_info = file.parent.name.endswith(".dist-info") and file.parent == info.parent
             if (in_info and file.name in INSTALLER_FILES) or "__pycache__" in path:
                 continue
-            data = Path(dist.locate_file(file)).read_bytes()
+            data = Path(str(dist.locate_file(file))).read_bytes()
             digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
             rows.writerow([path, f"sha256={digest.decode()}", len(data)])
             archive.writestr(path, data)

@@ -23,7 +23,14 @@ from typing import Any
 
 from . import _atlas
 from ._core import Writer, _dataset_items, _location
-from .errors import AtlasError, ImportRefusedError, InvalidNameError, UnsupportedDTypeError
+from .errors import (
+    AtlasError,
+    ImportRefusedError,
+    InvalidNameError,
+    StorageError,
+    UnsupportedDTypeError,
+    WriteError,
+)
 
 __all__ = ["import_netcdf", "ImportSummary", "default_jobs"]
 
@@ -133,7 +140,7 @@ def import_netcdf(
         bar.update(len(paths) - len(plan))
     writer = Writer(out_text, codec=codec)
     try:
-        with _Decoder(out_text, engine, workers) as decoder:
+        with _Decoder(out_text, engine, min(workers, len(plan))) as decoder:
             for (index, stem, path), decoded in decoder.map(plan):
                 if bar is not None:
                     bar.set_postfix_str(Path(path).name, refresh=False)
@@ -149,7 +156,12 @@ def import_netcdf(
                             _refuse(out_text, path, _strip_subject(str(e)), _variable_of(variable)),
                         )
                     except AtlasError as e:
-                        skip_or_raise(index, _refuse(out_text, path, e.reason))
+                        error = _refuse(out_text, path, e.reason)
+                        if isinstance(e, (StorageError, WriteError)):
+                            # The store or the writer failed, not this file: skipping it would
+                            # only skip every file after it too.
+                            raise error from None
+                        skip_or_raise(index, error)
                 if bar is not None:
                     bar.update(1)
         skipped = tuple(error for _, error in sorted(refused, key=lambda r: r[0]))
@@ -237,9 +249,14 @@ class _Decoder:
             from concurrent.futures import ProcessPoolExecutor
 
             # Not fork: this process runs the writer's runtime threads. The fork server starts
-            # clean, imports the decoder once, and forks each worker from that.
-            context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(["atlas_collections.netcdf", "xarray"])
+            # clean, imports the decoder once, and forks each worker from that (spawn where
+            # there is no fork server: Windows).
+            context: Any
+            if "forkserver" in multiprocessing.get_all_start_methods():
+                context = multiprocessing.get_context("forkserver")
+                context.set_forkserver_preload(["atlas_collections.netcdf", "xarray"])
+            else:
+                context = multiprocessing.get_context("spawn")
             self.executor = ProcessPoolExecutor(
                 max_workers=self.jobs, mp_context=context, initializer=_ignore_interrupts
             )
