@@ -1,7 +1,7 @@
 """NetCDF import in worker processes: ``jobs`` 1, 2 and 3 write the same bytes over hundreds of
 station files; a refused file stops the import and leaves nothing, or with ``skip_bad`` is left
-out and listed; the command's exit statuses and messages; Ctrl-C stops the workers and leaves
-nothing; the decoded datasets waiting for the writer stay bounded."""
+out and listed; the command's exit statuses and messages; Ctrl-C and SIGTERM stop the workers
+and leave nothing; the decoded datasets waiting for the writer stay bounded."""
 
 import concurrent.futures
 import importlib.util
@@ -210,7 +210,16 @@ def process_group(pgid):
     return members
 
 
-def test_ctrl_c_stops_the_workers_and_leaves_nothing(stations, tmp_path):
+@pytest.mark.parametrize(
+    ("signum", "group", "status", "said"),
+    [
+        (signal.SIGINT, True, 130, "interrupted"),  # Ctrl-C: the terminal signals the group
+        (signal.SIGTERM, False, 143, "terminated"),  # kill PID: the command alone
+    ],
+)
+def test_ctrl_c_or_sigterm_stops_the_workers_and_leaves_nothing(
+    stations, tmp_path, signum, group, status, said
+):
     out = tmp_path / "out"
     process = subprocess.Popen(
         [sys.executable, "-m", "atlas_collections", "import", str(out), *map(str, stations)]
@@ -241,11 +250,14 @@ def test_ctrl_c_stops_the_workers_and_leaves_nothing(stations, tmp_path):
     assert 20 <= written() < STATIONS, bytes(stderr)
     members = process_group(process.pid)
     assert len(members) >= 4, members  # the command, the fork server, two workers
-    os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C does: signal the whole group
-    assert process.wait(timeout=30) == 130
+    if group:
+        os.killpg(process.pid, signum)
+    else:
+        process.send_signal(signum)
+    assert process.wait(timeout=30) == status
     reader.join(timeout=30)
     text = stderr.decode()
-    assert f"interrupted: nothing was written to {out}" in text
+    assert f"{said}: nothing was written to {out}" in text
     assert "Traceback" not in text, text
     assert_nothing_left(out)
     deadline = time.monotonic() + 10

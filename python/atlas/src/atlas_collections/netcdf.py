@@ -411,6 +411,15 @@ EXIT_REFUSED = 1  # nothing published: a refusal (without --skip-bad), every fil
 EXIT_USAGE = 2  # bad arguments, or the netcdf extra is missing
 EXIT_SKIPPED = 3  # published, with --skip-bad's skipped files left out (listed on stderr)
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT): workers stopped, nothing published
+EXIT_TERMINATED = 143  # SIGTERM (128 + 15): the same
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the import is, so that it stops and cleans up as on Ctrl-C."""
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise _Terminated()
 
 
 def _jobs_argument(text: str) -> int:
@@ -452,7 +461,8 @@ def main_import(argv: list[str]) -> int:
         description="Import NetCDF files into a new Atlas collection, one dataset per file.",
         epilog="exit status: 0 every file imported; 1 nothing published (a file refused, "
         "every file skipped, a write failed); 2 usage; 3 published without the files "
-        "--skip-bad skipped (listed on stderr); 130 interrupted, nothing published",
+        "--skip-bad skipped (listed on stderr); 130 interrupted (Ctrl-C), 143 terminated "
+        "(SIGTERM): workers stopped, nothing published",
     )
     parser.add_argument("out", help="the new collection: a directory or s3://bucket/prefix")
     parser.add_argument("files", nargs="+", help="NetCDF files; each file's stem names its dataset")
@@ -486,6 +496,7 @@ def main_import(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         summary = import_netcdf(
             args.out,
@@ -496,15 +507,19 @@ def main_import(argv: list[str]) -> int:
             jobs=args.jobs,
             skip_bad=args.skip_bad,
         )
-    except KeyboardInterrupt:
-        print(f"interrupted: nothing was written to {args.out}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as e:
+        terminated = isinstance(e, _Terminated)
+        what = "terminated" if terminated else "interrupted"
+        print(f"{what}: nothing was written to {args.out}", file=sys.stderr)
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     except AtlasError as e:
         skipped = getattr(e, "skipped", None)
         if skipped:
             _print_skipped(skipped, len(args.files))
         print(f"error: {e}", file=sys.stderr)
         return EXIT_REFUSED
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print(
         f"imported {summary.datasets} datasets into {summary.location} "
         f"({summary.container_bytes} bytes)"
