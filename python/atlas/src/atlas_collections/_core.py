@@ -574,6 +574,19 @@ def _array_tuple(name: str, value: ArrayInput, dataset: str) -> tuple[Any, ...]:
     return (name, tag, payload, shape, dims, chunk_list, fill_to_atlas(fill, tag), attr_pairs)
 
 
+def _dataset_items(
+    name: str, arrays: Mapping[str, ArrayInput], attrs: Mapping[str, Any] | None
+) -> tuple[list[Any], list[Any]]:
+    """``(items, pairs)`` for the native ``write_dataset``: every array checked and converted to
+    its payload, every attribute to its tagged value. Plain data, so it pickles."""
+    items = [_array_tuple(str(k), v, name) for k, v in arrays.items()]
+    pairs = [
+        (str(k), attr_to_atlas(v, f"dataset '{name}', attribute '{k}'"))
+        for k, v in (attrs or {}).items()
+    ]
+    return items, pairs
+
+
 class Writer:
     """Writes a new collection; nothing is published until :meth:`finish`.
 
@@ -618,11 +631,11 @@ class Writer:
         a ``(dims, data)`` or ``(dims, data, attrs)`` tuple, a dict with ``data`` and optional
         ``dims``, ``attrs``, ``chunks`` and ``fill_value``, or an ``xarray`` Variable/DataArray.
         A refused dataset (a name, a dtype, a layout) leaves the writer as it was."""
-        items = [_array_tuple(str(k), v, name) for k, v in arrays.items()]
-        pairs = [
-            (str(k), attr_to_atlas(v, f"dataset '{name}', attribute '{k}'"))
-            for k, v in (attrs or {}).items()
-        ]
+        return self._write_items(name, *_dataset_items(name, arrays, attrs))
+
+    def _write_items(self, name: str, items: list[Any], pairs: list[Any]) -> int:
+        """Writes a dataset already converted by :func:`_dataset_items` (the parallel NetCDF
+        import converts in its worker processes, so that the writer's process only writes)."""
         return self._native.write_dataset(name, items, pairs)
 
     def write_xarray(

@@ -14,25 +14,37 @@ when every file went in.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import signal
+from collections import deque
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import _atlas
-from ._core import Writer, _location
-from .errors import AtlasError, ImportRefusedError, InvalidNameError, UnsupportedDTypeError
+from ._core import Writer, _dataset_items, _location
+from .errors import (
+    AtlasError,
+    ImportRefusedError,
+    InvalidNameError,
+    StorageError,
+    UnsupportedDTypeError,
+    WriteError,
+)
 
-__all__ = ["import_netcdf", "ImportSummary"]
+__all__ = ["import_netcdf", "ImportSummary", "default_jobs"]
 
 
 @dataclass(frozen=True)
 class ImportSummary:
-    """What an import wrote."""
+    """What an import wrote: ``datasets`` of ``files`` went in; ``skipped`` holds the refusal
+    of every other file (only with ``skip_bad``), in the order the files were given."""
 
     location: str
     datasets: int
     container_bytes: int
+    files: int = 0
+    skipped: tuple[ImportRefusedError, ...] = ()
 
 
 def _refuse(out: str, file: str, reason: str, variable: str | None = None) -> ImportRefusedError:
@@ -46,6 +58,16 @@ def _refuse(out: str, file: str, reason: str, variable: str | None = None) -> Im
     )
 
 
+def default_jobs() -> int:
+    """The CPUs this process may run on (what ``--jobs`` defaults to)."""
+    counter = getattr(os, "process_cpu_count", None)  # Python 3.13
+    if counter is not None:
+        return counter() or 1
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
 def import_netcdf(
     out: str | os.PathLike[str],
     files: Sequence[str | os.PathLike[str]],
@@ -53,71 +75,107 @@ def import_netcdf(
     engine: str | None = None,
     progress: bool = True,
     codec: str = "zstd",
+    jobs: int | None = 1,
+    skip_bad: bool = False,
 ) -> ImportSummary:
-    """Imports NetCDF ``files`` into a new collection at ``out`` (a directory or ``s3://`` URL).
+    """Imports NetCDF ``files`` into a new collection at ``out`` (a directory or ``s3://`` URL),
+    one dataset per file, in the order given.
 
     ``engine`` is xarray's (``"netcdf4"``, ``"h5netcdf"``; default: xarray's choice). Shows a
-    tqdm progress bar over the files when ``progress``. Raises :class:`ImportRefusedError` for an
-    unreadable file, a dtype or attribute the format cannot hold, or an invalid or repeated
-    dataset, variable or attribute name; nothing is published then."""
-    import xarray as xr
+    tqdm progress bar over the files when ``progress``. ``jobs`` worker processes read and
+    decode the files (``None``: one per CPU; ``1``: this process) while this process writes, in
+    the order given, so the collection is byte for byte the one a ``jobs=1`` import writes;
+    with more than one, a script calling this needs the ``if __name__ == "__main__":`` guard
+    (the workers are started by multiprocessing's ``forkserver``).
 
+    Raises :class:`ImportRefusedError` for an unreadable file, a dtype or attribute the format
+    cannot hold, or an invalid or repeated dataset, variable or attribute name; nothing is
+    published then. With ``skip_bad``, such a file is left out instead, and its refusal is in
+    the summary's ``skipped``; if every file is refused, nothing is published and the error
+    (with ``skipped`` as an attribute) is raised."""
     out_text = _location(out)
     paths = [os.fspath(f) for f in files]
     if not paths:
         raise ValueError("no NetCDF files to import")
+    workers = default_jobs() if jobs is None else int(jobs)
+    if workers < 1:
+        raise ValueError(f"jobs must be at least 1, not {jobs}")
+    refused: list[tuple[int, ImportRefusedError]] = []
+
+    def skip_or_raise(index: int, error: ImportRefusedError) -> None:
+        if not skip_bad:
+            raise error
+        refused.append((index, error))
+
+    plan: list[tuple[int, str, str]] = []
     names: dict[str, str] = {}
-    for path in paths:
+    for index, path in enumerate(paths):
         stem = Path(path).stem
         try:
             _atlas.check_name("dataset", stem)
         except InvalidNameError as e:
-            raise _refuse(
-                out_text, path, f"its stem {stem!r} is not a valid dataset name: {e.reason}"
-            ) from None
-        if stem in names:
-            raise _refuse(
-                out_text, path, f"its stem {stem!r} repeats the dataset name of {names[stem]}"
+            skip_or_raise(
+                index,
+                _refuse(
+                    out_text, path, f"its stem {stem!r} is not a valid dataset name: {e.reason}"
+                ),
             )
+            continue
+        if stem in names:
+            skip_or_raise(
+                index,
+                _refuse(
+                    out_text, path, f"its stem {stem!r} repeats the dataset name of {names[stem]}"
+                ),
+            )
+            continue
         names[stem] = path
+        plan.append((index, stem, path))
 
     bar: Any = None
     if progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(paths), unit="file", desc="import")
+        bar.update(len(paths) - len(plan))
     writer = Writer(out_text, codec=codec)
     try:
-        for stem, path in names.items():
-            if bar is not None:
-                bar.set_postfix_str(Path(path).name, refresh=False)
-            try:
-                ds = xr.open_dataset(path, engine=engine, cache=False)
-            except Exception as e:  # noqa: BLE001 - any reader failure refuses the file
-                raise _refuse(
-                    out_text, path, f"cannot be read as NetCDF: {type(e).__name__}: {e}"
-                ) from None
-            with ds:
-                _check_names(out_text, path, ds)
-                _check_no_groups(out_text, path, engine)
-                _check_calendars(out_text, path, ds)
-                try:
-                    ds = ds.load()
-                except Exception as e:  # noqa: BLE001
-                    raise _refuse(
-                        out_text, path, f"cannot be read as NetCDF: {type(e).__name__}: {e}"
-                    ) from None
-                try:
-                    writer.write_xarray(stem, ds)
-                except UnsupportedDTypeError as e:
-                    variable = getattr(e, "variable", None)
-                    raise _refuse(
-                        out_text, path, _strip_subject(str(e)), _variable_of(variable)
-                    ) from None
-                except AtlasError as e:
-                    raise _refuse(out_text, path, e.reason) from None
-            if bar is not None:
-                bar.update(1)
+        with _Decoder(out_text, engine, min(workers, len(plan))) as decoder:
+            for (index, stem, path), decoded in decoder.map(plan):
+                if bar is not None:
+                    bar.set_postfix_str(Path(path).name, refresh=False)
+                if isinstance(decoded, ImportRefusedError):
+                    skip_or_raise(index, decoded)
+                else:
+                    try:
+                        writer._write_items(stem, *decoded)
+                    except UnsupportedDTypeError as e:
+                        variable = getattr(e, "variable", None)
+                        skip_or_raise(
+                            index,
+                            _refuse(out_text, path, _strip_subject(str(e)), _variable_of(variable)),
+                        )
+                    except AtlasError as e:
+                        error = _refuse(out_text, path, e.reason)
+                        if isinstance(e, (StorageError, WriteError)):
+                            # The store or the writer failed, not this file: skipping it would
+                            # only skip every file after it too.
+                            raise error from None
+                        skip_or_raise(index, error)
+                if bar is not None:
+                    bar.update(1)
+        skipped = tuple(error for _, error in sorted(refused, key=lambda r: r[0]))
+        if len(skipped) == len(paths):
+            first = skipped[0]
+            raise ImportRefusedError(
+                f"refused every one of the {len(paths)} files (the first: {first.file}: "
+                f"{first.reason}); nothing was written to {out_text}",
+                path=out_text,
+                reason="every file was refused",
+                file=first.file,
+                variable=first.variable,
+                skipped=skipped,
+            )
         summary = writer.finish()
     except BaseException:
         writer.abort()
@@ -125,7 +183,132 @@ def import_netcdf(
     finally:
         if bar is not None:
             bar.close()
-    return ImportSummary(out_text, summary["datasets"], summary["container_bytes"])
+    return ImportSummary(
+        out_text, summary["datasets"], summary["container_bytes"], len(paths), skipped
+    )
+
+
+#: Decoded datasets held at once per worker process (waiting to be written, or being decoded):
+#: what bounds the import's memory, since the writer takes them in input order.
+IN_FLIGHT_PER_JOB = 2
+
+
+def _decode(out: str, path: str, stem: str, engine: str | None) -> Any:
+    """Reads, checks and converts one file: ``(items, pairs)`` for the writer, or the file's
+    :class:`ImportRefusedError` (returned, not raised, so that it crosses from a worker process
+    without the worker's traceback). Runs in a worker process when ``jobs`` > 1."""
+    import xarray as xr
+
+    from .xarray_backend import encode_dataset
+
+    try:
+        ds = xr.open_dataset(path, engine=engine, cache=False)
+    except Exception as e:  # noqa: BLE001 - any reader failure refuses the file
+        return _refuse(out, path, f"cannot be read as NetCDF: {type(e).__name__}: {e}")
+    try:
+        with ds:
+            _check_names(out, path, ds)
+            _check_no_groups(out, path, engine)
+            _check_calendars(out, path, ds)
+            try:
+                ds = ds.load()
+            except Exception as e:  # noqa: BLE001
+                return _refuse(out, path, f"cannot be read as NetCDF: {type(e).__name__}: {e}")
+            try:
+                arrays, attrs = encode_dataset(ds)
+                return _dataset_items(stem, arrays, attrs)
+            except UnsupportedDTypeError as e:
+                variable = getattr(e, "variable", None)
+                return _refuse(out, path, _strip_subject(str(e)), _variable_of(variable))
+            except AtlasError as e:
+                return _refuse(out, path, e.reason)
+    except ImportRefusedError as e:
+        return e
+
+
+def _ignore_interrupts() -> None:
+    # Ctrl-C reaches every process of the terminal's group; the importing process stops the
+    # workers itself, so that they do not each print a KeyboardInterrupt traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class _Decoder:
+    """Decodes the planned files in order: in this process (one job), or in worker processes,
+    at most ``IN_FLIGHT_PER_JOB`` per worker ahead of the writer. Leaving the ``with`` block
+    on an error or an interrupt terminates the workers."""
+
+    def __init__(self, out: str, engine: str | None, jobs: int) -> None:
+        self.out = out
+        self.engine = engine
+        self.jobs = jobs
+        self.executor: Any = None
+
+    def __enter__(self) -> _Decoder:
+        if self.jobs > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            # Not fork: this process runs the writer's runtime threads. The fork server starts
+            # clean, imports the decoder once, and forks each worker from that (spawn where
+            # there is no fork server: Windows).
+            context: Any
+            if "forkserver" in multiprocessing.get_all_start_methods():
+                context = multiprocessing.get_context("forkserver")
+                context.set_forkserver_preload(["atlas_collections.netcdf", "xarray"])
+            else:
+                context = multiprocessing.get_context("spawn")
+            self.executor = ProcessPoolExecutor(
+                max_workers=self.jobs, mp_context=context, initializer=_ignore_interrupts
+            )
+        return self
+
+    def map(
+        self, plan: Sequence[tuple[int, str, str]]
+    ) -> Iterator[tuple[tuple[int, str, str], Any]]:
+        if self.executor is None:
+            for item in plan:
+                yield item, _decode(self.out, item[2], item[1], self.engine)
+            return
+        from concurrent.futures.process import BrokenProcessPool
+
+        pending: deque[tuple[tuple[int, str, str], Any]] = deque()
+        upcoming = iter(plan)
+
+        def submit() -> None:
+            item = next(upcoming, None)
+            if item is not None:
+                future = self.executor.submit(_decode, self.out, item[2], item[1], self.engine)
+                pending.append((item, future))
+
+        for _ in range(self.jobs * IN_FLIGHT_PER_JOB):
+            submit()
+        while pending:
+            item, future = pending.popleft()
+            submit()
+            try:
+                decoded = future.result()
+            except BrokenProcessPool as e:
+                raise _refuse(
+                    self.out,
+                    item[2],
+                    f"a worker process died (killed, or crashed in the NetCDF library) while "
+                    f"this file or one of the {len(pending)} after it was being read: {e}",
+                ) from None
+            yield item, decoded
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if self.executor is None:
+            return
+        if exc_type is None:
+            self.executor.shutdown(wait=True)
+            return
+        # No public way to stop running workers before Python 3.14's terminate_workers().
+        processes = list((getattr(self.executor, "_processes", None) or {}).values())
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.join()
 
 
 def _check_no_groups(out: str, path: str, engine: str | None) -> None:
@@ -221,21 +404,86 @@ def missing_import_modules() -> list[str]:
     return [name for name in IMPORT_NEEDS if importlib.util.find_spec(name) is None]
 
 
+#: Exit statuses of ``python -m atlas_collections import``, as in rsync's "partial transfer":
+#: a script can tell a published collection from none without parsing messages.
+EXIT_IMPORTED = 0  # every file imported
+EXIT_REFUSED = 1  # nothing published: a refusal (without --skip-bad), every file refused, ...
+EXIT_USAGE = 2  # bad arguments, or the netcdf extra is missing
+EXIT_SKIPPED = 3  # published, with --skip-bad's skipped files left out (listed on stderr)
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT): workers stopped, nothing published
+EXIT_TERMINATED = 143  # SIGTERM (128 + 15): the same
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the import is, so that it stops and cleans up as on Ctrl-C."""
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise _Terminated()
+
+
+def _jobs_argument(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
+    return value
+
+
+def _describe(error: ImportRefusedError) -> str:
+    """One line per file (a reader's message may span several)."""
+    variable = getattr(error, "variable", None)
+    reason = " ".join(str(error.reason).split())
+    return f"{error.file}" + (f": variable '{variable}'" if variable else "") + f": {reason}"
+
+
+def _print_skipped(skipped: Sequence[ImportRefusedError], files: int) -> None:
+    import sys
+
+    print(f"skipped {len(skipped)} of {files} files:", file=sys.stderr)
+    for error in skipped:
+        print(f"  {_describe(error)}", file=sys.stderr)
+
+
 def main_import(argv: list[str]) -> int:
     """``python -m atlas_collections import OUT FILE.nc ...``; exits 2 (a usage error) when the
-    ``netcdf`` extra is not installed, naming what is missing and how to install it."""
+    ``netcdf`` extra is not installed, naming what is missing and how to install it. The exit
+    statuses are ``EXIT_*`` above."""
     import argparse
     import sys
 
     parser = argparse.ArgumentParser(
         prog="python -m atlas_collections import",
         description="Import NetCDF files into a new Atlas collection, one dataset per file.",
+        epilog="exit status: 0 every file imported; 1 nothing published (a file refused, "
+        "every file skipped, a write failed); 2 usage; 3 published without the files "
+        "--skip-bad skipped (listed on stderr); 130 interrupted (Ctrl-C), 143 terminated "
+        "(SIGTERM): workers stopped, nothing published",
     )
     parser.add_argument("out", help="the new collection: a directory or s3://bucket/prefix")
     parser.add_argument("files", nargs="+", help="NetCDF files; each file's stem names its dataset")
     parser.add_argument("--engine", choices=["netcdf4", "h5netcdf", "scipy"], default=None)
     parser.add_argument("--codec", choices=["zstd", "lz4", "none"], default="zstd")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--jobs",
+        "-j",
+        type=_jobs_argument,
+        default=None,
+        metavar="N",
+        help="worker processes reading the files (default: one per CPU; 1: none, all in this "
+        "process); the collection is the same byte for byte",
+    )
+    parser.add_argument(
+        "--skip-bad",
+        action="store_true",
+        help="leave out the files the import refuses, list them at the end and exit 3, "
+        "instead of stopping at the first with nothing written",
+    )
     args = parser.parse_args(argv)
     missing = missing_import_modules()
     if args.no_progress and missing == ["tqdm"]:
@@ -247,7 +495,8 @@ def main_import(argv: list[str]) -> int:
             "(from a checkout: pip install './python/atlas[netcdf]')",
             file=sys.stderr,
         )
-        return 2
+        return EXIT_USAGE
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         summary = import_netcdf(
             args.out,
@@ -255,12 +504,27 @@ def main_import(argv: list[str]) -> int:
             engine=args.engine,
             progress=not args.no_progress,
             codec=args.codec,
+            jobs=args.jobs,
+            skip_bad=args.skip_bad,
         )
+    except KeyboardInterrupt as e:
+        terminated = isinstance(e, _Terminated)
+        what = "terminated" if terminated else "interrupted"
+        print(f"{what}: nothing was written to {args.out}", file=sys.stderr)
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     except AtlasError as e:
+        skipped = getattr(e, "skipped", None)
+        if skipped:
+            _print_skipped(skipped, len(args.files))
         print(f"error: {e}", file=sys.stderr)
-        return 1
+        return EXIT_REFUSED
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print(
         f"imported {summary.datasets} datasets into {summary.location} "
         f"({summary.container_bytes} bytes)"
     )
-    return 0
+    if summary.skipped:
+        _print_skipped(summary.skipped, summary.files)
+        return EXIT_SKIPPED
+    return EXIT_IMPORTED
