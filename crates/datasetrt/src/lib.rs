@@ -68,7 +68,9 @@ pub mod pack {
     //! Converters into caches, run in parallel with the same bytes for every number of jobs:
     //! the `dsrt-pack` crate. [`pack`] fills a [`CacheWriter`](crate::CacheWriter) from a
     //! [`Convert`] (input units, each turned into samples in order); [`FileTree`] and
-    //! [`ImageFolder`] are the converters of directory trees.
+    //! [`ImageFolder`] are the converters of directory trees, [`Tables`] of Parquet files and
+    //! Hugging Face `save_to_disk` datasets (one sample per row), [`WebDataset`] of tar shards
+    //! (one sample per key).
     //!
     //! ```no_run
     //! use datasetrt::pack::{pack, ImageFolder, PackOptions};

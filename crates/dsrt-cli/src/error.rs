@@ -87,7 +87,8 @@ pub(crate) enum CliError {
     /// Opening a dataset or iterating it failed.
     #[error(transparent)]
     Dataset(#[from] datasetrt::DatasetError),
-    /// A conversion (`dsrt pack --from-dir`, `--from-imagefolder`) failed.
+    /// A conversion (`dsrt pack --from-dir`, `--from-imagefolder`, `--from-parquet`,
+    /// `--from-webdataset`) failed.
     #[error(transparent)]
     Pack(#[from] datasetrt::pack::PackError),
     /// `verify` found invalid caches; each was reported as it was checked.

@@ -1,10 +1,11 @@
 //! `dsrt`: the DatasetRT command-line tool.
 //!
-//! What it is for: packing JSONL files or directory trees into caches (`pack`), describing a
-//! cache (`inspect`), checking caches for scripts and CI (`verify`), reading one sample back
-//! (`cat`), showing the whole round trip on a sample set shipped in the binary (`demo`),
-//! migrating manifests to v3 (`migrate`), iterating epochs as a training rank would
-//! (`iterate`) and reporting what an epoch's plan reads on a topology (`plan`).
+//! What it is for: packing JSONL files, directory trees, Parquet files, Hugging Face datasets
+//! and WebDataset shards into caches (`pack`), describing a cache (`inspect`), checking caches
+//! for scripts and CI (`verify`), reading one sample back (`cat`), showing the whole round
+//! trip on a sample set shipped in the binary (`demo`), migrating manifests to v3
+//! (`migrate`), iterating epochs as a training rank would (`iterate`) and reporting what an
+//! epoch's plan reads on a topology (`plan`).
 //!
 //! What it is not for: the format itself. Every byte is written and read by the `datasetrt`
 //! facade; this crate only turns shell input into library calls and library results into
@@ -74,7 +75,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Pack a JSONL file or a directory tree into a new cache.
+    /// Pack a JSONL file, a directory tree, Parquet files, a Hugging Face dataset or WebDataset
+    /// shards into a new cache.
     Pack(pack::PackArgs),
     /// Describe a cache: version, id, source, samples, schema, shards.
     Inspect(inspect::InspectArgs),

@@ -1,5 +1,6 @@
-//! `dsrt pack`: a JSONL file (one sample per line) or a directory tree (one sample per file)
-//! into a new cache, with a progress bar on a terminal and a summary at the end.
+//! `dsrt pack`: a JSONL file (one sample per line), a directory tree (one sample per file),
+//! Parquet files or a Hugging Face dataset (one sample per row) or WebDataset tars (one sample
+//! per key) into a new cache, with a progress bar on a terminal and a summary at the end.
 
 mod from_dir;
 mod infer;
@@ -19,13 +20,14 @@ use crate::byte_size::parse_byte_size;
 use crate::error::CliError;
 use crate::output::{print, print_json};
 use clap::{ArgGroup, Args, ValueEnum};
+use datasetrt::pack::{TableOptions, WebDatasetOptions};
 use datasetrt::{CompressionAlgo, Schema, WriterOptions, DEFAULT_MAX_SHARD_BYTES};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Arguments of `dsrt pack`.
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("input").required(true).args(["jsonl", "from_dir", "from_imagefolder"])))]
+#[command(group(ArgGroup::new("input").required(true).args(["jsonl", "from_dir", "from_imagefolder", "from_parquet", "from_webdataset"])))]
 #[command(after_help = "\
 JSONL input: one JSON object per line (blank lines are skipped). The payload field holds a
 file path relative to the JSONL file's directory (the current directory for stdin), inline
@@ -44,9 +46,35 @@ of a class). One sample per file, classes in sorted order, files in sorted path 
 a class; metadata `label` (int64: the class's position), `class` (utf8) and `path` (utf8,
 relative to DIR). A file directly in DIR is refused.
 
+Parquet input: --from-parquet FILE_OR_DIR... (a directory: its *.parquet files in name order),
+one sample per row, files in the order given. --payload-column COL (binary, large_binary,
+string, or a struct with a binary `bytes` field as Hugging Face's Image and Audio features
+store) is the payload; the other columns, or those --metadata-columns a,b names in that
+order, are metadata: bool -> bool; int8..int64, uint8..uint32 -> int64; uint64 -> int64 (a
+value above 2^63-1 is refused naming its row); float16..float64 -> float64; string and
+dictionary-of-string -> utf8; nullable as the files declare. Any other type (list, struct,
+map, binary, decimal, date, timestamp) is refused naming the file and the column before
+anything is written: leave it out with --metadata-columns. Row groups are read one at a time.
+
+Hugging Face input: a directory given to --from-parquet that holds state.json is a
+Dataset.save_to_disk directory: its data-*.arrow files (Arrow IPC streams, in state.json's
+_data_files order) are read as above. A DatasetDict directory (dataset_dict.json) is refused:
+pass one split's directory. A dataset exported with to_parquet is plain Parquet.
+
+WebDataset input: --from-webdataset TAR... (uncompressed tars, in the order given). Members
+sharing a key (the path up to the first dot of the file name) are one sample; the member with
+the first of --payload-ext jpg,png,... the sample has is the payload. Metadata: `key` (utf8);
+`cls` (int64) from .cls; `txt` (utf8) from .txt; and each field of a .json object whose values
+are null, bool, number or string (integers and numbers mixed widen to float64; other mixes are
+refused naming the tar, the key and the field). Other members are ignored. A sample with no
+payload member, a .cls that is not an integer, or a .json field that is an array or an object
+is refused naming the tar and the key, or left out with --skip-bad and counted in the
+summary. The tars are read twice: once for the schema (seeking past payloads), then packed.
+
 --jobs N (default: the CPUs available) reads and encodes (compresses, checks) on N threads for
 every input: JSONL lines (and the payload files they name) in runs of 256, directory and
-ImageFolder files in runs of 32; the cache is byte for byte the same for every N.
+ImageFolder files in runs of 32, Parquet row groups, Hugging Face data files, WebDataset tars;
+the cache is byte for byte the same for every N.
 
 The summary goes to stdout (one JSON object with --json); the progress bar goes to stderr,
 only when stderr is a terminal. On failure the partly written cache is removed.
@@ -65,6 +93,11 @@ Examples:
             --schema schema.json --compression lz4 --max-shard-bytes 64MiB --out c/ --source x
   dsrt pack --from-dir images/ --out images.cache --source images --json
   dsrt pack --from-imagefolder imagenet/train --out train.cache --source imagenet-train --jobs 8
+  dsrt pack --from-parquet data/train/ --payload-column image --metadata-columns label,caption \
+            --out train.cache --source laion-subset --jobs 8
+  dsrt pack --from-parquet hf/mnist-train --payload-column image --out mnist.cache --source mnist
+  dsrt pack --from-webdataset shards/shard-000000.tar shards/shard-000001.tar \
+            --payload-ext jpg,png --skip-bad --out wds.cache --source cc3m
   dsrt pack --jsonl train.jsonl --payload-field image --out s3://bucket/caches/train --source train")]
 pub(crate) struct PackArgs {
     /// JSONL file to pack, one sample per line; `-` reads stdin.
@@ -76,8 +109,41 @@ pub(crate) struct PackArgs {
     /// ImageFolder directory (DIR/<class>/<file>) whose files become labelled samples.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["payload_field", "schema", "payload_encoding"])]
     from_imagefolder: Option<PathBuf>,
-    /// Threads that read and encode samples (directory and ImageFolder input; default: the
-    /// CPUs available). The output does not depend on it.
+    /// Parquet files, directories of them, or a Hugging Face save_to_disk directory: one
+    /// sample per row.
+    #[arg(long, value_name = "FILE_OR_DIR", num_args = 1.., requires = "payload_column",
+          conflicts_with_all = ["payload_field", "schema", "payload_encoding"])]
+    from_parquet: Option<Vec<PathBuf>>,
+    /// Column holding each row's payload (Parquet and Hugging Face input).
+    #[arg(long, value_name = "COL", requires = "from_parquet")]
+    payload_column: Option<String>,
+    /// Only these columns, in this order, become metadata (default: every column but the
+    /// payload).
+    #[arg(
+        long,
+        value_name = "A,B,...",
+        value_delimiter = ',',
+        requires = "from_parquet"
+    )]
+    metadata_columns: Option<Vec<String>>,
+    /// WebDataset tar shards: one sample per key.
+    #[arg(long, value_name = "TAR", num_args = 1.., requires = "payload_ext",
+          conflicts_with_all = ["payload_field", "schema", "payload_encoding"])]
+    from_webdataset: Option<Vec<PathBuf>>,
+    /// Extension(s) of the payload member, the first a sample has (WebDataset input).
+    #[arg(
+        long,
+        value_name = "EXT,...",
+        value_delimiter = ',',
+        requires = "from_webdataset"
+    )]
+    payload_ext: Option<Vec<String>>,
+    /// Leave out WebDataset samples that cannot become one (counted in the summary) instead
+    /// of refusing the input.
+    #[arg(long, requires = "from_webdataset")]
+    skip_bad: bool,
+    /// Threads that read and encode samples (all input but JSONL; default: the CPUs
+    /// available). The output does not depend on it.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     jobs: Option<u16>,
     /// JSONL field holding each sample's payload.
@@ -164,20 +230,40 @@ pub(crate) fn run(args: &PackArgs) -> Result<(), CliError> {
         overwrite_partial: args.overwrite_partial,
     };
     let jobs = args.jobs.map(usize::from);
+    if let Some(paths) = &args.from_parquet {
+        let mut options = TableOptions::new(args.payload_column.clone().unwrap_or_default());
+        if let Some(columns) = &args.metadata_columns {
+            options = options.metadata_columns(columns.clone());
+        }
+        let report = pack_tree(ParallelInput::Tables(paths, options), &target, jobs)?;
+        return print_report(&report, args.json);
+    }
+    if let Some(tars) = &args.from_webdataset {
+        let options = WebDatasetOptions::new(args.payload_ext.clone().unwrap_or_default())
+            .skip_bad(args.skip_bad);
+        let report = pack_tree(ParallelInput::WebDataset(tars, options), &target, jobs)?;
+        return print_report(&report, args.json);
+    }
     let report = match (&args.jsonl, &args.from_dir, &args.from_imagefolder) {
         (Some(file), _, _) => pack_jsonl(jsonl_job(args, file)?, &target, jobs)?,
-        (None, Some(dir), _) => pack_tree(TreeInput::Files(dir), &target, jobs)?,
-        (None, None, Some(dir)) => pack_tree(TreeInput::ImageFolder(dir), &target, jobs)?,
+        (None, Some(dir), _) => pack_tree(ParallelInput::Files(dir), &target, jobs)?,
+        (None, None, Some(dir)) => pack_tree(ParallelInput::ImageFolder(dir), &target, jobs)?,
         (None, None, None) => {
             return Err(CliError::Invalid(
-                "give --jsonl FILE, --from-dir DIR or --from-imagefolder DIR".into(),
+                "give --jsonl FILE, --from-dir DIR, --from-imagefolder DIR, --from-parquet \
+                 FILE_OR_DIR... or --from-webdataset TAR..."
+                    .into(),
             ))
         }
     };
-    if args.json {
-        print_json(&report)
+    print_report(&report, args.json)
+}
+
+fn print_report(report: &PackReport, json: bool) -> Result<(), CliError> {
+    if json {
+        print_json(report)
     } else {
-        print(&report)
+        print(report)
     }
 }
 
@@ -212,25 +298,29 @@ pub(crate) fn pack_jsonl(
     Ok(PackReport::new(&summary, target, started.elapsed()))
 }
 
-/// A directory tree to pack.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum TreeInput<'a> {
+/// An input the parallel converters pack.
+#[derive(Debug, Clone)]
+pub(crate) enum ParallelInput<'a> {
     /// One sample per regular file (`--from-dir`).
     Files(&'a Path),
     /// `DIR/<class>/<file>` (`--from-imagefolder`).
     ImageFolder(&'a Path),
+    /// Parquet files and Hugging Face datasets (`--from-parquet`).
+    Tables(&'a [PathBuf], TableOptions),
+    /// WebDataset tars (`--from-webdataset`).
+    WebDataset(&'a [PathBuf], WebDatasetOptions),
 }
 
-/// Packs a directory tree into `target` on `jobs` threads (default: the CPUs available).
+/// Packs `input` into `target` on `jobs` threads (default: the CPUs available).
 pub(crate) fn pack_tree(
-    input: TreeInput<'_>,
+    input: ParallelInput<'_>,
     target: &PackTarget,
     jobs: Option<usize>,
 ) -> Result<PackReport, CliError> {
     let started = Instant::now();
     let guard = target::prepare(&target.out, target)?;
-    let summary = from_dir::pack(input, target, guard, jobs)?;
-    Ok(PackReport::new(&summary, target, started.elapsed()))
+    let packed = from_dir::pack(input, target, guard, jobs)?;
+    Ok(PackReport::new(&packed.summary, target, started.elapsed()).skipped(packed.skipped))
 }
 
 fn read_schema_file(path: &Path) -> Result<Schema, CliError> {

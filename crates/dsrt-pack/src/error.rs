@@ -22,6 +22,46 @@ pub enum PackError {
         /// What is wrong.
         reason: String,
     },
+    /// A column of a table input (Parquet, a Hugging Face dataset) the cache cannot take: a
+    /// type with no cache column type, a payload column that is not bytes or text, a column
+    /// missing from a file, or typed differently from the same column in an earlier file.
+    #[error("{input}: column {column:?}: {reason}")]
+    Column {
+        /// The file.
+        input: String,
+        /// The column.
+        column: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A sample of an archive (a WebDataset key) that cannot become a sample: no payload
+    /// member, a member that cannot be read as its extension says, or a field typed
+    /// differently from earlier samples.
+    #[error("{input}: sample {key:?}: {reason}")]
+    BadSample {
+        /// The archive.
+        input: String,
+        /// The sample's key.
+        key: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A Parquet file could not be read (not Parquet, corrupt, or an unsupported encoding).
+    #[error("{}: reading Parquet: {source}", path.display())]
+    Parquet {
+        /// The file.
+        path: PathBuf,
+        /// The reader's refusal.
+        source: parquet::errors::ParquetError,
+    },
+    /// An Arrow IPC file (a Hugging Face dataset's data file) could not be read.
+    #[error("{}: reading Arrow IPC: {source}", path.display())]
+    Arrow {
+        /// The file.
+        path: PathBuf,
+        /// The reader's refusal.
+        source: arrow_schema::ArrowError,
+    },
     /// A sample of an input does not fit the schema, or its payload the compression.
     #[error("{input}: {source}")]
     Encode {
@@ -47,6 +87,10 @@ impl PackError {
         match self {
             Self::Io { .. } => "io",
             Self::Input { .. } => "input",
+            Self::Column { .. } => "column",
+            Self::BadSample { .. } => "bad_sample",
+            Self::Parquet { .. } => "parquet",
+            Self::Arrow { .. } => "arrow",
             Self::Encode { .. } => "encode",
             Self::Write(error) => error.kind(),
             Self::Cancelled => "cancelled",
@@ -59,6 +103,10 @@ impl PackError {
         match self {
             Self::Io { action, source, .. } => format!("{action}: {source}"),
             Self::Input { reason, .. } => reason.clone(),
+            Self::Column { column, reason, .. } => format!("column {column:?}: {reason}"),
+            Self::BadSample { key, reason, .. } => format!("sample {key:?}: {reason}"),
+            Self::Parquet { source, .. } => format!("reading Parquet: {source}"),
+            Self::Arrow { source, .. } => format!("reading Arrow IPC: {source}"),
             Self::Encode { source, .. } => source.to_string(),
             Self::Write(error) => error.reason(),
             Self::Cancelled | Self::WorkerPanicked(_) => self.to_string(),
@@ -68,17 +116,45 @@ impl PackError {
     /// The input the error is about (a file, or a member of an archive), when it names one.
     pub fn input(&self) -> Option<&str> {
         match self {
-            Self::Input { input, .. } | Self::Encode { input, .. } => Some(input),
-            Self::Io { .. } | Self::Write(_) | Self::Cancelled | Self::WorkerPanicked(_) => None,
+            Self::Input { input, .. }
+            | Self::Column { input, .. }
+            | Self::BadSample { input, .. }
+            | Self::Encode { input, .. } => Some(input),
+            Self::Io { .. }
+            | Self::Parquet { .. }
+            | Self::Arrow { .. }
+            | Self::Write(_)
+            | Self::Cancelled
+            | Self::WorkerPanicked(_) => None,
+        }
+    }
+
+    /// The column a [`PackError::Column`] is about.
+    pub fn column(&self) -> Option<&str> {
+        match self {
+            Self::Column { column, .. } => Some(column),
+            _ => None,
+        }
+    }
+
+    /// The key of the sample a [`PackError::BadSample`] is about.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            Self::BadSample { key, .. } => Some(key),
+            _ => None,
         }
     }
 
     /// The path the error is about, when it names a file.
     pub fn path(&self) -> Option<&std::path::Path> {
         match self {
-            Self::Io { path, .. } => Some(path),
+            Self::Io { path, .. } | Self::Parquet { path, .. } | Self::Arrow { path, .. } => {
+                Some(path)
+            }
             Self::Write(error) => error.path(),
             Self::Input { .. }
+            | Self::Column { .. }
+            | Self::BadSample { .. }
             | Self::Encode { .. }
             | Self::Cancelled
             | Self::WorkerPanicked(_) => None,
@@ -99,6 +175,24 @@ impl PackError {
                 input: "/data/images/stray.jpg".into(),
                 reason: "a file directly in an ImageFolder root belongs to no class".into(),
             },
+            Self::Column {
+                input: "/data/train.parquet".into(),
+                column: "tags".into(),
+                reason: "type List(Utf8) has no cache column type".into(),
+            },
+            Self::BadSample {
+                input: "/data/shard-000.tar".into(),
+                key: "000017".into(),
+                reason: "no member with extension jpg".into(),
+            },
+            Self::Parquet {
+                path: PathBuf::from("/data/train.parquet"),
+                source: parquet::errors::ParquetError::EOF("truncated footer".into()),
+            },
+            Self::Arrow {
+                path: PathBuf::from("/data/hf/data-00000-of-00001.arrow"),
+                source: arrow_schema::ArrowError::IpcError("truncated message".into()),
+            },
             Self::Encode {
                 input: "/data/train.parquet row 7".into(),
                 source: EncodeError::PayloadTooLarge { len: 1 << 33 },
@@ -113,6 +207,10 @@ impl PackError {
             match error {
                 Self::Io { .. }
                 | Self::Input { .. }
+                | Self::Column { .. }
+                | Self::BadSample { .. }
+                | Self::Parquet { .. }
+                | Self::Arrow { .. }
                 | Self::Encode { .. }
                 | Self::Write(_)
                 | Self::Cancelled
@@ -120,6 +218,26 @@ impl PackError {
             }
         }
         all
+    }
+
+    /// A Parquet reader's error about `path`, for `map_err`.
+    pub(crate) fn parquet(
+        path: &std::path::Path,
+    ) -> impl FnOnce(parquet::errors::ParquetError) -> Self + '_ {
+        move |source| Self::Parquet {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    /// An Arrow reader's error about `path`, for `map_err`.
+    pub(crate) fn arrow(
+        path: &std::path::Path,
+    ) -> impl FnOnce(arrow_schema::ArrowError) -> Self + '_ {
+        move |source| Self::Arrow {
+            path: path.to_path_buf(),
+            source,
+        }
     }
 
     /// An I/O error about `path`, for `map_err`.

@@ -7,7 +7,9 @@
 //! thread appends them in input order, so the cache is byte for byte the one a single job
 //! writes, and no file of it names a job. The converters of file trees ([`FileTree`]: one
 //! sample per regular file) and of ImageFolder layouts ([`ImageFolder`]: `root/<class>/<file>`)
-//! live here.
+//! live here, as do those of tables ([`Tables`]: Parquet files and Hugging Face `save_to_disk`
+//! datasets, one sample per row) and of WebDataset tar shards ([`WebDataset`]: one sample per
+//! key).
 //!
 //! What it is not for: the cache format (`dsrt-writer` writes it) or where the output goes (a
 //! directory or a store prefix: the caller's, as is removing a cache a failed run left).
@@ -17,10 +19,16 @@
 #![forbid(unsafe_code)]
 
 mod error;
+mod hf;
+mod parquet;
 mod pipeline;
+mod table;
 mod tree;
+mod webdataset;
 
 pub use durable_fs::CancelToken;
 pub use error::PackError;
 pub use pipeline::{pack, Convert, Emit, PackOptions, PackStats};
+pub use table::{TableOptions, TableUnit, Tables};
 pub use tree::{list_files, FileTree, ImageFolder};
+pub use webdataset::{SkippedSample, WebDataset, WebDatasetOptions};

@@ -366,7 +366,8 @@ pub(crate) fn write_error(py: Python<'_>, err: &RsWriteError) -> PyErr {
 /// A conversion's error: the writer's own as a [`WriteError`] (through [`write_error`]), a
 /// signal handler's exception when the run was interrupted, a worker's panic as an
 /// [`InternalError`], and an input that could not be read or converted as a [`WriteError`]
-/// naming it.
+/// naming it (with `column` for a refused table column, `key` for a refused WebDataset
+/// sample).
 pub(crate) fn pack_error(py: Python<'_>, err: &datasetrt::pack::PackError) -> PyErr {
     use datasetrt::pack::PackError;
     if let Some(raised) = crate::interrupt::pending(py) {
@@ -384,6 +385,11 @@ pub(crate) fn pack_error(py: Python<'_>, err: &datasetrt::pack::PackError) -> Py
             "input",
             err.input().map_or_else(|| py.None(), |i| obj(py, i)),
         ),
+        (
+            "column",
+            err.column().map_or_else(|| py.None(), |c| obj(py, c)),
+        ),
+        ("key", err.key().map_or_else(|| py.None(), |k| obj(py, k))),
         ("reason", obj(py, err.reason())),
         ("kind", obj(py, err.kind())),
     ];
@@ -391,6 +397,10 @@ pub(crate) fn pack_error(py: Python<'_>, err: &datasetrt::pack::PackError) -> Py
         PackError::WorkerPanicked(_) => with_attrs::<InternalError>(py, err.to_string(), &attrs),
         PackError::Io { .. }
         | PackError::Input { .. }
+        | PackError::Column { .. }
+        | PackError::BadSample { .. }
+        | PackError::Parquet { .. }
+        | PackError::Arrow { .. }
         | PackError::Encode { .. }
         | PackError::Cancelled
         | PackError::Write(_) => with_attrs::<WriteError>(py, err.to_string(), &attrs),

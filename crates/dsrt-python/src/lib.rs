@@ -83,6 +83,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pack::pack_imagefolder, m)?)?;
     m.add_function(wrap_pyfunction!(writer::_merge_parts, m)?)?;
     m.add_function(wrap_pyfunction!(writer::_remove_unpublished, m)?)?;
+    m.add_function(wrap_pyfunction!(pack::pack_parquet, m)?)?;
+    m.add_function(wrap_pyfunction!(pack::pack_webdataset, m)?)?;
     m.add_function(wrap_pyfunction!(cache_id_for_source, m)?)?;
     m.add_function(wrap_pyfunction!(remote::publish, m)?)?;
     m.add_function(wrap_pyfunction!(remote::_parse_size, m)?)?;

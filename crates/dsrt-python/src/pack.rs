@@ -1,9 +1,12 @@
-//! `datasetrt.pack_dir` and `datasetrt.pack_imagefolder`: the parallel converters of
-//! `datasetrt::pack`, the GIL released for the whole run.
+//! `datasetrt.pack_dir`, `pack_imagefolder`, `pack_parquet` and `pack_webdataset`: the
+//! parallel converters of `datasetrt::pack`, the GIL released for the whole run.
 
 use crate::errors::{detach, pack_error};
 use crate::writer::{compression_arg, summary_dict};
-use datasetrt::pack::{pack, Convert, FileTree, ImageFolder, PackError, PackOptions};
+use datasetrt::pack::{
+    pack, Convert, FileTree, ImageFolder, PackError, PackOptions, TableOptions, Tables, WebDataset,
+    WebDatasetOptions,
+};
 use datasetrt::{CacheSummary, CacheWriter, Schema, WriterOptions};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -40,29 +43,56 @@ fn pack_into<C: Convert>(
     result
 }
 
-/// What the two tree converters share: options, the run with the GIL released, the summary.
+/// What the converters share: options, the run with the GIL released, the summary.
+/// `schema` reads the scanned converter's schema; `skipped` its skipped samples, for the
+/// converters that skip (a `skipped` entry of the summary).
 #[allow(clippy::too_many_arguments)]
 fn run_tree<'py, C: Convert + Send>(
     py: Python<'py>,
     scan: impl FnOnce() -> Result<C, PackError> + Send,
-    schema: Schema,
+    schema: impl FnOnce(&C) -> Schema + Send,
+    skipped: Option<fn(&C) -> usize>,
     out: PathBuf,
     source: String,
     compression: &str,
     max_shard_bytes: u64,
     jobs: Option<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let options = WriterOptions::new(source, schema.clone())
-        .compression(compression_arg(compression)?)
-        .max_shard_bytes(max_shard_bytes);
+    let compression = compression_arg(compression)?;
     let result = detach(py, move || {
         let convert = scan()?;
-        pack_into(&convert, &out, options, jobs)
+        let options = WriterOptions::new(source, schema(&convert))
+            .compression(compression)
+            .max_shard_bytes(max_shard_bytes);
+        let summary = pack_into(&convert, &out, options, jobs)?;
+        Ok((summary, skipped.map(|count| count(&convert))))
     })?;
     match result {
-        Ok(summary) => summary_dict(py, &summary),
+        Ok((summary, skipped)) => {
+            let dict = summary_dict(py, &summary)?;
+            if let Some(skipped) = skipped {
+                dict.set_item("skipped", skipped)?;
+            }
+            Ok(dict)
+        }
         Err(error) => Err(pack_error(py, &error)),
     }
+}
+
+/// One path or a sequence of them.
+fn paths_arg(paths: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
+    if let Ok(one) = paths.extract::<PathBuf>() {
+        return Ok(vec![one]);
+    }
+    paths.extract::<Vec<PathBuf>>()
+}
+
+/// One string or a sequence of them.
+fn strings_arg(strings: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    if let Ok(one) = strings.extract::<String>() {
+        return Ok(vec![one]);
+    }
+    strings.extract::<Vec<String>>()
 }
 
 /// Packs every regular file below `root` (sorted relative-path order; symbolic links
@@ -85,7 +115,8 @@ pub(crate) fn pack_dir<'py>(
     run_tree(
         py,
         scan,
-        FileTree::schema(),
+        |_| FileTree::schema(),
+        None,
         out,
         source,
         compression,
@@ -114,7 +145,86 @@ pub(crate) fn pack_imagefolder<'py>(
     run_tree(
         py,
         scan,
-        ImageFolder::schema(),
+        |_| ImageFolder::schema(),
+        None,
+        out,
+        source,
+        compression,
+        max_shard_bytes,
+        jobs,
+    )
+}
+
+/// Packs Parquet files (a path, a directory of `*.parquet` files in name order, or a list of
+/// them) or a Hugging Face `save_to_disk` directory (one holding `state.json`) into a new
+/// cache at `out`, one sample per row: `payload_column` (binary or string, or a struct with a
+/// binary `bytes` field such as the `Image` feature) is the payload, the other columns (or
+/// `metadata_columns`, in that order) metadata, widened to bool, int64, float64 or utf8; any
+/// other column type is refused naming the file and column before anything is written. Row
+/// groups are read one at a time on `jobs` threads; the cache is byte for byte the same for
+/// every `jobs`. Returns a summary dict. On failure nothing is left at `out`.
+#[pyfunction]
+#[pyo3(signature = (paths, out, *, source, payload_column, metadata_columns = None, compression = "none", max_shard_bytes = datasetrt::DEFAULT_MAX_SHARD_BYTES, jobs = None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn pack_parquet<'py>(
+    py: Python<'py>,
+    paths: &Bound<'py, PyAny>,
+    out: PathBuf,
+    source: String,
+    payload_column: String,
+    metadata_columns: Option<Vec<String>>,
+    compression: &str,
+    max_shard_bytes: u64,
+    jobs: Option<usize>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let paths = paths_arg(paths)?;
+    let mut options = TableOptions::new(payload_column);
+    if let Some(columns) = metadata_columns {
+        options = options.metadata_columns(columns);
+    }
+    let scan = move || Tables::scan(&paths, &options);
+    run_tree(
+        py,
+        scan,
+        |tables| tables.schema().clone(),
+        None,
+        out,
+        source,
+        compression,
+        max_shard_bytes,
+        jobs,
+    )
+}
+
+/// Packs WebDataset tar shards (a path or a list, in that order) into a new cache at `out`,
+/// one sample per key: the member with the first of `payload_ext` (an extension or a list)
+/// is the payload; metadata `key`, `cls` (int64, from `.cls`), `txt` (from `.txt`) and the
+/// primitive fields of `.json`. A sample without a payload member or with a bad `.cls` or
+/// `.json` is refused naming the tar and key, or left out with `skip_bad` (the summary's
+/// `skipped`). One tar per unit on `jobs` threads; the cache is byte for byte the same for
+/// every `jobs`. On failure nothing is left at `out`.
+#[pyfunction]
+#[pyo3(signature = (tars, out, *, source, payload_ext, skip_bad = false, compression = "none", max_shard_bytes = datasetrt::DEFAULT_MAX_SHARD_BYTES, jobs = None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn pack_webdataset<'py>(
+    py: Python<'py>,
+    tars: &Bound<'py, PyAny>,
+    out: PathBuf,
+    source: String,
+    payload_ext: &Bound<'py, PyAny>,
+    skip_bad: bool,
+    compression: &str,
+    max_shard_bytes: u64,
+    jobs: Option<usize>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let tars = paths_arg(tars)?;
+    let options = WebDatasetOptions::new(strings_arg(payload_ext)?).skip_bad(skip_bad);
+    let scan = move || WebDataset::scan(&tars, options);
+    run_tree(
+        py,
+        scan,
+        |shards| shards.schema().clone(),
+        Some(|shards: &WebDataset| shards.skipped().len()),
         out,
         source,
         compression,

@@ -1,30 +1,48 @@
-//! `dsrt pack --from-dir` and `--from-imagefolder`: directory trees through the parallel
-//! packer (`datasetrt::pack`), with a progress bar; [`Run`] is how every converter runs.
+//! `dsrt pack --from-dir`, `--from-imagefolder`, `--from-parquet` and `--from-webdataset`:
+//! inputs through the parallel packer (`datasetrt::pack`), with a progress bar; [`Run`] is how
+//! every converter runs.
 
 use super::target::OutputDir;
-use super::{PackTarget, TreeInput};
+use super::{PackTarget, ParallelInput};
 use crate::error::CliError;
+use crate::output::warn;
 use crate::progress::Progress;
 use datasetrt::pack::{
-    pack as pack_parallel, CancelToken, Convert, FileTree, ImageFolder, PackOptions,
+    pack as pack_parallel, CancelToken, Convert, FileTree, ImageFolder, PackOptions, Tables,
+    WebDataset,
 };
 use datasetrt::{CacheSummary, Schema};
 use std::sync::OnceLock;
 
+/// Skipped samples named on stderr one by one; past these only the summary counts them.
+const SKIPS_NAMED: usize = 10;
+
+/// What a run wrote, and the input samples it left out (`--skip-bad`).
+pub(crate) struct Packed {
+    pub(crate) summary: CacheSummary,
+    /// `None` for inputs that never skip a sample.
+    pub(crate) skipped: Option<u64>,
+}
+
 /// Scans `input` and packs it into `out` on `jobs` threads.
 pub(crate) fn pack(
-    input: TreeInput<'_>,
+    input: ParallelInput<'_>,
     target: &PackTarget,
     out: OutputDir,
     jobs: Option<usize>,
-) -> Result<CacheSummary, CliError> {
+) -> Result<Packed, CliError> {
     let run = Run::new(target, jobs)?;
+    let packed = |summary| Packed {
+        summary,
+        skipped: None,
+    };
     match input {
-        TreeInput::Files(dir) => {
+        ParallelInput::Files(dir) => {
             let tree = FileTree::scan(dir)?;
             run.pack(&tree, FileTree::schema(), Some(tree.len() as u64), out)
+                .map(packed)
         }
-        TreeInput::ImageFolder(dir) => {
+        ParallelInput::ImageFolder(dir) => {
             let folder = ImageFolder::scan(dir)?;
             run.pack(
                 &folder,
@@ -32,6 +50,26 @@ pub(crate) fn pack(
                 Some(folder.len() as u64),
                 out,
             )
+            .map(packed)
+        }
+        ParallelInput::Tables(paths, options) => {
+            let tables = Tables::scan(paths, &options)?;
+            run.pack(&tables, tables.schema().clone(), tables.len(), out)
+                .map(packed)
+        }
+        ParallelInput::WebDataset(tars, options) => {
+            let shards = WebDataset::scan(tars, options)?;
+            for skip in shards.skipped().iter().take(SKIPS_NAMED) {
+                warn(format_args!(
+                    "{}: skipped sample {:?}: {}",
+                    skip.input, skip.key, skip.reason
+                ));
+            }
+            let summary = run.pack(&shards, shards.schema().clone(), Some(shards.len()), out)?;
+            Ok(Packed {
+                summary,
+                skipped: Some(shards.skipped().len() as u64),
+            })
         }
     }
 }

@@ -36,6 +36,9 @@ pub(crate) struct PackReport {
     pub(crate) throughput_mb_per_s: f64,
     /// Samples per second.
     pub(crate) samples_per_s: f64,
+    /// Input samples left out as bad (`--skip-bad`); absent for inputs that never skip.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) skipped_bad_samples: Option<u64>,
 }
 
 impl PackReport {
@@ -54,7 +57,14 @@ impl PackReport {
             elapsed_seconds: seconds(elapsed),
             throughput_mb_per_s: per_second(summary.payload_bytes, elapsed) / 1e6,
             samples_per_s: per_second(summary.samples, elapsed),
+            skipped_bad_samples: None,
         }
+    }
+
+    /// The report with the bad input samples left out, for an input that can skip them.
+    pub(crate) fn skipped(mut self, skipped: Option<u64>) -> Self {
+        self.skipped_bad_samples = skipped;
+        self
     }
 }
 
@@ -89,6 +99,10 @@ impl fmt::Display for PackReport {
             f,
             "  throughput   {:.1} MB/s, {:.0} samples/s",
             self.throughput_mb_per_s, self.samples_per_s
-        )
+        )?;
+        if let Some(skipped) = self.skipped_bad_samples {
+            writeln!(f, "  skipped {skipped} bad samples")?;
+        }
+        Ok(())
     }
 }

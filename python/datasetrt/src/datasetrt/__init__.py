@@ -10,7 +10,9 @@ native module ``datasetrt._native``; ``datasetrt.torch`` adds a PyTorch ``Iterab
 - :class:`CacheWriter` writes a new cache (a context manager).
 - :func:`pack_dir` and :func:`pack_imagefolder` convert a directory tree (one sample per file;
   ImageFolder's ``root/<class>/<file>`` with labels) on several threads, into the same bytes
-  for every number of threads.
+  for every number of threads; :func:`pack_parquet` does so for Parquet files and Hugging Face
+  ``save_to_disk`` directories (one sample per row), :func:`pack_webdataset` for WebDataset tar
+  shards (one sample per key).
 - :func:`convert` runs a function of yours over a list of inputs in worker processes, into one
   cache that is the same bytes for every number of workers.
 - :class:`Loader` iterates one rank's share of an epoch reproducibly, resumably.
@@ -60,6 +62,8 @@ from ._native import (
     open_shard_handles,
     pack_dir,
     pack_imagefolder,
+    pack_parquet,
+    pack_webdataset,
     publish,
     set_max_open_shards,
     update_manifests,
@@ -97,6 +101,8 @@ __all__ = [
     "open_shard_handles",
     "pack_dir",
     "pack_imagefolder",
+    "pack_parquet",
+    "pack_webdataset",
     "publish",
     "set_max_open_shards",
     "update_manifests",
