@@ -47,7 +47,7 @@ pub use atlas_model::{validate_name, Attr, NameError, NameKind};
 pub use atlas_reader::{
     ArrayLayout, ArrayMeta, ArraySchema, Atlas, AtlasError, CollectionStats, CommitOutcome,
     ConditionalPutCommitter, DatasetSchema, DatasetStats, DatasetView, DeleteReport,
-    IntoAtlasStore, LocalFlockCommitter, MaskCommitter, MergeFn, SchemaView, VerifyDepth,
+    IntoAtlasStore, LocalFlockCommitter, MaskCommitter, MergeFn, Run, SchemaView, VerifyDepth,
     VerifyProblem, VerifyReport, MAX_VERIFY_CHUNK_ELEMENTS,
 };
 pub use atlas_writer::{
