@@ -45,8 +45,8 @@ except ImportError:  # pragma: no cover - older xarray
     CombineKwargDefault = ()  # type: ignore[assignment,misc]
 
 from ._core import Collection
-from .xarray_backend import dataset_from_collection
 from .dtypes import attr_from_native, from_native, numpy_dtype
+from .xarray_backend import dataset_from_collection
 
 __all__ = ["open_mfdataset", "RunBackendArray"]
 
@@ -171,12 +171,16 @@ def _rows_equal(stacked: np.ndarray, compat: str) -> bool:
     (``no_conflicts``: equal where both are set; otherwise equal, nulls equal to nulls)."""
     if stacked.shape[0] <= 1:
         return True
-    first = stacked[:1]
+    first = np.broadcast_to(stacked[:1], stacked.shape)
     with np.errstate(invalid="ignore"):
-        same = np.asarray(stacked == first)
+        differ = ~np.asarray(stacked == first, dtype=bool)
+    if not differ.any():
+        return True
+    # Only where the values differ can nulls make them agree.
+    a, b = _null(stacked[differ]), _null(first[differ])
     if compat == "no_conflicts":
-        return bool(np.all(same | _null(stacked) | _null(first)))
-    return bool(np.all(same | (_null(stacked) & _null(first))))
+        return bool(np.all(a | b))
+    return bool(np.all(a & b))
 
 
 def _scalar_strings(values: np.ndarray, shapes: list) -> np.ndarray:
@@ -296,7 +300,11 @@ def _plan(
 
     # Every other index must already be the same everywhere: nothing to align.
     for var in variables.values():
-        if var.is_index and var.name != dim and not var.equal_everywhere(collection, names, "equals"):
+        if (
+            var.is_index
+            and var.name != dim
+            and not var.equal_everywhere(collection, names, "equals")
+        ):
             raise _Fallback(f"index '{var.name}' differs between datasets and needs aligning")
 
     concat_over = {v.name for v in variables.values() if dim in v.dims}
@@ -353,6 +361,9 @@ def _plan(
         else:
             if compat_v != "override" and not var.equal_everywhere(collection, names, "equals"):
                 raise _Fallback(f"'{name}' is not concatenated and differs between datasets")
+            if var._values is None and var.tag == "string" and var.shapes[0] == ():
+                var._values = _read_run(collection, name, names[:1])[0].reshape(1)
+                var._values = _scalar_strings(var._values, [()])
             if var._values is not None:
                 out_vars[name] = xr.Variable(var.dims, var._values[0], attrs=var.attrs[0])
             else:
@@ -464,6 +475,16 @@ def open_mfdataset(
     return ds if chunks is None else ds.chunk(chunks)
 
 
+def _with_scalar_strings(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` with its 0-d string variables loaded as NumPy strings (see _scalar_strings)."""
+    for name, var in ds.variables.items():
+        if var.ndim == 0 and var.dtype == object:
+            value = var.values
+            if isinstance(value.item(), str):
+                ds[name].variable.data = np.array(value.item(), dtype=str)
+    return ds
+
+
 def _combine_per_dataset(
     collection: Collection,
     names: list[str],
@@ -474,7 +495,9 @@ def _combine_per_dataset(
     **options: Any,
 ) -> xr.Dataset:
     """One lazy dataset per name, combined by xarray (what ``xr.open_mfdataset`` does)."""
-    datasets = [dataset_from_collection(collection, n, drop_variables) for n in names]
+    datasets = [
+        _with_scalar_strings(dataset_from_collection(collection, n, drop_variables)) for n in names
+    ]
     if combine == "nested":
         return xr.combine_nested(datasets, concat_dim=concat_dim, **options)
     if combine == "by_coords":
