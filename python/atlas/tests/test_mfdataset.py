@@ -135,7 +135,7 @@ def test_with_chunks_a_mean_over_all_stations_is_few_tasks_and_few_requests(stat
     got = mean.compute(scheduler="threads")
     requests = c.request_count
     want = stations["expected"]["tas"].mean("station").compute()
-    xr.testing.assert_allclose(got, want, rtol=1e-6)
+    xr.testing.assert_allclose(got, want, rtol=1e-5)
     blocks, variables = 8, 1
     assert requests <= blocks * variables, c.requests()
     # All three variables: still bounded by blocks x variables.
@@ -147,7 +147,7 @@ def test_with_chunks_a_mean_over_all_stations_is_few_tasks_and_few_requests(stat
     means = ds2[["tas", "pr", "valid"]].mean("station").compute()
     assert c2.request_count <= blocks * 3, c2.requests()
     xr.testing.assert_allclose(
-        means, stations["expected"][["tas", "pr", "valid"]].mean("station").compute(), rtol=1e-6
+        means, stations["expected"][["tas", "pr", "valid"]].mean("station").compute(), rtol=1e-5
     )
 
 
@@ -164,7 +164,7 @@ def test_on_the_s3_test_server(stations):
     got_mean = mean.compute(scheduler="threads")
     assert c.request_count <= 4 * 1, c.requests()
     xr.testing.assert_allclose(
-        got_mean, stations["expected"]["tas"].mean("station").compute(), rtol=1e-6
+        got_mean, stations["expected"]["tas"].mean("station").compute(), rtol=1e-5
     )
 
 
@@ -248,6 +248,8 @@ def test_shapes_the_fast_path_does_not_cover_fall_back_to_xarray(tmp_path):
         files.append(path)
     ac.import_netcdf(tmp_path / "coll", files, progress=False)
     got = ac.open_mfdataset(tmp_path / "coll", combine="nested", concat_dim="station")
+    # The fallback: one dask block per dataset, combined by xarray.
+    assert dask.is_dask_collection(got["tas"]) and got["tas"].data.numblocks[0] == 6
     assert_same(got, xr_open_mfdataset(files, combine="nested", concat_dim="station"))
     attrs = ac.open_mfdataset(
         tmp_path / "coll", combine="nested", concat_dim="station", combine_attrs="drop_conflicts"

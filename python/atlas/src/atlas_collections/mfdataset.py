@@ -13,7 +13,8 @@ index differs between datasets); every other index equal in all datasets; variab
 not concatenated equal in all datasets; ``combine_attrs="override"``. Anything else (ragged
 schemas, indexes that need aligning, several concatenation dimensions, a variable lacking the
 existing concatenation dimension, other ``combine_attrs``) is opened dataset by dataset and
-combined by xarray itself: the same result, without run reads.
+combined by xarray itself, each dataset one dask block as ``xr.open_mfdataset`` makes each file:
+the same result, without run reads.
 """
 
 from __future__ import annotations
@@ -495,8 +496,11 @@ def _combine_per_dataset(
     **options: Any,
 ) -> xr.Dataset:
     """One lazy dataset per name, combined by xarray (what ``xr.open_mfdataset`` does)."""
+    # Chunked per dataset ({}: one block each), as xr.open_mfdataset chunks every file, so the
+    # combination stays lazy instead of loading every array.
     datasets = [
-        _with_scalar_strings(dataset_from_collection(collection, n, drop_variables)) for n in names
+        _with_scalar_strings(dataset_from_collection(collection, n, drop_variables)).chunk({})
+        for n in names
     ]
     if combine == "nested":
         return xr.combine_nested(datasets, concat_dim=concat_dim, **options)
