@@ -171,6 +171,20 @@ impl BlockCache {
     }
 }
 
+impl BlockCache {
+    /// Whether block `block_id` of `path` is held decompressed.
+    pub(crate) fn contains_block(&self, path: &Arc<str>, block_id: u32) -> bool {
+        self.block_cache.contains_key(&(Arc::clone(path), block_id))
+    }
+
+    /// Stores a decompressed block fetched by a coalesced read.
+    pub(crate) async fn insert_block(&self, path: &Arc<str>, block_id: u32, bytes: Bytes) {
+        self.block_cache
+            .insert((Arc::clone(path), block_id), bytes)
+            .await;
+    }
+}
+
 /// Patched: 0.15.0 turned every failed load into `Error::Storage`, so a
 /// block that does not decode read as a (retryable) storage failure. The
 /// damage kinds keep their variant; the rest stay storage errors.

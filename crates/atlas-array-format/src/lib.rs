@@ -117,7 +117,8 @@ pub use ecow::EcoString;
 pub use error::{Error, Result};
 pub use layout::FillValue;
 pub use reader::{
-    ArrayFile, ArrayInfo, DEFAULT_CACHE_CAPACITY, DEFAULT_IO_CACHE_CAPACITY, ReadConfig,
+    ArrayFile, ArrayInfo, DEFAULT_CACHE_CAPACITY, DEFAULT_IO_CACHE_CAPACITY, PREFETCH_SPAN_MAX,
+    ReadConfig,
 };
 pub use stats::{ArrayStats, StatValue};
 pub use timestamp::TimestampNs;

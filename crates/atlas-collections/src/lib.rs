@@ -47,7 +47,7 @@ pub use atlas_model::{validate_name, Attr, NameError, NameKind};
 pub use atlas_reader::{
     ArrayLayout, ArrayMeta, ArraySchema, Atlas, AtlasError, AttrCondition, CollectionStats,
     CommitOutcome, Comparison, ConditionalPutCommitter, DatasetSchema, DatasetStats, DatasetView,
-    DeleteReport, IntoAtlasStore, LocalFlockCommitter, MaskCommitter, MergeFn, SchemaView,
+    DeleteReport, IntoAtlasStore, LocalFlockCommitter, MaskCommitter, MergeFn, Run, SchemaView,
     SelectValue, Selection, Stat, StatCondition, VerifyDepth, VerifyProblem, VerifyReport,
     MAX_VERIFY_CHUNK_ELEMENTS,
 };

@@ -22,7 +22,7 @@ pub(crate) struct Collection {
 }
 
 /// Array data read from a segment, before it becomes a NumPy array or a list.
-enum Data {
+pub(crate) enum Data {
     I8(ArrayD<i8>),
     I16(ArrayD<i16>),
     I32(ArrayD<i32>),
@@ -44,7 +44,7 @@ enum Data {
 impl Data {
     /// `(tag, value)`: a NumPy array for the fixed-width types, `(flat list, shape)` for
     /// strings and byte strings.
-    fn into_py<'py>(self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+    pub(crate) fn into_py<'py>(self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         fn tagged<'py>(
             py: Python<'py>,
             tag: &str,
@@ -271,6 +271,47 @@ impl Collection {
             Ok(out)
         })?;
         all.into_iter().map(|d| d.into_py(py)).collect()
+    }
+
+    /// Reads `array` whole from each dataset in `names` through one run read
+    /// (`Atlas::read_run`): `((tag, flat data), [shape per dataset])`.
+    #[allow(clippy::type_complexity)]
+    fn read_run<'py>(
+        &self,
+        py: Python<'py>,
+        array: &str,
+        names: Vec<String>,
+    ) -> PyResult<(Bound<'py, PyTuple>, Vec<Vec<usize>>)> {
+        let atlas = &self.atlas;
+        let (data, shapes) = block_on(py, &self.location, async move {
+            crate::run::read_run(atlas, array, &names).await
+        })?;
+        Ok((data.into_py(py)?, shapes))
+    }
+
+    /// `[(shape, dimension names, [(key, (tag, value))])]` of `array` in each of `names`.
+    #[allow(clippy::type_complexity)]
+    fn run_layouts<'py>(
+        &self,
+        py: Python<'py>,
+        array: &str,
+        names: Vec<String>,
+    ) -> PyResult<Vec<(Vec<u32>, Vec<String>, Vec<(String, Bound<'py, PyTuple>)>)>> {
+        let atlas = &self.atlas;
+        let layouts = block_on(py, &self.location, async move {
+            crate::run::run_layouts(atlas, array, &names).await
+        })?;
+        layouts
+            .into_iter()
+            .map(|l| {
+                let attrs = l
+                    .attrs
+                    .iter()
+                    .map(|(k, v)| Ok((k.clone(), attr_to_py(py, v)?)))
+                    .collect::<PyResult<_>>()?;
+                Ok((l.shape, l.dims, attrs))
+            })
+            .collect()
     }
 
     /// Dataset-level attributes as `[(key, (tag, value))]`, in the order they were written.

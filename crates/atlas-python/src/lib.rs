@@ -25,6 +25,7 @@ mod collection;
 mod errors;
 mod location;
 mod logging;
+mod run;
 mod select;
 #[cfg(feature = "test-hooks")]
 mod testing;

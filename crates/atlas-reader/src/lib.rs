@@ -4,7 +4,8 @@
 //! suffix-range GET of the container's last 64 KiB, a second range only when the footer does not
 //! fit, one GET of `deleted.mask`), validates the footer, and answers lookups by name in one
 //! hash, iteration in ordinal order, schemas that borrow the footer, array reads, statistics and
-//! attributes, all with deleted datasets hidden. Segments are read in place through a byte-range
+//! attributes, all with deleted datasets hidden. [`Atlas::read_run`] reads one array of many
+//! datasets together, their blocks fetched in few ranged requests. Segments are read in place through a byte-range
 //! view of `data.atlas`, each opened at most once per [`Atlas`] and sharing one block cache.
 //! [`Atlas::delete`] hides datasets through a [`MaskCommitter`]: a read-merge-commit loop that
 //! loses nothing where the backend can commit conditionally (or, on local disk, under a
@@ -23,6 +24,7 @@ mod delete;
 mod error;
 mod local;
 mod open;
+mod run;
 mod select;
 mod stats;
 mod verify;
@@ -37,6 +39,7 @@ pub use local::LocalFlockCommitter;
 /// `test-hooks` feature; not part of the supported API.
 #[cfg(feature = "test-hooks")]
 pub use local::{CommitStep, StepHook};
+pub use run::Run;
 pub use select::{AttrCondition, Comparison, SelectValue, Selection, Stat, StatCondition};
 pub use stats::{CollectionStats, DatasetStats};
 pub use verify::{VerifyDepth, VerifyProblem, VerifyReport, MAX_VERIFY_CHUNK_ELEMENTS};

@@ -9,6 +9,8 @@ See ``docs/python-atlas.md`` for the full tour: writing, the xarray backend (eng
 mapping and the exceptions.
 """
 
+from typing import Any
+
 from . import _atlas, errors
 from ._core import (
     Array,
@@ -45,6 +47,15 @@ from .netcdf import ImportSummary, import_netcdf
 FORMAT_VERSION: int = _atlas.FORMAT_VERSION
 
 
+def __getattr__(name: str) -> Any:
+    # open_mfdataset needs xarray, which the package does not require: imported on first use.
+    if name == "open_mfdataset":
+        from .mfdataset import open_mfdataset
+
+        return open_mfdataset
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def check_name(kind: str, name: str) -> None:
     """Raises :class:`InvalidNameError` unless ``name`` is a valid ``kind`` name
     (``"dataset"``, ``"array"`` or ``"attribute"``): non-empty, no leading ``_``."""
@@ -61,6 +72,7 @@ __all__ = [
     "DatasetStats",
     "DeleteReport",
     "write_xarray",
+    "open_mfdataset",
     "import_netcdf",
     "ImportSummary",
     "check_name",

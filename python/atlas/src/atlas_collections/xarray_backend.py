@@ -3,7 +3,10 @@
 ``xr.open_dataset(url, engine="atlas", group="<dataset name>")`` opens one dataset lazily: each
 array is a :class:`AtlasBackendArray` behind xarray's lazy indexing, so only the chunks a
 selection covers are read. ``xr.open_datatree(url, engine="atlas")`` gives one node per dataset
-(a name containing ``/`` nests). ``chunks={}`` gives dask arrays chunked as stored.
+(a name containing ``/`` nests). ``chunks={}`` gives dask arrays chunked as stored. An
+:class:`~atlas_collections.Dataset` opens as itself, so ``xr.open_mfdataset(list(c.datasets()),
+engine="atlas", ...)`` works, dataset by dataset; ``atlas_collections.open_mfdataset`` gives the
+same combination with run reads.
 
 Coordinates follow CF: an array attribute ``coordinates`` (and a dataset attribute of that name
 for coordinates no array names) lists the non-index coordinates; it is consumed on open, as the
@@ -22,7 +25,7 @@ import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
-from ._core import Array, Collection, _location
+from ._core import Array, Collection, Dataset, _location
 from .errors import UnsupportedDTypeError
 
 __all__ = ["AtlasBackendEntrypoint", "AtlasBackendArray", "encode_dataset"]
@@ -98,7 +101,14 @@ def dataset_from_collection(
     present = [c for c in dict.fromkeys(coords) if c in ds.variables]
     if present:
         ds = ds.set_coords(present)
+    # Nothing to close (the collection goes with its last reference), but xarray calls what
+    # it is given: xr.open_mfdataset(...).close() calls every dataset's closer.
+    ds.set_close(_nothing_to_close)
     return ds
+
+
+def _nothing_to_close() -> None:
+    return None
 
 
 def datatree_from_collection(
@@ -129,6 +139,17 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
         drop_variables: Iterable[str] | None = None,
         group: str | None = None,
     ) -> xr.Dataset:
+        if isinstance(filename_or_obj, Dataset):
+            # One dataset of an open collection: what xr.open_mfdataset(list(c.datasets()),
+            # engine="atlas") opens, one per "path".
+            if group is not None and group.lstrip("/") != filename_or_obj.name:
+                raise ValueError(
+                    f"group={group!r} names another dataset than the one given "
+                    f"({filename_or_obj.name!r})"
+                )
+            return dataset_from_collection(
+                filename_or_obj.collection, filename_or_obj.name, drop_variables
+            )
         collection = _open_collection(filename_or_obj)
         if group is None:
             names = collection.names
@@ -162,7 +183,7 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
         return _groups(_open_collection(filename_or_obj), drop_variables)
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
-        if isinstance(filename_or_obj, Collection):
+        if isinstance(filename_or_obj, (Collection, Dataset)):
             return True
         try:
             text = os.fspath(filename_or_obj)
