@@ -37,7 +37,7 @@ try:  # xarray >= 2025.08: defaults that change with `use_new_combine_kwarg_defa
         CombineKwargDefault,
     )
 except ImportError:  # pragma: no cover - older xarray
-    _COMPAT_DEFAULT, _COORDS_DEFAULT, _DATA_VARS_DEFAULT, _JOIN_DEFAULT = (
+    _COMPAT_DEFAULT, _COORDS_DEFAULT, _DATA_VARS_DEFAULT, _JOIN_DEFAULT = (  # type: ignore[assignment]
         "no_conflicts",
         "different",
         "all",
@@ -54,7 +54,7 @@ __all__ = ["open_mfdataset", "RunBackendArray"]
 
 def _value(option: Any) -> Any:
     """An option as xarray resolves it now (a deprecation-cycle default becomes its value)."""
-    if CombineKwargDefault and isinstance(option, CombineKwargDefault):
+    if CombineKwargDefault and isinstance(option, CombineKwargDefault):  # type: ignore[truthy-function]
         return option._value
     return option
 
@@ -348,12 +348,13 @@ def _plan(
             if len(others) != 1:
                 raise _Fallback(f"'{name}' has other shapes off '{dim}' in different datasets")
             dims = var.dims if existing else (dim,) + var.dims
+            data: Any
             if not existing and var.tag == "string" and set(var.shapes) == {()}:
                 # Scalar strings load as NumPy strings (see _scalar_strings): tiny, read now.
                 data = var.values(collection, names)
             elif var.is_index or (existing and var.name == dim):
                 flat, shapes = _read_run(collection, name, names)
-                data: Any = _assemble(flat, shapes, axis)
+                data = _assemble(flat, shapes, axis)
             else:
                 data = indexing.LazilyIndexedArray(
                     RunBackendArray(collection, name, names, var.shapes, axis, var.dtype)
@@ -505,5 +506,7 @@ def _combine_per_dataset(
     if combine == "nested":
         return xr.combine_nested(datasets, concat_dim=concat_dim, **options)
     if combine == "by_coords":
-        return xr.combine_by_coords(datasets, **options)
+        combined = xr.combine_by_coords(datasets, **options)
+        assert isinstance(combined, xr.Dataset), "datasets combine into a Dataset"
+        return combined
     raise ValueError(f"{combine} is an invalid option for the keyword argument ``combine``")

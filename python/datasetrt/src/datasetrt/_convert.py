@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import contextlib
+import functools
 import itertools
 import os
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
@@ -205,7 +206,7 @@ def _converted(
     if num_workers == 0:
         _set_worker_fn(fn)
         for chunk in chunks:
-            yield chunk, _result_of(chunk, lambda chunk=chunk: _convert_chunk(chunk))
+            yield chunk, _result_of(chunk, functools.partial(_convert_chunk, chunk))
         return
     pool = concurrent.futures.ProcessPoolExecutor(
         max_workers=num_workers,

@@ -248,7 +248,12 @@ class CacheDatasource(Datasource):
     """The datasource :func:`read_cache` reads with: the caches' shards split into read tasks,
     each opening its cache where it runs."""
 
-    def __init__(self, paths: Sequence[str | os.PathLike[str]], *, rows_per_block: int = 4096):
+    def __init__(
+        self,
+        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        *,
+        rows_per_block: int = 4096,
+    ) -> None:
         super().__init__()
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
