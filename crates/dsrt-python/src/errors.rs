@@ -355,8 +355,13 @@ pub(crate) fn dataset_error(py: Python<'_>, err: &RsDatasetError) -> PyErr {
 /// A write error as a [`WriteError`].
 pub(crate) fn write_error(py: Python<'_>, err: &RsWriteError) -> PyErr {
     let (path, kind, reason) = (err.path(), err.kind(), err.reason());
+    // `input`, `column` and `key` name what a conversion refused; the writer's own errors
+    // have them as None, so every WriteError carries the same attributes.
     let attrs = [
         ("path", path.map_or_else(|| py.None(), |p| path_obj(py, p))),
+        ("input", py.None()),
+        ("column", py.None()),
+        ("key", py.None()),
         ("reason", obj(py, reason)),
         ("kind", obj(py, kind)),
     ];

@@ -9,7 +9,7 @@ import os
 import random
 import tarfile
 
-import datasets
+import datasets  # type: ignore[import-untyped]
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -281,7 +281,7 @@ def write_shards(root, shards, per_shard, bad_keys=()):
                                 "key": key,
                                 "cls": i % 11,
                                 "txt": f"a caption {i} ✓" if i % 3 else None,
-                                "aspect": float(meta["aspect"]),
+                                "aspect": float(meta["aspect"]),  # type: ignore[arg-type]
                                 "height": meta["height"],
                                 "lang": meta["lang"],
                             },

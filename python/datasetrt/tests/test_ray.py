@@ -139,6 +139,7 @@ class _DiesInTask2(dsrt_ray.CacheDatasink):
 
     def write(self, blocks, ctx):
         if ctx.task_idx == 2 and not (self.marker and os.path.exists(self.marker)):
+            assert self.schema is not None, "on_write_start set the schema"
             part = os.path.join(self.staging, f"{ctx.task_idx:06}")
             writer = datasetrt.CacheWriter(part, source=self.source, schema=self.schema)
             writer.add(b"half", {c: None for c in self.schema})

@@ -37,12 +37,10 @@ try:  # xarray >= 2025.08: defaults that change with `use_new_combine_kwarg_defa
         CombineKwargDefault,
     )
 except ImportError:  # pragma: no cover - older xarray
-    _COMPAT_DEFAULT, _COORDS_DEFAULT, _DATA_VARS_DEFAULT, _JOIN_DEFAULT = (  # type: ignore[assignment]
-        "no_conflicts",
-        "different",
-        "all",
-        "outer",
-    )
+    _COMPAT_DEFAULT = "no_conflicts"  # type: ignore[assignment]
+    _COORDS_DEFAULT = "different"  # type: ignore[assignment]
+    _DATA_VARS_DEFAULT = "all"  # type: ignore[assignment]
+    _JOIN_DEFAULT = "outer"  # type: ignore[assignment]
     CombineKwargDefault = ()  # type: ignore[assignment,misc]
 
 from ._core import Collection

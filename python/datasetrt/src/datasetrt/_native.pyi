@@ -103,6 +103,11 @@ class ManifestUpdateError(Error):
 
 class WriteError(Error):
     kind: str
+    # What a conversion refused (None for the writer's own errors): the input (a file, a line,
+    # a tar), the table column, the WebDataset sample's key.
+    input: str | None
+    column: str | None
+    key: str | None
 
 class RemoteError(Error):
     url: str | None
