@@ -64,3 +64,20 @@ def s3_prefix():
             "`bash .ci/s3-server.sh start /tmp/s3 && source /tmp/s3/env` (cargo xtask test does)"
         )
     return f"s3://{os.environ['ATLAS_S3_TEST_BUCKET']}/pytest-datasetrt-python/{uuid.uuid4().hex}"
+
+
+def _files_below(path: "str | os.PathLike[str]") -> dict[str, bytes]:
+    """Every file below ``path`` (relative path -> bytes): two caches compared whole."""
+    out = {}
+    for dirpath, _, names in os.walk(path):
+        for name in names:
+            full = os.path.join(dirpath, name)
+            with open(full, "rb") as f:
+                out[os.path.relpath(full, path)] = f.read()
+    return out
+
+
+@pytest.fixture
+def files_below():
+    """The function ``files_below(path)``: every file below ``path`` as bytes, by relative path."""
+    return _files_below

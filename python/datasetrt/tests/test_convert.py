@@ -44,22 +44,12 @@ def not_pairs(i):
     return [b"just bytes"] if i == 5 else samples_of(i)
 
 
-def tree(path):
-    out = {}
-    for dirpath, _, names in os.walk(path):
-        for name in names:
-            full = os.path.join(dirpath, name)
-            with open(full, "rb") as f:
-                out[os.path.relpath(full, path)] = f.read()
-    return out
-
-
 def read_back(path):
     cache = datasetrt.Cache(path, validate_cache=True)
     return [(bytes(s.payload), s.metadata) for s in (cache[i] for i in range(len(cache)))]
 
 
-def test_every_number_of_workers_writes_the_same_bytes(tmp_path):
+def test_every_number_of_workers_writes_the_same_bytes(tmp_path, files_below):
     n = 2_000
     trees = []
     for workers, chunk in ((0, None), (1, None), (2, None), (3, 7), (2, 1)):
@@ -75,7 +65,7 @@ def test_every_number_of_workers_writes_the_same_bytes(tmp_path):
             max_shard_bytes=64_000,
         )
         assert summary["samples"] == len(expected(n)) and summary["shards"] > 5
-        trees.append(tree(out))
+        trees.append(files_below(out))
     assert all(t == trees[0] for t in trees[1:])
     got = read_back(tmp_path / "w2-None")
     assert got == [(p, m) for p, m in expected(n)]

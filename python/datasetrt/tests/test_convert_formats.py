@@ -5,7 +5,6 @@ refusals name the file and column or the tar and key, and leave nothing behind."
 
 import io
 import json
-import os
 import random
 import tarfile
 
@@ -15,17 +14,6 @@ import pyarrow.parquet as pq
 import pytest
 
 import datasetrt
-
-
-def tree(path):
-    """Every file below ``path`` (relative path -> bytes)."""
-    out = {}
-    for dirpath, _, names in os.walk(path):
-        for name in names:
-            full = os.path.join(dirpath, name)
-            with open(full, "rb") as f:
-                out[os.path.relpath(full, path)] = f.read()
-    return out
 
 
 def rows(start, n, rng):
@@ -75,7 +63,7 @@ def write_parquet_dir(root, rng):
     return pa.concat_tables([t for _, t in tables])
 
 
-def test_parquet_files_pack_every_value_the_same_for_one_two_and_three_jobs(tmp_path):
+def test_parquet_files_pack_every_value_the_same_for_one_two_and_three_jobs(tmp_path, files_below):
     source = write_parquet_dir(tmp_path / "pq", random.Random(3))
     assert pq.ParquetFile(tmp_path / "pq" / "part-a.parquet").num_row_groups == 6
     caches = []
@@ -92,7 +80,7 @@ def test_parquet_files_pack_every_value_the_same_for_one_two_and_three_jobs(tmp_
         )
         assert summary["samples"] == source.num_rows and summary["shards"] > 3
         assert "skipped" not in summary
-        caches.append(tree(out))
+        caches.append(files_below(out))
     assert caches[0] == caches[1] == caches[2]
     cache = datasetrt.Cache(tmp_path / "c3", validate_cache=True)
     assert [(f.name, str(f.type), f.nullable) for f in cache.schema] == [
@@ -201,7 +189,7 @@ def save_hf(path, n):
     return data
 
 
-def test_a_hugging_face_save_to_disk_dataset_packs_row_by_row(tmp_path, monkeypatch):
+def test_a_hugging_face_save_to_disk_dataset_packs_row_by_row(tmp_path, monkeypatch, files_below):
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     data = save_hf(tmp_path / "hf", 400)
@@ -219,7 +207,7 @@ def test_a_hugging_face_save_to_disk_dataset_packs_row_by_row(tmp_path, monkeypa
             jobs=jobs,
         )
         assert summary["samples"] == 400
-        caches.append(tree(out))
+        caches.append(files_below(out))
     assert caches[0] == caches[1]
     cache = datasetrt.Cache(tmp_path / "c1", validate_cache=True)
     assert cache.schema.names == ["label", "caption", "width"]
@@ -292,7 +280,7 @@ def write_shards(root, shards, per_shard, bad_keys=()):
     return paths, expected
 
 
-def test_webdataset_shards_pack_every_member_the_same_for_any_jobs(tmp_path):
+def test_webdataset_shards_pack_every_member_the_same_for_any_jobs(tmp_path, files_below):
     tars, expected = write_shards(tmp_path / "wds", 4, 60)
     caches = []
     for jobs in (1, 2, 3):
@@ -301,7 +289,7 @@ def test_webdataset_shards_pack_every_member_the_same_for_any_jobs(tmp_path):
             tars, out, source="wds", payload_ext=["png", "jpg"], max_shard_bytes=40_000, jobs=jobs
         )
         assert summary["samples"] == 240 and summary["skipped"] == 0 and summary["shards"] > 3
-        caches.append(tree(out))
+        caches.append(files_below(out))
     assert caches[0] == caches[1] == caches[2]
     cache = datasetrt.Cache(tmp_path / "c2", validate_cache=True)
     assert [(f.name, str(f.type), f.nullable) for f in cache.schema] == [

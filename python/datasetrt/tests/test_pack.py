@@ -26,18 +26,7 @@ def image_folder(root, n):
     return files
 
 
-def tree(path):
-    """Every file below ``path`` (relative path -> bytes)."""
-    out = {}
-    for dirpath, _, names in os.walk(path):
-        for name in names:
-            full = os.path.join(dirpath, name)
-            with open(full, "rb") as f:
-                out[os.path.relpath(full, path)] = f.read()
-    return out
-
-
-def test_an_image_folder_packs_the_same_for_one_two_and_three_jobs(tmp_path):
+def test_an_image_folder_packs_the_same_for_one_two_and_three_jobs(tmp_path, files_below):
     files = image_folder(tmp_path / "flowers", 400)
     caches = []
     for jobs in (1, 2, 3):
@@ -51,7 +40,7 @@ def test_an_image_folder_packs_the_same_for_one_two_and_three_jobs(tmp_path):
             jobs=jobs,
         )
         assert summary["samples"] == 400 and summary["shards"] > 3
-        caches.append(tree(out))
+        caches.append(files_below(out))
     assert caches[0] == caches[1] == caches[2]
     cache = datasetrt.Cache(tmp_path / "c2", validate_cache=True)
     classes = sorted(CLASSES)
@@ -66,14 +55,14 @@ def test_an_image_folder_packs_the_same_for_one_two_and_three_jobs(tmp_path):
     assert table.column("label").to_pylist() == [classes.index(r.split("/")[0]) for r in expected]
 
 
-def test_a_directory_packs_every_file_with_its_path_and_size(tmp_path):
+def test_a_directory_packs_every_file_with_its_path_and_size(tmp_path, files_below):
     files = image_folder(tmp_path / "tree", 120)
     (tmp_path / "tree" / "top.bin").write_bytes(b"top")
     files["top.bin"] = b"top"
     one = datasetrt.pack_dir(tmp_path / "tree", tmp_path / "one", source="t", jobs=1)
     datasetrt.pack_dir(tmp_path / "tree", tmp_path / "three", source="t", jobs=3)
     assert one["samples"] == 121
-    assert tree(tmp_path / "one") == tree(tmp_path / "three")
+    assert files_below(tmp_path / "one") == files_below(tmp_path / "three")
     cache = datasetrt.Cache(tmp_path / "one")
     got = {cache[i].metadata["path"]: bytes(cache[i].payload) for i in range(len(cache))}
     assert got == files
