@@ -44,6 +44,8 @@ __all__ = [
     "pack_imagefolder",
     "pack_parquet",
     "pack_webdataset",
+    "_merge_parts",
+    "_remove_unpublished",
     "cache_id_for_source",
     "publish",
     "_parse_size",
