@@ -18,6 +18,9 @@
 //! [`create_writer`] for a local-or-remote [`StoreLocation`]) packs into a local staging
 //! directory and publishes it on `finish`; [`update_remote_manifests`] migrates manifests
 //! v2 -> v3 under prefixes with a conditional PUT where the store has one.
+//! [`merge_remote_parts`] joins caches published side by side (a distributed job's parts)
+//! into one under a prefix, copying their shards on the store and publishing the manifest
+//! create-if-absent; the same checks and bytes as `dsrt_writer::merge_parts`.
 //!
 //! What it is not for: the cache format itself (`dsrt-manifest`, `dsrt-index`, `dsrt-shard`,
 //! ...), reading local caches (`dsrt-reader`, which stays free of tokio and object_store), or
@@ -31,6 +34,7 @@
 mod background; // threads beside the readers, which closing a cache waits for
 mod error;
 mod fetch;
+mod join; // parts published side by side -> one cache, shards copied on the store
 mod local_files; // the files of a local cache, as its manifest names them
 mod mapped; // mapped shards kept for zero-copy payloads
 mod migrate; // remote v2 -> v3 manifest migration, conditional PUT
@@ -45,6 +49,9 @@ mod writer; // RemoteCacheWriter: stage locally, publish on finish
 
 pub use dsrt_shard_cache::set_wait_interrupt;
 pub use error::RemoteError;
+pub use join::{
+    merge_remote_parts, remove_prefix, remove_unpublished_remote, RemoteJoinSummary, RemotePart,
+};
 pub use migrate::update_remote_manifests;
 pub use migrate_report::{
     RemoteUpdateCause, RemoteUpdateEntry, RemoteUpdateError, RemoteUpdateOutcome,

@@ -49,7 +49,8 @@ pub(crate) fn read_local_cache(dir: &Path) -> Result<LocalCache, RemoteError> {
     Ok(LocalCache { files, manifest })
 }
 
-fn sized(dir: &Path, relative: String, expected: Option<u64>) -> Result<LocalFile, RemoteError> {
+/// `dir/relative` as a file to upload, sized; refused if it is not `expected` bytes.
+pub(crate) fn sized(dir: &Path, relative: String, expected: Option<u64>) -> Result<LocalFile, RemoteError> {
     let path = relative
         .split('/')
         .fold(dir.to_path_buf(), |p, part| p.join(part));

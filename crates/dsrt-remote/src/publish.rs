@@ -179,7 +179,7 @@ async fn check_target_async(
 
 /// Uploads the data files, at most `file_concurrency` at once; after the first failure no
 /// further file starts, those in flight finish (or abort their multipart upload).
-async fn upload_data(
+pub(crate) async fn upload_data(
     to: &RemotePrefix,
     files: &[LocalFile],
     options: &PublishOptions,
@@ -238,7 +238,7 @@ async fn upload_unless_failed(
 }
 
 /// Writes manifest.json with create-if-absent; returns whether the store made that atomic.
-async fn put_manifest(
+pub(crate) async fn put_manifest(
     to: &RemotePrefix,
     bytes: Vec<u8>,
     options: &PublishOptions,
@@ -327,7 +327,7 @@ async fn confirm_ours(to: &RemotePrefix, payload: &PutPayload) -> Result<(), Rem
     }
 }
 
-fn store_error(to: &RemotePrefix, relative: &str, source: object_store::Error) -> RemoteError {
+pub(crate) fn store_error(to: &RemotePrefix, relative: &str, source: object_store::Error) -> RemoteError {
     RemoteError::Store {
         url: to.object_url(relative),
         source,

@@ -7,7 +7,9 @@
 //! A [`SampleEncoder`] does a sample's per-sample work (checking, envelope, compression) on any
 //! thread, so parallel packers append in order on one ([`CacheWriter::add_encoded`]).
 //! [`merge_parts`] joins caches written side by side (the tasks of a distributed job) into one
-//! by moving their shards, rewriting only the index and the metadata.
+//! by moving their shards, rewriting only the index and the metadata; its pieces
+//! ([`CheckedPart`], [`joined_shards`], [`write_joined_tables`], [`manifest_bytes`]) make
+//! dsrt-remote's join of parts on an object store, so both joins check and write alike.
 //!
 //! What it is not for: reading caches (`dsrt-reader`) or joining them into datasets.
 //!
@@ -23,6 +25,11 @@ mod writer;
 
 pub use encoded::{EncodeError, EncodedSample, SampleEncoder};
 pub use error::WriteError;
-pub use merge::{merge_parts, PartCache};
+pub use merge::{
+    joined_shards, merge_parts, write_joined_tables, CheckedPart, JoinedShard, JoinedTables,
+    PartCache,
+};
 pub use options::{ManifestVersion, WriterOptions, DEFAULT_MAX_SHARD_BYTES};
-pub use writer::{remove_unpublished, CacheSummary, CacheWriter};
+pub use writer::{
+    is_shard_file_name, manifest_bytes, remove_unpublished, CacheSummary, CacheWriter,
+};

@@ -298,6 +298,32 @@ pub(crate) fn publish_manifest(
     metadata_digest: &[u8; 32],
     shards: &[ShardEntry],
 ) -> Result<Option<u64>, WriteError> {
+    let (cache_id, manifest) =
+        manifest_bytes(options, samples, index_digest, metadata_digest, shards);
+    match publish(
+        &StdFileSystem,
+        &path.join(MANIFEST_FILE_NAME),
+        MANIFEST_TEMP_PREFIX,
+        &manifest,
+    )? {
+        Published::Durable => Ok(cache_id),
+        Published::DurabilityUnknown(source) => Err(WriteError::DurabilityUnknown {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// The manifest.json bytes a writer with `options` publishes for these files, and the v3
+/// cache id in it (`None` for v2). Every writer of this crate (and dsrt-remote's join on a
+/// store) makes its manifest here, so the same files always get the same bytes.
+pub fn manifest_bytes(
+    options: &WriterOptions,
+    samples: u64,
+    index_digest: &[u8; 32],
+    metadata_digest: &[u8; 32],
+    shards: &[ShardEntry],
+) -> (Option<u64>, Vec<u8>) {
     let description = CacheDescription {
         source: options.source.clone(),
         sample_count: samples,
@@ -306,7 +332,7 @@ pub(crate) fn publish_manifest(
         metadata_sha256: dsrt_atlas_codec::to_hex(metadata_digest),
         shards: shards.to_vec(),
     };
-    let (cache_id, manifest) = match options.manifest_version {
+    match options.manifest_version {
         ManifestVersion::V3 => {
             let cache_id = cache_id_for_source(&options.source);
             (
@@ -319,18 +345,6 @@ pub(crate) fn publish_manifest(
             )
         }
         ManifestVersion::V2 => (None, ManifestV2 { description }.to_json_bytes()),
-    };
-    match publish(
-        &StdFileSystem,
-        &path.join(MANIFEST_FILE_NAME),
-        MANIFEST_TEMP_PREFIX,
-        &manifest,
-    )? {
-        Published::Durable => Ok(cache_id),
-        Published::DurabilityUnknown(source) => Err(WriteError::DurabilityUnknown {
-            path: path.to_path_buf(),
-            source,
-        }),
     }
 }
 
@@ -402,8 +416,9 @@ pub fn remove_unpublished(dir: &Path, created: bool) {
     }
 }
 
-/// Whether `name` is a shard file's name (`000000.bin` and up).
-pub(crate) fn is_shard_file_name(name: &str) -> bool {
+/// Whether `name` is a shard file's name (`000000.bin` and up): what removing an unpublished
+/// cache may delete under `shards/`.
+pub fn is_shard_file_name(name: &str) -> bool {
     name.strip_suffix(".bin")
         .is_some_and(|digits| digits.len() >= 6 && digits.bytes().all(|b| b.is_ascii_digit()))
 }
