@@ -87,6 +87,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pack::pack_webdataset, m)?)?;
     m.add_function(wrap_pyfunction!(cache_id_for_source, m)?)?;
     m.add_function(wrap_pyfunction!(remote::publish, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::_check_publish_target, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::_merge_remote_parts, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::_remove_remote_prefix, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::_remove_unpublished_remote, m)?)?;
     m.add_function(wrap_pyfunction!(remote::_parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(views::_located_payloads, m)?)?;
     m.add_class::<views::PayloadViews>()?;

@@ -2,7 +2,7 @@
 //! and `datasetrt.publish`.
 
 use crate::errors::{detach, remote_error};
-use dsrt_remote::{PublishOptions, RemoteOptions, ShardFetch, StoreLocation};
+use dsrt_remote::{PublishOptions, RemoteOptions, RemotePrefix, ShardFetch, StoreLocation};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyString};
@@ -361,19 +361,13 @@ pub(crate) fn publish<'py>(
     url: &str,
     overwrite_partial: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let location = StoreLocation::parse(url).map_err(|e| remote_error(py, &e.into()))?;
-    let Some(remote) = location.as_remote() else {
-        return Err(PyValueError::new_err(format!(
-            "publish needs an object-store URL (s3://bucket/prefix, ...), not the local path {url:?}; \
-             write a local cache with CacheWriter"
-        )));
-    };
+    let remote = remote_prefix(py, url, "publish", "write a local cache with CacheWriter")?;
     let options = PublishOptions {
         overwrite_partial,
         ..PublishOptions::default()
     };
     let report = detach(py, || {
-        dsrt_remote::publish_cache(&local_dir, remote, &options)
+        dsrt_remote::publish_cache(&local_dir, &remote, &options)
     })?
     .map_err(|e| remote_error(py, &e))?;
     let dict = PyDict::new(py);
@@ -391,4 +385,101 @@ pub(crate) fn publish<'py>(
 #[pyfunction]
 pub(crate) fn _parse_size(text: &str) -> PyResult<u64> {
     parse_size(text).map_err(PyValueError::new_err)
+}
+
+/// The store prefix `url` names, or ValueError if it is a local path: `function` needs a
+/// store (`instead` says what to use for a local directory).
+fn remote_prefix(
+    py: Python<'_>,
+    url: &str,
+    function: &str,
+    instead: &str,
+) -> PyResult<RemotePrefix> {
+    let location = StoreLocation::parse(url).map_err(|e| remote_error(py, &e.into()))?;
+    match location {
+        StoreLocation::Remote(remote) => Ok(remote),
+        StoreLocation::Local(_) => Err(PyValueError::new_err(format!(
+            "{function} needs an object-store URL (s3://bucket/prefix, ...), not the local path \
+             {url:?}; {instead}"
+        ))),
+    }
+}
+
+/// `_check_publish_target(url)`: raises RemoteError unless the prefix `url` can receive a
+/// cache: kind "already_published" when it holds a manifest.json, "prefix_not_empty" when it
+/// holds any other object (`dsrt_remote::check_publish_target`). What `datasetrt.ray`'s
+/// datasink checks before a job writes anything.
+#[pyfunction]
+pub(crate) fn _check_publish_target(py: Python<'_>, url: &str) -> PyResult<()> {
+    let remote = remote_prefix(py, url, "_check_publish_target", "check the directory")?;
+    detach(py, || {
+        dsrt_remote::check_publish_target(&remote, &PublishOptions::default())
+    })?
+    .map_err(|e| remote_error(py, &e))
+}
+
+/// `_merge_remote_parts(url, parts, *, source, schema, version=3)`: joins the caches published
+/// under the prefixes `parts` (`[(url, payload_bytes)]`, in order) into a new cache under `url`,
+/// copying their shards on the store (`dsrt_remote::merge_remote_parts`); returns the summary
+/// dict `CacheWriter.finish` gives (`path` is `url`) plus `manifest_atomic`. What
+/// `datasetrt.ray`'s datasink commits a job on a store with.
+#[pyfunction]
+#[pyo3(signature = (url, parts, *, source, schema, version = 3))]
+pub(crate) fn _merge_remote_parts<'py>(
+    py: Python<'py>,
+    url: &str,
+    parts: Vec<(String, u64)>,
+    source: String,
+    schema: &Bound<'_, PyAny>,
+    version: u64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let schema = crate::values::schema_from_py(schema)?;
+    let options = datasetrt::WriterOptions::new(source, schema)
+        .manifest_version(crate::writer::manifest_version(version)?);
+    let to = remote_prefix(
+        py,
+        url,
+        "_merge_remote_parts",
+        "join local parts with _merge_parts",
+    )?;
+    let parts = parts
+        .iter()
+        .map(|(part, payload_bytes)| {
+            Ok(dsrt_remote::RemotePart {
+                prefix: remote_prefix(py, part, "_merge_remote_parts", "publish the part first")?,
+                payload_bytes: *payload_bytes,
+            })
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let joined = detach(py, || {
+        dsrt_remote::merge_remote_parts(&to, &parts, &options, &PublishOptions::default())
+    })?
+    .map_err(|e| remote_error(py, &e))?;
+    let dict = crate::writer::summary_dict(py, &joined.cache)?;
+    dict.set_item("path", to.url())?;
+    dict.set_item("manifest_atomic", joined.manifest_atomic)?;
+    Ok(dict)
+}
+
+/// `_remove_remote_prefix(url)`: deletes every object under the prefix `url`
+/// (`dsrt_remote::remove_prefix`): a job's staging prefix.
+#[pyfunction]
+pub(crate) fn _remove_remote_prefix(py: Python<'_>, url: &str) -> PyResult<()> {
+    let remote = remote_prefix(py, url, "_remove_remote_prefix", "remove the directory")?;
+    detach(py, || dsrt_remote::remove_prefix(&remote))?.map_err(|e| remote_error(py, &e))
+}
+
+/// `_remove_unpublished_remote(url)`: deletes the shards, index.bin and metadata.arrow an
+/// unfinished join left under `url`, unless a manifest.json is there
+/// (`dsrt_remote::remove_unpublished_remote`).
+#[pyfunction]
+pub(crate) fn _remove_unpublished_remote(py: Python<'_>, url: &str) -> PyResult<()> {
+    let remote = remote_prefix(
+        py,
+        url,
+        "_remove_unpublished_remote",
+        "use _remove_unpublished",
+    )?;
+    detach(py, || dsrt_remote::remove_unpublished_remote(&remote))?
+        .map_err(|e| remote_error(py, &e))
 }

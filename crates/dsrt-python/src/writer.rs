@@ -251,7 +251,7 @@ pub(crate) fn summary_dict<'py>(
     Ok(dict)
 }
 
-fn manifest_version(version: u64) -> PyResult<ManifestVersion> {
+pub(crate) fn manifest_version(version: u64) -> PyResult<ManifestVersion> {
     match version {
         2 => Ok(ManifestVersion::V2),
         3 => Ok(ManifestVersion::V3),

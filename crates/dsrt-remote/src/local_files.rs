@@ -50,7 +50,11 @@ pub(crate) fn read_local_cache(dir: &Path) -> Result<LocalCache, RemoteError> {
 }
 
 /// `dir/relative` as a file to upload, sized; refused if it is not `expected` bytes.
-pub(crate) fn sized(dir: &Path, relative: String, expected: Option<u64>) -> Result<LocalFile, RemoteError> {
+pub(crate) fn sized(
+    dir: &Path,
+    relative: String,
+    expected: Option<u64>,
+) -> Result<LocalFile, RemoteError> {
     let path = relative
         .split('/')
         .fold(dir.to_path_buf(), |p, part| p.join(part));

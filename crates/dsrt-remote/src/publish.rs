@@ -327,7 +327,11 @@ async fn confirm_ours(to: &RemotePrefix, payload: &PutPayload) -> Result<(), Rem
     }
 }
 
-pub(crate) fn store_error(to: &RemotePrefix, relative: &str, source: object_store::Error) -> RemoteError {
+pub(crate) fn store_error(
+    to: &RemotePrefix,
+    relative: &str,
+    source: object_store::Error,
+) -> RemoteError {
     RemoteError::Store {
         url: to.object_url(relative),
         source,

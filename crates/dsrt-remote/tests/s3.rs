@@ -11,12 +11,12 @@ use dsrt_remote::{
     RemoteError, RemotePart, RemotePrefix, RemoteUpdateOutcome,
 };
 use dsrt_schema::{Column, ColumnType, Schema, ValueRef};
-use dsrt_writer::{merge_parts, CacheWriter, ManifestVersion, PartCache, WriteError, WriterOptions};
+use dsrt_writer::{
+    merge_parts, CacheWriter, ManifestVersion, PartCache, WriteError, WriterOptions,
+};
 use s3_support::s3_prefix;
 use std::path::Path;
-use write_support::{
-    list_objects, local_files, make_cache, read_object, Behaviour, TestStore,
-};
+use write_support::{list_objects, local_files, make_cache, read_object, Behaviour, TestStore};
 
 #[test]
 #[ignore = "needs the S3 test server: cargo xtask test runs it"]
@@ -126,7 +126,11 @@ fn three_parts_joined_on_the_store_equal_the_local_join_byte_for_byte() {
     assert_eq!(remote.cache.cache_id, local.cache_id);
     assert_eq!(remote.cache.payload_bytes, local.payload_bytes);
     assert_eq!(remote.cache.path.to_str(), Some(to.url()));
-    assert!(local.shards.len() > 3, "several shards per part: {}", local.shards.len());
+    assert!(
+        local.shards.len() > 3,
+        "several shards per part: {}",
+        local.shards.len()
+    );
     // Every file of the local join, byte for byte, and nothing else: the staging prefix (the
     // parts) is gone.
     let files = local_files(&out);
@@ -177,7 +181,10 @@ fn a_part_that_does_not_fit_is_refused_by_name_and_nothing_is_published() {
         }
         other => panic!("expected a part error, got {other:?}"),
     }
-    assert!(error.to_string().contains("/.dsrt-parts-test/000003"), "{error}");
+    assert!(
+        error.to_string().contains("/.dsrt-parts-test/000003"),
+        "{error}"
+    );
     // Nothing was written beside the staging prefix, which is left whole for its owner.
     assert_eq!(cache_objects(&to), Vec::<String>::new());
     assert_eq!(list_objects(&staging), staged);
@@ -209,7 +216,10 @@ fn an_existing_manifest_at_the_target_is_refused_and_nothing_is_overwritten() {
         &PublishOptions::default(),
     )
     .unwrap_err();
-    assert!(matches!(error, RemoteError::AlreadyPublished { .. }), "{error}");
+    assert!(
+        matches!(error, RemoteError::AlreadyPublished { .. }),
+        "{error}"
+    );
     assert_eq!(error.kind(), "already_published");
     let after: Vec<(String, Vec<u8>)> = cache_objects(&to)
         .into_iter()

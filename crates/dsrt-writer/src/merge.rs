@@ -70,8 +70,8 @@ impl CheckedPart {
     ) -> Result<Self, WriteError> {
         let name = name.into();
         let path = name.as_path();
-        let manifest =
-            Manifest::parse(manifest).map_err(|e| part_error(path, format!("manifest.json: {e}")))?;
+        let manifest = Manifest::parse(manifest)
+            .map_err(|e| part_error(path, format!("manifest.json: {e}")))?;
         let version = match manifest.format_version() {
             2 => ManifestVersion::V2,
             _ => ManifestVersion::V3,

@@ -48,6 +48,10 @@ __all__ = [
     "_remove_unpublished",
     "cache_id_for_source",
     "publish",
+    "_check_publish_target",
+    "_merge_remote_parts",
+    "_remove_remote_prefix",
+    "_remove_unpublished_remote",
     "_parse_size",
     "ArrowBatch",
     "_arrow_batch_from_ipc",
@@ -402,6 +406,17 @@ def pack_webdataset(
 ) -> dict[str, Any]: ...
 def cache_id_for_source(source: str) -> int: ...
 def publish(local_dir: _Path, url: str, *, overwrite_partial: bool = False) -> dict[str, Any]: ...
+def _check_publish_target(url: str) -> None: ...
+def _merge_remote_parts(
+    url: str,
+    parts: Sequence[tuple[str, int]],
+    *,
+    source: str,
+    schema: _SchemaSpec,
+    version: int = 3,
+) -> dict[str, Any]: ...
+def _remove_remote_prefix(url: str) -> None: ...
+def _remove_unpublished_remote(url: str) -> None: ...
 def _parse_size(text: str) -> int: ...
 
 # Benchmark baseline, not API: returns the seconds the Rust writer took.

@@ -10,8 +10,16 @@ manifest and removes what its tasks wrote; a retried task rewrites its own part.
 :func:`read_cache` reads caches through :class:`CacheDatasource`: one read task per group of
 shards, one row per sample with ``payload`` and the metadata columns.
 
-The target of :func:`write_cache` is a directory every node can reach (a shared file system):
-the parts are renamed into it. Needs the ``ray`` extra: ``pip install "datasetrt[ray]"``.
+The target of :func:`write_cache` is a directory every node can reach (a shared file system),
+where the parts are renamed into place, or an object-store URL (``s3://bucket/prefix``, any
+URL :class:`Cache` opens), where each task packs its part in a local temporary directory,
+uploads it under ``<url>/.dsrt-parts-<id>/<task>/`` (as :func:`publish` does) and removes it;
+the driver then joins the parts on the store (``datasetrt._native._merge_remote_parts``, the
+Rust ``merge_remote_parts``: each part shard is copied by the store to its final name, no
+payload byte passes through the driver; index and metadata are uploaded, then manifest.json
+with a conditional PUT, so an existing manifest is never overwritten) and deletes the staging
+prefix. The joined cache has the bytes a local :func:`write_cache` of the dataset writes.
+Needs the ``ray`` extra: ``pip install "datasetrt[ray]"``.
 """
 
 from __future__ import annotations
@@ -19,6 +27,9 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import tempfile
+import urllib.parse
+import urllib.request
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -33,6 +44,22 @@ from . import DEFAULT_MAX_SHARD_BYTES, Cache, CacheWriter, _native
 __all__ = ["CacheDatasink", "CacheDatasource", "read_cache", "write_cache"]
 
 _STAGING_PREFIX = ".dsrt-parts-"
+
+
+def _store_url(location: str | os.PathLike[str]) -> str | None:
+    """The object-store URL ``location`` names (without a trailing ``/``), or None for a local
+    directory: a path, or a ``file://`` URL (read as the Rust ``StoreLocation`` reads them)."""
+    if not isinstance(location, str) or "://" not in location:
+        return None
+    if location.startswith("file://"):
+        return None
+    return location.rstrip("/")
+
+
+def _local_path(location: str | os.PathLike[str]) -> str:
+    if isinstance(location, str) and location.startswith("file://"):
+        location = urllib.request.url2pathname(urllib.parse.urlparse(location).path)
+    return os.path.abspath(os.fspath(location))
 
 
 def _column_type(field: pa.Field) -> str:
@@ -96,14 +123,20 @@ class CacheDatasink(Datasink):
         compression: str = "none",
         max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
     ) -> None:
-        self.path = os.path.abspath(os.fspath(path))
+        #: The target's object-store URL, or None for a local directory (``path``).
+        self.url = _store_url(path)
+        self.path = self.url if self.url is not None else _local_path(path)
         self.payload_column = payload_column
         self.source = source
         self.metadata_columns = None if metadata_columns is None else list(metadata_columns)
         self.compression = compression
         self.max_shard_bytes = max_shard_bytes
         self.schema: dict[str, str] | None = None
-        self.staging = os.path.join(self.path, _STAGING_PREFIX + uuid.uuid4().hex)
+        staging = _STAGING_PREFIX + uuid.uuid4().hex
+        if self.url is not None:
+            self.staging = f"{self.url}/{staging}"
+        else:
+            self.staging = os.path.join(self.path, staging)
         self.created = False
         self.summary: dict[str, Any] | None = None
 
@@ -113,6 +146,11 @@ class CacheDatasink(Datasink):
     def on_write_start(self, schema: pa.Schema | None = None) -> None:
         if schema is not None:
             self.schema = _cache_schema(schema, self.payload_column, self.metadata_columns)
+        if self.url is not None:
+            # Refuses a prefix with a manifest.json (RemoteError "already_published") or any
+            # other object ("prefix_not_empty"), naming it, before a task writes anything.
+            _native._check_publish_target(self.url)
+            return
         try:
             entries = os.listdir(self.path)
         except FileNotFoundError:
@@ -126,7 +164,22 @@ class CacheDatasink(Datasink):
         os.makedirs(self.staging)
 
     def write(self, blocks: Iterable[Block], ctx: Any) -> dict[str, Any]:
-        part = os.path.join(self.staging, f"{ctx.task_idx:06}")
+        if self.url is None:
+            return self._write_part(blocks, ctx, os.path.join(self.staging, f"{ctx.task_idx:06}"))
+        # The part is packed on this node, then uploaded; a retried task uploads its part
+        # again over what an earlier attempt left.
+        local = tempfile.mkdtemp(prefix=".dsrt-part-")
+        try:
+            written = self._write_part(blocks, ctx, os.path.join(local, "cache"))
+            if written["path"] is not None:
+                part = f"{self.staging}/{ctx.task_idx:06}"
+                _native.publish(written["path"], part, overwrite_partial=True)
+                written["path"] = part
+            return written
+        finally:
+            shutil.rmtree(local, ignore_errors=True)
+
+    def _write_part(self, blocks: Iterable[Block], ctx: Any, part: str) -> dict[str, Any]:
         # A retried task starts its part again; nothing else writes there.
         shutil.rmtree(part, ignore_errors=True)
         writer: CacheWriter | None = None
@@ -174,24 +227,36 @@ class CacheDatasink(Datasink):
             raise ValueError(
                 "the dataset has no rows and no schema: nothing says what the cache's columns are"
             )
+        parts = [(r["path"], r["payload_bytes"]) for r in returns]
         try:
-            self.summary = _native._merge_parts(
-                self.path,
-                [(r["path"], r["payload_bytes"]) for r in returns],
-                source=self.source,
-                schema=schema,
-            )
+            if self.url is not None:
+                self.summary = _native._merge_remote_parts(
+                    self.url, parts, source=self.source, schema=schema
+                )
+            else:
+                self.summary = _native._merge_parts(
+                    self.path, parts, source=self.source, schema=schema
+                )
         except BaseException:
             self._remove_written()
             raise
-        shutil.rmtree(self.staging, ignore_errors=True)
+        self._remove_staging()
 
     def on_write_failed(self, error: Exception) -> None:
         self._remove_written()
 
+    def _remove_staging(self) -> None:
+        if self.url is not None:
+            _native._remove_remote_prefix(self.staging)
+        else:
+            shutil.rmtree(self.staging, ignore_errors=True)
+
     def _remove_written(self) -> None:
-        shutil.rmtree(self.staging, ignore_errors=True)
-        _native._remove_unpublished(self.path, self.created)
+        self._remove_staging()
+        if self.url is not None:
+            _native._remove_unpublished_remote(self.url)
+        else:
+            _native._remove_unpublished(self.path, self.created)
 
 
 def _add_table(
@@ -209,7 +274,7 @@ def _add_table(
 
 def write_cache(
     ds: ray.data.Dataset,
-    path: str | os.PathLike[str],
+    path_or_url: str | os.PathLike[str],
     *,
     payload_column: str,
     source: str,
@@ -219,20 +284,23 @@ def write_cache(
     ray_remote_args: dict[str, Any] | None = None,
     concurrency: int | None = None,
 ) -> dict[str, Any]:
-    """Writes ``ds`` into a new cache at ``path`` (new or empty, on a file system every node
-    reaches), one sample per row: ``payload_column`` (binary or string) is the payload, the
-    other columns (or ``metadata_columns``) the metadata, typed from the dataset's schema
-    (bool, integers as int64, floats as float64, strings; nullable as Arrow says). A column a
-    cache cannot hold is refused by name before anything is written.
+    """Writes ``ds`` into a new cache at ``path_or_url``: a directory (new or empty, on a file
+    system every node reaches) or an object-store URL (``s3://bucket/prefix``, holding no
+    object yet; the nodes upload their parts there, the driver joins them on the store, see
+    the module's documentation), one sample per row: ``payload_column`` (binary or string) is
+    the payload, the other columns (or ``metadata_columns``) the metadata, typed from the
+    dataset's schema (bool, integers as int64, floats as float64, strings; nullable as Arrow
+    says). A column a cache cannot hold is refused by name before anything is written.
 
     Samples go in the dataset's order when its execution preserves order
     (``DataContext.get_current().execution_options.preserve_order = True``); otherwise in the
     order Ray's write tasks are numbered. Shards end at every task's end. Returns the summary
-    dict :meth:`CacheWriter.finish` gives. A failed job publishes no manifest and leaves
-    nothing at ``path``.
+    dict :meth:`CacheWriter.finish` gives (for a URL, its ``path`` is the URL, and
+    ``manifest_atomic`` says whether the store made the manifest's create-if-absent atomic).
+    A failed job publishes no manifest and leaves nothing at ``path_or_url``.
     """
     sink = CacheDatasink(
-        path,
+        path_or_url,
         payload_column=payload_column,
         source=source,
         metadata_columns=metadata_columns,
@@ -321,10 +389,10 @@ def read_cache(
     override_num_blocks: int | None = None,
     ray_remote_args: dict[str, Any] | None = None,
 ) -> ray.data.Dataset:
-    """The samples of one cache or several (in order) as a ``ray.data.Dataset``: one row per
-    sample, ``payload`` (large_binary) then the metadata columns. Read tasks split the
-    caches by shards (each task reads whole runs of a shard); blocks hold at most
-    ``rows_per_block`` rows."""
+    """The samples of one cache or several (in order; directories or object-store URLs, as
+    :class:`Cache` opens them) as a ``ray.data.Dataset``: one row per sample, ``payload``
+    (large_binary) then the metadata columns. Read tasks split the caches by shards (each task
+    reads whole runs of a shard); blocks hold at most ``rows_per_block`` rows."""
     return ray.data.read_datasource(
         CacheDatasource(paths, rows_per_block=rows_per_block),
         override_num_blocks=override_num_blocks,
