@@ -8,11 +8,11 @@ use dsrt_remote::object_store::local::LocalFileSystem;
 use dsrt_remote::object_store::memory::InMemory;
 use dsrt_remote::object_store::ObjectStore;
 use dsrt_remote::{
-    create_writer, publish_cache, AnyCacheWriter, PublishOptions, RemoteCacheWriter, RemoteError,
-    RemotePrefix, RemoteWriterOptions, StoreLocation,
+    create_writer, merge_remote_parts, publish_cache, AnyCacheWriter, PublishOptions,
+    RemoteCacheWriter, RemoteError, RemotePart, RemotePrefix, RemoteWriterOptions, StoreLocation,
 };
 use dsrt_schema::{Column, ColumnType, Schema, ValueRef};
-use dsrt_writer::{ManifestVersion, WriterOptions};
+use dsrt_writer::{merge_parts, ManifestVersion, PartCache, WriterOptions};
 use std::sync::Arc;
 use std::time::Duration;
 use write_support::{
@@ -280,4 +280,51 @@ fn create_writer_gives_local_or_remote_by_location() {
     let done = writer.finish().unwrap();
     assert_eq!(done.publish.unwrap().url, "mem://caches/any");
     assert!(read_object(&to, "manifest.json").is_some());
+}
+
+#[test]
+fn a_join_on_a_store_without_conditional_put_checks_then_writes_the_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = TestStore::new(
+        Arc::new(InMemory::new()),
+        Behaviour {
+            no_conditional_put: true,
+            ..Behaviour::default()
+        },
+    );
+    let mut local = Vec::new();
+    let mut remote = Vec::new();
+    for k in 0..2u64 {
+        let path = dir.path().join(k.to_string());
+        make_cache(&path, 3 + k, 100, ManifestVersion::V3);
+        let part = prefix(store.clone(), &format!("joined/.parts/{k}"));
+        publish_cache(&path, &part, &quick()).unwrap();
+        local.push(PartCache {
+            path,
+            payload_bytes: 0,
+        });
+        remote.push(RemotePart {
+            prefix: part,
+            payload_bytes: 0,
+        });
+    }
+    let schema = Schema::new(vec![Column::new("n", ColumnType::Int64, false)]).unwrap();
+    let options = WriterOptions::new("remote-test", schema);
+    let to = prefix(store.clone(), "joined");
+    let joined = merge_remote_parts(&to, &remote, &options, &quick()).unwrap();
+    assert!(!joined.manifest_atomic);
+    assert_eq!(
+        store.log().last().unwrap(),
+        "put caches/joined/manifest.json"
+    );
+    let out = dir.path().join("local-join");
+    merge_parts(&out, &local, &options).unwrap();
+    // The parts are gone; what is left is the local join's files, byte for byte.
+    assert_same_files(&out, &to);
+    // A second join into the published prefix is refused before anything is copied.
+    let error = merge_remote_parts(&to, &remote, &options, &quick()).unwrap_err();
+    assert!(
+        matches!(error, RemoteError::AlreadyPublished { .. }),
+        "{error}"
+    );
 }
