@@ -8,17 +8,21 @@
 //!   same order) and appending their bytes to a file of its own while hashing them with
 //!   SHA-256: the bytes a cache must read, write and hash, with no format at all.
 //! - `pack_jobs2`: `datasetrt::pack` over `ImageFolder` with 2 jobs, uncompressed, default
-//!   shard size, then `finish` (index, metadata, manifest, fsync). Target (data-in issue):
-//!   >= 0.7x the floor's samples/s.
+//!   shard size (so the shards are planned ahead and each written whole by one worker), then
+//!   `finish` (index, metadata, manifest, fsync). Target: >= 0.7x the floor's samples/s.
 //! - `pack_jobs1`: the same on 1 job (no target; what the threads buy).
+//! - `streamed_jobs2`: `pack_jobs2` with `plan_ahead(false)`: every byte through the one
+//!   appending thread, as inputs whose lengths are unknown ahead are packed (what planning the
+//!   shards ahead buys).
 //!
 //! Each round runs every arm once, in an order that rotates from round to round (after a
 //! `sync` and a second's pause, so no arm pays for the writeback of the one before), and takes
 //! the ratios within the round; the report is the median ratio over the rounds with the lowest and
 //! highest, and each arm's median samples/s.
 //!
-//! `cargo bench -p dsrt-atlas-benches --bench dsrt_pack [-- ROUNDS]` (default 5 rounds). The
-//! input is written under `TMPDIR` (about 1.4 GB) and removed at the end.
+//! `[DSRT_BENCH_DROP_CACHES=1] cargo bench -p dsrt-atlas-benches --bench dsrt_pack [-- ROUNDS]`
+//! (default 5 rounds; see `settle` for the variable). The input is written under `TMPDIR`
+//! (about 1.4 GB) and removed at the end.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // bench code
 #![allow(clippy::cast_precision_loss)] // rates and ratios
 
@@ -101,12 +105,13 @@ fn floor(files: &[PathBuf], out: &Path) -> Duration {
     elapsed
 }
 
-fn pack_arm(input: &Path, out: &Path, jobs: usize) -> Duration {
+fn pack_arm(input: &Path, out: &Path, jobs: usize, plan_ahead: bool) -> Duration {
     let started = Instant::now();
     let folder = ImageFolder::scan(input).unwrap();
     let options = WriterOptions::new("bench", ImageFolder::schema());
     let mut writer = CacheWriter::create(out, options).unwrap();
-    let stats = pack(&folder, &mut writer, &PackOptions::default().jobs(jobs)).unwrap();
+    let pack_options = PackOptions::default().jobs(jobs).plan_ahead(plan_ahead);
+    let stats = pack(&folder, &mut writer, &pack_options).unwrap();
     writer.finish().unwrap();
     let elapsed = started.elapsed();
     assert_eq!(stats.samples, FILES as u64);
@@ -115,9 +120,19 @@ fn pack_arm(input: &Path, out: &Path, jobs: usize) -> Duration {
 }
 
 /// Lets the disk finish the writeback of the arm before (each arm wrote 1.4 GB), so that no arm
-/// pays for another's.
-fn settle() {
+/// pays for another's. With `DSRT_BENCH_DROP_CACHES=1` (root only) it also empties the page
+/// cache and reads the input back in: every arm then starts with the same free memory, where
+/// otherwise an arm that must first reclaim pages others left (builds, earlier runs) pays for
+/// it in its write calls, which made single rounds range 0.3-1.4.
+fn settle(files: &[PathBuf]) {
     let _ = std::process::Command::new("sync").status();
+    if std::env::var_os("DSRT_BENCH_DROP_CACHES").is_some_and(|v| v == "1") {
+        std::fs::write("/proc/sys/vm/drop_caches", "1\n")
+            .expect("DSRT_BENCH_DROP_CACHES=1 needs a writable /proc/sys/vm/drop_caches (root)");
+        for path in files {
+            std::hint::black_box(std::fs::read(path).unwrap());
+        }
+    }
     std::thread::sleep(Duration::from_secs(1));
 }
 
@@ -136,20 +151,21 @@ fn main() {
     );
     // Warm the page cache and each code path once, untimed.
     floor(&files, &root.path().join("warm-floor"));
-    pack_arm(&input, &root.path().join("warm-pack"), 2);
-    let arms = ["floor", "pack_jobs2", "pack_jobs1"];
+    pack_arm(&input, &root.path().join("warm-pack"), 2, true);
+    let arms = ["floor", "pack_jobs2", "pack_jobs1", "streamed_jobs2"];
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); arms.len()];
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); arms.len()];
     for round in 0..rounds {
-        let mut this_round = [0.0f64; 3];
+        let mut this_round = [0.0f64; 4];
         for k in 0..arms.len() {
             let arm = (round + k) % arms.len();
             let out = root.path().join(format!("out-{arm}"));
-            settle();
+            settle(&files);
             let took = match arm {
                 0 => floor(&files, &out),
-                1 => pack_arm(&input, &out, 2),
-                _ => pack_arm(&input, &out, 1),
+                1 => pack_arm(&input, &out, 2, true),
+                2 => pack_arm(&input, &out, 1, true),
+                _ => pack_arm(&input, &out, 2, false),
             };
             this_round[arm] = took.as_secs_f64();
         }

@@ -46,6 +46,11 @@ impl Progress {
         self.bar.inc(1);
     }
 
+    /// Sets the samples done so far.
+    pub(crate) fn set(&self, samples: u64) {
+        self.bar.set_position(samples);
+    }
+
     /// Removes the bar from the terminal, leaving the summary that follows uncluttered.
     pub(crate) fn finish(&self) {
         self.bar.finish_and_clear();

@@ -8,7 +8,7 @@
 //! (`queue` samples each), however far the slowest unit lags. Every unit ends with an explicit
 //! end marker: a worker that dies mid-unit (a panic) can never pass for a short unit.
 
-use crate::PackError;
+use crate::{PackError, PlanAhead};
 use dsrt_schema::Value;
 use dsrt_writer::{CacheWriter, EncodedSample, SampleEncoder};
 use durable_fs::CancelToken;
@@ -28,14 +28,21 @@ pub trait Convert: Sync {
 
     /// Turns `unit` into its samples, in order, through `emit` (on a worker thread).
     fn convert(&self, unit: &Self::Unit, emit: &mut Emit<'_>) -> Result<(), PackError>;
+
+    /// Where every sample's payload length and metadata are known before its payload is read:
+    /// the planning [`pack`] then uses to write whole shards side by side (the default: none).
+    fn plan_ahead(&self) -> Option<&dyn PlanAhead<Self::Unit>> {
+        None
+    }
 }
 
 /// How [`pack`] runs.
 pub struct PackOptions<'a> {
     jobs: usize,
     queue: usize,
-    cancel: CancelToken,
-    progress: Option<&'a dyn Fn(u64)>,
+    plan_ahead: bool,
+    pub(crate) cancel: CancelToken,
+    pub(crate) progress: Option<&'a dyn Fn(u64)>,
 }
 
 impl std::fmt::Debug for PackOptions<'_> {
@@ -52,6 +59,7 @@ impl Default for PackOptions<'_> {
         Self {
             jobs: std::thread::available_parallelism().map_or(1, usize::from),
             queue: 64,
+            plan_ahead: true,
             cancel: CancelToken::new(),
             progress: None,
         }
@@ -72,13 +80,23 @@ impl<'a> PackOptions<'a> {
         self
     }
 
+    /// Whether a conversion that can plan its shards ahead ([`Convert::plan_ahead`]) does,
+    /// when the writer allows it (uncompressed, empty): each shard is then written whole by
+    /// one worker. Default on; the bytes are the same either way.
+    pub fn plan_ahead(mut self, plan: bool) -> Self {
+        self.plan_ahead = plan;
+        self
+    }
+
     /// A token that stops the run (with [`PackError::Cancelled`]) when it fires.
     pub fn cancel(mut self, token: CancelToken) -> Self {
         self.cancel = token;
         self
     }
 
-    /// Called on the appending thread with the samples written so far, after each sample.
+    /// Called on the calling thread with the samples written so far: after each sample when
+    /// appending, every poll interval (a tenth of a second) and after each shard when the
+    /// shards are planned ahead.
     pub fn progress(mut self, progress: &'a dyn Fn(u64)) -> Self {
         self.progress = Some(progress);
         self
@@ -173,7 +191,9 @@ impl Gate {
 }
 
 /// Runs `convert` on `options.jobs` workers and appends every sample to `writer` in unit
-/// order. On an error (the first in unit order), a cancellation or a worker's panic, it stops
+/// order. A conversion that knows its payload lengths ahead ([`Convert::plan_ahead`]) into an
+/// uncompressed, empty writer has its shards planned first and each written whole by one
+/// worker instead (see [`PlanAhead`]); the bytes are the same. On an error (the first in unit order), a cancellation or a worker's panic, it stops
 /// every worker and returns the error; the writer then holds a partial cache, which the
 /// caller discards (it has no manifest until the caller finishes it).
 pub fn pack<C: Convert>(
@@ -182,6 +202,11 @@ pub fn pack<C: Convert>(
     options: &PackOptions<'_>,
 ) -> Result<PackStats, PackError> {
     let units = convert.units();
+    if let Some(plan) = convert.plan_ahead().filter(|_| options.plan_ahead) {
+        if writer.can_plan() {
+            return crate::planned::pack_planned(units, plan, writer, options);
+        }
+    }
     let jobs = options.jobs.clamp(1, units.len().max(1));
     let encoder = writer.encoder();
     let next_unit = AtomicUsize::new(0);
@@ -244,7 +269,7 @@ pub fn pack<C: Convert>(
     })
 }
 
-fn message(panic: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn message(panic: &(dyn std::any::Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
@@ -253,7 +278,7 @@ fn message(panic: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Whether the run must stop now (its token, or the process's wait-interrupt hook).
-fn stopping(options: &PackOptions<'_>) -> bool {
+pub(crate) fn stopping(options: &PackOptions<'_>) -> bool {
     options.cancel.is_cancelled() || durable_fs::wait_interrupted()
 }
 

@@ -1,7 +1,7 @@
 //! File-tree inputs: one sample per regular file ([`FileTree`]), and the ImageFolder layout
 //! ([`ImageFolder`]: `root/<class>/<file>`, torchvision's).
 
-use crate::{Convert, Emit, PackError};
+use crate::{Convert, Emit, PackError, PlanAhead, PlannedSampleFn};
 use dsrt_schema::{Column, ColumnType, Schema, Value};
 use std::fs;
 use std::io::Read;
@@ -60,6 +60,50 @@ fn read_file(path: &Path) -> Result<Vec<u8>, PackError> {
     Ok(payload)
 }
 
+/// Reads a file whose size the scan recorded into `payload`; a file that changed size since
+/// is refused, since the shards were planned on its old size.
+fn read_planned(path: &Path, len: u64, payload: &mut Vec<u8>) -> Result<(), PackError> {
+    payload.clear();
+    let expected = usize::try_from(len).map_err(|_| PackError::Input {
+        input: path.display().to_string(),
+        reason: "larger than this machine can address".into(),
+    })?;
+    // One byte more than planned, so growth shows as a longer read.
+    payload.reserve(expected + 1);
+    fs::File::open(path)
+        .and_then(|f| f.take(len + 1).read_to_end(payload))
+        .map_err(PackError::io(path, "read"))?;
+    if payload.len() != expected {
+        return Err(PackError::Input {
+            input: path.display().to_string(),
+            reason: format!(
+                "changed size while being packed (listed at {len} bytes, read {} bytes); the \
+                 input must not change during a run",
+                payload.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The sizes of `files` (relative to `root`), as the scan records them.
+fn with_sizes<T>(
+    root: &Path,
+    files: Vec<T>,
+    relative: impl Fn(&T) -> &Path,
+) -> Result<Vec<(T, u64)>, PackError> {
+    files
+        .into_iter()
+        .map(|file| {
+            let full = root.join(relative(&file));
+            let len = fs::symlink_metadata(&full)
+                .map_err(PackError::io(&full, "stat"))?
+                .len();
+            Ok((file, len))
+        })
+        .collect()
+}
+
 fn size_value(path: &Path, len: usize) -> Result<Value, PackError> {
     i64::try_from(len)
         .map(Value::Int64)
@@ -74,14 +118,15 @@ fn size_value(path: &Path, len: usize) -> Result<Value, PackError> {
 #[derive(Debug)]
 pub struct FileTree {
     root: PathBuf,
-    units: Vec<Vec<PathBuf>>,
+    /// (relative path, size at the scan) per file, in cache order, in units.
+    units: Vec<Vec<(PathBuf, u64)>>,
     files: usize,
 }
 
 impl FileTree {
-    /// Lists the files below `root`.
+    /// Lists the files below `root`, with their sizes.
     pub fn scan(root: &Path) -> Result<Self, PackError> {
-        let files = list_files(root)?;
+        let files = with_sizes(root, list_files(root)?, |p| p.as_path())?;
         Ok(Self {
             root: root.to_path_buf(),
             files: files.len(),
@@ -110,14 +155,14 @@ impl FileTree {
 }
 
 impl Convert for FileTree {
-    type Unit = Vec<PathBuf>;
+    type Unit = Vec<(PathBuf, u64)>;
 
     fn units(&self) -> &[Self::Unit] {
         &self.units
     }
 
     fn convert(&self, unit: &Self::Unit, emit: &mut Emit<'_>) -> Result<(), PackError> {
-        for relative in unit {
+        for (relative, _) in unit {
             let full = self.root.join(relative);
             let name = utf8_path(&self.root, relative)?;
             let payload = read_file(&full)?;
@@ -130,6 +175,10 @@ impl Convert for FileTree {
         }
         Ok(())
     }
+
+    fn plan_ahead(&self) -> Option<&dyn PlanAhead<Self::Unit>> {
+        Some(self)
+    }
 }
 
 /// The ImageFolder layout: every regular file below `root/<class>/` (recursively) is a
@@ -141,8 +190,8 @@ impl Convert for FileTree {
 pub struct ImageFolder {
     root: PathBuf,
     classes: Vec<String>,
-    /// (label, relative path) per file, in cache order, in units.
-    units: Vec<Vec<(i64, PathBuf)>>,
+    /// ((label, relative path), size at the scan) per file, in cache order, in units.
+    units: Vec<Vec<((i64, PathBuf), u64)>>,
     files: usize,
 }
 
@@ -180,6 +229,7 @@ impl ImageFolder {
                 files.push((label, dir.join(relative)));
             }
         }
+        let files = with_sizes(root, files, |(_, p)| p.as_path())?;
         Ok(Self {
             root: root.to_path_buf(),
             classes,
@@ -214,22 +264,60 @@ impl ImageFolder {
     }
 }
 
+impl PlanAhead<Vec<(PathBuf, u64)>> for FileTree {
+    fn plan_unit(
+        &self,
+        unit: &Vec<(PathBuf, u64)>,
+        sample: &mut PlannedSampleFn<'_>,
+    ) -> Result<(), PackError> {
+        let mut values = [Value::Null, Value::Null];
+        for (relative, len) in unit {
+            let full = || self.root.join(relative);
+            let payload_len = usize::try_from(*len).map_err(|_| PackError::Input {
+                input: full().display().to_string(),
+                reason: "larger than this machine can address".into(),
+            })?;
+            values[0] = Value::Utf8(utf8_path(&self.root, relative)?);
+            values[1] = size_value(&full(), payload_len)?;
+            sample(payload_len, &values)?;
+        }
+        Ok(())
+    }
+
+    fn read_payload(
+        &self,
+        unit: &Vec<(PathBuf, u64)>,
+        index: usize,
+        _payload_len: usize,
+        payload: &mut Vec<u8>,
+    ) -> Result<(), PackError> {
+        let (relative, len) = &unit[index];
+        read_planned(&self.root.join(relative), *len, payload)
+    }
+}
+
+impl ImageFolder {
+    fn class_of(&self, label: i64) -> String {
+        usize::try_from(label)
+            .ok()
+            .and_then(|l| self.classes.get(l))
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
 impl Convert for ImageFolder {
-    type Unit = Vec<(i64, PathBuf)>;
+    type Unit = Vec<((i64, PathBuf), u64)>;
 
     fn units(&self) -> &[Self::Unit] {
         &self.units
     }
 
     fn convert(&self, unit: &Self::Unit, emit: &mut Emit<'_>) -> Result<(), PackError> {
-        for (label, relative) in unit {
+        for ((label, relative), _) in unit {
             let full = self.root.join(relative);
             let path = utf8_path(&self.root, relative)?;
-            let class = usize::try_from(*label)
-                .ok()
-                .and_then(|l| self.classes.get(l))
-                .cloned()
-                .unwrap_or_default();
+            let class = self.class_of(*label);
             let payload = read_file(&full)?;
             emit.sample(
                 || full.display().to_string(),
@@ -238,6 +326,42 @@ impl Convert for ImageFolder {
             )?;
         }
         Ok(())
+    }
+
+    fn plan_ahead(&self) -> Option<&dyn PlanAhead<Self::Unit>> {
+        Some(self)
+    }
+}
+
+impl PlanAhead<Vec<((i64, PathBuf), u64)>> for ImageFolder {
+    fn plan_unit(
+        &self,
+        unit: &Vec<((i64, PathBuf), u64)>,
+        sample: &mut PlannedSampleFn<'_>,
+    ) -> Result<(), PackError> {
+        let mut values = [Value::Null, Value::Null, Value::Null];
+        for ((label, relative), len) in unit {
+            let payload_len = usize::try_from(*len).map_err(|_| PackError::Input {
+                input: self.root.join(relative).display().to_string(),
+                reason: "larger than this machine can address".into(),
+            })?;
+            values[0] = Value::Int64(*label);
+            values[1] = Value::Utf8(self.class_of(*label));
+            values[2] = Value::Utf8(utf8_path(&self.root, relative)?);
+            sample(payload_len, &values)?;
+        }
+        Ok(())
+    }
+
+    fn read_payload(
+        &self,
+        unit: &Vec<((i64, PathBuf), u64)>,
+        index: usize,
+        _payload_len: usize,
+        payload: &mut Vec<u8>,
+    ) -> Result<(), PackError> {
+        let ((_, relative), len) = &unit[index];
+        read_planned(&self.root.join(relative), *len, payload)
     }
 }
 
@@ -273,7 +397,7 @@ mod tests {
         let files: Vec<_> = folder.units.concat();
         let files: Vec<_> = files
             .iter()
-            .map(|(l, p)| (*l, p.to_str().unwrap().to_owned()))
+            .map(|((l, p), _)| (*l, p.to_str().unwrap().to_owned()))
             .collect();
         assert_eq!(
             files,

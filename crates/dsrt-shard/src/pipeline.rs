@@ -5,12 +5,13 @@
 //! encoding records: the caller copies records into 1 MiB chunks and hands each chunk, shared,
 //! to both threads. Bounded channels keep at most a few chunks in flight.
 
+use crate::syncer::EARLY_SYNC_BYTES;
 use bytes::Bytes;
 use dsrt_atlas_codec::Sha256Digest;
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::{self, Write};
-use std::sync::mpsc::{sync_channel, Sender, SyncSender};
+use std::sync::mpsc::{sync_channel, SyncSender};
 use std::thread::JoinHandle;
 
 /// Bytes collected before a chunk is handed to the threads.
@@ -18,9 +19,6 @@ const CHUNK_BYTES: usize = 1 << 20;
 
 /// Chunks each thread may have queued.
 const CHUNKS_IN_FLIGHT: usize = 4;
-
-/// Bytes written to a file after which its writeback starts early, on the sync thread.
-const EARLY_SYNC_BYTES: u64 = 4 << 20;
 
 pub(crate) struct PipelinedFile {
     chunk: Vec<u8>,
@@ -34,7 +32,7 @@ pub(crate) struct PipelinedFile {
 impl PipelinedFile {
     /// Starts writing `file`; `early_sync` receives duplicates of the file's handle for early
     /// writeback as it grows.
-    pub(crate) fn new(file: File, early_sync: Sender<File>) -> Self {
+    pub(crate) fn new(file: File, early_sync: SyncSender<File>) -> Self {
         let (to_hasher, hasher_rx) = sync_channel::<Bytes>(CHUNKS_IN_FLIGHT);
         let (to_writer, writer_rx) = sync_channel::<Bytes>(CHUNKS_IN_FLIGHT);
         let hasher = std::thread::spawn(move || {
@@ -53,7 +51,7 @@ impl PipelinedFile {
                 if since_sync >= EARLY_SYNC_BYTES {
                     since_sync = 0;
                     // Advisory: the final fsync is what makes the file durable.
-                    let _ = file.try_clone().map(|dup| early_sync.send(dup));
+                    let _ = file.try_clone().map(|dup| early_sync.try_send(dup));
                 }
             }
             Ok(file)

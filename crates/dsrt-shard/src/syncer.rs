@@ -4,16 +4,25 @@
 
 use std::fs::File;
 use std::io;
-use std::sync::mpsc::{channel, Sender};
+use std::sync::mpsc::{sync_channel, SyncSender};
 use std::thread::JoinHandle;
+
+/// Bytes written to a file after which its writeback starts early, on the sync thread: the
+/// disk then flushes as the file grows instead of all at once at the final fsync.
+pub(crate) const EARLY_SYNC_BYTES: u64 = 4 << 20;
+
+/// Files queued for the sync thread at most: a writer that finishes shards faster than the
+/// disk syncs them waits, so open handles stay bounded however many shards a cache has.
+const QUEUED_SYNCS: usize = 16;
 
 #[derive(Default)]
 pub(crate) struct BackgroundSync {
-    worker: Option<(Sender<File>, JoinHandle<io::Result<()>>)>,
+    worker: Option<(SyncSender<File>, JoinHandle<io::Result<()>>)>,
 }
 
 impl BackgroundSync {
-    /// Queues `file` (a handle or a duplicate of one) for `fdatasync`.
+    /// Queues `file` (a handle or a duplicate of one) for `fdatasync`, waiting while the queue
+    /// is full.
     pub(crate) fn submit(&mut self, file: File) -> io::Result<()> {
         let (sender, _) = self.worker.get_or_insert_with(spawn);
         if let Err(returned) = sender.send(file) {
@@ -23,8 +32,9 @@ impl BackgroundSync {
         Ok(())
     }
 
-    /// A sender other threads can queue files on.
-    pub(crate) fn sender(&mut self) -> Sender<File> {
+    /// A sender other threads can queue files on; early (advisory) syncs use `try_send`, so a
+    /// full queue drops them rather than stalling a writer.
+    pub(crate) fn sender(&mut self) -> SyncSender<File> {
         self.worker.get_or_insert_with(spawn).0.clone()
     }
 
@@ -40,8 +50,8 @@ impl BackgroundSync {
     }
 }
 
-fn spawn() -> (Sender<File>, JoinHandle<io::Result<()>>) {
-    let (sender, receiver) = channel::<File>();
+fn spawn() -> (SyncSender<File>, JoinHandle<io::Result<()>>) {
+    let (sender, receiver) = sync_channel::<File>(QUEUED_SYNCS);
     let handle = std::thread::spawn(move || {
         let mut first_error = None;
         for file in receiver {

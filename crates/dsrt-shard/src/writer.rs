@@ -1,3 +1,4 @@
+use crate::inline::{FinishedShard, ShardFileWriter};
 use crate::pipeline::PipelinedFile;
 use crate::syncer::BackgroundSync;
 use crate::{store_payload, RECORD_HEADER_LEN};
@@ -89,7 +90,7 @@ impl ShardSetWriter {
         let record_len = (header.len() + envelope_json.len() + stored.len()) as u64;
         let uncompressed_len = (RECORD_HEADER_LEN + envelope_json.len() + payload_len) as u64;
         let must_rotate = self.current.as_ref().is_some_and(|s| {
-            s.out.bytes_written() > 0 && s.out.bytes_written() + record_len > self.max_shard_bytes
+            starts_new_shard(s.out.bytes_written(), record_len, self.max_shard_bytes)
         });
         if must_rotate {
             close_shard(
@@ -116,6 +117,38 @@ impl ShardSetWriter {
         })
     }
 
+    /// Creates shard `id` for a [`ShardFileWriter`], to be written on any thread and handed
+    /// back with [`Self::adopt`]: the way to write shards whose boundaries were planned ahead
+    /// (with [`starts_new_shard`]) side by side. Fails if a shard is open for appending.
+    pub fn create_shard_file(&mut self, id: usize) -> io::Result<ShardFileWriter> {
+        if self.current.is_some() {
+            return Err(io::Error::other(
+                "a shard is open for appending; planned shards cannot be mixed in",
+            ));
+        }
+        ShardFileWriter::create(&self.dir, id, self.algo, self.syncer.sender())
+    }
+
+    /// Takes a shard a [`ShardFileWriter`] finished as the next shard of the set (shards are
+    /// adopted in id order) and queues its final fsync.
+    pub fn adopt(&mut self, shard: FinishedShard) -> io::Result<()> {
+        let expected = self.finished.len();
+        if self.current.is_some() || shard.entry.name != shard_file_name(expected) {
+            return Err(io::Error::other(format!(
+                "shard {} adopted out of order: shard {expected} comes next",
+                shard.entry.name
+            )));
+        }
+        self.syncer.submit(shard.file)?;
+        self.finished.push(shard.entry);
+        Ok(())
+    }
+
+    /// Shards closed or adopted so far.
+    pub fn finished_shards(&self) -> usize {
+        self.finished.len()
+    }
+
     /// Closes the last shard, waits until every shard is fsynced, fsyncs the shards directory
     /// and returns one entry per shard.
     pub fn finish(mut self) -> io::Result<Vec<ShardEntry>> {
@@ -131,10 +164,18 @@ impl ShardSetWriter {
     }
 }
 
+/// The rotation rule: a record of `record_len` bytes starts a new shard when the current one
+/// already holds `shard_bytes` (more than none) and the record would take it past
+/// `max_shard_bytes`. A record never spans shards, so one larger than the limit gets a shard
+/// of its own.
+pub fn starts_new_shard(shard_bytes: u64, record_len: u64, max_shard_bytes: u64) -> bool {
+    shard_bytes > 0 && shard_bytes + record_len > max_shard_bytes
+}
+
 fn open_shard(
     dir: &Path,
     id: usize,
-    early_sync: std::sync::mpsc::Sender<File>,
+    early_sync: std::sync::mpsc::SyncSender<File>,
 ) -> io::Result<OpenShard> {
     let path = dir.join(shard_file_name(id));
     let file = OpenOptions::new().write(true).create_new(true).open(path)?;

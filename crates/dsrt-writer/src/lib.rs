@@ -21,8 +21,10 @@ mod encoded;
 mod error;
 mod merge;
 mod options;
+mod planned;
 mod writer;
 
+pub use dsrt_shard::FinishedShard;
 pub use encoded::{EncodeError, EncodedSample, SampleEncoder};
 pub use error::WriteError;
 pub use merge::{
@@ -30,6 +32,7 @@ pub use merge::{
     PartCache,
 };
 pub use options::{ManifestVersion, WriterOptions, DEFAULT_MAX_SHARD_BYTES};
+pub use planned::{PlannedSample, PlannedShardWriter};
 pub use writer::{
     is_shard_file_name, manifest_bytes, remove_unpublished, CacheSummary, CacheWriter,
 };

@@ -57,17 +57,19 @@ impl CacheSummary {
 /// Dropping the writer without `finish` leaves an unpublished directory (no manifest.json),
 /// which every reader refuses as incomplete.
 pub struct CacheWriter {
-    path: PathBuf,
-    options: WriterOptions,
-    shards: ShardSetWriter,
-    index: IndexWriter<BufWriter<File>>,
-    metadata: MetadataWriter<BufWriter<File>>,
-    codec: EnvelopeCodec,
+    pub(crate) path: PathBuf,
+    pub(crate) options: WriterOptions,
+    pub(crate) shards: ShardSetWriter,
+    pub(crate) index: IndexWriter<BufWriter<File>>,
+    pub(crate) metadata: MetadataWriter<BufWriter<File>>,
+    pub(crate) codec: EnvelopeCodec,
     pub(crate) encoder: crate::SampleEncoder,
-    envelope: Vec<u8>,
-    samples: u64,
-    payload_bytes: u64,
-    poisoned: bool,
+    pub(crate) envelope: Vec<u8>,
+    pub(crate) samples: u64,
+    pub(crate) payload_bytes: u64,
+    pub(crate) poisoned: bool,
+    /// Set once a sample is planned ahead (see `planned.rs`).
+    pub(crate) plan: Option<crate::planned::Plan>,
 }
 
 impl std::fmt::Debug for CacheWriter {
@@ -113,6 +115,7 @@ impl CacheWriter {
             samples: 0,
             payload_bytes: 0,
             poisoned: false,
+            plan: None,
         })
     }
 
@@ -150,7 +153,7 @@ impl CacheWriter {
         self.append(payload, values)
     }
 
-    fn row_error(&self, source: dsrt_schema::RowError) -> WriteError {
+    pub(crate) fn row_error(&self, source: dsrt_schema::RowError) -> WriteError {
         WriteError::Row {
             path: self.path.clone(),
             sample: self.samples,
@@ -195,6 +198,13 @@ impl CacheWriter {
                 path: self.path.clone(),
             });
         }
+        if self.plan.is_some() {
+            return Err(WriteError::InvalidOption {
+                path: self.path.clone(),
+                option: "planned shards",
+                reason: "samples were planned ahead; appended samples cannot follow them".into(),
+            });
+        }
         let sample = self.samples;
         if self.options.compression == CompressionAlgo::Lz4 && u32::try_from(payload_len).is_err() {
             return Err(WriteError::PayloadTooLarge {
@@ -226,6 +236,19 @@ impl CacheWriter {
     pub fn finish(self) -> Result<CacheSummary, WriteError> {
         if self.poisoned {
             return Err(WriteError::Poisoned { path: self.path });
+        }
+        if let Some(plan) = &self.plan {
+            let adopted = self.shards.finished_shards();
+            if adopted != plan.shards() {
+                return Err(WriteError::InvalidOption {
+                    path: self.path,
+                    option: "planned shards",
+                    reason: format!(
+                        "{} shards were planned, {adopted} written and adopted",
+                        plan.shards()
+                    ),
+                });
+            }
         }
         let path = self.path;
         let (index, metadata, shards) = (self.index, self.metadata, self.shards);

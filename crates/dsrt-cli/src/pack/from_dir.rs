@@ -116,7 +116,7 @@ impl<'a> Run<'a> {
     ) -> Result<CacheSummary, CliError> {
         out.write(self.target, schema, |writer| {
             let progress = Progress::samples("packing", total);
-            let advance = |_: u64| progress.inc();
+            let advance = |samples: u64| progress.set(samples);
             let mut options = PackOptions::default()
                 .progress(&advance)
                 .cancel(self.cancel.clone());
