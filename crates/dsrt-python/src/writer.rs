@@ -13,10 +13,14 @@ use std::sync::Mutex;
 /// Writes a new cache into an empty or new directory.
 ///
 /// `CacheWriter(path, *, source, schema, compression="none", max_shard_bytes=256 MiB,
-/// version=3)`: `source` names the data (a v3 cache id is derived from it), `schema` is a
-/// dict of column types (`{"label": "int64", "caption": "utf8?"}`: int64, float64, bool,
-/// utf8, a trailing `?` for nullable; Python types and pyarrow types work too) or a
-/// pyarrow.Schema; `compression` is "none" or "lz4"; `version` 2 writes a legacy manifest.
+/// version=3, io_threads=True)`: `source` names the data (a v3 cache id is derived from it),
+/// `schema` is a dict of column types (`{"label": "int64", "caption": "utf8?"}`: int64,
+/// float64, bool, utf8, a trailing `?` for nullable; Python types and pyarrow types work too)
+/// or a pyarrow.Schema; `compression` is "none" or "lz4"; `version` 2 writes a legacy
+/// manifest. `io_threads=False` hashes and writes each shard in the thread that calls `add`
+/// instead of on two background threads: less work in all, the better choice where every
+/// core already runs a writer (a pool of worker processes each writing a cache); the bytes
+/// are the same.
 ///
 /// A context manager: `with CacheWriter(...) as w: w.add(payload, label=3)`. Leaving the
 /// block normally publishes manifest.json (the cache becomes visible); leaving it by an
@@ -64,7 +68,8 @@ impl PyCacheWriter {
 #[pymethods]
 impl PyCacheWriter {
     #[new]
-    #[pyo3(signature = (path, *, source, schema, compression = "none", max_shard_bytes = datasetrt::DEFAULT_MAX_SHARD_BYTES, version = 3))]
+    #[pyo3(signature = (path, *, source, schema, compression = "none", max_shard_bytes = datasetrt::DEFAULT_MAX_SHARD_BYTES, version = 3, io_threads = true))]
+    #[allow(clippy::too_many_arguments)] // the Python signature's keywords
     fn new(
         py: Python<'_>,
         path: PathBuf,
@@ -73,6 +78,7 @@ impl PyCacheWriter {
         compression: &str,
         max_shard_bytes: u64,
         version: u64,
+        io_threads: bool,
     ) -> PyResult<Self> {
         let schema = schema_from_py(schema)?;
         let compression = compression_arg(compression)?;
@@ -80,7 +86,8 @@ impl PyCacheWriter {
         let options = WriterOptions::new(source, schema.clone())
             .compression(compression)
             .max_shard_bytes(max_shard_bytes)
-            .manifest_version(manifest_version);
+            .manifest_version(manifest_version)
+            .io_threads(io_threads);
         let created = !path.exists();
         let writer =
             detach(py, || CacheWriter::create(&path, options))?.map_err(|e| write_error(py, &e))?;

@@ -18,15 +18,32 @@ pub type MaxShardBytes = NonZeroU64;
 
 struct OpenShard {
     id: usize,
-    out: PipelinedFile,
+    out: ShardOut,
     uncompressed_len: u64,
+}
+
+/// Where an open shard's bytes are hashed and written.
+enum ShardOut {
+    /// On two background threads (the default: one appending thread keeps three busy).
+    Threads(PipelinedFile),
+    /// On the appending thread (where every core already runs a writer of its own).
+    Caller(ShardFileWriter),
+}
+
+impl ShardOut {
+    fn bytes_written(&self) -> u64 {
+        match self {
+            Self::Threads(out) => out.bytes_written(),
+            Self::Caller(out) => out.bytes_written(),
+        }
+    }
 }
 
 /// Appends records to `shards/000000.bin`, `000001.bin`, ..., rotating on `max_shard_bytes`.
 ///
 /// A record never spans shards; a record larger than the target gets a shard of its own.
-/// Each open shard is hashed and written on two background threads (see `pipeline.rs`), and
-/// fsynced on a third (early writeback while it grows, a final sync when it closes);
+/// Each open shard is hashed and written on two background threads (see `pipeline.rs`; or on
+/// the appending thread, see [`Self::io_threads`]), and fsynced on a third (early writeback while it grows, a final sync when it closes);
 /// [`ShardSetWriter::finish`] waits for all of them.
 pub struct ShardSetWriter {
     dir: PathBuf,
@@ -36,6 +53,7 @@ pub struct ShardSetWriter {
     finished: Vec<ShardEntry>,
     compressed: Vec<u8>,
     syncer: BackgroundSync,
+    io_threads: bool,
 }
 
 impl ShardSetWriter {
@@ -49,7 +67,17 @@ impl ShardSetWriter {
             finished: Vec::new(),
             compressed: Vec::new(),
             syncer: BackgroundSync::default(),
+            io_threads: true,
         }
+    }
+
+    /// Whether each shard is hashed and written on two background threads (`true`, the
+    /// default) or on the thread that appends (`false`: less work in all and no hand-off
+    /// between cores, the better choice where every core already runs a writer, as in a pool
+    /// of worker processes each writing a cache). The bytes are the same.
+    pub fn io_threads(mut self, threads: bool) -> Self {
+        self.io_threads = threads;
+        self
     }
 
     /// Appends one record and returns where it went.
@@ -101,14 +129,18 @@ impl ShardSetWriter {
             )?;
         }
         if self.current.is_none() {
-            let early_sync = self.syncer.sender();
-            self.current = Some(open_shard(&self.dir, self.finished.len(), early_sync)?);
+            self.current = Some(self.open_shard()?);
         }
         let shard = self.current.as_mut().expect("a shard was opened above");
         let offset = shard.out.bytes_written();
-        shard.out.append(&header)?;
-        shard.out.append(envelope_json)?;
-        shard.out.append(stored)?;
+        match &mut shard.out {
+            ShardOut::Threads(out) => {
+                out.append(&header)?;
+                out.append(envelope_json)?;
+                out.append(stored)?;
+            }
+            ShardOut::Caller(out) => out.append_stored(envelope_json, stored, payload_len)?,
+        }
         shard.uncompressed_len += uncompressed_len;
         Ok(IndexRow {
             shard_id: shard.id as u64,
@@ -172,18 +204,25 @@ pub fn starts_new_shard(shard_bytes: u64, record_len: u64, max_shard_bytes: u64)
     shard_bytes > 0 && shard_bytes + record_len > max_shard_bytes
 }
 
-fn open_shard(
-    dir: &Path,
-    id: usize,
-    early_sync: std::sync::mpsc::SyncSender<File>,
-) -> io::Result<OpenShard> {
-    let path = dir.join(shard_file_name(id));
-    let file = OpenOptions::new().write(true).create_new(true).open(path)?;
-    Ok(OpenShard {
-        id,
-        out: PipelinedFile::new(file, early_sync),
-        uncompressed_len: 0,
-    })
+impl ShardSetWriter {
+    fn open_shard(&mut self) -> io::Result<OpenShard> {
+        let id = self.finished.len();
+        let early_sync = self.syncer.sender();
+        let out = if self.io_threads {
+            let path = self.dir.join(shard_file_name(id));
+            let file = OpenOptions::new().write(true).create_new(true).open(path)?;
+            ShardOut::Threads(PipelinedFile::new(file, early_sync))
+        } else {
+            ShardOut::Caller(ShardFileWriter::create(
+                &self.dir, id, self.algo, early_sync,
+            )?)
+        };
+        Ok(OpenShard {
+            id,
+            out,
+            uncompressed_len: 0,
+        })
+    }
 }
 
 /// Flushes the open shard, queues its final fsync and records its manifest entry.
@@ -196,14 +235,23 @@ fn close_shard(
     let Some(shard) = current.take() else {
         return Ok(());
     };
-    let (file, digest, byte_len) = shard.out.finish()?;
-    syncer.submit(file)?;
-    finished.push(ShardEntry::new(
-        shard.id,
-        algo,
-        shard.uncompressed_len,
-        byte_len,
-        dsrt_atlas_codec::to_hex(&digest),
-    ));
+    match shard.out {
+        ShardOut::Threads(out) => {
+            let (file, digest, byte_len) = out.finish()?;
+            syncer.submit(file)?;
+            finished.push(ShardEntry::new(
+                shard.id,
+                algo,
+                shard.uncompressed_len,
+                byte_len,
+                dsrt_atlas_codec::to_hex(&digest),
+            ));
+        }
+        ShardOut::Caller(out) => {
+            let done = out.finish()?;
+            syncer.submit(done.file)?;
+            finished.push(done.entry);
+        }
+    }
     Ok(())
 }

@@ -27,6 +27,9 @@ pub struct WriterOptions {
     pub max_shard_bytes: u64,
     /// The manifest version to publish.
     pub manifest_version: ManifestVersion,
+    /// Whether shards are hashed and written on background threads (the default) or on the
+    /// thread that adds samples; see [`WriterOptions::io_threads`].
+    pub io_threads: bool,
 }
 
 impl WriterOptions {
@@ -38,6 +41,7 @@ impl WriterOptions {
             compression: CompressionAlgo::None,
             max_shard_bytes: DEFAULT_MAX_SHARD_BYTES,
             manifest_version: ManifestVersion::V3,
+            io_threads: true,
         }
     }
 
@@ -50,6 +54,15 @@ impl WriterOptions {
     /// Sets the shard rotation target.
     pub fn max_shard_bytes(mut self, bytes: u64) -> Self {
         self.max_shard_bytes = bytes;
+        self
+    }
+
+    /// Whether each shard is hashed and written on two background threads (`true`, the
+    /// default: the adding thread only copies) or on the thread that adds samples (`false`:
+    /// less work in all and no hand-off between cores, which pays where every core already
+    /// runs a writer, as in a pool of worker processes). The bytes are the same.
+    pub fn io_threads(mut self, threads: bool) -> Self {
+        self.io_threads = threads;
         self
     }
 

@@ -104,7 +104,8 @@ impl CacheWriter {
             }
         })?;
         Ok(Self {
-            shards: ShardSetWriter::new(&shards_dir, options.compression, max_shard_bytes),
+            shards: ShardSetWriter::new(&shards_dir, options.compression, max_shard_bytes)
+                .io_threads(options.io_threads),
             codec: EnvelopeCodec::new(&options.schema),
             encoder: crate::SampleEncoder::new(&options.schema, options.compression),
             path,

@@ -2,6 +2,7 @@
 
 import itertools
 import json
+import random
 import struct
 
 import pyarrow as pa
@@ -229,3 +230,27 @@ def test_uncompressed_payloads_are_zero_copy_views_that_outlive_the_cache(tmp_pa
     assert bytes(view) == payload(7)  # the view keeps the shard mapping alive
     packed = datasetrt.Cache(write_cache(tmp_path / "lz4", 20, compression="lz4"))
     assert isinstance(packed[7].payload, bytes) and packed[7].payload == payload(7)
+
+
+@pytest.mark.parametrize("compression", ["none", "lz4"])
+def test_io_on_the_adding_thread_writes_the_same_bytes(tmp_path, files_below, compression):
+    """``io_threads=False`` (hash and write in the thread that adds) is a choice of where the
+    work runs, never of what is written: small and large payloads, several shards."""
+    sizes = [0, 7, 20_000, 300_000, 3, 1 << 20, 5_000] * 4
+    outs = []
+    for io_threads in (True, False):
+        out = tmp_path / f"threads-{io_threads}"
+        with datasetrt.CacheWriter(
+            out,
+            source="io",
+            schema={"n": "int64"},
+            compression=compression,
+            max_shard_bytes=700_000,
+            io_threads=io_threads,
+        ) as writer:
+            for n, size in enumerate(sizes):
+                # Incompressible, so LZ4 shards rotate as plain ones do.
+                writer.add(random.Random(n).randbytes(size), n=n)
+        outs.append(out)
+    assert len(list((outs[0] / "shards").iterdir())) > 3
+    assert files_below(outs[0]) == files_below(outs[1])

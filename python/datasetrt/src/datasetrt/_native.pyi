@@ -280,6 +280,7 @@ class CacheWriter:
         compression: str = "none",
         max_shard_bytes: int = ...,
         version: int = 3,
+        io_threads: bool = True,
     ) -> Self: ...
     def add(
         self, payload: Any, metadata: Mapping[str, Any] | None = None, **fields: Any
