@@ -11,6 +11,7 @@ import textwrap
 import time
 import traceback
 from concurrent.futures.process import BrokenProcessPool
+from typing import Any
 
 import pytest
 
@@ -168,6 +169,25 @@ def test_samples_stay_in_the_worker_that_made_them(tmp_path, monkeypatch):
     assert [bytes(p) for p, _ in read_back(out)] == [next(big_samples(i))[0] for i in range(400)]
 
 
+def test_spawned_workers_write_the_same_bytes(tmp_path, files_below, capfd):
+    """The start method of macOS and Windows: the function, the writer's options and the
+    progress counts reach each worker by pickling."""
+    for name, context in (("fork", None), ("spawn", multiprocessing.get_context("spawn"))):
+        datasetrt.convert(
+            samples_of,
+            range(600),
+            tmp_path / name,
+            source="s",
+            schema=SCHEMA,
+            num_workers=2,
+            chunk_size=50,
+            mp_context=context,
+            progress=True,
+        )
+        assert "600/600" in capfd.readouterr().err
+    assert files_below(tmp_path / "spawn") == files_below(tmp_path / "fork")
+
+
 def test_a_generator_of_inputs_and_lz4(tmp_path, files_below):
     seen = []
 
@@ -252,6 +272,21 @@ def test_bad_arguments_are_refused_before_anything_is_written(tmp_path):
         datasetrt.convert(
             samples_of, range(3), tmp_path / "b", source="s", schema=SCHEMA, chunk_size=0
         )
+    # The writer's own checks, before any worker starts (the function would fail).
+    cases: list[tuple[dict[str, Any], type[Exception], str]] = [
+        ({"compression": "zstd"}, ValueError, "compression"),
+        ({"max_shard_bytes": 0}, datasetrt.WriteError, "max_shard_bytes"),
+        ({"schema": {"label": "int32"}}, ValueError, "int32"),
+    ]
+    for options, error, match in cases:
+        with pytest.raises(error, match=match):
+            datasetrt.convert(
+                fails_at_300,
+                range(1_000),
+                tmp_path / "c",
+                **{"source": "s", "schema": SCHEMA, **options},
+            )
+        assert not (tmp_path / "c").exists()
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "keep.txt").write_text("mine")
     with pytest.raises(datasetrt.WriteError):

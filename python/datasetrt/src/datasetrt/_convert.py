@@ -123,8 +123,10 @@ def _write_part(chunk: list[Any], part: str) -> tuple[str, int]:
                 raise _InputFailed(offset, error) from error
             if job.counts is not None:
                 with job.counts.get_lock():
-                    job.counts[0] += 1
+                    # Samples first: the display reads without the lock, and inputs done
+                    # never run ahead of their samples.
                     job.counts[1] += added
+                    job.counts[0] += 1
         summary = writer.finish()
     except BaseException:
         writer.abort(remove=True)
