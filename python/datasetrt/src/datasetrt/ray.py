@@ -30,7 +30,6 @@ import shutil
 import tempfile
 import urllib.parse
 import urllib.request
-import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -39,11 +38,9 @@ import ray.data
 from ray.data.block import Block, BlockAccessor, BlockMetadata
 from ray.data.datasource import Datasink, Datasource, ReadTask, WriteResult
 
-from . import DEFAULT_MAX_SHARD_BYTES, Cache, CacheWriter, _native
+from . import DEFAULT_MAX_SHARD_BYTES, Cache, CacheWriter, _native, _parts
 
 __all__ = ["CacheDatasink", "CacheDatasource", "read_cache", "write_cache"]
-
-_STAGING_PREFIX = ".dsrt-parts-"
 
 
 def _store_url(location: str | os.PathLike[str]) -> str | None:
@@ -132,7 +129,7 @@ class CacheDatasink(Datasink):
         self.compression = compression
         self.max_shard_bytes = max_shard_bytes
         self.schema: dict[str, str] | None = None
-        staging = _STAGING_PREFIX + uuid.uuid4().hex
+        staging = _parts.staging_name()
         if self.url is not None:
             self.staging = f"{self.url}/{staging}"
         else:
@@ -165,14 +162,16 @@ class CacheDatasink(Datasink):
 
     def write(self, blocks: Iterable[Block], ctx: Any) -> dict[str, Any]:
         if self.url is None:
-            return self._write_part(blocks, ctx, os.path.join(self.staging, f"{ctx.task_idx:06}"))
+            return self._write_part(
+                blocks, ctx, os.path.join(self.staging, _parts.part_name(ctx.task_idx))
+            )
         # The part is packed on this node, then uploaded; a retried task uploads its part
         # again over what an earlier attempt left.
         local = tempfile.mkdtemp(prefix=".dsrt-part-")
         try:
             written = self._write_part(blocks, ctx, os.path.join(local, "cache"))
             if written["path"] is not None:
-                part = f"{self.staging}/{ctx.task_idx:06}"
+                part = f"{self.staging}/{_parts.part_name(ctx.task_idx)}"
                 _native.publish(written["path"], part, overwrite_partial=True)
                 written["path"] = part
             return written
