@@ -55,6 +55,10 @@ class _Job:
     schema: Any
     compression: str
     max_shard_bytes: int
+    # Whether each part's shards are hashed and written on background threads: not when the
+    # workers alone keep every CPU busy, where those threads would only move each byte to a
+    # cold cache (the bytes are the same either way).
+    io_threads: bool = True
     # Shared (inputs, samples) done, for the progress display; None when it is off.
     counts: Any = None
 
@@ -110,6 +114,7 @@ def _write_part(chunk: list[Any], part: str) -> tuple[str, int]:
         schema=job.schema,
         compression=job.compression,
         max_shard_bytes=job.max_shard_bytes,
+        io_threads=job.io_threads,
     )
     try:
         for offset, item in enumerate(chunk):
@@ -145,6 +150,12 @@ class _InputFailed(Exception):
         # Set in the parent, which has the chunk.
         self.index = 0
         self.item: Any = None
+
+
+def _cpus() -> int:
+    """The CPUs this process may use."""
+    cpus = getattr(os, "process_cpu_count", None)  # Python 3.13+
+    return (cpus() if cpus else len(os.sched_getaffinity(0))) or 1
 
 
 def _chunks(inputs: Iterable[Any], size: int) -> Iterator[list[Any]]:
@@ -215,8 +226,7 @@ def convert(
     as its cause.
     """
     if num_workers is None:
-        cpus = getattr(os, "process_cpu_count", None)
-        num_workers = (cpus() if cpus else len(os.sched_getaffinity(0))) or 1
+        num_workers = _cpus()
     if num_workers < 0:
         raise ValueError(f"num_workers must be 0 or more, not {num_workers}")
     if chunk_size is None:
@@ -246,6 +256,7 @@ def convert(
         schema,
         compression,
         max_shard_bytes,
+        io_threads=num_workers < _cpus(),
         counts=context.Array("q", 2) if progress else None,
     )
     try:
