@@ -13,19 +13,23 @@ durably where the tool does (``dsrt pack`` fsyncs; the others do not, which favo
   with ``fn`` returning the file's bytes and its label, as LitData's README converts ImageNet.
 - ``mds``: one ``streaming.MDSWriter(columns={"image": "bytes", "label": "int"})`` writing
   every file (Streaming's documented conversion, one process).
+- ``mds_sha256``: the same with ``hashes=["sha256"]``, so it hashes every shard byte as a
+  cache's manifest must (the same work but the fsync; no target, the like-for-like figure).
 
-Each round runs every arm once, in an order that rotates from round to round; the report is
+Each round runs every arm once, in an order that rotates from round to round, each after a
+``sync`` and a second's pause (so no arm pays for the writeback another left); the report is
 each arm's median samples/s and the median of the per-round ratios of ``dsrt`` and ``convert``
 over ``litdata`` and ``mds``. Targets: >= 2 over LitData and >= 4 over ``MDSWriter``, each.
 
 Needs ``litdata`` and ``mosaicml-streaming`` (not test requirements):
 ``python bench_pack.py [--rounds 3] [--dsrt target/release/dsrt] [--work DIR]
-[--arms dsrt,convert,litdata,mds]`` (a ratio is reported when both of its arms ran).
+[--arms dsrt,convert,litdata,mds,mds_sha256]`` (a ratio is reported when both of its arms ran).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import shutil
 import statistics
@@ -100,12 +104,19 @@ def run_litdata(items: list[tuple[str, int]], out: Path) -> None:
     )
 
 
-def run_mds(items: list[tuple[str, int]], out: Path) -> None:
+def run_mds(items: list[tuple[str, int]], out: Path, hashes: list[str] | None = None) -> None:
     from streaming import MDSWriter
 
-    with MDSWriter(out=str(out), columns={"image": "bytes", "label": "int"}) as writer:
+    columns = {"image": "bytes", "label": "int"}
+    with MDSWriter(out=str(out), columns=columns, hashes=hashes) as writer:
         for item in items:
             writer.write(read_sample(item))
+
+
+def settle() -> None:
+    """Lets the disk write back what the arm before left dirty, so no arm pays for another's."""
+    os.sync()
+    time.sleep(1)
 
 
 def main() -> None:
@@ -115,8 +126,8 @@ def main() -> None:
     parser.add_argument("--work", default=None)
     parser.add_argument(
         "--arms",
-        default="dsrt,convert,litdata,mds",
-        help="comma-separated arms to run (default: all four)",
+        default="dsrt,convert,litdata,mds,mds_sha256",
+        help="comma-separated arms to run (default: all five)",
     )
     args = parser.parse_args()
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-pack-"))
@@ -132,6 +143,7 @@ def main() -> None:
         "convert": lambda out: run_convert(items, out),
         "litdata": lambda out: run_litdata(items, out),
         "mds": lambda out: run_mds(items, out),
+        "mds_sha256": lambda out: run_mds(items, out, hashes=["sha256"]),
     }
     chosen = [a.strip() for a in args.arms.split(",") if a.strip()]
     unknown = [a for a in chosen if a not in arms]
@@ -145,7 +157,8 @@ def main() -> None:
         shutil.rmtree(out)
     times: dict[str, list[float]] = {name: [] for name in arms}
     # (faster arm, baseline): the issue's targets are dsrt and convert over litdata and mds.
-    pairs = [(a, b) for a in ("dsrt", "convert") for b in ("litdata", "mds") if {a, b} <= set(arms)]
+    baselines = ("litdata", "mds", "mds_sha256")
+    pairs = [(a, b) for a in ("dsrt", "convert") for b in baselines if {a, b} <= set(arms)]
     ratios: dict[tuple[str, str], list[float]] = {pair: [] for pair in pairs}
     names = list(arms)
     for r in range(args.rounds):
@@ -153,6 +166,7 @@ def main() -> None:
         for k in range(len(names)):
             name = names[(r + k) % len(names)]
             out = work / f"out-{name}"
+            settle()
             start = time.perf_counter()
             arms[name](out)
             took[name] = time.perf_counter() - start
