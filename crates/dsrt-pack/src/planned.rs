@@ -11,7 +11,7 @@
 
 use crate::pipeline::{message, stopping};
 use crate::{PackError, PackOptions, PackStats};
-use dsrt_schema::{Value, ValueRef};
+use dsrt_schema::ValueRef;
 use dsrt_writer::{CacheWriter, FinishedShard, PlannedShardWriter};
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -19,11 +19,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TrySendError};
 use std::sync::{Mutex, PoisonError};
 
-/// Values of one row as the writer takes them; inline up to 16 columns.
-type RowRefs<'v> = smallvec::SmallVec<[ValueRef<'v>; 16]>;
-
-/// Receives each planned sample: its payload length and its metadata values (schema order).
-pub type PlannedSampleFn<'a> = dyn FnMut(usize, &[Value]) -> Result<(), PackError> + 'a;
+/// Receives each planned sample: its payload length and its metadata values (schema order),
+/// borrowed, so planning allocates nothing per sample.
+pub type PlannedSampleFn<'a> = dyn FnMut(usize, &[ValueRef<'_>]) -> Result<(), PackError> + 'a;
 
 /// What a [`Convert`] whose every sample's payload length and metadata are known before any
 /// payload is read (the files of a tree, by their sizes) also offers, through
@@ -201,8 +199,7 @@ fn write_shard<U: Sync>(
                     return Err(PackError::Cancelled);
                 }
                 convert.read_payload(current, index, payload_len, payload)?;
-                let refs: RowRefs<'_> = values.iter().map(Value::as_ref).collect();
-                writer.append(payload, &refs)?;
+                writer.append(payload, values)?;
                 shared.written.fetch_add(1, Ordering::Relaxed);
                 left -= 1;
             }
@@ -240,8 +237,7 @@ impl Run<'_, '_> {
             let mut index = 0usize;
             let mut starts = Vec::new();
             convert.plan_unit(unit, &mut |payload_len, values| {
-                let refs: RowRefs<'_> = values.iter().map(Value::as_ref).collect();
-                let placed = self.writer.plan_sample(payload_len, &refs)?;
+                let placed = self.writer.plan_sample(payload_len, values)?;
                 stats.samples += 1;
                 stats.payload_bytes += payload_len as u64;
                 if placed.starts_shard {

@@ -2,7 +2,7 @@
 //! ([`ImageFolder`]: `root/<class>/<file>`, torchvision's).
 
 use crate::{Convert, Emit, PackError, PlanAhead, PlannedSampleFn};
-use dsrt_schema::{Column, ColumnType, Schema, Value};
+use dsrt_schema::{Column, ColumnType, Schema, Value, ValueRef};
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -43,13 +43,14 @@ pub fn list_files(root: &Path) -> Result<Vec<PathBuf>, PackError> {
 
 /// The relative path of a file as the utf8 value the cache stores.
 fn utf8_path(root: &Path, relative: &Path) -> Result<String, PackError> {
-    relative
-        .to_str()
-        .map(str::to_owned)
-        .ok_or_else(|| PackError::Input {
-            input: root.join(relative).display().to_string(),
-            reason: "the file name is not valid UTF-8; the path column is utf8".into(),
-        })
+    utf8_path_ref(root, relative).map(str::to_owned)
+}
+
+fn utf8_path_ref<'p>(root: &Path, relative: &'p Path) -> Result<&'p str, PackError> {
+    relative.to_str().ok_or_else(|| PackError::Input {
+        input: root.join(relative).display().to_string(),
+        reason: "the file name is not valid UTF-8; the path column is utf8".into(),
+    })
 }
 
 fn read_file(path: &Path) -> Result<Vec<u8>, PackError> {
@@ -270,16 +271,18 @@ impl PlanAhead<Vec<(PathBuf, u64)>> for FileTree {
         unit: &Vec<(PathBuf, u64)>,
         sample: &mut PlannedSampleFn<'_>,
     ) -> Result<(), PackError> {
-        let mut values = [Value::Null, Value::Null];
         for (relative, len) in unit {
             let full = || self.root.join(relative);
             let payload_len = usize::try_from(*len).map_err(|_| PackError::Input {
                 input: full().display().to_string(),
                 reason: "larger than this machine can address".into(),
             })?;
-            values[0] = Value::Utf8(utf8_path(&self.root, relative)?);
-            values[1] = size_value(&full(), payload_len)?;
-            sample(payload_len, &values)?;
+            let size = i64::try_from(*len).map_err(|_| PackError::Input {
+                input: full().display().to_string(),
+                reason: "larger than an int64 can count".into(),
+            })?;
+            let path = utf8_path_ref(&self.root, relative)?;
+            sample(payload_len, &[ValueRef::Utf8(path), ValueRef::Int64(size)])?;
         }
         Ok(())
     }
@@ -297,12 +300,11 @@ impl PlanAhead<Vec<(PathBuf, u64)>> for FileTree {
 }
 
 impl ImageFolder {
-    fn class_of(&self, label: i64) -> String {
+    fn class_of(&self, label: i64) -> &str {
         usize::try_from(label)
             .ok()
             .and_then(|l| self.classes.get(l))
-            .cloned()
-            .unwrap_or_default()
+            .map_or("", String::as_str)
     }
 }
 
@@ -317,7 +319,7 @@ impl Convert for ImageFolder {
         for ((label, relative), _) in unit {
             let full = self.root.join(relative);
             let path = utf8_path(&self.root, relative)?;
-            let class = self.class_of(*label);
+            let class = self.class_of(*label).to_owned();
             let payload = read_file(&full)?;
             emit.sample(
                 || full.display().to_string(),
@@ -339,16 +341,21 @@ impl PlanAhead<Vec<((i64, PathBuf), u64)>> for ImageFolder {
         unit: &Vec<((i64, PathBuf), u64)>,
         sample: &mut PlannedSampleFn<'_>,
     ) -> Result<(), PackError> {
-        let mut values = [Value::Null, Value::Null, Value::Null];
         for ((label, relative), len) in unit {
             let payload_len = usize::try_from(*len).map_err(|_| PackError::Input {
                 input: self.root.join(relative).display().to_string(),
                 reason: "larger than this machine can address".into(),
             })?;
-            values[0] = Value::Int64(*label);
-            values[1] = Value::Utf8(self.class_of(*label));
-            values[2] = Value::Utf8(utf8_path(&self.root, relative)?);
-            sample(payload_len, &values)?;
+            let class = self.class_of(*label);
+            let path = utf8_path_ref(&self.root, relative)?;
+            sample(
+                payload_len,
+                &[
+                    ValueRef::Int64(*label),
+                    ValueRef::Utf8(class),
+                    ValueRef::Utf8(path),
+                ],
+            )?;
         }
         Ok(())
     }
