@@ -14,6 +14,8 @@
 //! - `streamed_jobs2`: `pack_jobs2` with `plan_ahead(false)`: every byte through the one
 //!   appending thread, as inputs whose lengths are unknown ahead are packed (what planning the
 //!   shards ahead buys).
+//! - `streamed_inline_jobs2`: `streamed_jobs2` with `io_threads(false)`: the appending thread
+//!   hashes and writes too.
 //!
 //! Each round runs every arm once, in an order that rotates from round to round (after a
 //! `sync` and a second's pause, so no arm pays for the writeback of the one before), and takes
@@ -105,10 +107,10 @@ fn floor(files: &[PathBuf], out: &Path) -> Duration {
     elapsed
 }
 
-fn pack_arm(input: &Path, out: &Path, jobs: usize, plan_ahead: bool) -> Duration {
+fn pack_arm(input: &Path, out: &Path, jobs: usize, plan_ahead: bool, io_threads: bool) -> Duration {
     let started = Instant::now();
     let folder = ImageFolder::scan(input).unwrap();
-    let options = WriterOptions::new("bench", ImageFolder::schema());
+    let options = WriterOptions::new("bench", ImageFolder::schema()).io_threads(io_threads);
     let mut writer = CacheWriter::create(out, options).unwrap();
     let pack_options = PackOptions::default().jobs(jobs).plan_ahead(plan_ahead);
     let stats = pack(&folder, &mut writer, &pack_options).unwrap();
@@ -151,21 +153,28 @@ fn main() {
     );
     // Warm the page cache and each code path once, untimed.
     floor(&files, &root.path().join("warm-floor"));
-    pack_arm(&input, &root.path().join("warm-pack"), 2, true);
-    let arms = ["floor", "pack_jobs2", "pack_jobs1", "streamed_jobs2"];
+    pack_arm(&input, &root.path().join("warm-pack"), 2, true, true);
+    let arms = [
+        "floor",
+        "pack_jobs2",
+        "pack_jobs1",
+        "streamed_jobs2",
+        "streamed_inline_jobs2",
+    ];
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); arms.len()];
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); arms.len()];
     for round in 0..rounds {
-        let mut this_round = [0.0f64; 4];
+        let mut this_round = [0.0f64; 5];
         for k in 0..arms.len() {
             let arm = (round + k) % arms.len();
             let out = root.path().join(format!("out-{arm}"));
             settle(&files);
             let took = match arm {
                 0 => floor(&files, &out),
-                1 => pack_arm(&input, &out, 2, true),
-                2 => pack_arm(&input, &out, 1, true),
-                _ => pack_arm(&input, &out, 2, false),
+                1 => pack_arm(&input, &out, 2, true, true),
+                2 => pack_arm(&input, &out, 1, true, true),
+                3 => pack_arm(&input, &out, 2, false, true),
+                _ => pack_arm(&input, &out, 2, false, false),
             };
             this_round[arm] = took.as_secs_f64();
         }

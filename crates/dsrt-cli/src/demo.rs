@@ -81,6 +81,7 @@ fn pack_demo(out: &Path) -> Result<PackReport, CliError> {
         compression: CompressionAlgo::Lz4,
         max_shard_bytes: DEMO_MAX_SHARD_BYTES,
         overwrite_partial: false,
+        io_threads: true,
     };
     pack_jsonl(job, &target, None)
 }

@@ -210,6 +210,8 @@ pub(crate) struct PackTarget {
     pub(crate) max_shard_bytes: u64,
     /// For a URL `out`: replace what a failed publish left under the prefix.
     pub(crate) overwrite_partial: bool,
+    /// The writer's `io_threads` (see `datasetrt::pack::writer_io_threads`).
+    pub(crate) io_threads: bool,
 }
 
 impl PackTarget {
@@ -217,6 +219,7 @@ impl PackTarget {
         WriterOptions::new(self.source.clone(), schema)
             .compression(self.compression)
             .max_shard_bytes(self.max_shard_bytes)
+            .io_threads(self.io_threads)
     }
 }
 
@@ -228,6 +231,7 @@ pub(crate) fn run(args: &PackArgs) -> Result<(), CliError> {
         compression: args.compression.into(),
         max_shard_bytes: args.max_shard_bytes,
         overwrite_partial: args.overwrite_partial,
+        io_threads: datasetrt::pack::writer_io_threads(args.jobs.map(usize::from)),
     };
     let jobs = args.jobs.map(usize::from);
     if let Some(paths) = &args.from_parquet {

@@ -29,7 +29,7 @@ mod webdataset;
 
 pub use durable_fs::CancelToken;
 pub use error::PackError;
-pub use pipeline::{pack, Convert, Emit, PackOptions, PackStats};
+pub use pipeline::{pack, writer_io_threads, Convert, Emit, PackOptions, PackStats};
 pub use planned::{PlanAhead, PlannedSampleFn};
 pub use table::{TableOptions, TableUnit, Tables};
 pub use tree::{list_files, FileTree, ImageFolder};

@@ -21,6 +21,7 @@ fn pack_into<C: Convert>(
     jobs: Option<usize>,
 ) -> Result<CacheSummary, PackError> {
     let created = !out.exists();
+    let options = options.io_threads(datasetrt::pack::writer_io_threads(jobs));
     let run = || -> Result<CacheSummary, PackError> {
         let mut writer = CacheWriter::create(out, options)?;
         let mut pack_options = PackOptions::default();
