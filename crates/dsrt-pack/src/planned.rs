@@ -23,9 +23,9 @@ use std::sync::{Mutex, PoisonError};
 /// borrowed, so planning allocates nothing per sample.
 pub type PlannedSampleFn<'a> = dyn FnMut(usize, &[ValueRef<'_>]) -> Result<(), PackError> + 'a;
 
-/// What a [`Convert`] whose every sample's payload length and metadata are known before any
+/// What a [`Convert`](crate::Convert) whose every sample's payload length and metadata are known before any
 /// payload is read (the files of a tree, by their sizes) also offers, through
-/// [`Convert::plan_ahead`], so [`crate::pack`] can place the shards ahead and write them side
+/// [`Convert::plan_ahead`](crate::Convert::plan_ahead), so [`crate::pack`] can place the shards ahead and write them side
 /// by side. `U` is the conversion's unit.
 pub trait PlanAhead<U>: Sync {
     /// The samples of `unit`, in order, through `sample(payload_len, values)` (values in
