@@ -135,23 +135,12 @@ impl CacheWriter {
         let offset = plan.shard_lens[shard];
         plan.shard_lens[shard] += record_len;
         let sample = self.samples;
-        self.poisoned = true;
-        self.index
-            .push(IndexRow {
-                shard_id: shard as u64,
-                offset,
-                length: record_len,
-            })
-            .map_err(io_error(&self.path, "write index.bin"))?;
-        self.metadata
-            .push(values)
-            .map_err(|source| WriteError::Metadata {
-                path: self.path.clone(),
-                source,
-            })?;
-        self.poisoned = false;
-        self.samples += 1;
-        self.payload_bytes += payload_len as u64;
+        let location = IndexRow {
+            shard_id: shard as u64,
+            offset,
+            length: record_len,
+        };
+        self.record_row(location, payload_len, values)?;
         Ok(PlannedSample {
             sample,
             shard: shard as u64,

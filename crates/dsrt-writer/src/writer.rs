@@ -217,6 +217,20 @@ impl CacheWriter {
         // Any failure below may leave a partial record behind: the writer is done for.
         self.poisoned = true;
         let location = write(&mut self.shards).map_err(io_error(&self.path, "write shard"))?;
+        self.poisoned = false;
+        self.record_row(location, payload_len, values)?;
+        Ok(sample)
+    }
+
+    /// Writes a sample's index row and metadata row and counts it; a failure leaves the writer
+    /// poisoned (the files may hold half a row).
+    pub(crate) fn record_row(
+        &mut self,
+        location: dsrt_index::IndexRow,
+        payload_len: usize,
+        values: &[ValueRef<'_>],
+    ) -> Result<(), WriteError> {
+        self.poisoned = true;
         self.index
             .push(location)
             .map_err(io_error(&self.path, "write index.bin"))?;
@@ -229,7 +243,7 @@ impl CacheWriter {
         self.poisoned = false;
         self.samples += 1;
         self.payload_bytes += payload_len as u64;
-        Ok(sample)
+        Ok(())
     }
 
     /// Makes every file durable, then publishes manifest.json (temp file, fsync, rename,
