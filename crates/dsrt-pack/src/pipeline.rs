@@ -267,16 +267,23 @@ pub fn pack<C: Convert>(
         let appended = append_in_order(units.len(), &handed, writer, options, &gate);
         gate.set(|s| s.stopped = true);
         drop(handed);
-        let mut result = appended;
-        for worker in workers {
-            if let Err(panic) = worker.join() {
-                if result.is_ok() {
-                    result = Err(PackError::WorkerPanicked(message(&*panic)));
-                }
+        join_workers(workers, appended)
+    })
+}
+
+/// Waits for every worker; a panic becomes `result`'s error unless it already holds one.
+pub(crate) fn join_workers<T>(
+    workers: Vec<std::thread::ScopedJoinHandle<'_, ()>>,
+    mut result: Result<T, PackError>,
+) -> Result<T, PackError> {
+    for worker in workers {
+        if let Err(panic) = worker.join() {
+            if result.is_ok() {
+                result = Err(PackError::WorkerPanicked(message(&*panic)));
             }
         }
-        result
-    })
+    }
+    result
 }
 
 pub(crate) fn message(panic: &(dyn std::any::Any + Send)) -> String {

@@ -9,7 +9,7 @@
 //! worker that reads its files, hashes and writes them while they are still in its cache, as
 //! a plain copy would. The cache is byte for byte the one the streaming pipeline writes.
 
-use crate::pipeline::{message, stopping};
+use crate::pipeline::{join_workers, message, stopping};
 use crate::{PackError, PackOptions, PackStats};
 use dsrt_schema::ValueRef;
 use dsrt_writer::{CacheWriter, FinishedShard, PlannedShardWriter};
@@ -33,42 +33,14 @@ pub trait PlanAhead<U>: Sync {
     fn plan_unit(&self, unit: &U, sample: &mut PlannedSampleFn<'_>) -> Result<(), PackError>;
 
     /// Reads the payload of sample `index` of `unit` into `payload` (cleared first). A payload
-    /// whose length is no longer the planned `payload_len` is an error naming the input.
-    fn read_payload(
-        &self,
-        unit: &U,
-        index: usize,
-        payload_len: usize,
-        payload: &mut Vec<u8>,
-    ) -> Result<(), PackError>;
+    /// whose length is no longer the one [`Self::plan_unit`] gave is an error naming the input.
+    fn read_payload(&self, unit: &U, index: usize, payload: &mut Vec<u8>) -> Result<(), PackError>;
 }
 
 /// The units with their planning, as the workers and the calling thread use them.
 struct Planned<'a, U> {
     units: &'a [U],
     plan: &'a dyn PlanAhead<U>,
-}
-
-impl<U> Planned<'_, U> {
-    fn units(&self) -> &[U] {
-        self.units
-    }
-}
-
-impl<U: Sync> PlanAhead<U> for Planned<'_, U> {
-    fn plan_unit(&self, unit: &U, sample: &mut PlannedSampleFn<'_>) -> Result<(), PackError> {
-        self.plan.plan_unit(unit, sample)
-    }
-
-    fn read_payload(
-        &self,
-        unit: &U,
-        index: usize,
-        payload_len: usize,
-        payload: &mut Vec<u8>,
-    ) -> Result<(), PackError> {
-        self.plan.read_payload(unit, index, payload_len, payload)
-    }
 }
 
 /// One planned shard for a worker: its writer, and where its samples start.
@@ -126,15 +98,7 @@ pub(crate) fn pack_planned<U: Sync>(
         }
         run.job_tx = None;
         drop(run);
-        let mut result = planned;
-        for worker in workers {
-            if let Err(panic) = worker.join() {
-                if result.is_ok() {
-                    result = Err(PackError::WorkerPanicked(message(&*panic)));
-                }
-            }
-        }
-        result
+        join_workers(workers, planned)
     })
 }
 
@@ -183,7 +147,7 @@ fn write_shard<U: Sync>(
         mut offset,
         samples,
     } = job;
-    let units = convert.units();
+    let units = convert.units;
     let mut left = samples;
     while left > 0 {
         let Some(current) = units.get(unit) else {
@@ -193,12 +157,12 @@ fn write_shard<U: Sync>(
             )));
         };
         let mut index = 0usize;
-        convert.plan_unit(current, &mut |payload_len, values| {
+        convert.plan.plan_unit(current, &mut |_, values| {
             if index >= offset && left > 0 {
                 if shared.cancel.is_cancelled() || shared.stop.load(Ordering::Relaxed) {
                     return Err(PackError::Cancelled);
                 }
-                convert.read_payload(current, index, payload_len, payload)?;
+                convert.plan.read_payload(current, index, payload)?;
                 writer.append(payload, values)?;
                 shared.written.fetch_add(1, Ordering::Relaxed);
                 left -= 1;
@@ -233,10 +197,10 @@ impl Run<'_, '_> {
         // The shard being planned: where its first sample is, and how many it holds.
         let mut open: Option<(usize, usize, u64)> = None;
         let mut shards = 0u64;
-        for (unit_index, unit) in convert.units().iter().enumerate() {
+        for (unit_index, unit) in convert.units.iter().enumerate() {
             let mut index = 0usize;
             let mut starts = Vec::new();
-            convert.plan_unit(unit, &mut |payload_len, values| {
+            convert.plan.plan_unit(unit, &mut |payload_len, values| {
                 let placed = self.writer.plan_sample(payload_len, values)?;
                 stats.samples += 1;
                 stats.payload_bytes += payload_len as u64;

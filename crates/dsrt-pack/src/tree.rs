@@ -291,7 +291,6 @@ impl PlanAhead<Vec<(PathBuf, u64)>> for FileTree {
         &self,
         unit: &Vec<(PathBuf, u64)>,
         index: usize,
-        _payload_len: usize,
         payload: &mut Vec<u8>,
     ) -> Result<(), PackError> {
         let (relative, len) = &unit[index];
@@ -364,7 +363,6 @@ impl PlanAhead<Vec<((i64, PathBuf), u64)>> for ImageFolder {
         &self,
         unit: &Vec<((i64, PathBuf), u64)>,
         index: usize,
-        _payload_len: usize,
         payload: &mut Vec<u8>,
     ) -> Result<(), PackError> {
         let ((_, relative), len) = &unit[index];
