@@ -16,4 +16,4 @@ pub mod lz4;
 pub mod sha;
 pub mod zstd_frame;
 
-pub use sha::{to_hex, HashingWriter, Sha256Digest};
+pub use sha::{parse_sha256_hex, to_hex, HashingWriter, Sha256Digest};

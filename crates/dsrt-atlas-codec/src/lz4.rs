@@ -40,6 +40,13 @@ pub enum Lz4Error {
         /// Largest size the caller accepts.
         limit: u64,
     },
+    /// The buffer for the `needed` decoded bytes could not be allocated: the process's memory
+    /// ran out, not a property of the payload.
+    #[error("LZ4 payload needs {needed} bytes decoded, which could not be allocated")]
+    OutOfMemory {
+        /// Bytes the decoded payload needs.
+        needed: usize,
+    },
     /// The block itself is malformed, or decodes to another length than the prefix says (or,
     /// compressing, the encoder failed).
     #[error("LZ4 block is corrupt: {0}")]
@@ -104,6 +111,10 @@ pub fn declared_len(stored: &[u8], limit: u64) -> Result<usize, Lz4Error> {
 pub fn decompress_into(stored: &[u8], limit: u64, out: &mut Vec<u8>) -> Result<(), Lz4Error> {
     let len = declared_len(stored, limit)?;
     out.clear();
+    // An allocation that cannot be satisfied is an error, never an abort: a payload may
+    // honestly decode to 255 times its stored size.
+    out.try_reserve_exact(len)
+        .map_err(|_| Lz4Error::OutOfMemory { needed: len })?;
     out.resize(len, 0);
     let written = lz4_flex::block::decompress_into(&stored[4..], out)
         .map_err(|e| Lz4Error::Corrupt(e.to_string()))?;

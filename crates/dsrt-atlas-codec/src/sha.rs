@@ -19,6 +19,25 @@ pub fn to_hex(bytes: &[u8]) -> String {
     out
 }
 
+/// The digest spelled by `hex`: exactly 64 lowercase hex digits (the manifest's form), else
+/// `None`.
+pub fn parse_sha256_hex(hex: &str) -> Option<Sha256Digest> {
+    let bytes = hex.as_bytes();
+    if bytes.len() != 64 {
+        return None;
+    }
+    let digit = |b: u8| match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        _ => None,
+    };
+    let mut out = [0u8; 32];
+    for (byte, pair) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+        *byte = digit(pair[0])? << 4 | digit(pair[1])?;
+    }
+    Some(out)
+}
+
 /// SHA-256 of a byte slice.
 pub fn sha256(bytes: &[u8]) -> Sha256Digest {
     Sha256::digest(bytes).into()

@@ -28,7 +28,7 @@ mod tree;
 
 pub use interrupt::{run_with_flocks_interrupted, InterruptedRun};
 pub use kinds::assert_one_kind_per_variant;
-pub use tree::files_below;
+pub use tree::{files_below, is_shard_cache_bookkeeping};
 
 use std::process::ExitCode;
 

@@ -28,3 +28,11 @@ pub fn files_below(dir: &Path) -> Vec<(String, Vec<u8>)> {
     out.sort();
     out
 }
+
+/// Whether `name` is a shard cache's bookkeeping (its marker `.shard-cache-root` and its seals
+/// `.shard-cache-seal.*`) rather than a cached file: what tests listing a shard cache
+/// directory leave out.
+pub fn is_shard_cache_bookkeeping(name: &std::ffi::OsStr) -> bool {
+    let name = name.to_string_lossy();
+    name == ".shard-cache-root" || name.starts_with(".shard-cache-seal.")
+}

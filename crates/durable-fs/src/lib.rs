@@ -8,7 +8,10 @@
 //! directory. Every step goes through the [`FileSystem`] trait so tests can fail each one.
 //! And locking files and directories ([`DirLock`], [`lock_file`]) the one way both stacks
 //! need: `EINTR` retried, released before close so a forked child cannot hold it on. And the
-//! process's one wait-interrupt hook ([`set_wait_interrupt`]) that every long wait asks.
+//! process's one wait-interrupt hook ([`set_wait_interrupt`]) that every long wait asks. And
+//! [`Dir`], a directory handled through its descriptor, inside which nothing follows a symbolic
+//! link, nothing blocks on a FIFO and everything is created with an exact mode: for
+//! directories a user may also write into.
 //!
 //! What it is not for: streaming large files (writers stream their own and call
 //! [`FileSystem::sync_dir`] here), or deciding what a lock protects: that is each protocol's.
@@ -17,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 mod cancel;
+mod dir;
 mod interrupt;
 mod lock;
 mod publish;
@@ -24,6 +28,7 @@ mod std_fs;
 mod temp_name;
 
 pub use cancel::CancelToken;
+pub use dir::{open_regular, Dir, EntryKind, EntryStat, FileAccess};
 pub use interrupt::{set_wait_interrupt, wait_interrupted, INTERRUPT_POLL};
 pub use lock::{lock_file, try_lock_file, unlock_file, DirLock, LockMode};
 pub use publish::{publish, publish_cancellable, PublishError, PublishStep, Published};

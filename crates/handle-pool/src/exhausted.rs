@@ -11,6 +11,9 @@ pub enum Exhausted {
     Descriptors,
     /// No mapping could be made (`ENOMEM` from `mmap`): `vm.max_map_count` or address space.
     Mappings,
+    /// An allocation failed (an error of kind `OutOfMemory`: a buffer for a payload larger
+    /// than the process may allocate under its memory limit).
+    Memory,
 }
 
 impl Exhausted {
@@ -19,6 +22,9 @@ impl Exhausted {
         const ENFILE: i32 = 23;
         const EMFILE: i32 = 24;
         const ENOMEM: i32 = 12;
+        if error.raw_os_error().is_none() && error.kind() == io::ErrorKind::OutOfMemory {
+            return Some(Self::Memory);
+        }
         match error.raw_os_error()? {
             EMFILE | ENFILE => Some(Self::Descriptors),
             ENOMEM => Some(Self::Mappings),
@@ -32,6 +38,11 @@ impl Exhausted {
         let limit = match self {
             Self::Descriptors => "open file descriptors (raise `ulimit -n`)",
             Self::Mappings => "memory mappings (raise `vm.max_map_count`)",
+            Self::Memory => {
+                return "the process could not allocate the memory (raise its memory limit, \
+                        or read with fewer workers or less read-ahead)"
+                    .into()
+            }
         };
         format!(
             "the process ran out of {limit}; DatasetRT keeps at most {bound} idle shard files \
@@ -46,6 +57,7 @@ impl std::fmt::Display for Exhausted {
         f.write_str(match self {
             Self::Descriptors => "out of file descriptors",
             Self::Mappings => "out of memory mappings",
+            Self::Memory => "out of memory",
         })
     }
 }
