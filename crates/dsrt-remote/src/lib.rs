@@ -47,7 +47,7 @@ mod source;
 mod upload; // one file -> one object: single or multipart, retried, size-checked
 mod writer; // RemoteCacheWriter: stage locally, publish on finish
 
-pub use dsrt_shard_cache::set_wait_interrupt;
+pub use dsrt_shard_cache::{set_wait_interrupt, Access};
 pub use error::RemoteError;
 pub use join::{
     merge_remote_parts, remove_prefix, remove_unpublished_remote, RemoteJoinSummary, RemotePart,

@@ -3,14 +3,16 @@
 use crate::error::RemoteError;
 use crate::fetch::{get_bytes, open_stream, Retry};
 use crate::options::RemoteOptions;
-use crate::source::{parse_sha, RemoteShards, ShardsSpec};
+use crate::source::{RemoteShards, ShardsSpec};
 use crate::{RemotePrefix, StoreLocation};
 use dsrt_dataset::Dataset;
 use dsrt_index::INDEX_FILE_NAME;
-use dsrt_manifest::{Manifest, MANIFEST_FILE_NAME};
+use dsrt_manifest::{Manifest, ShardEntry, MANIFEST_FILE_NAME};
 use dsrt_metadata::METADATA_FILE_NAME;
 use dsrt_reader::{Cache, OpenOptions};
-use dsrt_shard_cache::{CacheLimits, CachedFile, FetchError, FetchSink, ShardCache};
+use dsrt_shard_cache::{
+    CacheLimits, CachedFile, FetchError, FetchSink, ShardCache, SEAL_ALLOWANCE,
+};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -87,20 +89,22 @@ pub fn open_remote(remote: &RemotePrefix, options: &RemoteOptions) -> Result<Cac
         "opening a remote cache"
     );
     let largest = description.shards.iter().max_by_key(|s| s.byte_len);
-    if let Some(largest) = largest.filter(|s| s.byte_len > options.cache_limit) {
+    let needs = |shard: &ShardEntry| shard.byte_len.saturating_add(SEAL_ALLOWANCE);
+    if let Some(largest) = largest.filter(|s| needs(s) > options.cache_limit) {
         return Err(RemoteError::CacheLimit {
             url: remote.url().to_owned(),
             shard: largest.name.clone(),
-            needed: largest.byte_len,
+            needed: needs(largest),
             limit: options.cache_limit,
         });
     }
     let manifest_sha = dsrt_atlas_codec::sha::sha256(&manifest_bytes);
     let key = local_key(&manifest, &manifest_sha);
     let local = Arc::new(
-        ShardCache::open(
+        ShardCache::open_with_access(
             &options.cache_dir,
             CacheLimits::new(options.cache_limit).with_wait_for_room(options.wait_for_room),
+            options.cache_access,
         )
         .map_err(|source| RemoteError::LocalCache {
             url: remote.url().to_owned(),
@@ -116,10 +120,23 @@ pub fn open_remote(remote: &RemotePrefix, options: &RemoteOptions) -> Result<Cac
     // The three small files are independent: placed side by side, the open costs the
     // slowest of their requests and fsyncs, not their sum.
     let held = std::thread::scope(|scope| {
-        let index = scope.spawn(|| fetcher.place_hex(INDEX_FILE_NAME, &description.index_sha256));
-        let metadata =
-            scope.spawn(|| fetcher.place_hex(METADATA_FILE_NAME, &description.metadata_sha256));
-        let manifest = fetcher.place(MANIFEST_FILE_NAME, &manifest_sha, Some(&manifest_bytes));
+        // index.bin's size follows from the manifest: anything else is refused before a byte
+        // of it is downloaded.
+        let index_len = description
+            .sample_count
+            .checked_mul(dsrt_index::ROW_BYTES as u64);
+        let fetcher = &fetcher;
+        let index = scope.spawn(move || {
+            fetcher.place_hex(INDEX_FILE_NAME, &description.index_sha256, index_len)
+        });
+        let metadata = scope
+            .spawn(|| fetcher.place_hex(METADATA_FILE_NAME, &description.metadata_sha256, None));
+        let manifest = fetcher.place(
+            MANIFEST_FILE_NAME,
+            &manifest_sha,
+            Some(&manifest_bytes),
+            None,
+        );
         let joined = |handle: std::thread::ScopedJoinHandle<'_, _>| {
             handle
                 .join()
@@ -138,6 +155,7 @@ pub fn open_remote(remote: &RemotePrefix, options: &RemoteOptions) -> Result<Cac
         retry,
         manifest_sha,
         read_while_downloading: options.read_while_downloading && !options.validate_cache,
+        recheck: options.validate_cache,
     };
     let shards = RemoteShards::new(spec, options.prefetch_shards);
     let dir = options.cache_dir.join(&key);
@@ -184,22 +202,29 @@ struct SmallFiles<'a> {
 }
 
 impl SmallFiles<'_> {
-    fn place_hex(&self, name: &str, sha_hex: &str) -> Result<CachedFile, RemoteError> {
-        let sha = parse_sha(sha_hex).ok_or_else(|| RemoteError::Integrity {
-            url: self.remote.object_url(MANIFEST_FILE_NAME),
-            reason: format!("the sha256 of {name} '{sha_hex}' is not 64 hex digits"),
-        })?;
-        self.place(name, &sha, None)
+    fn place_hex(
+        &self,
+        name: &str,
+        sha_hex: &str,
+        expected_len: Option<u64>,
+    ) -> Result<CachedFile, RemoteError> {
+        let sha =
+            dsrt_atlas_codec::parse_sha256_hex(sha_hex).ok_or_else(|| RemoteError::Integrity {
+                url: self.remote.object_url(MANIFEST_FILE_NAME),
+                reason: format!("the sha256 of {name} '{sha_hex}' is not 64 hex digits"),
+            })?;
+        self.place(name, &sha, None, expected_len)
     }
 
     /// The local copy of `name`, fetched (or written from `bytes`) if absent, checked against
-    /// `sha`. Its length is what the store says (index.bin and metadata.arrow have no length
-    /// in the manifest; the SHA-256 pins it).
+    /// `sha`. Its length is what the store says (the manifest lists no length for index.bin
+    /// and metadata.arrow; the SHA-256 pins it), and must be `expected_len` when given.
     fn place(
         &self,
         name: &str,
         sha: &[u8; 32],
         bytes: Option<&[u8]>,
+        expected_len: Option<u64>,
     ) -> Result<CachedFile, RemoteError> {
         let url = self.remote.object_url(name);
         let object = self.remote.object(name);
@@ -208,7 +233,7 @@ impl SmallFiles<'_> {
             url: url.clone(),
             source,
         };
-        if let Some(file) = self.local.get_any_len(&rel).map_err(local_error)? {
+        if let Some(file) = self.local.get(&rel, sha).map_err(local_error)? {
             return Ok(file);
         }
         let store = self.remote.store();
@@ -219,6 +244,15 @@ impl SmallFiles<'_> {
             Some(bytes) => (bytes.len() as u64, None),
             None => {
                 let response = self.retry.run(|| open_stream(store, &object, &url))?;
+                if let Some(expected) = expected_len.filter(|&e| e != response.size) {
+                    return Err(RemoteError::Integrity {
+                        url: url.clone(),
+                        reason: format!(
+                            "{} bytes, where the manifest's sample count implies {expected}",
+                            response.size
+                        ),
+                    });
+                }
                 (response.size, Some(response))
             }
         };

@@ -1,6 +1,7 @@
 //! How a remote cache is opened: where its local copy lives, how big that may grow, how shards
 //! are fetched.
 
+use dsrt_shard_cache::Access;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -31,8 +32,11 @@ pub struct RemoteOptions {
     pub cache_limit: u64,
     /// How shards are fetched.
     pub fetch: ShardFetch,
-    /// Hash index.bin and metadata.arrow against the manifest at open (shards are always
-    /// checked when they are downloaded).
+    /// Hash index.bin and metadata.arrow against the manifest at open, and hash again every
+    /// shard found in the shard cache before this process first reads it (a shard is always
+    /// checked when it is downloaded): every byte read was checked in this process or as it
+    /// arrived. A damaged local copy fails the read (and is removed, so the next read
+    /// downloads it).
     pub validate_cache: bool,
     /// How many shards ahead of a reader's hint are downloaded in the background.
     pub prefetch_shards: usize,
@@ -52,6 +56,10 @@ pub struct RemoteOptions {
     /// it enters the local cache. With `validate_cache` every byte served comes from a shard
     /// whose SHA-256 matched, and this option is ignored. Default: on.
     pub read_while_downloading: bool,
+    /// Who may use the local cache directory: the user alone (the default; directories
+    /// `0700`, files `0600`), or the members of its group ([`Access::Group`]). A directory made
+    /// with one is refused under the other.
+    pub cache_access: Access,
 }
 
 impl RemoteOptions {
@@ -67,6 +75,7 @@ impl RemoteOptions {
             first_backoff: Duration::from_millis(100),
             wait_for_room: Duration::from_secs(600),
             read_while_downloading: true,
+            cache_access: Access::Private,
         }
     }
 
@@ -82,7 +91,8 @@ impl RemoteOptions {
         self
     }
 
-    /// Hashes index.bin and metadata.arrow at open.
+    /// Hashes index.bin and metadata.arrow at open and local copies of shards before their
+    /// first read (see the field).
     pub fn validate_cache(mut self, validate: bool) -> Self {
         self.validate_cache = validate;
         self
@@ -107,6 +117,12 @@ impl RemoteOptions {
         self
     }
 
+    /// Sets who may use the local cache directory (see the field).
+    pub fn cache_access(mut self, access: Access) -> Self {
+        self.cache_access = access;
+        self
+    }
+
     /// Sets the attempts per download and the first backoff.
     pub fn retries(mut self, attempts: u32, first_backoff: Duration) -> Self {
         self.attempts = attempts.max(1);
@@ -116,24 +132,31 @@ impl RemoteOptions {
 }
 
 impl Default for RemoteOptions {
-    /// The local cache at `$DSRT_CACHE_DIR`, else `$XDG_CACHE_HOME/datasetrt`, else
-    /// `~/.cache/datasetrt`, else `datasetrt-cache` under the temp directory.
+    /// The local cache at `$DSRT_CACHE_DIR`, else `$XDG_CACHE_HOME/datasetrt/shard-cache`, else
+    /// `~/.cache/datasetrt/shard-cache`, else `datasetrt-<uid>/shard-cache` under the temp
+    /// directory.
     fn default() -> Self {
         Self::new(default_cache_dir())
     }
 }
 
-/// See [`RemoteOptions::default`].
+/// See [`RemoteOptions::default`]. (`shard-cache` is a directory of its own because a shard
+/// cache takes only a new or empty directory; before its marker existed the cache lived in
+/// `datasetrt/` itself, which is left alone.)
 pub fn default_cache_dir() -> PathBuf {
     let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
     if let Some(dir) = var("DSRT_CACHE_DIR") {
         return PathBuf::from(dir);
     }
-    if let Some(dir) = var("XDG_CACHE_HOME") {
-        return PathBuf::from(dir).join("datasetrt");
-    }
-    if let Some(home) = var("HOME") {
-        return PathBuf::from(home).join(".cache").join("datasetrt");
-    }
-    std::env::temp_dir().join("datasetrt-cache")
+    let base = if let Some(dir) = var("XDG_CACHE_HOME") {
+        PathBuf::from(dir).join("datasetrt")
+    } else if let Some(home) = var("HOME") {
+        PathBuf::from(home).join(".cache").join("datasetrt")
+    } else {
+        // The temp directory is every user's: one directory per user, so that nobody else
+        // can make (and so own) another's cache.
+        let uid = rustix::process::geteuid().as_raw();
+        std::env::temp_dir().join(format!("datasetrt-{uid}"))
+    };
+    base.join("shard-cache")
 }

@@ -49,6 +49,8 @@ pub(crate) struct Shared {
     local: Arc<ShardCache>,
     fetch: ShardFetch,
     retry: Retry,
+    /// See [`ShardsSpec::recheck`].
+    recheck: bool,
     /// The SHA-256 of the manifest bytes the cache was opened with.
     manifest_sha: [u8; 32],
     open: Mutex<OpenShards>,
@@ -147,6 +149,9 @@ pub(crate) struct ShardsSpec {
     /// Serve records by range requests while their shard downloads (see
     /// [`RemoteOptions::read_while_downloading`](crate::RemoteOptions::read_while_downloading)).
     pub(crate) read_while_downloading: bool,
+    /// Hash again every shard found in the shard cache (checked when it entered it) before
+    /// this process reads it: what `validate_cache` asks.
+    pub(crate) recheck: bool,
 }
 
 impl RemoteShards {
@@ -173,6 +178,7 @@ impl RemoteShards {
             local: spec.local,
             fetch,
             retry: spec.retry,
+            recheck: spec.recheck,
             manifest_sha: spec.manifest_sha,
             open: Mutex::new(open),
             used: (0..keys).map(|_| AtomicBool::new(false)).collect(),
@@ -303,12 +309,13 @@ impl Shared {
         if let Some(file) = self.cached(index) {
             return Some(file);
         }
+        // A copy to hash again goes through `download`, which reports one that fails.
+        if self.recheck {
+            return None;
+        }
         let entry = self.entries.get(index)?;
-        let file = Arc::new(
-            self.local
-                .get(&self.local_rel(entry), entry.byte_len)
-                .ok()??,
-        );
+        let sha = dsrt_atlas_codec::parse_sha256_hex(&entry.sha256)?;
+        let file = Arc::new(self.local.get(&self.local_rel(entry), &sha).ok()??);
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         let (file, placed) = match open.files.get_mut(index)? {
             Some(present) => (Arc::clone(present), false),
@@ -500,10 +507,9 @@ impl Shared {
         }
         drop(open);
         self.entries.get(index).is_some_and(|entry| {
-            matches!(
-                self.local.get(&self.local_rel(entry), entry.byte_len),
-                Ok(Some(_))
-            )
+            dsrt_atlas_codec::parse_sha256_hex(&entry.sha256).is_some_and(|sha| {
+                matches!(self.local.get(&self.local_rel(entry), &sha), Ok(Some(_)))
+            })
         })
     }
 
@@ -563,12 +569,14 @@ impl Shared {
         let relative = shard_object(&entry.name);
         let url = self.remote.object_url(&relative);
         let object = self.remote.object(&relative);
-        let sha = parse_sha(&entry.sha256).ok_or_else(|| RemoteError::Integrity {
-            url: url.clone(),
-            reason: format!(
-                "the manifest's sha256 '{}' is not 64 hex digits",
-                entry.sha256
-            ),
+        let sha = dsrt_atlas_codec::parse_sha256_hex(&entry.sha256).ok_or_else(|| {
+            RemoteError::Integrity {
+                url: url.clone(),
+                reason: format!(
+                    "the manifest's sha256 '{}' is not 64 hex digits",
+                    entry.sha256
+                ),
+            }
         })?;
         let local_rel = self.local_rel(entry);
         let mut fetch = |sink: &mut dyn FetchSink| -> Result<(), FetchError> {
@@ -608,6 +616,15 @@ impl Shared {
                 &mut fetch,
             );
         match got {
+            // Found in the shard cache (checked when it entered): hashed again when asked,
+            // so what validation passes is what is read. A damaged copy is removed, and
+            // reported; the next read downloads it again.
+            Ok(file) if self.recheck && !file.downloaded() => {
+                match self.local.check(&local_rel, &file, &sha) {
+                    Ok(()) => Ok(file),
+                    Err(source) => Err(RemoteError::LocalCache { url, source }),
+                }
+            }
             Ok(file) => Ok(file),
             // A download stopped by the close: nothing to explain.
             Err(source) if self.closing.load(Ordering::Acquire) => {
@@ -777,18 +794,4 @@ impl OpenShards {
 /// The object of shard file `name`, relative to the cache's prefix.
 fn shard_object(name: &str) -> String {
     format!("{}/{name}", dsrt_shard::SHARDS_DIR_NAME)
-}
-
-/// 64 lowercase or uppercase hex digits as 32 bytes.
-pub(crate) fn parse_sha(hex: &str) -> Option<[u8; 32]> {
-    let bytes = hex.as_bytes();
-    if bytes.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, pair) in bytes.chunks_exact(2).enumerate() {
-        let digit = |b: u8| (b as char).to_digit(16);
-        out[i] = u8::try_from(digit(pair[0])? * 16 + digit(pair[1])?).ok()?;
-    }
-    Some(out)
 }

@@ -85,13 +85,16 @@ fn check_payloads(samples: &[LoadedSample], seed: u64) {
     }
 }
 
-/// The local files under `root` whose path ends with `suffix` (a shard's final or partial file).
+/// The local files under `root` of the shard `suffix` (`shards/<name>`): its final or partial
+/// file.
 fn local_files_ending(root: &Path, suffix: &str) -> Vec<PathBuf> {
+    let (dir, name) = suffix.rsplit_once('/').unwrap_or(("", suffix));
+    let partial = format!("{dir}/.shard-cache-partial.{name}");
     files_under(root)
         .into_iter()
         .filter(|p| {
             let p = p.to_string_lossy();
-            p.ends_with(suffix) || p.ends_with(&format!("{suffix}.partial"))
+            p.ends_with(suffix) || p.ends_with(&partial)
         })
         .collect()
 }

@@ -107,7 +107,10 @@ fn uncompressed_payloads_are_slices_of_the_mapped_shards_and_compressed_ones_are
         drop(samples);
         drop(dataset);
         let files: Vec<String> = local_names(local.path());
-        assert!(!files.iter().any(|f| f.ends_with(".partial")), "{files:?}");
+        assert!(
+            !files.iter().any(|f| f.contains(".shard-cache-partial.")),
+            "{files:?}"
+        );
         let published = files
             .iter()
             .filter(|f| f.rsplit('/').nth(1) == Some("shards"))

@@ -93,12 +93,13 @@ pub enum ShardCacheError {
         /// The fetch's error.
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// One file is larger than the whole cache may hold.
+    /// One file (with its seal, [`crate::SEAL_ALLOWANCE`]) is larger than the whole cache may
+    /// hold.
     #[error("shard cache: {path} needs {len} bytes, more than the cache limit of {limit} bytes")]
     TooLarge {
         /// The file.
         path: PathBuf,
-        /// Bytes it needs.
+        /// Bytes it needs, its seal included.
         len: u64,
         /// The cache's `max_bytes`.
         limit: u64,
@@ -109,7 +110,7 @@ pub enum ShardCacheError {
     NoRoom {
         /// The file that needed room.
         path: PathBuf,
-        /// Bytes it needed.
+        /// Bytes it needed, its seal included.
         needed: u64,
         /// The cache's `max_bytes`.
         limit: u64,
@@ -124,6 +125,45 @@ pub enum ShardCacheError {
         path: PathBuf,
         /// How long the claim waited.
         waited: Duration,
+    },
+    /// The directory is not the cache's to use: it holds things and no shard cache marker, is
+    /// not a directory, or is a cache of the other [`Access`](crate::Access). Nothing in it
+    /// was touched.
+    #[error("shard cache: refusing {path} as a shard cache directory: {reason}")]
+    NotOwned {
+        /// The directory given as the cache root.
+        path: PathBuf,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// The root's owner or permissions would let other users change what the cache serves.
+    #[error("shard cache: refusing {path}: {reason}")]
+    Insecure {
+        /// The cache root.
+        path: PathBuf,
+        /// What is wrong with its owner or mode.
+        reason: String,
+    },
+    /// Something the cache did not write stands where it needs to work (a file without its
+    /// seal, a symbolic link, a directory, a FIFO): it is never served, replaced or removed.
+    #[error("shard cache: {path} is {found}; it is left alone (remove it to let the cache use the name)")]
+    Foreign {
+        /// What stands in the way.
+        path: PathBuf,
+        /// What it is.
+        found: &'static str,
+    },
+    /// A cached file no longer hashes to the SHA-256 it was checked against when it entered the
+    /// cache (a damaged disk, a write behind the cache's back); it was removed, so the next
+    /// read downloads it again.
+    #[error("shard cache: the cached copy {path} is damaged: expected SHA-256 {expected}, its bytes hash to {found}; it was removed and will be downloaded again")]
+    Corrupt {
+        /// The cached file.
+        path: PathBuf,
+        /// Expected SHA-256, lowercase hex.
+        expected: String,
+        /// SHA-256 of its bytes, lowercase hex.
+        found: String,
     },
     /// The wait for `path` was given up because the process's interrupt hook asked
     /// ([`crate::set_wait_interrupt`]; Ctrl-C in Python).
@@ -151,13 +191,4 @@ impl ShardCacheError {
             source,
         }
     }
-}
-
-/// Lowercase hex of a digest.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(64), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
 }

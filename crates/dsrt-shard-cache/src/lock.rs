@@ -2,8 +2,7 @@
 //! [`try_lock_mutex`] for the process-local state that must never be waited for. The `flock`
 //! primitives themselves are durable-fs's.
 
-use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
@@ -71,11 +70,4 @@ impl Backoff {
         self.next = (self.next * 2).min(self.cap);
         Ok(())
     }
-}
-
-/// Fsyncs a directory so that creations, renames and unlinks inside it are durable.
-pub(crate) fn sync_dir(dir: &Path) -> Result<(), crate::ShardCacheError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| crate::ShardCacheError::io(PathBuf::from(dir), e))
 }

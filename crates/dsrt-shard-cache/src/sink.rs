@@ -1,8 +1,9 @@
 //! Where a fetch writes: the partial file, with its length and SHA-256 checked afterwards.
 
 use crate::lock::DirLock;
-use crate::{error::hex, ShardCacheError};
+use crate::ShardCacheError;
 use bytes::Bytes;
+use dsrt_atlas_codec::to_hex as hex;
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io;

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-/// Relative path -> (the checked file, its length), for one process.
+/// Relative path -> (the checked file, its length, its SHA-256), for one process.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Unpublished {
     inner: Arc<Mutex<Entries>>,
@@ -21,7 +21,7 @@ struct Entries {
     /// The process the entries belong to: a forked child starts with none of them (their
     /// publishing threads exist only in the parent, so nothing would remove them).
     pid: u32,
-    files: HashMap<String, (File, u64)>,
+    files: HashMap<String, (File, u64, [u8; 32])>,
 }
 
 impl Default for Entries {
@@ -50,13 +50,14 @@ impl Unpublished {
         entries
     }
 
-    /// Registers `file` (`len` bytes) as the checked copy of `rel` until [`Self::remove`];
-    /// `false` if it could not (the lock was taken), and then nothing needs removing.
-    pub(crate) fn insert(&self, rel: &str, file: File, len: u64) -> bool {
+    /// Registers `file` (`len` bytes hashing to `sha256`) as the checked copy of `rel` until
+    /// [`Self::remove`]; `false` if it could not (the lock was taken), and then nothing needs
+    /// removing.
+    pub(crate) fn insert(&self, rel: &str, file: File, len: u64, sha256: &[u8; 32]) -> bool {
         let Some(mut entries) = self.try_entries() else {
             return false;
         };
-        entries.files.insert(rel.to_owned(), (file, len));
+        entries.files.insert(rel.to_owned(), (file, len, *sha256));
         true
     }
 
@@ -69,14 +70,14 @@ impl Unpublished {
     }
 
     /// Another descriptor of the checked copy of `rel`, with its length, if it is being
-    /// published and has `len` bytes (any length when `len` is `None`). `None` also when the
-    /// lock is taken: the caller then looks as if the download were another process's.
-    pub(crate) fn get(&self, rel: &str, len: Option<u64>) -> Option<(File, u64)> {
+    /// published and hashes to `sha256`. `None` also when the lock is taken: the caller then
+    /// looks as if the download were another process's.
+    pub(crate) fn get(&self, rel: &str, sha256: &[u8; 32]) -> Option<(File, u64)> {
         let entries = self.try_entries()?;
-        let (file, found) = entries.files.get(rel)?;
-        if len.is_some_and(|len| len != *found) {
+        let (file, len, sha) = entries.files.get(rel)?;
+        if sha != sha256 {
             return None;
         }
-        Some((file.try_clone().ok()?, *found))
+        Some((file.try_clone().ok()?, *len))
     }
 }

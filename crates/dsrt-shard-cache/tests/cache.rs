@@ -1,12 +1,14 @@
 //! One-process behaviour of the shard cache on real files: fetch once, integrity and length
-//! failures, fetch errors, the limit and LRU eviction, pinned files, stale partial files, and
+//! failures, fetch errors, the limit and LRU eviction, stale partial files, and
 //! threads of one process racing for the same file.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
 
 mod common;
 
-use common::{content, files_under, partials_under, rel, sha, write_all};
-use dsrt_shard_cache::{CacheLimits, FetchError, FetchSink, ShardCache, ShardCacheError};
+use common::{bytes_under, content, files_under, partials_under, rel, sha, sha_of, write_all};
+use dsrt_shard_cache::{
+    CacheLimits, FetchError, FetchSink, ShardCache, ShardCacheError, SEAL_ALLOWANCE,
+};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -14,8 +16,10 @@ use std::time::{Duration, SystemTime};
 
 const LEN: usize = 4096;
 
+/// Room for `files` test files, seals included.
 fn limits_for(files: u64) -> CacheLimits {
-    CacheLimits::new(files * LEN as u64).with_wait_for_room(Duration::from_secs(60))
+    CacheLimits::new(files * (LEN as u64 + SEAL_ALLOWANCE))
+        .with_wait_for_room(Duration::from_secs(60))
 }
 
 /// Fetches test file `i` through `cache`, counting fetch calls in `calls`.
@@ -40,7 +44,7 @@ fn fetches_once_then_serves_from_disk() {
     let dir = tempfile::tempdir().unwrap();
     let cache = ShardCache::open(dir.path(), limits_for(10)).unwrap();
     let calls = AtomicU64::new(0);
-    assert!(cache.get(&rel(1), LEN as u64).unwrap().is_none());
+    assert!(cache.get(&rel(1), &sha_of(1, LEN)).unwrap().is_none());
 
     let file = fetch(&cache, 1, &calls);
     assert_eq!(file.len(), LEN as u64);
@@ -62,13 +66,15 @@ fn fetches_once_then_serves_from_disk() {
         fetch(&again, 1, &calls).read_all().unwrap(),
         content(1, LEN)
     );
-    let got = again.get(&rel(1), LEN as u64).unwrap().unwrap();
+    let got = again.get(&rel(1), &sha_of(1, LEN)).unwrap().unwrap();
     assert_eq!(got.read_all().unwrap(), content(1, LEN));
     assert_eq!(calls.load(Ordering::SeqCst), 1);
-    // A different length counts as absent for `get`.
-    assert!(again.get(&rel(1), LEN as u64 + 1).unwrap().is_none());
+    // Another version (another SHA-256) counts as absent for `get`.
+    assert!(again.get(&rel(1), &[0; 32]).unwrap().is_none());
     assert_eq!(files_under(dir.path()), ["cache-1a2b/shards/000001.bin"]);
-    assert_eq!(cache.usage().unwrap(), LEN as u64);
+    // The usage is every byte the cache wrote: the file, its seal and the marker.
+    assert_eq!(cache.usage().unwrap(), bytes_under(dir.path()));
+    assert!(cache.usage().unwrap() > LEN as u64);
 }
 
 #[test]
@@ -149,7 +155,7 @@ fn a_wrong_checksum_keeps_nothing_and_the_next_call_fetches_again() {
         "{:?}",
         files_under(dir.path())
     );
-    assert!(cache.get(&rel(3), LEN as u64).unwrap().is_none());
+    assert!(cache.get(&rel(3), &sha_of(3, LEN)).unwrap().is_none());
 
     let file = fetch(&cache, 3, &calls);
     assert_eq!(file.read_all().unwrap(), bytes);
@@ -302,9 +308,12 @@ fn the_least_recently_used_file_is_evicted_first() {
     set_mtime(&dir.path().join(rel(0)), 200);
     set_mtime(&dir.path().join(rel(2)), 100);
     drop(fetch(&cache, 3, &calls));
-    assert!(cache.get(&rel(1), LEN as u64).unwrap().is_none());
+    assert!(cache.get(&rel(1), &sha_of(1, LEN)).unwrap().is_none());
     for i in [0, 2, 3] {
-        assert!(cache.get(&rel(i), LEN as u64).unwrap().is_some(), "{i}");
+        assert!(
+            cache.get(&rel(i), &sha_of(i, LEN)).unwrap().is_some(),
+            "{i}"
+        );
     }
 }
 
@@ -323,10 +332,10 @@ fn a_first_open_by_a_process_refreshes_the_lru_position() {
     set_mtime(&dir.path().join(rel(2)), 100);
     // A new process reads file 0: it becomes the most recently used, so 1 goes next.
     let cache = ShardCache::open(dir.path(), limits_for(3)).unwrap();
-    drop(cache.get(&rel(0), LEN as u64).unwrap().unwrap());
+    drop(cache.get(&rel(0), &sha_of(0, LEN)).unwrap().unwrap());
     drop(fetch(&cache, 3, &calls));
-    assert!(cache.get(&rel(1), LEN as u64).unwrap().is_none());
-    assert!(cache.get(&rel(0), LEN as u64).unwrap().is_some());
+    assert!(cache.get(&rel(1), &sha_of(1, LEN)).unwrap().is_none());
+    assert!(cache.get(&rel(0), &sha_of(0, LEN)).unwrap().is_some());
 }
 
 #[test]
@@ -346,7 +355,7 @@ fn a_held_file_is_never_evicted() {
     assert!(dir.path().join(rel(100)).exists());
     assert_eq!(held.read_all().unwrap(), content(100, LEN));
     drop(held);
-    let again = cache.get(&rel(100), LEN as u64).unwrap().unwrap();
+    let again = cache.get(&rel(100), &sha_of(100, LEN)).unwrap().unwrap();
     assert_eq!(again.read_all().unwrap(), content(100, LEN));
 }
 
@@ -354,33 +363,28 @@ fn a_held_file_is_never_evicted() {
 fn a_file_larger_than_the_limit_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let cache = ShardCache::open(dir.path(), limits_for(3)).unwrap();
+    let limit = limits_for(3).max_bytes;
+    let too_big = limit - SEAL_ALLOWANCE + 1;
     let err = cache
-        .get_or_fetch(&rel(9), 3 * LEN as u64 + 1, &[0; 32], &mut |_| {
+        .get_or_fetch(&rel(9), too_big, &[0; 32], &mut |_| {
             panic!("no fetch for a file that cannot fit")
         })
         .unwrap_err();
     assert!(
-        matches!(&err, ShardCacheError::TooLarge { path, len, limit }
-            if path == &dir.path().join(rel(9)) && *len == 3 * LEN as u64 + 1 && *limit == 3 * LEN as u64),
+        matches!(&err, ShardCacheError::TooLarge { path, len, limit: l }
+            if path == &dir.path().join(rel(9)) && *len == too_big + SEAL_ALLOWANCE && *l == limit),
         "{err}"
     );
     assert!(files_under(dir.path()).is_empty());
 }
 
 #[test]
-fn no_room_when_every_file_is_held_or_pinned() {
+fn no_room_when_every_file_is_held() {
     let dir = tempfile::tempdir().unwrap();
-    let limits = CacheLimits::new(3 * LEN as u64).with_wait_for_room(Duration::from_millis(200));
+    let limits = limits_for(2).with_wait_for_room(Duration::from_millis(200));
     let cache = ShardCache::open(dir.path(), limits).unwrap();
     let calls = AtomicU64::new(0);
     let held = [fetch(&cache, 0, &calls), fetch(&cache, 1, &calls)];
-    // The third slot: a pinned file (plus the pin list) of most of a file's size.
-    cache
-        .put_bytes(
-            Path::new("cache-1a2b/manifest.json"),
-            &content(50, LEN - 100),
-        )
-        .unwrap();
     let err = cache
         .get_or_fetch(&rel(2), LEN as u64, &sha(&content(2, LEN)), &mut |_| {
             panic!("no fetch without room")
@@ -394,7 +398,10 @@ fn no_room_when_every_file_is_held_or_pinned() {
             waited,
         } => {
             assert_eq!(path, &dir.path().join(rel(2)));
-            assert_eq!((*needed, *limit), (LEN as u64, 3 * LEN as u64));
+            assert_eq!(
+                (*needed, *limit),
+                (LEN as u64 + SEAL_ALLOWANCE, limits.max_bytes)
+            );
             assert!(*waited >= Duration::from_millis(200));
         }
         other => panic!("not NoRoom: {other}"),
@@ -406,66 +413,29 @@ fn no_room_when_every_file_is_held_or_pinned() {
         fetch(&cache, 2, &calls).read_all().unwrap(),
         content(2, LEN)
     );
-    // The pinned file survived, and a pinned file is readable whatever its length.
-    let manifest = cache
-        .get_any_len(Path::new("cache-1a2b/manifest.json"))
-        .unwrap()
-        .unwrap();
-    assert_eq!(manifest.read_all().unwrap(), content(50, LEN - 100));
     assert!(cache.usage().unwrap() <= limits.max_bytes);
-}
-
-#[test]
-fn pinned_files_survive_churn_and_count_against_the_limit() {
-    let dir = tempfile::tempdir().unwrap();
-    let limits = limits_for(3);
-    let cache = ShardCache::open(dir.path(), limits).unwrap();
-    let manifest = Path::new("cache-1a2b/manifest.json");
-    cache.put_bytes(manifest, b"{\"version\": 1}").unwrap();
-    cache.put_bytes(manifest, b"{\"version\": 2}").unwrap();
-    cache.put_bytes(Path::new("index.bin"), &[1; 1000]).unwrap();
-    // Make the pinned files the oldest: the LRU would take them first if it could.
-    set_mtime(&dir.path().join(manifest), 10_000);
-    set_mtime(&dir.path().join("index.bin"), 10_000);
-    let calls = AtomicU64::new(0);
-    for i in 0..10 {
-        drop(fetch(&cache, i, &calls));
-        assert!(cache.usage().unwrap() <= limits.max_bytes);
-    }
-    assert_eq!(
-        std::fs::read(dir.path().join(manifest)).unwrap(),
-        b"{\"version\": 2}"
-    );
-    assert_eq!(
-        std::fs::read(dir.path().join("index.bin")).unwrap(),
-        [1; 1000]
-    );
-    // The shards left: only two fit beside the pinned bytes.
-    let shards = files_under(dir.path())
-        .into_iter()
-        .filter(|f| f.contains("/shards/"))
-        .count();
-    assert_eq!(shards, 2);
-    // Too large with the pin list counted.
-    let err = cache
-        .put_bytes(Path::new("huge.bin"), &vec![0; 3 * LEN])
-        .unwrap_err();
-    assert!(matches!(err, ShardCacheError::TooLarge { .. }), "{err}");
-    assert!(!dir.path().join("huge.bin").exists());
+    assert_eq!(cache.usage().unwrap(), bytes_under(dir.path()));
 }
 
 #[test]
 fn a_stale_partial_file_is_swept_by_open_and_never_served() {
     let dir = tempfile::tempdir().unwrap();
-    let partial = dir.path().join("cache-1a2b/shards/000001.bin.partial");
-    std::fs::create_dir_all(partial.parent().unwrap()).unwrap();
+    drop(ShardCache::open(dir.path(), limits_for(3)).unwrap());
+    // What a killed downloader and a killed seal writer leave behind.
+    let shards = dir.path().join("cache-1a2b/shards");
+    std::fs::create_dir_all(&shards).unwrap();
+    let partial = shards.join(".shard-cache-partial.000001.bin");
     std::fs::write(&partial, vec![0xAB; LEN]).unwrap();
-    let temp = dir.path().join("cache-1a2b/.shard-cache-tmp.manifest.json");
-    std::fs::write(&temp, b"half a manif").unwrap();
+    let temp = shards.join(".shard-cache-tmp.123-456-7");
+    std::fs::write(&temp, b"sha256 ab").unwrap();
+    // A user's own file with a download-like name is none of the cache's business.
+    let users = shards.join("000001.bin.partial");
+    std::fs::write(&users, b"mine").unwrap();
     let cache = ShardCache::open(dir.path(), limits_for(3)).unwrap();
     assert!(!partial.exists());
     assert!(!temp.exists());
-    assert!(cache.get(&rel(1), LEN as u64).unwrap().is_none());
+    assert_eq!(std::fs::read(&users).unwrap(), b"mine");
+    assert!(cache.get(&rel(1), &sha_of(1, LEN)).unwrap().is_none());
     let calls = AtomicU64::new(0);
     assert_eq!(
         fetch(&cache, 1, &calls).read_all().unwrap(),
@@ -474,15 +444,16 @@ fn a_stale_partial_file_is_swept_by_open_and_never_served() {
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 
     // One that appears after `open` is removed by the next claim of its file.
-    let partial2 = dir.path().join("cache-1a2b/shards/000002.bin.partial");
+    let partial2 = shards.join(".shard-cache-partial.000002.bin");
     std::fs::write(&partial2, vec![0xCD; LEN]).unwrap();
-    assert!(cache.get(&rel(2), LEN as u64).unwrap().is_none());
+    assert!(cache.get(&rel(2), &sha_of(2, LEN)).unwrap().is_none());
     assert_eq!(
         fetch(&cache, 2, &calls).read_all().unwrap(),
         content(2, LEN)
     );
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     assert!(partials_under(dir.path()).is_empty());
+    assert_eq!(std::fs::read(&users).unwrap(), b"mine");
 }
 
 #[test]
@@ -525,14 +496,16 @@ fn invalid_relative_paths_are_typed_errors() {
         "../x.bin",
         "a/../../x.bin",
         "",
-        "x.bin.partial",
+        "a/.shard-cache-seal.x",
     ] {
-        let err = cache.get(Path::new(bad), 1).unwrap_err();
+        let err = cache.get(Path::new(bad), &[0; 32]).unwrap_err();
         assert!(
             matches!(err, ShardCacheError::InvalidPath { .. }),
             "{bad}: {err}"
         );
-        let err = cache.put_bytes(Path::new(bad), b"x").unwrap_err();
+        let err = cache
+            .get_or_fetch(Path::new(bad), 1, &[0; 32], &mut |_| panic!("no fetch"))
+            .unwrap_err();
         assert!(
             matches!(err, ShardCacheError::InvalidPath { .. }),
             "{bad}: {err}"
@@ -568,7 +541,10 @@ fn a_download_published_in_the_background_is_read_at_once_and_seen_by_others_whe
     assert_eq!(file.read_all().unwrap(), bytes);
     cache.wait_published();
     assert!(partials_under(dir.path()).is_empty());
-    let seen = other.get(&rel(5), LEN as u64).unwrap().expect("published");
+    let seen = other
+        .get(&rel(5), &sha_of(5, LEN))
+        .unwrap()
+        .expect("published");
     assert_eq!(seen.read_all().unwrap(), bytes);
     // The downloader still holds its read lock: with room for two files, fetching two more
     // evicts the other one, never file 5.
@@ -608,12 +584,12 @@ fn a_download_being_published_is_served_to_its_own_instance_before_it_is_visible
     std::thread::sleep(Duration::from_millis(50)); // the publisher now waits for the lock
     assert!(!dir.path().join(rel(8)).exists(), "published too early");
     let again = cache
-        .get(&rel(8), LEN as u64)
+        .get(&rel(8), &sha_of(8, LEN))
         .unwrap()
         .expect("served before publication");
     assert_eq!(again.read_all().unwrap(), bytes);
-    assert!(cache.get(&rel(8), LEN as u64 + 1).unwrap().is_none());
-    assert!(other.get(&rel(8), LEN as u64).unwrap().is_none());
+    assert!(cache.get(&rel(8), &[0; 32]).unwrap().is_none());
+    assert!(other.get(&rel(8), &sha_of(8, LEN)).unwrap().is_none());
     assert_eq!(
         &again.map().unwrap()[..],
         &bytes[..],
@@ -623,7 +599,10 @@ fn a_download_being_published_is_served_to_its_own_instance_before_it_is_visible
     cache.wait_published();
     assert!(dir.path().join(rel(8)).is_file());
     drop((file, again));
-    let seen = other.get(&rel(8), LEN as u64).unwrap().expect("published");
+    let seen = other
+        .get(&rel(8), &sha_of(8, LEN))
+        .unwrap()
+        .expect("published");
     assert_eq!(seen.read_all().unwrap(), bytes);
 }
 

@@ -1,6 +1,6 @@
 //! The shard cache's locks survive interrupted `flock` calls: a child (this binary run again
 //! under strace, which fails every other `flock` call with `EINTR`, as a signal delivered to
-//! a waiting thread does) opens a root, fetches, pins and reads files, and gets every one.
+//! a waiting thread does) opens a root, fetches and reads files, and gets every one.
 //!
 //! `harness = false`: `main` runs the child when [`ROLE`] is set, so it is not a test.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
@@ -10,7 +10,7 @@ use dsrt_atlas_test_runner as runner;
 
 use common::{content, rel, sha, write_all};
 use dsrt_shard_cache::{CacheLimits, ShardCache};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 const ROLE: &str = "SHARD_CACHE_EINTR_ROLE";
@@ -29,16 +29,13 @@ fn child() -> ExitCode {
             .unwrap();
         assert_eq!(file.read_all().unwrap(), bytes);
     }
-    cache
-        .put_bytes(Path::new("pinned/manifest.json"), b"{}")
-        .unwrap();
-    let again = cache.get(&rel(0), LEN as u64).unwrap().unwrap();
+    let again = cache.get(&rel(0), &sha(&content(0, LEN))).unwrap().unwrap();
     assert_eq!(again.read_all().unwrap(), content(0, LEN));
     assert!(cache.usage().unwrap() >= 4 * LEN as u64);
     ExitCode::SUCCESS
 }
 
-fn every_lock_of_fetch_pin_and_read_is_retried() {
+fn every_lock_of_fetch_and_read_is_retried() {
     let root = tempfile::tempdir().unwrap();
     let run = runner::run_with_flocks_interrupted(ROLE, "cache", &[(ROOT, root.path())]);
     assert!(run.succeeded, "{}", run.stderr);
@@ -46,11 +43,9 @@ fn every_lock_of_fetch_pin_and_read_is_retried() {
     // The files are in place for a process that was not interrupted.
     let cache = ShardCache::open(root.path(), CacheLimits::new(1 << 20)).unwrap();
     for i in 0..4 {
-        let file = cache.get(&rel(i), LEN as u64).unwrap().unwrap();
+        let file = cache.get(&rel(i), &sha(&content(i, LEN))).unwrap().unwrap();
         assert_eq!(file.read_all().unwrap(), content(i, LEN));
     }
-    let pinned = root.path().join("pinned/manifest.json");
-    assert_eq!(std::fs::read(pinned).unwrap(), b"{}");
 }
 
 fn main() -> ExitCode {
@@ -58,7 +53,7 @@ fn main() -> ExitCode {
         return child();
     }
     runner::run(&[(
-        "every_lock_of_fetch_pin_and_read_is_retried",
-        every_lock_of_fetch_pin_and_read_is_retried,
+        "every_lock_of_fetch_and_read_is_retried",
+        every_lock_of_fetch_and_read_is_retried,
     )])
 }

@@ -13,7 +13,7 @@ mod common;
 use dsrt_atlas_test_runner as runner;
 
 use common::{content, partials_under, rel, sha};
-use dsrt_shard_cache::{CacheLimits, ShardCache};
+use dsrt_shard_cache::{CacheLimits, ShardCache, SEAL_ALLOWANCE};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -29,7 +29,8 @@ const FILES: u64 = 20;
 const LEN: usize = 64 * 1024;
 
 fn limits() -> CacheLimits {
-    CacheLimits::new(FILES * LEN as u64 + 4096).with_wait_for_room(Duration::from_secs(300))
+    CacheLimits::new(FILES * (LEN as u64 + SEAL_ALLOWANCE) + 4096)
+        .with_wait_for_room(Duration::from_secs(300))
 }
 
 fn env_path(name: &str) -> PathBuf {
@@ -93,7 +94,7 @@ fn churn() {
 }
 
 fn churn_limits() -> CacheLimits {
-    CacheLimits::new(3 * LEN as u64).with_wait_for_room(Duration::from_secs(300))
+    CacheLimits::new(3 * (LEN as u64 + SEAL_ALLOWANCE)).with_wait_for_room(Duration::from_secs(300))
 }
 
 /// Child role: starts fetching one file, writes half of it, leaves a marker and sleeps until
@@ -207,7 +208,8 @@ fn four_processes_fetch_each_file_exactly_once() {
     assert_eq!(fetch_counts(&log), vec![1; FILES as usize]);
     check_all_files(&root);
     let cache = ShardCache::open(&root, limits()).unwrap();
-    assert_eq!(cache.usage().unwrap(), FILES * LEN as u64);
+    assert_eq!(cache.usage().unwrap(), common::bytes_under(&root));
+    assert!(cache.usage().unwrap() > FILES * LEN as u64);
 }
 
 fn four_processes_churning_never_exceed_the_limit() {
@@ -296,7 +298,9 @@ fn killed_downloaders_leave_nothing_behind() {
         let victim_file = (round * 7) % FILES;
         let victim = start_victim(&root, &log, &dir.path().join("marker"), victim_file);
         // The victim holds its partial file: half written, fully reserved.
-        let partial = root.join(format!("{}.partial", rel(victim_file).display()));
+        let partial = root.join(format!(
+            "cache-1a2b/shards/.shard-cache-partial.{victim_file:06}.bin"
+        ));
         assert_eq!(std::fs::metadata(&partial).unwrap().len(), LEN as u64);
         let survivors: Vec<_> = (0..2)
             .map(|_| spawn("fetch-all", &root, &log, &[]))
@@ -323,11 +327,14 @@ fn killed_downloaders_leave_nothing_behind() {
     kill(start_victim(&root, &log, &dir.path().join("marker"), 3));
     assert_eq!(
         partials_under(&root),
-        ["cache-1a2b/shards/000003.bin.partial"]
+        ["cache-1a2b/shards/.shard-cache-partial.000003.bin"]
     );
     let cache = ShardCache::open(&root, limits()).unwrap();
     assert_eq!(partials_under(&root), Vec::<String>::new());
-    assert!(cache.get(&rel(3), LEN as u64).unwrap().is_none());
+    assert!(cache
+        .get(&rel(3), &sha(&content(3, LEN)))
+        .unwrap()
+        .is_none());
     let bytes = content(3, LEN);
     let file = cache
         .get_or_fetch(&rel(3), LEN as u64, &sha(&bytes), &mut |sink| {

@@ -31,10 +31,10 @@ def test_a_signal_stops_a_read_waiting_for_another_download(tmp_path, s3_prefix)
         s3_prefix, cache_dir=cache_dir, prefetch_shards=0, read_while_downloading=False
     )
     (entry,) = [d for d in cache_dir.iterdir() if d.is_dir()]
-    # Another downloader holds the last shard's claim (the `.partial` file's exclusive lock),
+    # Another downloader holds the last shard's claim (its partial file's exclusive lock),
     # as a process of the node downloading it would.
     (entry / "shards").mkdir(exist_ok=True)
-    claim = open(entry / "shards" / f"{last_shard}.partial", "wb")
+    claim = open(entry / "shards" / f".shard-cache-partial.{last_shard}", "wb")
     fcntl.flock(claim, fcntl.LOCK_EX)
 
     def handler(signum, frame):
@@ -71,7 +71,7 @@ def test_a_signal_stops_a_loader_waiting_for_its_workers(tmp_path, s3_prefix):
     (entry / "shards").mkdir(exist_ok=True)
     claims = []
     for name in shards:
-        claim = open(entry / "shards" / f"{name}.partial", "wb")
+        claim = open(entry / "shards" / f".shard-cache-partial.{name}", "wb")
         fcntl.flock(claim, fcntl.LOCK_EX)
         claims.append(claim)
 

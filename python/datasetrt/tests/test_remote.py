@@ -69,7 +69,9 @@ def test_a_published_cache_reads_like_the_local_one(tmp_path, s3_prefix):
     assert not [f for f in held if "partial" in f], held
     assert here.parent == cache_dir
     assert {"manifest.json", "index.bin", "metadata.arrow"} <= set(os.listdir(here))
-    assert sorted(os.listdir(here / "shards")) == sorted(shard_names(local))
+    # Beside each file, the shard cache's seal (its record that it wrote and checked it).
+    shards_held = [n for n in os.listdir(here / "shards") if not n.startswith(".shard-cache")]
+    assert sorted(shards_held) == sorted(shard_names(local))
     for name in shard_names(local):
         assert (here / "shards" / name).read_bytes() == (local_dir / "shards" / name).read_bytes()
     # Opening again uses the local copies (and still reads the same bytes).
@@ -165,7 +167,8 @@ def test_a_cache_limit_below_the_largest_shard_raises_at_open(tmp_path, s3_prefi
             datasetrt.Cache(s3_prefix, cache_dir=tmp_path / "lc", cache_limit=limit)
         e = caught.value
         assert e.kind == "cache_limit" and e.url == s3_prefix and s3_prefix in str(e)
-        assert e.needed == largest and e.limit < largest and e.shard.endswith(".bin")
+        # A file needs room for its seal too (256 bytes).
+        assert e.needed == largest + 256 and e.limit < largest and e.shard.endswith(".bin")
     with pytest.raises(datasetrt.CacheLimitError):
         datasetrt.Dataset([s3_prefix], cache_dir=tmp_path / "lc", cache_limit=largest - 1)
     cache = datasetrt.Cache(s3_prefix, cache_dir=tmp_path / "lc", cache_limit="1MiB")
@@ -206,7 +209,8 @@ def test_fetch_range_reads_without_caching_shards(tmp_path, s3_prefix):
     assert [bytes(s.payload) for s in cache.read_many(range(N))] == [payload(i) for i in range(N)]
     held = files_under(cache_dir)
     assert not [f for f in held if "/shards/" in f or "partial" in f], held
-    assert set(os.listdir(cache.local_path)) <= {
+    held_here = {n for n in os.listdir(cache.local_path) if not n.startswith(".shard-cache")}
+    assert held_here <= {
         "manifest.json",
         "index.bin",
         "metadata.arrow",
@@ -563,3 +567,26 @@ def test_hint_ahead_reaches_past_the_downloads_in_flight_however_dense_the_shard
         time.sleep(0.05)
     assert len(local) >= 8, sorted(p.name for p in local)
     plan.hint_ahead(10**9, 10**9 + 5)  # past the end: nothing to hint, no error
+
+
+def test_a_cache_dir_of_documents_is_refused_and_left_alone(tmp_path, s3_prefix):
+    published(tmp_path, s3_prefix)
+    docs = tmp_path / "docs"
+    (docs / "figures").mkdir(parents=True)
+    (docs / "thesis.tex").write_bytes(b"x" * 3_000_000)
+    (docs / "draft.partial").write_bytes(b"half")
+    (docs / "figures" / "plot.png").write_bytes(b"\x07" * 2_000_000)
+
+    def files():
+        return {p: p.read_bytes() for p in sorted(docs.rglob("*")) if p.is_file()}
+
+    before = files()
+    for open_ in (
+        lambda: datasetrt.Cache(s3_prefix, cache_dir=docs, cache_limit="2MiB"),
+        lambda: datasetrt.Dataset([s3_prefix], cache_dir=docs, cache_limit="2MiB"),
+    ):
+        with pytest.raises(datasetrt.RemoteError) as caught:
+            open_()
+        assert caught.value.kind == "local_cache" and caught.value.retryable is False
+        assert "not empty" in str(caught.value) and ".shard-cache-root" in str(caught.value)
+    assert files() == before

@@ -179,18 +179,18 @@ pub(crate) fn files_under(dir: &Path) -> Vec<PathBuf> {
         let path = entry.path();
         if path.is_dir() {
             out.extend(files_under(&path));
-        } else {
+        } else if !dsrt_atlas_test_runner::is_shard_cache_bookkeeping(&entry.file_name()) {
             out.push(path);
         }
     }
     out
 }
 
-/// The `.partial` files under `dir`.
+/// The partial files (downloads in progress or left by a dead one) under `dir`.
 pub(crate) fn partials_under(dir: &Path) -> Vec<PathBuf> {
     files_under(dir)
         .into_iter()
-        .filter(|p| p.to_string_lossy().ends_with(".partial"))
+        .filter(|p| p.to_string_lossy().contains(".shard-cache-partial."))
         .collect()
 }
 

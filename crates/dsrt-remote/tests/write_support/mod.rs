@@ -56,6 +56,8 @@ pub(crate) fn local_names(dir: &std::path::Path) -> Vec<String> {
             let path = entry.path();
             if entry.file_type().is_ok_and(|t| t.is_dir()) {
                 pending.push(path);
+            } else if dsrt_atlas_test_runner::is_shard_cache_bookkeeping(&entry.file_name()) {
+                continue;
             } else if let Some(rel) = path.strip_prefix(dir).ok().and_then(|p| p.to_str()) {
                 out.push(rel.to_owned());
             }

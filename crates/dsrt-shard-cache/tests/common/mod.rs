@@ -30,18 +30,38 @@ pub fn write_all(sink: &mut dyn FetchSink, bytes: &[u8], chunks: usize) -> Resul
     Ok(())
 }
 
-/// Every regular file under `dir`, as paths relative to it, sorted.
+/// Every regular file under `dir`, as paths relative to it, sorted, but for the cache's marker
+/// and seals (its bookkeeping of what it holds; `all_files_under` lists them too).
 pub fn files_under(dir: &Path) -> Vec<String> {
+    all_files_under(dir)
+        .into_iter()
+        .filter(|f| {
+            let name = f.rsplit('/').next().unwrap_or(f);
+            !dsrt_atlas_test_runner::is_shard_cache_bookkeeping(name.as_ref())
+        })
+        .collect()
+}
+
+/// The apparent sizes of every regular file under `dir`, summed.
+pub fn bytes_under(dir: &Path) -> u64 {
+    all_files_under(dir)
+        .iter()
+        .map(|f| std::fs::symlink_metadata(dir.join(f)).unwrap().len())
+        .sum()
+}
+
+/// Every regular file under `dir`, as paths relative to it, sorted.
+pub fn all_files_under(dir: &Path) -> Vec<String> {
     fn walk(dir: &Path, prefix: &str, out: &mut Vec<String>) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
         };
         for entry in entries.flatten() {
             let name = format!("{prefix}{}", entry.file_name().to_string_lossy());
-            let meta = entry.metadata().unwrap();
+            let meta = std::fs::symlink_metadata(entry.path()).unwrap();
             if meta.is_dir() {
                 walk(&entry.path(), &format!("{name}/"), out);
-            } else {
+            } else if meta.is_file() {
                 out.push(name);
             }
         }
@@ -52,10 +72,15 @@ pub fn files_under(dir: &Path) -> Vec<String> {
     out
 }
 
-/// Whether any `.partial` file exists under `dir`.
+/// The partial files (downloads in progress, or dead downloads' leftovers) under `dir`.
 pub fn partials_under(dir: &Path) -> Vec<String> {
     files_under(dir)
         .into_iter()
-        .filter(|f| f.ends_with(".partial"))
+        .filter(|f| f.contains(".shard-cache-partial."))
         .collect()
+}
+
+/// The SHA-256 of test file `i` of `len` bytes.
+pub fn sha_of(i: u64, len: usize) -> [u8; 32] {
+    sha(&content(i, len))
 }
