@@ -35,7 +35,7 @@
 
 pub use dsrt_dataset::{
     Dataset, DatasetCache, DatasetError, LoadedSample, Loader, LoaderConfig, SampleKey,
-    SampleTable, SelectRow, ShardHints, HINT_SHARDS,
+    SampleTable, SelectRow, ShardHints, DEFAULT_PREFETCH_BYTES, HINT_SHARDS,
 };
 pub use dsrt_manifest::{
     cache_id_for_source, CacheDescription, CompressionAlgo, Manifest, ManifestError, ManifestV2,

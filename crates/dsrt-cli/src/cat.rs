@@ -39,7 +39,10 @@ pub(crate) struct CatArgs {
 
 /// Runs `dsrt cat`.
 pub(crate) fn run(args: &CatArgs) -> Result<(), CliError> {
-    let opened = open_location(&args.cache, OpenOptions::default(), &args.store)?;
+    // The shard is downloaded whole and kept, as the help says: a range read served while it
+    // downloads would end the process, and so the download, before it is kept.
+    let store = args.store.waiting_for_shards();
+    let opened = open_location(&args.cache, OpenOptions::default(), &store)?;
     let cache = &opened.cache;
     let mut buf = SampleBuf::new();
     let sample = cache

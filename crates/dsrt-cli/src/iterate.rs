@@ -1,6 +1,7 @@
 //! `dsrt iterate`: one rank's share of an epoch, read the way a training job reads it, with a
 //! throughput summary.
 
+use crate::byte_size::parse_byte_size;
 use crate::cache_open::{is_url, open_all};
 use crate::epoch_args::EpochArgs;
 use crate::error::CliError;
@@ -53,6 +54,10 @@ pub(crate) struct IterateArgs {
     /// min(PREFETCH, 256) samples and hold at most PREFETCH; the order does not depend on it.
     #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     prefetch: u64,
+    /// Payload bytes read ahead of the consumer at most, whatever --prefetch allows: bytes,
+    /// or with a KiB, MiB or GiB suffix (a single sample larger than that is still read)
+    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_byte_size)]
+    prefetch_bytes: u64,
     /// Stop after this many samples (the state then points at the next one).
     #[arg(long)]
     limit: Option<u64>,
@@ -101,6 +106,7 @@ impl IterateArgs {
             policy: self.epoch.policy(),
             workers: self.workers,
             prefetch: usize::try_from(self.prefetch).unwrap_or(usize::MAX),
+            prefetch_bytes: Some(self.prefetch_bytes),
             resume: self.epoch.resume_state()?,
         })
     }

@@ -4,7 +4,7 @@
 use crate::byte_size::parse_byte_size;
 use clap::{Args, ValueEnum};
 use datasetrt::OpenOptions;
-use dsrt_remote::{default_cache_dir, RemoteOptions, ShardFetch};
+use dsrt_remote::{default_cache_dir, Access, RemoteOptions, ShardFetch};
 use std::path::PathBuf;
 
 /// Options for caches given as URLs (`s3://bucket/prefix`, `gs://`, `az://`); local
@@ -13,7 +13,8 @@ use std::path::PathBuf;
 #[command(next_help_heading = "Caches on object storage (URLs)")]
 pub(crate) struct StoreArgs {
     /// Local directory for the files of caches given as URLs, shared by every process using it
-    /// [default: $DSRT_CACHE_DIR, else $XDG_CACHE_HOME/datasetrt, else ~/.cache/datasetrt]
+    /// [default: $DSRT_CACHE_DIR, else $XDG_CACHE_HOME/datasetrt/shard-cache, else
+    /// ~/.cache/datasetrt/shard-cache]; it must be new, empty or a shard cache already
     #[arg(long, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
     /// Most bytes --cache-dir may hold: bytes, or with a KiB, MiB or GiB suffix; a cache whose
@@ -25,6 +26,15 @@ pub(crate) struct StoreArgs {
     /// nothing (for a few samples of large shards) [default: whole]
     #[arg(long, value_enum, value_name = "HOW")]
     fetch: Option<FetchArg>,
+    /// Share --cache-dir with the members of its group (directories 2770, files 0640) instead
+    /// of keeping it private to you; a directory made one way is refused the other way
+    #[arg(long)]
+    cache_group: bool,
+    /// Whether a read waits for its whole shard (downloaded and kept) rather than being served
+    /// by a range request while the shard downloads: for a command that exits after one read,
+    /// whose background download would otherwise be stopped unfinished.
+    #[arg(skip)]
+    wait_for_shards: bool,
 }
 
 /// `--fetch` values.
@@ -50,6 +60,14 @@ impl StoreArgs {
         }
     }
 
+    /// These flags, reads waiting for their whole shards (which the shard cache keeps).
+    pub(crate) fn waiting_for_shards(&self) -> Self {
+        Self {
+            wait_for_shards: true,
+            ..self.clone()
+        }
+    }
+
     /// The options a remote cache is opened with; `open` says whether index.bin and
     /// metadata.arrow are hashed at open.
     pub(crate) fn remote_options(&self, open: OpenOptions) -> RemoteOptions {
@@ -57,6 +75,12 @@ impl StoreArgs {
         let mut options = RemoteOptions::new(dir).validate_cache(open.validate_cache);
         if let Some(limit) = self.cache_limit {
             options = options.cache_limit(limit);
+        }
+        if self.cache_group {
+            options = options.cache_access(Access::Group);
+        }
+        if self.wait_for_shards {
+            options = options.read_while_downloading(false);
         }
         options.fetch(match self.fetch {
             Some(FetchArg::Range) => ShardFetch::Range,
@@ -96,6 +120,8 @@ mod tests {
         assert_eq!(o.cache_limit, 2 << 30);
         assert_eq!(o.fetch, ShardFetch::Range);
         assert!(!o.validate_cache);
+        assert_eq!(o.cache_access, Access::Private);
+        assert_eq!(options(&["--cache-group"]).cache_access, Access::Group);
     }
 
     #[test]

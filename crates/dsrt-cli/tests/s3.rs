@@ -130,7 +130,9 @@ fn shard_files(dir: &Path) -> usize {
                 shard_files(&path)
             } else {
                 let in_shards = path.parent().and_then(Path::file_name) == Some("shards".as_ref());
-                usize::from(in_shards && path.extension().is_some_and(|x| x == "bin"))
+                // Not the shard cache's own files (seals, partial downloads).
+                let own = e.file_name().to_string_lossy().starts_with(".shard-cache");
+                usize::from(in_shards && !own && path.extension().is_some_and(|x| x == "bin"))
             }
         })
         .sum()
@@ -277,4 +279,153 @@ fn four_nodes_of_two_ranks_download_each_shard_once_between_them() {
 fn a_job_on_s3_stopped_at_40_percent_resumes_on_any_topology_with_exactly_the_rest() {
     let (root, url, cache) = job_cache("resume");
     common::cluster::stop_and_resume_on_other_topologies(root.path(), &url, &cache, true);
+}
+
+/// Every file under `dir` with its bytes: what "nothing was touched" compares.
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    dsrt_atlas_test_runner::files_below(dir)
+}
+
+/// The shard cache's key directory of the one remote cache in `cache_dir`.
+fn key_dir(cache_dir: &Path) -> std::path::PathBuf {
+    let mut dirs: Vec<_> = std::fs::read_dir(cache_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs.pop().unwrap()
+}
+
+#[test]
+#[ignore = "needs the S3 test server: cargo xtask test runs it"]
+fn a_cache_dir_of_documents_is_refused_and_nothing_in_it_is_touched() {
+    let url = prefix_url("documents");
+    let dir = pack_both(&url);
+    let documents = dir_with(&[
+        ("thesis.tex", &[b'x'; 3 << 20][..]),
+        ("draft.partial", b"half written"),
+        (".shard-cache-tmp.notes", b"mine"),
+        ("figures/plot.png", &[7; 2 << 20][..]),
+    ]);
+    let before = snapshot(documents.path());
+    for args in [
+        &["inspect", url.as_str()][..],
+        &["cat", url.as_str(), "3"],
+        &["iterate", url.as_str()],
+    ] {
+        let mut all = args.to_vec();
+        let path = documents.path().to_str().unwrap();
+        all.extend(["--cache-dir", path, "--cache-limit", "2MiB"]);
+        let run = dsrt_in(dir.path(), &all).fails(1);
+        assert!(
+            run.stderr.contains("not empty") && run.stderr.contains(".shard-cache-root"),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+    assert_eq!(
+        snapshot(documents.path()),
+        before,
+        "every document is as it was"
+    );
+}
+
+#[test]
+#[ignore = "needs the S3 test server: cargo xtask test runs it"]
+fn what_the_shard_cache_did_not_write_is_never_served_and_verify_full_checks_the_copies() {
+    let url = prefix_url("trust");
+    let dir = pack_both(&url);
+    let cache_dir = dir.path().join("local-cache");
+    let run = |args: &[&str]| dsrt_in(dir.path(), &with_cache_dir(args, &cache_dir));
+    let expected = run(&["cat", "local", "0"]).ok().stdout;
+    // `cat` downloads the sample's shard whole and keeps it, as its help says.
+    assert_eq!(run(&["cat", &url, "0"]).ok().stdout, expected);
+    assert_eq!(shard_files(&cache_dir), 1);
+    let key = key_dir(&cache_dir);
+    let kept = key.join("shards/000000.bin");
+    assert!(kept.is_file());
+
+    // A damaged copy (a bad disk): `verify --full` of the URL hashes what it would serve,
+    // reports it, and removes it; the next run downloads it anew and is clean.
+    let mut bytes = std::fs::read(&kept).unwrap();
+    bytes[40] ^= 0xFF;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&kept)
+        .and_then(|f| std::os::unix::fs::FileExt::write_all_at(&f, &bytes, 0))
+        .unwrap();
+    let damaged = run(&["verify", "--full", &url]).fails(1);
+    assert!(
+        damaged.stderr.contains("damaged") && damaged.stderr.contains("000000.bin"),
+        "{}",
+        damaged.stderr
+    );
+    assert!(!kept.exists());
+    let clean = run(&["verify", "--full", &url]).ok();
+    assert_eq!(clean.stdout_text(), format!("{url}: ok\n"));
+    assert_eq!(run(&["cat", &url, "0"]).ok().stdout, expected);
+
+    // A file of the right length put in a shard's place (by hand, by another program) in a
+    // shard cache that has not downloaded the shard is never served, replaced or removed:
+    // the read fails naming it.
+    let cache_dir = dir.path().join("other-cache");
+    let run = |args: &[&str]| dsrt_in(dir.path(), &with_cache_dir(args, &cache_dir));
+    run(&["inspect", &url]).ok();
+    let key = key_dir(&cache_dir);
+    let shard = key.join("shards/000001.bin");
+    let len = std::fs::metadata(dir.path().join("local/shards/000001.bin"))
+        .unwrap()
+        .len();
+    std::fs::create_dir_all(shard.parent().unwrap()).unwrap();
+    assert!(!shard.exists());
+    std::fs::write(&shard, vec![b'!'; usize::try_from(len).unwrap()]).unwrap();
+    let refused = run(&["verify", "--full", &url]).fails(1);
+    assert!(
+        refused.stderr.contains("000001.bin") && refused.stderr.contains("did not write"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(
+        std::fs::read(&shard).unwrap(),
+        vec![b'!'; usize::try_from(len).unwrap()]
+    );
+    // Removed by its owner, the name is the cache's again.
+    std::fs::remove_file(&shard).unwrap();
+    assert_eq!(
+        run(&["verify", "--full", &url]).ok().stdout_text(),
+        format!("{url}: ok\n")
+    );
+}
+
+#[test]
+#[ignore = "needs the S3 test server: cargo xtask test runs it"]
+fn a_remote_index_of_the_wrong_size_is_refused_before_it_is_downloaded() {
+    use dsrt_remote::object_store::ObjectStoreExt;
+    let url = prefix_url("index-size");
+    let dir = pack_both(&url);
+    let dsrt_remote::StoreLocation::Remote(prefix) =
+        dsrt_remote::StoreLocation::parse(&url).unwrap()
+    else {
+        panic!("{url} is not a store URL");
+    };
+    // 20 MB where the manifest's 10 samples imply 240 bytes.
+    let store = prefix.store();
+    let object = prefix.object("index.bin");
+    object_access::block_on(store.put(&object, vec![0u8; 20 << 20].into()))
+        .unwrap()
+        .unwrap();
+    let cache_dir = dir.path().join("local-cache");
+    let run = dsrt_in(dir.path(), &with_cache_dir(&["inspect", &url], &cache_dir)).fails(1);
+    assert!(
+        run.stderr.contains("index.bin") && run.stderr.contains("implies 240"),
+        "{}",
+        run.stderr
+    );
+    // Nothing of it was kept (nor downloaded into a partial file).
+    let held: u64 = dsrt_atlas_test_runner::files_below(&cache_dir)
+        .iter()
+        .map(|(_, b)| b.len() as u64)
+        .sum();
+    assert!(held < 1 << 20, "{held} bytes in the shard cache");
 }

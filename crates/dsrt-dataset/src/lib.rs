@@ -27,5 +27,5 @@ mod table;
 pub use dataset::{Dataset, DatasetCache, SelectRow};
 pub use error::DatasetError;
 pub use hints::{ShardHints, HINT_SHARDS};
-pub use loader::{LoadedSample, Loader, LoaderConfig};
+pub use loader::{LoadedSample, Loader, LoaderConfig, DEFAULT_PREFETCH_BYTES};
 pub use table::{SampleKey, SampleTable};

@@ -40,9 +40,20 @@ pub struct LoaderConfig {
     /// `workers × prefetch` samples plus the chunk being consumed are read ahead of the consumer.
     /// The order never depends on it.
     pub prefetch: usize,
+    /// Payload bytes read ahead of the consumer, at most (about; `None`:
+    /// [`DEFAULT_PREFETCH_BYTES`]), whatever `prefetch` allows: workers hand chunks over in
+    /// pieces of at most this divided by the pieces that can be in flight, each piece ending
+    /// with the sample that fills it (so one sample larger than that is still read, alone).
+    /// Without it, `prefetch` samples that each decode to megabytes (an LZ4 payload may be 255
+    /// times its stored size) would take gigabytes. Only bytes copied out of shards count:
+    /// payloads that are slices of a shared mapping cost none. The order never depends on it.
+    pub prefetch_bytes: Option<u64>,
     /// Resume from a saved state instead of the start of the epoch.
     pub resume: Option<IterState>,
 }
+
+/// What [`LoaderConfig::prefetch_bytes`] is when not given: 256 MiB.
+pub const DEFAULT_PREFETCH_BYTES: u64 = 256 << 20;
 
 /// One sample of an epoch, as a rank receives it.
 #[derive(Debug, Clone, PartialEq)]
@@ -123,6 +134,9 @@ struct Steps {
     start: IterState,
     /// Steps per chunk: `min(prefetch, 256)`, at least 1.
     chunk_steps: u64,
+    /// A piece of a chunk (one hand-over) ends with the sample that brings its buffer to
+    /// this many bytes (see [`LoaderConfig::prefetch_bytes`]).
+    piece_bytes: usize,
     /// The first `ramp` chunks hold 1, 2, 4, ... steps (all fewer than `chunk_steps`), so the
     /// first sample waits for one step's read, not a whole chunk's (on object storage, one
     /// shard's download, not every shard a chunk touches).
@@ -276,8 +290,9 @@ impl Steps {
             .fold(0usize, usize::saturating_add)
     }
 
-    /// Reads steps `range` into one shared payload buffer from the pool.
-    fn load_chunk(&self, range: std::ops::Range<u64>, scratch: &mut Scratch) -> Chunk {
+    /// Starts loading the steps `range` (one chunk): tells the shard sources what comes,
+    /// plans the steps into `scratch`. Its pieces then come from [`Steps::load_piece`].
+    fn begin_chunk(&self, range: std::ops::Range<u64>, scratch: &mut Scratch) {
         self.read_ahead.start(range.end - range.start);
         if self.hints {
             scratch
@@ -285,18 +300,26 @@ impl Steps {
                 .hint(&self.dataset, &self.plan, &self.partition, range.clone());
         }
         self.plan_steps(range, scratch);
+        scratch.failed = None;
+    }
+
+    /// Reads the planned steps from `from` on into one shared payload buffer from the pool,
+    /// up to the one that brings it to `piece_bytes`; the piece, and where the next begins
+    /// (`scratch.planned.len()` once the chunk is done).
+    fn load_piece(&self, scratch: &mut Scratch, from: usize) -> (Chunk, usize) {
         let buffers = self.dataset.chunk_buffers();
         let mut data = buffers.take();
-        // One allocation per chunk at most: growing the buffer record by record would copy
+        let planned = std::mem::take(&mut scratch.planned);
+        // One allocation per piece at most: growing the buffer record by record would copy
         // it each time it doubles (and fault in its pages each time).
-        let need = self.chunk_bytes(&scratch.planned);
+        let need = self.chunk_bytes(&planned[from..]).min(self.piece_bytes);
         data.reserve(need.saturating_sub(data.len()));
         let mut used = 0;
         scratch.located.clear();
-        let mut failed = None;
-        let planned = std::mem::take(&mut scratch.planned);
-        for &(step, position, sample) in &planned {
-            if let Some(failed_step) = failed {
+        let mut next = from;
+        for &(step, position, sample) in &planned[from..] {
+            next += 1;
+            if let Some(failed_step) = scratch.failed {
                 scratch
                     .located
                     .push(Err(DatasetError::SkippedAfterError { step, failed_step }));
@@ -309,14 +332,17 @@ impl Steps {
                     ..
                 }) => used = range.end,
                 Ok(_) => {}
-                Err(_) => failed = Some(step),
+                Err(_) => scratch.failed = Some(step),
             }
             scratch.located.push(located);
+            if used >= self.piece_bytes {
+                break;
+            }
         }
         scratch.planned = planned;
         scratch.shared.clear();
         let data = Bytes::from_owner(PooledBuffer::new(data, used, buffers));
-        scratch
+        let piece = scratch
             .located
             .drain(..)
             .map(|item| {
@@ -331,7 +357,8 @@ impl Steps {
                     },
                 })
             })
-            .collect()
+            .collect();
+        (piece, next)
     }
 }
 
@@ -339,6 +366,10 @@ impl Steps {
 #[derive(Default)]
 struct Scratch {
     sample: SampleBuf,
+    /// The step of the chunk being loaded that failed: the rest of the chunk is skipped.
+    failed: Option<u64>,
+    /// The next planned step of the chunk being loaded (the inline loader's, between pieces).
+    next: usize,
     located: Vec<Result<Located, DatasetError>>,
     /// The shared shard bytes this chunk's samples are slices of: (cache, shard, bytes).
     shared: Vec<(usize, u64, Bytes)>,
@@ -379,7 +410,7 @@ impl AsRef<[u8]> for SharedOwner {
     }
 }
 
-/// Consecutive steps' samples, in step order.
+/// Consecutive steps' samples, in step order: a chunk, or a piece of one.
 type Chunk = VecDeque<Result<LoadedSample, DatasetError>>;
 
 /// A prefetch worker: the channel it fills with chunks of consecutive steps, and its thread.
@@ -391,6 +422,8 @@ pub struct Loader {
     next_step: u64,
     /// Chunks the read-ahead has been told are yielded.
     finished_chunks: u64,
+    /// Steps of the chunk being yielded not received yet (its later pieces).
+    chunk_left: u64,
     len: u64,
     inline: Scratch,
     ready: Chunk,
@@ -422,6 +455,17 @@ impl Loader {
         let len = partition.len();
         let prefetch = config.prefetch.max(1);
         let chunk_steps = prefetch.min(MAX_CHUNK_STEPS);
+        // A worker holds the piece it fills (or is handing over) plus `queue` sent ones:
+        // (queue + 1) × chunk_steps <= prefetch.
+        // (The channel allocates its slots up front, hence the cap on absurd values.)
+        let queue = (prefetch / chunk_steps - 1).min(MAX_QUEUED_CHUNKS);
+        // Pieces in flight: each worker's queue, the one it sends and the one it fills, and
+        // the consumer's; together they hold about `prefetch_bytes`.
+        let pieces = (config.workers as u64)
+            .saturating_mul(queue as u64 + 2)
+            .saturating_add(1);
+        let prefetch_bytes = config.prefetch_bytes.unwrap_or(DEFAULT_PREFETCH_BYTES);
+        let piece_bytes = usize::try_from((prefetch_bytes / pieces).max(1)).unwrap_or(usize::MAX);
         let hints = dataset.has_shard_sources();
         let steps = Arc::new(Steps {
             dataset,
@@ -429,15 +473,12 @@ impl Loader {
             partition,
             start,
             chunk_steps: chunk_steps as u64,
+            piece_bytes,
             ramp: ramp_chunks(chunk_steps as u64),
             read_ahead: ReadAhead::default(),
             hints,
             first_chunk: FirstChunk::default(),
         });
-        // A worker holds the chunk it fills (or is handing over) plus `queue` sent ones:
-        // (queue + 1) × chunk_steps <= prefetch.
-        // (The channel allocates its slots up front, hence the cap on absurd values.)
-        let queue = (prefetch / chunk_steps - 1).min(MAX_QUEUED_CHUNKS);
         let workers = (0..config.workers)
             .map(|w| spawn_worker(&steps, w as u64, config.workers as u64, len, queue))
             .collect();
@@ -445,6 +486,7 @@ impl Loader {
             steps,
             next_step: 0,
             finished_chunks: 0,
+            chunk_left: 0,
             len,
             inline: Scratch::default(),
             ready: VecDeque::new(),
@@ -527,32 +569,30 @@ impl Steps {
 }
 
 /// Starts worker `first` of `stride`: it reads chunks `first, first + stride, ...` (each
-/// `chunk_steps` consecutive steps) and sends each chunk whole, in order, through a channel
-/// that holds `queue` chunks (0: each hand-over waits for the consumer).
+/// `chunk_steps` consecutive steps) and sends each chunk in pieces of at most `piece_bytes`
+/// (one piece for most chunks), in order, through a channel that holds `queue` pieces (0:
+/// each hand-over waits for the consumer).
 fn spawn_worker(steps: &Arc<Steps>, first: u64, stride: u64, len: u64, queue: usize) -> Worker {
     let (sender, receiver) = sync_channel(queue);
     let steps = Arc::clone(steps);
     let handle = std::thread::spawn(move || {
         let mut scratch = Scratch::default();
-        let mut chunk = first;
-        if first == 0 {
-            let opener = OpenOnDrop(&steps.first_chunk);
-            if steps.chunk_start(0) < len {
-                let samples = steps.load_chunk(steps.chunk_range(0, len), &mut scratch);
-                drop(opener);
-                if sender.send(samples).is_err() {
-                    return;
-                }
-            }
-            chunk += stride;
-        } else if steps.hints {
+        let mut opener = (first == 0).then(|| OpenOnDrop(&steps.first_chunk));
+        if opener.is_none() && steps.hints {
             steps.first_chunk.wait();
         }
+        let mut chunk = first;
         while steps.chunk_start(chunk) < len {
-            let samples = steps.load_chunk(steps.chunk_range(chunk, len), &mut scratch);
-            // A closed channel means the loader was dropped: stop quietly.
-            if sender.send(samples).is_err() {
-                return;
+            steps.begin_chunk(steps.chunk_range(chunk, len), &mut scratch);
+            let mut next = 0;
+            while next < scratch.planned.len() {
+                let (piece, after) = steps.load_piece(&mut scratch, next);
+                next = after;
+                drop(opener.take());
+                // A closed channel means the loader was dropped: stop quietly.
+                if sender.send(piece).is_err() {
+                    return;
+                }
             }
             chunk += stride;
         }
@@ -594,20 +634,30 @@ impl Iterator for Loader {
         let step = self.next_step;
         if self.ready.is_empty() {
             let chunk = self.steps.chunk_of(step);
-            // Every chunk before this one is fully yielded (said once, also when the wait for
-            // this one is interrupted and asked again).
-            if chunk > 0 && self.finished_chunks < chunk {
-                let done = self.steps.chunk_range(chunk - 1, self.len);
-                self.steps.read_ahead.finish(done.end - done.start);
-                self.finished_chunks = chunk;
+            if self.chunk_left == 0 {
+                // Every chunk before this one is fully yielded (said once, also when the wait
+                // for this one is interrupted and asked again).
+                if chunk > 0 && self.finished_chunks < chunk {
+                    let done = self.steps.chunk_range(chunk - 1, self.len);
+                    self.steps.read_ahead.finish(done.end - done.start);
+                    self.finished_chunks = chunk;
+                }
+                let range = self.steps.chunk_range(chunk, self.len);
+                self.chunk_left = range.end - range.start;
+                if self.workers.is_empty() {
+                    self.steps.begin_chunk(range, &mut self.inline);
+                    self.inline.next = 0;
+                }
             }
             if self.workers.is_empty() {
-                self.ready = self
-                    .steps
-                    .load_chunk(self.steps.chunk_range(chunk, self.len), &mut self.inline);
+                let from = self.inline.next;
+                let (piece, next) = self.steps.load_piece(&mut self.inline, from);
+                self.inline.next = next;
+                self.ready = piece;
             } else {
-                // Worker `chunk % n` produces exactly the chunks congruent to it, in order, so
-                // receiving round-robin restores the plan's order without a reorder buffer.
+                // Worker `chunk % n` produces exactly the chunks congruent to it, in order and
+                // piece by piece, so receiving round-robin restores the plan's order without a
+                // reorder buffer.
                 let worker = usize::try_from(chunk % self.workers.len() as u64).unwrap_or(0);
                 match receive(&self.workers[worker].0) {
                     Ok(samples) => self.ready = samples,
@@ -617,6 +667,7 @@ impl Iterator for Loader {
                     Err(Received::Stopped) => return Some(Err(DatasetError::WorkerStopped)),
                 }
             }
+            self.chunk_left = self.chunk_left.saturating_sub(self.ready.len() as u64);
         }
         self.next_step += 1;
         Some(

@@ -1,6 +1,5 @@
 use crate::{IndexError, IndexRow, MIN_RECORD_LEN, ROW_BYTES};
 use memmap2::Mmap;
-use std::fs::File;
 use std::path::Path;
 
 enum Backing {
@@ -30,7 +29,7 @@ impl std::fmt::Debug for IndexView {
 impl IndexView {
     /// Maps `path` read-only and checks that it holds whole rows.
     pub fn open(path: &Path) -> Result<Self, IndexError> {
-        let file = File::open(path)?;
+        let file = durable_fs::open_regular(path)?;
         let len = file.metadata()?.len();
         if len % ROW_BYTES as u64 != 0 {
             return Err(IndexError::Size { len });

@@ -172,7 +172,7 @@ fn validate_description(description: &CacheDescription) -> Result<(), ManifestEr
         if shard.name != expected {
             return Err(ManifestError::ShardName {
                 position,
-                found: shard.name.clone(),
+                found: excerpt(&shard.name),
                 expected,
             });
         }
@@ -201,7 +201,19 @@ fn check_hex(field: &str, value: &str) -> Result<(), ManifestError> {
     } else {
         Err(ManifestError::Checksum {
             field: field.to_owned(),
-            value: value.to_owned(),
+            value: excerpt(value),
         })
+    }
+}
+
+/// Longest excerpt of a stored value an error quotes whole.
+const EXCERPT_CHARS: usize = 80;
+
+/// `value` as an error quotes it: whole when short, else its first characters and its length,
+/// so a hostile megabyte-long name does not flood a terminal or a log.
+fn excerpt(value: &str) -> String {
+    match value.char_indices().nth(EXCERPT_CHARS) {
+        None => value.to_owned(),
+        Some((cut, _)) => format!("{}… ({} bytes in all)", &value[..cut], value.len()),
     }
 }

@@ -9,7 +9,6 @@ use arrow_ipc::{root_as_footer, Block};
 use arrow_schema::SchemaRef;
 use dsrt_schema::{ColumnType, Schema, ValueRef};
 use memmap2::Mmap;
-use std::fs::File;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::Arc;
@@ -68,7 +67,7 @@ pub struct MetadataTable {
 impl MetadataTable {
     /// Maps `path` read-only and decodes its footer and record batches.
     pub fn open(path: &Path) -> Result<Self, MetadataError> {
-        let file = File::open(path)?;
+        let file = durable_fs::open_regular(path)?;
         // SAFETY: published cache files are immutable while readers are alive (the format's
         // contract); the map is read-only and arrow bounds-checks every buffer it slices from it.
         #[allow(unsafe_code)]
@@ -248,14 +247,61 @@ fn decode(buffer: &Buffer) -> Result<MetadataTable, MetadataError> {
         batch_starts: Vec::new(),
         rows: 0,
     };
-    for block in footer.recordBatches().into_iter().flatten() {
+    for (number, block) in footer.recordBatches().into_iter().flatten().enumerate() {
+        // At most one batch more than the rows before it (a leading empty batch, as some
+        // writers emit, is honest): a file of a million empty batches would otherwise cost a
+        // decoded batch each (gigabytes) for no data.
+        if number as u64 > table.rows + 1 {
+            return Err(MetadataError::Arrow(format!(
+                "record batch {number} follows {} rows: more batches than rows (the file lists \
+                 {} batches)",
+                table.rows,
+                footer.recordBatches().map_or(0, |b| b.len())
+            )));
+        }
         let data = block_bytes(buffer, block, footer_start)?;
+        check_buffers(number, block, &data)?;
         let batch = decoder
             .read_record_batch(block, &data)?
             .ok_or_else(|| bad("empty record batch block"))?;
         table.push_batch(batch);
     }
     Ok(table)
+}
+
+/// Refuses record batch `number` when one of its buffers reaches outside its body: arrow
+/// slices buffers without a check (a panic, whose message the process would print even where
+/// it is caught).
+fn check_buffers(number: usize, block: &Block, data: &[u8]) -> Result<(), MetadataError> {
+    let bad = |why: String| MetadataError::Arrow(format!("record batch {number}: {why}"));
+    let meta_len = usize::try_from(block.metaDataLength()).unwrap_or(usize::MAX);
+    let meta = data
+        .get(..meta_len)
+        .ok_or_else(|| bad("its metadata is longer than its block".into()))?;
+    // An encapsulated message: an optional continuation marker, its length, the flatbuffer.
+    let message = match meta {
+        [0xff, 0xff, 0xff, 0xff, rest @ ..] => rest.get(4..),
+        _ => meta.get(4..),
+    }
+    .ok_or_else(|| bad("its metadata is shorter than a message header".into()))?;
+    let message = arrow_ipc::root_as_message(message).map_err(|e| bad(e.to_string()))?;
+    let Some(batch) = message.header_as_record_batch() else {
+        return Ok(()); // not a record batch: the decoder says so
+    };
+    let body = u64::try_from(block.bodyLength()).unwrap_or(0);
+    for (i, buffer) in batch.buffers().into_iter().flatten().enumerate() {
+        let (offset, length) = (buffer.offset(), buffer.length());
+        let end = u64::try_from(offset)
+            .ok()
+            .zip(u64::try_from(length).ok())
+            .and_then(|(offset, length)| offset.checked_add(length));
+        if end.is_none_or(|end| end > body) {
+            return Err(bad(format!(
+                "buffer {i} (offset {offset}, length {length}) lies outside the {body}-byte body"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The bytes of one block, refusing offsets and lengths outside the file's data region.

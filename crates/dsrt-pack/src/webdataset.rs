@@ -124,6 +124,8 @@ struct Group {
     key: String,
     /// (extension, bytes when the reader asked for them).
     members: Vec<(String, Option<Vec<u8>>)>,
+    /// Why the sample cannot be whole: a member the tar was cut in (its last sample).
+    truncated: Option<String>,
 }
 
 /// One sample, parsed.
@@ -138,6 +140,9 @@ impl Group {
     /// The sample, or why it is bad (a sample `skip_bad` leaves out).
     fn parse(self, options: &WebDatasetOptions) -> Result<Parsed, String> {
         let bad = |reason: String| Err(reason);
+        if let Some(reason) = self.truncated {
+            return bad(reason);
+        }
         for (i, (ext, _)) in self.members.iter().enumerate() {
             if self.members[..i].iter().any(|(e, _)| e == ext) {
                 return bad(format!("two members with extension {ext:?}"));
@@ -261,6 +266,8 @@ fn for_each_group(
         });
     }
     let file = File::open(path).map_err(PackError::io(path, "open"))?;
+    // What the tar holds bounds every member: a header may declare any size.
+    let tar_len = file.metadata().map_err(PackError::io(path, "open"))?.len();
     let mut archive = tar::Archive::new(file);
     let entries = archive.entries_with_seek().map_err(read_error)?;
     let mut current: Option<Group> = None;
@@ -289,12 +296,32 @@ fn for_each_group(
         let group = current.get_or_insert_with(|| Group {
             key: key.to_owned(),
             members: Vec::new(),
+            truncated: None,
         });
+        // A member reaching past the end of the file was cut short (a copy interrupted, a
+        // disk full): nothing of it is trusted, and nothing follows it.
+        let size = entry.size();
+        let end = entry.raw_file_position().saturating_add(size);
+        if end > tar_len {
+            group.truncated = Some(format!(
+                "the tar ends inside member {name:?}: it declares {size} bytes, the file holds \
+                 {} of them",
+                tar_len.saturating_sub(entry.raw_file_position())
+            ));
+            break;
+        }
         let bytes = if load(ext) {
-            let mut bytes = Vec::with_capacity(usize::try_from(entry.size()).unwrap_or(0));
+            let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
             entry
                 .read_to_end(&mut bytes)
                 .map_err(PackError::io(path, "read tar"))?;
+            if bytes.len() as u64 != size {
+                group.truncated = Some(format!(
+                    "member {name:?} declares {size} bytes, {} could be read",
+                    bytes.len()
+                ));
+                break;
+            }
             Some(bytes)
         } else {
             None

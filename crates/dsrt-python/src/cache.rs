@@ -272,7 +272,7 @@ impl PySample {
 /// Raises a `CacheError` subclass naming the path and the reason.
 ///
 /// Remote caches: manifest.json, index.bin and metadata.arrow are fetched at open into the
-/// local cache directory `cache_dir` (default `$DSRT_CACHE_DIR`, else `~/.cache/datasetrt`;
+/// local cache directory `cache_dir` (default `$DSRT_CACHE_DIR`, else `~/.cache/datasetrt/shard-cache`;
 /// shared by every process of the node that uses it), which holds at most `cache_limit` bytes
 /// (an int, or a string such as "20GB" or "512MiB"; default 100 GiB; a limit smaller than the
 /// cache's largest shard raises CacheLimitError at open). `fetch="whole"` downloads a shard

@@ -244,7 +244,7 @@ impl PyDataset {
     }
 
     /// The local cache directory of remote caches as given (None: the default,
-    /// `$DSRT_CACHE_DIR`, else `~/.cache/datasetrt`).
+    /// `$DSRT_CACHE_DIR`, else `~/.cache/datasetrt/shard-cache`).
     #[getter]
     fn cache_dir(&self) -> Option<String> {
         self.args.cache_dir_str()

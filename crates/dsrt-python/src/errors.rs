@@ -289,6 +289,7 @@ fn resource_attrs(
     let name = match resource {
         datasetrt::Exhausted::Descriptors => "descriptors",
         datasetrt::Exhausted::Mappings => "mappings",
+        datasetrt::Exhausted::Memory => "memory",
     };
     [
         ("resource", obj(py, name)),

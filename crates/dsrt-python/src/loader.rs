@@ -215,6 +215,7 @@ impl PyLoader {
             policy: self::policy(policy)?,
             workers,
             prefetch,
+            prefetch_bytes: None,
             resume: None,
         };
         let config = base.clone();

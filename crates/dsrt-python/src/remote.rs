@@ -78,7 +78,7 @@ pub(crate) struct RawRemoteArgs<'a, 'py> {
 /// The options of `Cache(...)` and `Dataset(...)` that concern remote caches, as given.
 #[derive(Clone, Debug)]
 pub(crate) struct RemoteArgs {
-    /// `cache_dir`, or None for the default (`$DSRT_CACHE_DIR`, else `~/.cache/datasetrt`).
+    /// `cache_dir`, or None for the default (`$DSRT_CACHE_DIR`, else `~/.cache/datasetrt/shard-cache`).
     pub(crate) cache_dir: Option<PathBuf>,
     /// `cache_limit` in bytes, or None for the default (100 GiB).
     pub(crate) cache_limit: Option<u64>,

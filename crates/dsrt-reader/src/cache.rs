@@ -6,7 +6,6 @@ use dsrt_metadata::{MetadataTable, RowView, METADATA_FILE_NAME};
 use dsrt_schema::Schema;
 use dsrt_shard::{EnvelopeCodec, SHARDS_DIR_NAME};
 use handle_pool::{Exhausted, LazyFiles};
-use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -100,9 +99,6 @@ impl Cache {
             None => check_shard_files(&path, description)?,
             Some(_) => description.shards.iter().map(|s| s.byte_len).collect(),
         };
-        if options.validate_cache {
-            verify_checksums(&path, description, source.is_none())?;
-        }
         let index_error = |source| CacheError::Index {
             path: path.clone(),
             source,
@@ -137,6 +133,12 @@ impl Cache {
         metadata
             .check_schema(&description.metadata_schema)
             .map_err(metadata_error)?;
+        // Hashing comes after every size and structure check, so a file of the wrong size
+        // (a sparse giant, a device) is refused at once, not read to its end first. A source
+        // checks the shards it serves itself (see `ShardSource`).
+        if options.validate_cache {
+            verify_checksums(&path, description, source.is_none())?;
+        }
         let shards_dir = path.join(SHARDS_DIR_NAME);
         let shards = description
             .shards
@@ -265,7 +267,7 @@ fn missing_manifest(path: &Path) -> CacheError {
 fn read_manifest(path: &Path) -> Result<Manifest, CacheError> {
     let manifest_path = path.join(MANIFEST_FILE_NAME);
     let io_error = |source| CacheError::io(path, CacheFile::Manifest, source);
-    let file = match File::open(&manifest_path) {
+    let file = match durable_fs::open_regular(&manifest_path) {
         Ok(file) => file,
         Err(e)
             if matches!(

@@ -368,6 +368,18 @@ impl Cache {
         row: &IndexRow,
         source: RecordError,
     ) -> CacheError {
+        // Memory running out decoding a payload is the process's limit, not a bad record.
+        if let RecordError::Lz4(dsrt_atlas_codec::lz4::Lz4Error::OutOfMemory { needed }) = &source {
+            return CacheError::Resource {
+                path: self.path.clone(),
+                file: CacheFile::Shard(row.shard_id),
+                resource: handle_pool::Exhausted::Memory,
+                source: std::io::Error::new(
+                    std::io::ErrorKind::OutOfMemory,
+                    format!("decoding sample {sample}'s payload needs {needed} bytes"),
+                ),
+            };
+        }
         CacheError::Record {
             path: self.path.clone(),
             sample,

@@ -3,7 +3,6 @@ use dsrt_index::INDEX_FILE_NAME;
 use dsrt_manifest::CacheDescription;
 use dsrt_metadata::METADATA_FILE_NAME;
 use dsrt_shard::SHARDS_DIR_NAME;
-use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -165,7 +164,7 @@ fn verify_file(path: &Path, job: &HashJob<'_>) -> Result<(), CacheError> {
         ..
     } = job;
     let io_error = |source| CacheError::io(path, *file, source);
-    let opened = File::open(file_path).map_err(io_error)?;
+    let opened = durable_fs::open_regular(file_path).map_err(io_error)?;
     let (digest, _) = dsrt_atlas_codec::sha::sha256_reader(opened).map_err(io_error)?;
     let found = dsrt_atlas_codec::to_hex(&digest);
     if found != *expected {

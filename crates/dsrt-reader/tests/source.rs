@@ -76,6 +76,7 @@ fn every_read_goes_through_the_source_with_the_same_checks() {
         let source = Arc::new(source);
         let cache =
             Cache::open_with_source(&path, OpenOptions::validated(), source.clone()).unwrap();
+
         assert!(cache.has_shard_source());
         assert_eq!(cache.shard_path(0), None);
         let mut buf = SampleBuf::new();
@@ -130,20 +131,22 @@ fn a_source_failure_is_an_io_error_naming_the_shard() {
 }
 
 #[test]
-fn validation_still_hashes_index_and_metadata() {
+fn validation_still_hashes_the_index() {
     let dir = tempfile::tempdir().unwrap();
     let (path, source) = sourced(dir.path(), 8, CompressionAlgo::None);
-    let mut metadata = std::fs::read(path.join("metadata.arrow")).unwrap();
-    let last = metadata.len() - 1;
-    metadata[last] ^= 1;
-    std::fs::write(path.join("metadata.arrow"), metadata).unwrap();
+    // Two index rows swapped: every row still in bounds, the bytes no longer the manifest's.
+    let honest = std::fs::read(path.join("index.bin")).unwrap();
+    let mut index = honest.clone();
+    index[..24].copy_from_slice(&honest[24..48]);
+    index[24..48].copy_from_slice(&honest[..24]);
+    std::fs::write(path.join("index.bin"), index).unwrap();
     let error =
         Cache::open_with_source(&path, OpenOptions::validated(), Arc::new(source)).unwrap_err();
     assert!(
         matches!(
             &error,
             CacheError::Checksum {
-                file: CacheFile::Metadata,
+                file: CacheFile::Index,
                 ..
             }
         ),

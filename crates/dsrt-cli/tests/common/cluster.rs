@@ -182,6 +182,8 @@ pub(crate) fn shard_files(dir: &Path) -> BTreeMap<String, u64> {
             found.extend(shard_files(&path));
         } else if path.parent().and_then(Path::file_name) == Some("shards".as_ref())
             && path.extension().is_some_and(|x| x == "bin")
+            // Not the shard cache's own files (seals, partial downloads).
+            && !entry.file_name().to_string_lossy().starts_with(".shard-cache")
         {
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
             found.insert(name, entry.metadata().unwrap().len());
