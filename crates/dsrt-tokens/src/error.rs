@@ -82,10 +82,22 @@ pub enum TokenError {
     },
     /// Writing the cache failed.
     #[error(transparent)]
-    Write(#[from] WriteError),
+    Write(Box<WriteError>),
     /// Reading the cache failed.
     #[error(transparent)]
-    Read(#[from] CacheError),
+    Read(Box<CacheError>),
+}
+
+impl From<WriteError> for TokenError {
+    fn from(error: WriteError) -> Self {
+        Self::Write(Box::new(error))
+    }
+}
+
+impl From<CacheError> for TokenError {
+    fn from(error: CacheError) -> Self {
+        Self::Read(Box::new(error))
+    }
 }
 
 impl TokenError {

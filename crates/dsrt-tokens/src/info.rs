@@ -158,7 +158,7 @@ impl TokenInfo {
     }
 
     /// What bounds the ids, for messages: "dtype uint16" or "vocab_size 50257".
-    pub(crate) fn limit(&self) -> String {
+    pub fn limit(&self) -> String {
         match self.vocab_size {
             Some(size) if u64::from(self.dtype.max_id()) >= size => format!("vocab_size {size}"),
             _ => format!("dtype {}", self.dtype),

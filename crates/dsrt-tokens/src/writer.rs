@@ -97,7 +97,7 @@ impl TokenWriter {
         let mut values: SmallVec<[ValueRef<'_>; 16]> = SmallVec::new();
         values.push(n_tokens_value(ids.len()));
         if let Err(source) = row.check_into(&self.user_schema, &mut values) {
-            return Err(TokenError::Write(dsrt_writer::WriteError::Row {
+            return Err(TokenError::from(dsrt_writer::WriteError::Row {
                 path: self.path().to_path_buf(),
                 sample: self.documents(),
                 source,

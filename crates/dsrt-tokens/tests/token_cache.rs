@@ -39,7 +39,7 @@ fn documents_round_trip_in_both_widths() {
         assert_eq!(info.dtype, dtype);
         let options = WriterOptions::new("tokens", source_schema()).max_shard_bytes(1 << 20);
         let mut writer = dsrt_tokens::TokenWriter::create(&path, options, info.clone()).unwrap();
-        let documents = 2000u64;
+        let documents = 1000u64;
         let mut total = 0u64;
         for i in 0..documents {
             let ids = document(i, vocab);

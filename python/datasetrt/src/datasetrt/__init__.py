@@ -7,7 +7,8 @@ native module ``datasetrt._native``; ``datasetrt.torch`` adds a PyTorch ``Iterab
   ``s3://bucket/prefix`` read through a bounded local cache) and serves sample ``i`` in O(1).
 - :class:`Dataset` joins caches (paths and URLs mixed), addressed as ``(cache_id, sample_id)``.
 - :func:`publish` uploads a finished local cache to an object-store prefix, manifest last.
-- :class:`CacheWriter` writes a new cache (a context manager).
+- :class:`CacheWriter` writes a new cache (a context manager); :class:`TokenWriter` writes a
+  token cache (documents of token ids for LLM training, ``docs/format/datasetrt.md``).
 - :func:`pack_dir` and :func:`pack_imagefolder` convert a directory tree (one sample per file;
   ImageFolder's ``root/<class>/<file>`` with labels) on several threads, into the same bytes
   for every number of threads; :func:`pack_parquet` does so for Parquet files and Hugging Face
@@ -55,6 +56,7 @@ from ._native import (
     Sample,
     SampleIndexError,
     SampleTable,
+    TokenWriter,
     UnknownCacheError,
     WriteError,
     cache_id_for_source,
@@ -94,6 +96,7 @@ __all__ = [
     "ResourceError",
     "Sample",
     "SampleTable",
+    "TokenWriter",
     "WriteError",
     "cache_id_for_source",
     "convert",
