@@ -114,7 +114,11 @@ impl<'a> Run<'a> {
         total: Option<u64>,
         out: OutputDir,
     ) -> Result<CacheSummary, CliError> {
-        out.write(self.target, schema, |writer| {
+        let mut writer_options = self.target.writer_options(schema);
+        for (key, value) in convert.manifest_keys() {
+            writer_options = writer_options.manifest_key(key, value);
+        }
+        out.write(writer_options, |writer| {
             let progress = Progress::samples("packing", total);
             let advance = |samples: u64| progress.set(samples);
             let mut options = PackOptions::default()
