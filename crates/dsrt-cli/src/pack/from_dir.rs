@@ -8,8 +8,8 @@ use crate::error::CliError;
 use crate::output::warn;
 use crate::progress::Progress;
 use datasetrt::pack::{
-    pack as pack_parallel, CancelToken, Convert, FileTree, ImageFolder, PackOptions, Tables,
-    WebDataset,
+    pack as pack_parallel, CancelToken, Convert, FileTree, ImageFolder, Megatron, PackOptions,
+    Tables, WebDataset,
 };
 use datasetrt::{CacheSummary, Schema};
 use std::sync::OnceLock;
@@ -56,6 +56,16 @@ pub(crate) fn pack(
             let tables = Tables::scan(paths, &options)?;
             run.pack(&tables, tables.schema().clone(), tables.len(), out)
                 .map(packed)
+        }
+        ParallelInput::Megatron(prefix, info) => {
+            let megatron = Megatron::open(prefix, info)?;
+            run.pack(
+                &megatron,
+                megatron.schema().clone(),
+                Some(megatron.documents()),
+                out,
+            )
+            .map(packed)
         }
         ParallelInput::WebDataset(tars, options) => {
             let shards = WebDataset::scan(tars, options)?;
