@@ -87,6 +87,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(writer::_remove_unpublished, m)?)?;
     m.add_function(wrap_pyfunction!(pack::pack_parquet, m)?)?;
     m.add_function(wrap_pyfunction!(pack::pack_webdataset, m)?)?;
+    m.add_function(wrap_pyfunction!(pack::pack_megatron, m)?)?;
     m.add_function(wrap_pyfunction!(cache_id_for_source, m)?)?;
     m.add_function(wrap_pyfunction!(remote::publish, m)?)?;
     m.add_function(wrap_pyfunction!(remote::_check_publish_target, m)?)?;
