@@ -79,9 +79,12 @@ fn make_input(dir: &Path) -> u64 {
             .set_max_row_group_row_count(Some(GROUP_ROWS))
             .build();
         let path = dir.join(format!("part-{f:03}.parquet"));
-        let mut writer =
-            ArrowWriter::try_new(std::fs::File::create(path).unwrap(), batch.schema(), Some(props))
-                .unwrap();
+        let mut writer = ArrowWriter::try_new(
+            std::fs::File::create(path).unwrap(),
+            batch.schema(),
+            Some(props),
+        )
+        .unwrap();
         writer.write(&batch).unwrap();
         writer.close().unwrap();
     }
@@ -108,17 +111,20 @@ fn floor(inputs: &[PathBuf], out: &Path) -> Duration {
         for t in 0..2 {
             let units = &units;
             scope.spawn(move || {
-                let mut file =
-                    std::io::BufWriter::new(std::fs::File::create(out.join(format!("floor-{t}.bin"))).unwrap());
+                let mut file = std::io::BufWriter::new(
+                    std::fs::File::create(out.join(format!("floor-{t}.bin"))).unwrap(),
+                );
                 let mut hash = Sha256::new();
                 let mut bytes = Vec::new();
                 for (path, group) in units.iter().skip(t).step_by(2) {
-                    let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(path).unwrap())
-                        .unwrap()
-                        .with_row_groups(vec![*group])
-                        .with_batch_size(128)
-                        .build()
-                        .unwrap();
+                    let reader = ParquetRecordBatchReaderBuilder::try_new(
+                        std::fs::File::open(path).unwrap(),
+                    )
+                    .unwrap()
+                    .with_row_groups(vec![*group])
+                    .with_batch_size(128)
+                    .build()
+                    .unwrap();
                     for batch in reader {
                         let batch = batch.unwrap();
                         let lists = batch.column(0).as_list::<i32>();
@@ -127,7 +133,9 @@ fn floor(inputs: &[PathBuf], out: &Path) -> Duration {
                         for row in 0..lists.len() {
                             bytes.clear();
                             let (a, b) = (offsets[row] as usize, offsets[row + 1] as usize);
-                            bytes.extend(values[a..b].iter().flat_map(|&v| (v as u16).to_le_bytes()));
+                            bytes.extend(
+                                values[a..b].iter().flat_map(|&v| (v as u16).to_le_bytes()),
+                            );
                             hash.update(&bytes);
                             file.write_all(&bytes).unwrap();
                         }
