@@ -87,6 +87,10 @@ pub(crate) enum CliError {
     /// Opening a dataset or iterating it failed.
     #[error(transparent)]
     Dataset(#[from] datasetrt::DatasetError),
+    /// A token cache's layout is malformed, or a document in it (or given to it) is refused;
+    /// the library's text names the cache and the document.
+    #[error(transparent)]
+    Tokens(Box<datasetrt::tokens::TokenError>),
     /// A conversion (`dsrt pack --from-dir`, `--from-imagefolder`, `--from-parquet`,
     /// `--from-webdataset`) failed.
     #[error(transparent)]
@@ -104,6 +108,12 @@ pub(crate) enum CliError {
         /// invalid cache).
         retryable: bool,
     },
+}
+
+impl From<datasetrt::tokens::TokenError> for CliError {
+    fn from(error: datasetrt::tokens::TokenError) -> Self {
+        Self::Tokens(Box::new(error))
+    }
 }
 
 impl From<dsrt_remote::LocationError> for CliError {

@@ -9,28 +9,35 @@
 //! sample per regular file) and of ImageFolder layouts ([`ImageFolder`]: `root/<class>/<file>`)
 //! live here, as do those of tables ([`Tables`]: Parquet files and Hugging Face `save_to_disk`
 //! datasets, one sample per row) and of WebDataset tar shards ([`WebDataset`]: one sample per
-//! key).
+//! key). Token inputs write token caches (`dsrt-tokens`): [`TableOptions::tokens`] takes a
+//! list column of ids or a text column tokenized in the workers ([`TextTokenizer`], the Hugging
+//! Face `tokenizers` crate), and [`Megatron`] imports a Megatron-LM indexed dataset, one sample
+//! per document.
 //!
 //! What it is not for: the cache format (`dsrt-writer` writes it) or where the output goes (a
 //! directory or a store prefix: the caller's, as is removing a cache a failed run left).
 //!
-//! Layering: above `dsrt-writer`; re-exported by the `datasetrt` facade (`datasetrt::pack`),
+//! Layering: above `dsrt-writer` and `dsrt-tokens`; re-exported by the `datasetrt` facade (`datasetrt::pack`),
 //! used by the `dsrt` CLI and the Python package.
 #![forbid(unsafe_code)]
 
 mod error;
 mod hf;
+mod megatron;
 mod parquet;
 mod pipeline;
 mod planned;
 mod table;
+mod tokens;
 mod tree;
 mod webdataset;
 
 pub use durable_fs::CancelToken;
 pub use error::PackError;
+pub use megatron::{Megatron, MegatronUnit};
 pub use pipeline::{pack, writer_io_threads, Convert, Emit, PackOptions, PackStats};
 pub use planned::{PlanAhead, PlannedSampleFn};
 pub use table::{TableOptions, TableUnit, Tables};
+pub use tokens::{TextOptions, TextTokenizer, TokenColumn};
 pub use tree::{list_files, FileTree, ImageFolder};
 pub use webdataset::{SkippedSample, WebDataset, WebDatasetOptions};
