@@ -243,6 +243,59 @@ async fn attributes_read_back_and_undeclared_keys_cost_nothing() {
 }
 
 #[tokio::test]
+async fn attribute_keys_with_a_leading_underscore_keep_their_names() {
+    // NetCDF's conventions put these on variables and files; the format reserves the prefix
+    // for dataset and array names only.
+    use atlas_writer::{ArraySpec, DatasetSpec};
+    use ndarray::{ArrayD, IxDyn};
+    let array = ArraySpec::new(
+        "time",
+        ArrayD::from_shape_vec(IxDyn(&[2]), vec![0i64, 1]).unwrap(),
+    )
+    .attr("_FillValue", -9i64)
+    .attr("_CoordinateAxisType", "Time")
+    .attr("_ChunkSizes", Attr::Int32List(vec![1]))
+    .attr("units", "days since 2000-01-01");
+    let spec = DatasetSpec::new("jan")
+        .array(array)
+        .attr("_NCProperties", "version=2")
+        .attr("_datasets", 1i64);
+    let atlas = Atlas::open(write([spec]).await, &prefix()).await.unwrap();
+    let jan = atlas.dataset("jan").unwrap();
+    let mut attrs = jan.array_attributes("time").await.unwrap();
+    attrs.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        attrs,
+        vec![
+            ("_ChunkSizes".to_owned(), Attr::Int32List(vec![1])),
+            ("_CoordinateAxisType".to_owned(), Attr::from("Time")),
+            ("_FillValue".to_owned(), Attr::Int64(-9)),
+            ("units".to_owned(), Attr::from("days since 2000-01-01")),
+        ]
+    );
+    assert_eq!(
+        jan.get_array_attribute("time", "_FillValue").await.unwrap(),
+        Some(Attr::Int64(-9))
+    );
+    let mut attrs = jan.attributes().await.unwrap();
+    attrs.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        attrs,
+        vec![
+            ("_NCProperties".to_owned(), Attr::from("version=2")),
+            ("_datasets".to_owned(), Attr::Int64(1)),
+        ]
+    );
+    assert_eq!(
+        atlas.attributes_by_dataset("_datasets").await.unwrap(),
+        vec![("jan".to_owned(), Attr::Int64(1))],
+        "an attribute key is no segment name"
+    );
+    let variables: Vec<&str> = atlas.variables().map(|(name, _)| name).collect();
+    assert_eq!(variables, ["time", "_datasets"]);
+}
+
+#[tokio::test]
 async fn stats_fold_over_datasets() {
     let store = write([every_dtype("jan", 1), every_dtype("feb", 2)]).await;
     let atlas = Atlas::open(store, &prefix()).await.unwrap();

@@ -37,7 +37,7 @@ async fn names_repeats_and_layouts_are_refused_and_the_writer_stays_usable() {
         DatasetSpec::new("").array(temp()),
         DatasetSpec::new("_hidden").array(temp()),
         DatasetSpec::new("feb").array(temp()).array(temp()),
-        DatasetSpec::new("feb").array(temp().attr("_k", 1i64)),
+        DatasetSpec::new("feb").array(temp().attr("", 1i64)),
         DatasetSpec::new("feb")
             .array(temp())
             .attr("k", 1i64)
