@@ -296,6 +296,31 @@ async fn attribute_keys_with_a_leading_underscore_keep_their_names() {
 }
 
 #[tokio::test]
+async fn an_array_over_four_gib_without_chunks_is_split_into_readable_chunks() {
+    // 1025^3 float32 (4.3 GB), declared and never written: array-format addresses a chunk
+    // with u32 offsets, so one whole-array chunk could not be read back.
+    use atlas_writer::{ArraySpec, DatasetSpec};
+    let shape = vec![1025, 1025, 1025];
+    let spec = DatasetSpec::new("big")
+        .array(ArraySpec::declared::<f32>("fvar", shape.clone()).fill(FillValue::Float(-1.0)))
+        .array(ArraySpec::declared::<f32>("small", vec![1025, 1025]));
+    let atlas = Atlas::open(write([spec]).await, &prefix()).await.unwrap();
+    let big = atlas.dataset("big").unwrap();
+    let layout = big.array_layout("fvar").await.unwrap();
+    assert_eq!(layout.shape, [1025, 1025, 1025]);
+    // Trailing axes whole while they fit one 8 MiB block (1025 x 1025 x 4 bytes = 4.2 MB; two
+    // such planes would not), the leading one split.
+    assert_eq!(layout.chunk_shape, [1, 1025, 1025]);
+    let corner = big
+        .read_array::<f32>("fvar", vec![1024, 1000, 1000], vec![1, 25, 25])
+        .await
+        .unwrap();
+    assert!(corner.iter().all(|&v| v == -1.0));
+    let small = big.array_layout("small").await.unwrap();
+    assert_eq!(small.chunk_shape, [1025, 1025], "what fits stays one chunk");
+}
+
+#[tokio::test]
 async fn stats_fold_over_datasets() {
     let store = write([every_dtype("jan", 1), every_dtype("feb", 2)]).await;
     let atlas = Atlas::open(store, &prefix()).await.unwrap();

@@ -44,6 +44,9 @@ async fn names_repeats_and_layouts_are_refused_and_the_writer_stays_usable() {
             .attr("k", 2i64),
         DatasetSpec::new("feb").array(temp().chunks(vec![1, 1])),
         DatasetSpec::new("feb").array(temp().chunks(vec![0])),
+        // A chunk array-format cannot address (over u32::MAX bytes).
+        DatasetSpec::new("feb")
+            .array(ArraySpec::declared::<f64>("big", vec![1 << 29, 2]).chunks(vec![1 << 29, 2])),
         DatasetSpec::new("feb").array(temp().dims(["a", "b"])),
         DatasetSpec::new("feb").array(ArraySpec::declared::<u8>("_datasets", vec![1])),
     ];
