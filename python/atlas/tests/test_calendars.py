@@ -11,6 +11,7 @@ time statistic compares in the stored encoding; ``write_xarray`` stores cftime d
 and booleans CF-encoded."""
 
 import warnings
+from typing import Any
 
 import netCDF4
 import numpy as np
@@ -33,7 +34,7 @@ CALENDARS = [
     "none",
 ]
 
-DECODINGS = {
+DECODINGS: dict[str, dict[str, Any]] = {
     "defaults": {},
     "use_cftime": {"use_cftime": True},
     "cftime_coder": {"decode_times": xr.coders.CFDatetimeCoder(use_cftime=True)},
@@ -137,6 +138,7 @@ def test_every_calendar_reads_back_as_xarray_reads_the_file(calendar_corpus, dec
         assert_same_reading(got, want)
     # The decodings each give what they should, so the comparison above means something.
     noleap = read_source(calendar_corpus["files"][CALENDARS.index("noleap")], options)
+    assert isinstance(noleap, xr.Dataset)
     if options.get("decode_times") is False:
         assert noleap["time"].dtype == np.float64 and noleap["time"].attrs["calendar"] == "noleap"
     else:
@@ -146,6 +148,7 @@ def test_every_calendar_reads_back_as_xarray_reads_the_file(calendar_corpus, dec
         assert noleap["lead"].dtype.kind == "m"
     if decoding == "defaults":
         standard = read_source(calendar_corpus["files"][0], options)
+        assert isinstance(standard, xr.Dataset)
         assert type(standard["time"].values[0]).__name__ == "DatetimeGregorian", (
             "dates before 1582 in the standard calendar decode to cftime"
         )
@@ -202,16 +205,22 @@ def test_twelve_monthly_noleap_files_combine_along_time_as_xarray_combines_them(
         files.append(path)
     ac.import_netcdf(tmp_path / "coll", files, progress=False)
     c = ac.open(tmp_path / "coll")
-    for options in ({}, {"decode_times": False}, {"use_cftime": True}):
+    choices: list[dict[str, Any]] = [{}, {"decode_times": False}, {"use_cftime": True}]
+    for options in choices:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             with xr.open_mfdataset(files, combine="by_coords", **options) as want:
                 want = want.load()
-            for combine in ({"combine": "by_coords"}, {"combine": "nested", "concat_dim": "time"}):
+            combines: list[dict[str, Any]] = [
+                {"combine": "by_coords"},
+                {"combine": "nested", "concat_dim": "time"},
+            ]
+            for combine in combines:
                 got = ac.open_mfdataset(c, **combine, **options).load()
                 assert_same_reading(got, want)
+            datasets: Any = list(c.datasets())
             per_dataset = xr.open_mfdataset(
-                list(c.datasets()), engine="atlas", combine="by_coords", **options
+                datasets, engine="atlas", combine="by_coords", **options
             ).load()
             assert_same_reading(per_dataset, want)
     assert want["time"].size == 12

@@ -4,6 +4,7 @@ the stem, the tree ``xr.open_datatree(file)`` gives; ``group=`` opens one node; 
 holding ``data.atlas`` opens without naming the engine (``guess_can_open``)."""
 
 import warnings
+from typing import Any
 
 import netCDF4
 import numpy as np
@@ -111,7 +112,8 @@ def test_a_path_holding_a_collection_opens_without_an_engine(nested, tmp_path):
     got = xr.open_dataset(str(out / "data.atlas"), group="radar/ocean")
     xr.testing.assert_identical(got.load(), want)
     backend = xr.backends.list_engines()["atlas"]
-    assert backend.guess_can_open(out) and backend.guess_can_open(ac.open(out))
+    collection: Any = ac.open(out)
+    assert backend.guess_can_open(out) and backend.guess_can_open(collection)
     assert backend.guess_can_open(f"file://{out}")
     assert not backend.guess_can_open(tmp_path) and not backend.guess_can_open(path)
     assert not backend.guess_can_open(f"file://{tmp_path}/nothing-here")

@@ -187,8 +187,8 @@ def select(
     values: dict[str, list[Any]] = {n: [] for n in names}
     schemas = {n: {a: tag for a, tag, _ in native.schema(n)[0]} for n in names}
     for i in dated:
-        array, _, _, value = where[i]  # type: ignore[index]
-        at = f"where[{i}] ({array!r} {where[i][1]} {where[i][2]})"  # type: ignore[index]
+        array, stat, op, value = where[i]
+        at = f"where[{i}] ({array!r} {stat} {op})"
         having = [n for n in names if array in schemas[n]]
         if not having:
             # The native selection says what is wrong (an array no dataset declares).

@@ -421,11 +421,13 @@ def _plan(
     # coordinates were set above, from each variable's and the dataset's `coordinates`).
     from xarray import conventions
 
-    chosen = {k: v for k, v in decoders.items() if v is not None and k != "decode_coords"}
-    decoded, decoded_attrs, _ = conventions.decode_cf_variables(
-        out_vars, ds_attrs, decode_coords=False, **chosen
+    options: dict[str, Any] = {
+        k: v for k, v in decoders.items() if v is not None and k != "decode_coords"
+    }
+    decoded_vars, decoded_attrs, _ = conventions.decode_cf_variables(
+        out_vars, ds_attrs, decode_coords=False, **options
     )
-    ds = xr.Dataset(decoded, attrs=decoded_attrs)
+    ds = xr.Dataset(decoded_vars, attrs=decoded_attrs)
     present = [c for c in coord_names if c in ds.variables and c not in ds.coords]
     return ds.set_coords(present) if present else ds
 

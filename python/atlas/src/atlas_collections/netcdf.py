@@ -252,7 +252,7 @@ def _open_groups(path: str, engine: str | None) -> dict[str, Any]:
     import xarray as xr
 
     # Each decoder by name: open_groups does not pass decode_cf=False on to the engine.
-    undecoded = {
+    undecoded: dict[str, Any] = {
         "mask_and_scale": False,
         "decode_times": False,
         "decode_timedelta": False,

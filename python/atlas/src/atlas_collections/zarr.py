@@ -242,7 +242,7 @@ class AtlasStore(Store):
 
     supports_writes = False
     supports_deletes = False
-    supports_partial_writes = False  # type: ignore[assignment]
+    supports_partial_writes = False
     supports_listing = True
 
     def __init__(self, location: Any, *, read_only: bool = True, **store_options: str) -> None:
@@ -295,7 +295,8 @@ class AtlasStore(Store):
                 f"with_read_only is not implemented for the {type(self)} store type. "
                 "An Atlas collection is write-once: the store is read-only."
             )
-        return AtlasStore(self.location, **self.store_options)
+        options: dict[str, Any] = dict(self.store_options)
+        return AtlasStore(self.location, **options)
 
     # -- opening -----------------------------------------------------------------------------
     async def _open(self) -> None:
