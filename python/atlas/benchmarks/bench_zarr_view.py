@@ -6,7 +6,9 @@ dask (``chunks={}``), in one run:
    chunks={})`` over the same collection;
 3. zarr-python: ``xr.open_zarr(path, group=name, consolidated=False, chunks={})`` over a Zarr
    v3 store of 2,000 groups holding the same datasets (written by ``Dataset.to_zarr``), on the
-   same disk.
+   same disk;
+4. the same Zarr store copied key by key into a ``MemoryStore``: what zarr-python and xarray
+   cost with no storage at all, the floor under any store, the view included.
 
 Each arm opens the 2,000 datasets lazily, then computes ``tas`` of all of them with one
 ``dask.compute``: throughput is datasets per second, open included. Every arm's values are
@@ -84,14 +86,32 @@ def read_all(names: list[str], open_one: Callable[[str], xr.Dataset]) -> tuple[f
     return time.perf_counter() - started, list(values)
 
 
-def arms_for(atlas: Path, zarr_path: Path) -> dict[str, Callable[[str], xr.Dataset]]:
-    """A fresh open of each side: the collection, the view over it, the Zarr store."""
+def in_memory(zarr_path: Path) -> Any:
+    """The Zarr store's every key in a ``MemoryStore``: zarr-python with no storage cost at
+    all, the floor under any store."""
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.core.sync import sync
+    from zarr.storage import LocalStore, MemoryStore
+
+    local = LocalStore(zarr_path, read_only=True)
+
+    async def copy() -> dict[str, Any]:
+        proto = default_buffer_prototype()
+        return {key: await local.get(key, proto) async for key in local.list()}
+
+    return MemoryStore(store_dict=sync(copy()), read_only=True)
+
+
+def arms_for(atlas: Path, zarr_path: Path, memory: Any) -> dict[str, Callable[[str], xr.Dataset]]:
+    """A fresh open of each side: the collection, the view over it, the Zarr store on disk,
+    and the same in memory."""
     collection: Any = ac.open(atlas)
     store = AtlasStore(atlas)
     return {
         "atlas": lambda n: xr.open_dataset(collection, engine="atlas", group=n, chunks={}),
         "view": lambda n: xr.open_zarr(store, group=n, consolidated=False, chunks={}),
         "zarr": lambda n: xr.open_zarr(zarr_path, group=n, consolidated=False, chunks={}),
+        "memory": lambda n: xr.open_zarr(memory, group=n, consolidated=False, chunks={}),
     }
 
 
@@ -103,9 +123,10 @@ def main() -> None:
     parser.add_argument("--json", help="write the raw figures here")
     args = parser.parse_args()
     atlas, zarr_path, names = build(Path(args.dir), args.datasets)
+    memory = in_memory(zarr_path)
     rounds = []
     for r in range(args.rounds):
-        arms = arms_for(atlas, zarr_path)
+        arms = arms_for(atlas, zarr_path, memory)
         order = list(arms) if r % 2 == 0 else list(reversed(arms))
         seconds, results = {}, {}
         for arm in order:
@@ -116,20 +137,25 @@ def main() -> None:
         figures = {f"{arm}_per_s": len(names) / s for arm, s in seconds.items()}
         figures["view_vs_atlas"] = figures["view_per_s"] / figures["atlas_per_s"]
         figures["view_vs_zarr"] = figures["view_per_s"] / figures["zarr_per_s"]
+        figures["memory_vs_zarr"] = figures["memory_per_s"] / figures["zarr_per_s"]
         rounds.append(figures)
         print(
             f"round {r + 1}: atlas {figures['atlas_per_s']:.0f}/s, "
             f"view {figures['view_per_s']:.0f}/s, zarr {figures['zarr_per_s']:.0f}/s; "
-            f"view/atlas {figures['view_vs_atlas']:.2f}x, "
+            f"memory {figures['memory_per_s']:.0f}/s; view/atlas {figures['view_vs_atlas']:.2f}x, "
             f"view/zarr {figures['view_vs_zarr']:.2f}x",
             flush=True,
         )
-    print("| round | engine=atlas | AtlasStore | zarr-python | view / atlas | view / zarr |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| round | engine=atlas | AtlasStore | zarr-python (disk) | zarr-python (memory) "
+        "| view / atlas | view / zarr | memory / zarr |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     for i, f in enumerate(rounds):
         print(
             f"| {i + 1} | {f['atlas_per_s']:,.0f} /s | {f['view_per_s']:,.0f} /s | "
-            f"{f['zarr_per_s']:,.0f} /s | {f['view_vs_atlas']:.2f}x | {f['view_vs_zarr']:.2f}x |"
+            f"{f['zarr_per_s']:,.0f} /s | {f['memory_per_s']:,.0f} /s | "
+            f"{f['view_vs_atlas']:.2f}x | {f['view_vs_zarr']:.2f}x | {f['memory_vs_zarr']:.2f}x |"
         )
     if args.json:
         Path(args.json).write_text(json.dumps(rounds, indent=1))
