@@ -170,3 +170,14 @@ def test_the_command_without_the_netcdf_extra_names_it_and_exits_2(tmp_path):
         command + ["x.nc", "--no-progress"], capture_output=True, text=True, env=env
     )
     assert done.returncode == 1 and "x.nc" in done.stderr, done.stderr
+
+
+def test_a_variable_repeating_a_dimension_is_refused(tmp_path):
+    import netCDF4
+
+    path = tmp_path / "square.nc"
+    with netCDF4.Dataset(path, "w") as nc:
+        nc.createDimension("time", 2)
+        nc.createVariable("temp", "f8", ("time", "time"))[:] = np.eye(2)
+    error = refused(tmp_path / "out", [path])
+    assert error.variable == "temp" and "repeat a dimension" in error.reason

@@ -437,6 +437,16 @@ class _Decoder:
 
 def _check_names(out: str, path: str, ds: Any, group: str = "") -> None:
     for name, var in ds.variables.items():
+        if len(set(var.dims)) != len(var.dims):
+            # xarray indexes such a variable inconsistently (CF forbids it): what it reads
+            # from the file and from a copy need not agree.
+            raise _refuse(
+                out,
+                path,
+                f"its dimensions {tuple(var.dims)} repeat a dimension, which CF does not allow "
+                "and xarray does not index consistently",
+                _in_group(group, str(name)),
+            )
         try:
             _atlas.check_name("array", str(name))
         except InvalidNameError as e:
