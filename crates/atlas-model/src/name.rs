@@ -61,8 +61,8 @@ impl NameError {
             },
             Self {
                 kind: NameKind::AttributeKey,
-                name: "_private".to_owned(),
-                reason: "a leading '_' is reserved",
+                name: String::new(),
+                reason: "must not be empty",
             },
         ];
         for error in &all {
@@ -74,13 +74,16 @@ impl NameError {
     }
 }
 
-/// Checks a name: non-empty, and no leading `_`, which is reserved (`_datasets` is a segment
-/// name, so no user array may take it). Any other UTF-8, `/` included, is the user's to choose:
-/// array-format accepts every name.
+/// Checks a name: non-empty, and, for a dataset or array name, no leading `_`, which is reserved
+/// (`_datasets` is a segment name, so no user array may take it). An attribute key may start
+/// with `_`: the format reserves the prefix for names only, and NetCDF's conventions give it to
+/// attributes (`_FillValue`, `_CoordinateAxisType`, `_ChunkSizes`), which must keep their
+/// names. Any other UTF-8, `/` included, is the user's to choose: array-format accepts every
+/// name.
 pub fn validate_name(kind: NameKind, name: &str) -> Result<(), NameError> {
     let reason = if name.is_empty() {
         "must not be empty"
-    } else if name.starts_with('_') {
+    } else if name.starts_with('_') && kind != NameKind::AttributeKey {
         "a leading '_' is reserved"
     } else {
         return Ok(());
@@ -111,6 +114,23 @@ mod tests {
                 .reason,
             "must not be empty"
         );
+    }
+
+    #[test]
+    fn attribute_keys_may_start_with_an_underscore_names_may_not() {
+        for key in [
+            "_FillValue",
+            "_CoordinateAxisType",
+            "_ChunkSizes",
+            "_",
+            "__x",
+        ] {
+            assert_eq!(validate_name(NameKind::AttributeKey, key), Ok(()), "{key}");
+            for kind in [NameKind::Dataset, NameKind::Array] {
+                let err = validate_name(kind, key).unwrap_err();
+                assert_eq!(err.reason, "a leading '_' is reserved", "{kind} {key}");
+            }
+        }
     }
 
     #[test]

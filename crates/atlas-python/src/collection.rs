@@ -154,12 +154,21 @@ fn stats_row<'py>(py: Python<'py>, row: &DatasetStats) -> PyResult<Bound<'py, Py
 
 #[pymethods]
 impl Collection {
-    /// Opens the collection at `location`: a directory, a `file://` URL or an object-store URL.
+    /// Opens the collection at `location`: a directory, a `file://` URL or an object-store URL,
+    /// whose store `options` (object_store's option names) override the environment's.
     #[staticmethod]
-    fn open(py: Python<'_>, location: String) -> PyResult<Self> {
+    #[pyo3(signature = (location, options = None))]
+    fn open(
+        py: Python<'_>,
+        location: String,
+        options: Option<Vec<(String, String)>>,
+    ) -> PyResult<Self> {
         let target = location.clone();
+        let options = options.unwrap_or_default();
         let (atlas, counter) = block_on(py, &location, async move {
-            Location::parse(&target)?.open().await
+            Location::parse_with_options(&target, &options)?
+                .open()
+                .await
         })?;
         Ok(Self {
             atlas: Arc::new(atlas),

@@ -28,7 +28,16 @@ pub(crate) enum Location {
 impl Location {
     /// Parses `location` (see [`StoreLocation::parse`]).
     pub(crate) fn parse(location: &str) -> Result<Self, Failure> {
-        match StoreLocation::parse(location) {
+        Self::parse_with_options(location, &[])
+    }
+
+    /// Parses `location` with store options given in code (see
+    /// [`StoreLocation::parse_with_options`]).
+    pub(crate) fn parse_with_options(
+        location: &str,
+        options: &[(String, String)],
+    ) -> Result<Self, Failure> {
+        match StoreLocation::parse_with_options(location, options) {
             Ok(StoreLocation::Local(dir)) => Ok(Self::Local(dir)),
             Ok(StoreLocation::Remote(remote)) => {
                 Ok(Self::Url(remote.store(), remote.prefix().clone()))

@@ -243,6 +243,84 @@ async fn attributes_read_back_and_undeclared_keys_cost_nothing() {
 }
 
 #[tokio::test]
+async fn attribute_keys_with_a_leading_underscore_keep_their_names() {
+    // NetCDF's conventions put these on variables and files; the format reserves the prefix
+    // for dataset and array names only.
+    use atlas_writer::{ArraySpec, DatasetSpec};
+    use ndarray::{ArrayD, IxDyn};
+    let array = ArraySpec::new(
+        "time",
+        ArrayD::from_shape_vec(IxDyn(&[2]), vec![0i64, 1]).unwrap(),
+    )
+    .attr("_FillValue", -9i64)
+    .attr("_CoordinateAxisType", "Time")
+    .attr("_ChunkSizes", Attr::Int32List(vec![1]))
+    .attr("units", "days since 2000-01-01");
+    let spec = DatasetSpec::new("jan")
+        .array(array)
+        .attr("_NCProperties", "version=2")
+        .attr("_datasets", 1i64);
+    let atlas = Atlas::open(write([spec]).await, &prefix()).await.unwrap();
+    let jan = atlas.dataset("jan").unwrap();
+    let mut attrs = jan.array_attributes("time").await.unwrap();
+    attrs.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        attrs,
+        vec![
+            ("_ChunkSizes".to_owned(), Attr::Int32List(vec![1])),
+            ("_CoordinateAxisType".to_owned(), Attr::from("Time")),
+            ("_FillValue".to_owned(), Attr::Int64(-9)),
+            ("units".to_owned(), Attr::from("days since 2000-01-01")),
+        ]
+    );
+    assert_eq!(
+        jan.get_array_attribute("time", "_FillValue").await.unwrap(),
+        Some(Attr::Int64(-9))
+    );
+    let mut attrs = jan.attributes().await.unwrap();
+    attrs.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        attrs,
+        vec![
+            ("_NCProperties".to_owned(), Attr::from("version=2")),
+            ("_datasets".to_owned(), Attr::Int64(1)),
+        ]
+    );
+    assert_eq!(
+        atlas.attributes_by_dataset("_datasets").await.unwrap(),
+        vec![("jan".to_owned(), Attr::Int64(1))],
+        "an attribute key is no segment name"
+    );
+    let variables: Vec<&str> = atlas.variables().map(|(name, _)| name).collect();
+    assert_eq!(variables, ["time", "_datasets"]);
+}
+
+#[tokio::test]
+async fn an_array_over_four_gib_without_chunks_is_split_into_readable_chunks() {
+    // 1025^3 float32 (4.3 GB), declared and never written: array-format addresses a chunk
+    // with u32 offsets, so one whole-array chunk could not be read back.
+    use atlas_writer::{ArraySpec, DatasetSpec};
+    let shape = vec![1025, 1025, 1025];
+    let spec = DatasetSpec::new("big")
+        .array(ArraySpec::declared::<f32>("fvar", shape.clone()).fill(FillValue::Float(-1.0)))
+        .array(ArraySpec::declared::<f32>("small", vec![1025, 1025]));
+    let atlas = Atlas::open(write([spec]).await, &prefix()).await.unwrap();
+    let big = atlas.dataset("big").unwrap();
+    let layout = big.array_layout("fvar").await.unwrap();
+    assert_eq!(layout.shape, [1025, 1025, 1025]);
+    // Trailing axes whole while they fit one 8 MiB block (1025 x 1025 x 4 bytes = 4.2 MB; two
+    // such planes would not), the leading one split.
+    assert_eq!(layout.chunk_shape, [1, 1025, 1025]);
+    let corner = big
+        .read_array::<f32>("fvar", vec![1024, 1000, 1000], vec![1, 25, 25])
+        .await
+        .unwrap();
+    assert!(corner.iter().all(|&v| v == -1.0));
+    let small = big.array_layout("small").await.unwrap();
+    assert_eq!(small.chunk_shape, [1025, 1025], "what fits stays one chunk");
+}
+
+#[tokio::test]
 async fn stats_fold_over_datasets() {
     let store = write([every_dtype("jan", 1), every_dtype("feb", 2)]).await;
     let atlas = Atlas::open(store, &prefix()).await.unwrap();

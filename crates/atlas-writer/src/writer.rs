@@ -100,9 +100,14 @@ impl AtlasWriter {
     /// Every check (names, repeats, layouts) runs before the first byte is written, so a refused
     /// dataset leaves the writer as it was. A failure inside array-format after that stops the
     /// writer: every later call returns [`WriteError::Poisoned`].
-    pub fn write_dataset(&mut self, dataset: DatasetSpec) -> Result<u32, WriteError> {
+    pub fn write_dataset(&mut self, mut dataset: DatasetSpec) -> Result<u32, WriteError> {
         if let Some(reason) = &self.poisoned {
             return Err(WriteError::Poisoned(reason.clone()));
+        }
+        for array in &mut dataset.arrays {
+            if array.chunk_shape.is_none() {
+                array.chunk_shape = split_chunks(&array.shape, array.payload.dtype());
+            }
         }
         self.check(&dataset)?;
         let schema = self.intern_schema(&dataset)?;
@@ -350,6 +355,58 @@ fn check_layout(dataset: &str, array: &ArraySpec) -> Result<(), WriteError> {
                 array.shape
             )));
         }
+        if let Some(bytes) = chunk_bytes(chunks, &array.shape, array.payload.dtype()) {
+            if bytes > MAX_CHUNK_BYTES {
+                return Err(invalid(format!(
+                    "a chunk of shape {chunks:?} holds {bytes} bytes; array-format addresses \
+                     at most {MAX_CHUNK_BYTES} bytes per chunk: give smaller chunks"
+                )));
+            }
+        }
     }
     Ok(())
+}
+
+/// The most bytes one chunk may hold: array-format 0.15.0 records a chunk's offset and size
+/// within its block as `u32`, and its writer truncates larger values without a word.
+const MAX_CHUNK_BYTES: u64 = u32::MAX as u64;
+
+/// The bytes one chunk of fixed-width `dtype` holds (edge chunks are no larger), or `None`
+/// for a variable-width type.
+fn chunk_bytes(chunks: &[usize], shape: &[usize], dtype: array_format::DType) -> Option<u64> {
+    let size = dtype.element_size()? as u64;
+    let elements = chunks
+        .iter()
+        .zip(shape)
+        .map(|(&c, &s)| c.min(s.max(1)) as u64)
+        .try_fold(1u64, u64::checked_mul);
+    Some(
+        elements
+            .and_then(|n| n.checked_mul(size))
+            .unwrap_or(u64::MAX),
+    )
+}
+
+/// The chunks of an array given none: the whole array as one chunk, unless that holds more
+/// than [`MAX_CHUNK_BYTES`]; then the leading axes are split so that each chunk holds about
+/// one block's worth ([`DEFAULT_BLOCK_TARGET_SIZE`]), trailing axes whole while they fit.
+/// `None` (one chunk) for anything that fits, so what was written before stays the same.
+fn split_chunks(shape: &[usize], dtype: array_format::DType) -> Option<Vec<usize>> {
+    let whole = chunk_bytes(shape, shape, dtype.clone())?;
+    if whole <= MAX_CHUNK_BYTES {
+        return None;
+    }
+    let mut room = (DEFAULT_BLOCK_TARGET_SIZE / dtype.element_size()?).max(1);
+    let mut chunks = vec![1; shape.len()];
+    for axis in (0..shape.len()).rev() {
+        let len = shape[axis].max(1);
+        if len <= room {
+            chunks[axis] = len;
+            room /= len;
+        } else {
+            chunks[axis] = room.max(1);
+            break;
+        }
+    }
+    Some(chunks)
 }

@@ -37,13 +37,16 @@ async fn names_repeats_and_layouts_are_refused_and_the_writer_stays_usable() {
         DatasetSpec::new("").array(temp()),
         DatasetSpec::new("_hidden").array(temp()),
         DatasetSpec::new("feb").array(temp()).array(temp()),
-        DatasetSpec::new("feb").array(temp().attr("_k", 1i64)),
+        DatasetSpec::new("feb").array(temp().attr("", 1i64)),
         DatasetSpec::new("feb")
             .array(temp())
             .attr("k", 1i64)
             .attr("k", 2i64),
         DatasetSpec::new("feb").array(temp().chunks(vec![1, 1])),
         DatasetSpec::new("feb").array(temp().chunks(vec![0])),
+        // A chunk array-format cannot address (over u32::MAX bytes).
+        DatasetSpec::new("feb")
+            .array(ArraySpec::declared::<f64>("big", vec![1 << 29, 2]).chunks(vec![1 << 29, 2])),
         DatasetSpec::new("feb").array(temp().dims(["a", "b"])),
         DatasetSpec::new("feb").array(ArraySpec::declared::<u8>("_datasets", vec![1])),
     ];

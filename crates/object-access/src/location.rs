@@ -103,10 +103,29 @@ impl StoreLocation {
     /// it (`AWS_*` for `s3://`, `GOOGLE_*` for `gs://`, `AZURE_*` for `az://`). URLs of one
     /// store share its client (and its pooled connections) while that configuration holds.
     pub fn parse(location: &str) -> Result<Self, LocationError> {
+        Self::parse_with_options(location, &[])
+    }
+
+    /// Parses `location` as [`parse`](Self::parse) does, with store `options` (object_store's
+    /// option names, such as `aws_endpoint` or `aws_region`, in any case) given in code: they
+    /// take precedence over the environment's. Options for a local directory are refused, as
+    /// nothing would read them.
+    pub fn parse_with_options(
+        location: &str,
+        options: &[(String, String)],
+    ) -> Result<Self, LocationError> {
         let refuse = |reason: String| LocationError::Malformed {
             location: location.to_owned(),
             reason,
         };
+        let is_local = !location.contains("://") || location.starts_with("file://");
+        if is_local && !options.is_empty() {
+            let keys: Vec<&str> = options.iter().map(|(k, _)| k.as_str()).collect();
+            return Err(refuse(format!(
+                "store options ({}) apply to object-store URLs, not to a local directory",
+                keys.join(", ")
+            )));
+        }
         if !location.contains("://") {
             return Ok(Self::Local(PathBuf::from(location)));
         }
@@ -117,7 +136,13 @@ impl StoreLocation {
                 .map_err(|()| refuse("not a local file path".to_owned()))?;
             return Ok(Self::Local(dir));
         }
-        let options = options_from_env();
+        let mut merged = options_from_env();
+        for (key, value) in options {
+            let key = key.to_ascii_lowercase();
+            merged.retain(|(k, _)| *k != key);
+            merged.push((key, value.clone()));
+        }
+        let options = merged;
         let (store, prefix) =
             crate::stores::store_for(&url, options.clone()).map_err(|source| {
                 LocationError::Store {
@@ -248,6 +273,21 @@ mod tests {
         assert!(matches!(error, LocationError::Store { .. }), "{error:?}");
         assert!(error.to_string().starts_with("nosuch://x/y:"), "{error}");
         assert_eq!(error.location(), "nosuch://x/y");
+    }
+
+    #[test]
+    fn store_options_in_code_configure_a_url_and_a_local_path_takes_none() {
+        let options = [("AWS_REGION".to_owned(), "eu-west-3".to_owned())];
+        let location = StoreLocation::parse_with_options("s3://bucket/x", &options).unwrap();
+        assert_eq!(location.as_remote().unwrap().prefix().as_ref(), "x");
+        for local in ["some/dir", "file:///tmp/x"] {
+            let error = StoreLocation::parse_with_options(local, &options).unwrap_err();
+            assert!(
+                error.reason().contains("store options (AWS_REGION)"),
+                "{error}"
+            );
+        }
+        assert!(StoreLocation::parse_with_options("some/dir", &[]).is_ok());
     }
 
     #[test]

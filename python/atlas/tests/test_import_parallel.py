@@ -50,18 +50,21 @@ def serial(stations, tmp_path_factory):
 
 
 def bad_files(directory):
-    """One file of each kind the importer refuses after reading it: groups below the root, a
-    non-standard calendar, bytes that are not NetCDF."""
+    """One file of each kind the importer refuses after reading it: a user-defined compound
+    type, a variable name the format reserves, bytes that are not NetCDF."""
+    import netCDF4
+
     directory.mkdir(exist_ok=True)
-    nested = directory / "nested.nc"
-    xr.Dataset({"v": (("x",), np.arange(3.0))}).to_netcdf(nested)
-    xr.Dataset({"w": (("x",), np.arange(2.0))}).to_netcdf(nested, group="sub", mode="a")
-    noleap = directory / "noleap.nc"
-    time_axis = ("time", [0, 1, 2], {"units": "days since 2000-01-01", "calendar": "noleap"})
-    xr.Dataset({"v": (("time",), np.arange(3.0))}, coords={"time": time_axis}).to_netcdf(noleap)
+    compound = directory / "compound.nc"
+    with netCDF4.Dataset(compound, "w") as nc:
+        nc.createDimension("x", 2)
+        pair = nc.createCompoundType(np.dtype([("n", "i4"), ("mean", "f8")]), "pair_t")
+        nc.createVariable("obs", pair, ("x",))
+    reserved = directory / "reserved.nc"
+    xr.Dataset({"_v": (("x",), np.arange(3.0))}).to_netcdf(reserved)
     broken = directory / "broken.nc"
     broken.write_bytes(b"not a NetCDF file" * 50)
-    return {"nested": nested, "noleap": noleap, "broken": broken}
+    return {"compound": compound, "reserved": reserved, "broken": broken}
 
 
 def with_bad(good, bad):
@@ -107,7 +110,7 @@ def test_the_command_with_its_default_jobs_writes_the_same_bytes(stations, seria
     assert (tmp_path / "out" / "data.atlas").read_bytes() == serial
 
 
-@pytest.mark.parametrize("kind", ["nested", "noleap", "broken"])
+@pytest.mark.parametrize("kind", ["compound", "reserved", "broken"])
 def test_a_bad_file_stops_a_parallel_import_naming_it_and_leaves_nothing(stations, tmp_path, kind):
     bad = bad_files(tmp_path / "bad")[kind]
     files = list(stations[:40])
@@ -116,7 +119,11 @@ def test_a_bad_file_stops_a_parallel_import_naming_it_and_leaves_nothing(station
     with pytest.raises(ac.ImportRefusedError) as info:
         ac.import_netcdf(out, files, jobs=2, progress=False)
     assert info.value.file == str(bad) and str(bad) in str(info.value)
-    expected = {"nested": "/sub", "noleap": "'noleap' calendar", "broken": "cannot be read"}[kind]
+    expected = {
+        "compound": "structured/void",
+        "reserved": "a leading '_' is reserved",
+        "broken": "cannot be read",
+    }[kind]
     assert expected in info.value.reason
     assert_nothing_left(out)
     with pytest.raises(ac.NotACollectionError):
@@ -138,9 +145,10 @@ def test_skip_bad_leaves_out_and_lists_the_bad_files_and_imports_the_rest(
         str(p) for p in files if p in (invalid_stem, *bad.values())
     ]
     reasons = {Path(e.file).stem: e.reason for e in summary.skipped}
-    assert "/sub" in reasons["nested"] and "'noleap' calendar" in reasons["noleap"]
+    assert "structured/void" in reasons["compound"] and "reserved" in reasons["reserved"]
     assert "cannot be read" in reasons["broken"] and "reserved" in reasons["_hidden"]
-    assert next(e for e in summary.skipped if "noleap" in e.file).variable == "time"
+    assert next(e for e in summary.skipped if "compound" in e.file).variable == "obs"
+    assert next(e for e in summary.skipped if "reserved.nc" in e.file).variable == "_v"
     # The rest is exactly what importing only the good files writes.
     assert (tmp_path / "out" / "data.atlas").read_bytes() == serial
 
@@ -163,7 +171,7 @@ def test_the_command_exit_statuses_and_messages(stations, tmp_path):
     stopped = command(tmp_path / "stopped", *files, "--jobs", "2", "--no-progress")
     assert stopped.returncode == 1, stopped.stderr
     assert stopped.stdout == ""
-    assert stopped.stderr.startswith(f"error: refused to import {bad['nested']}: ")
+    assert stopped.stderr.startswith(f"error: refused to import {bad['compound']}: ")
     assert "nothing was written" in stopped.stderr
     assert_nothing_left(tmp_path / "stopped")
 
@@ -172,8 +180,8 @@ def test_the_command_exit_statuses_and_messages(stations, tmp_path):
     assert skipped.stdout.startswith("imported 60 datasets into ")
     lines = skipped.stderr.splitlines()
     assert lines[0] == "skipped 3 of 63 files:"
-    assert lines[1].startswith(f"  {bad['nested']}: it holds groups below the root (/sub)")
-    assert lines[2].startswith(f"  {bad['noleap']}: variable 'time': its dates are in the")
+    assert lines[1].startswith(f"  {bad['compound']}: variable 'obs': dtype ")
+    assert lines[2].startswith(f"  {bad['reserved']}: variable '_v': invalid variable name")
     assert lines[3].startswith(f"  {bad['broken']}: cannot be read as NetCDF")
     assert len(lines) == 4
     assert ac.open(tmp_path / "skipped").names == [p.stem for p in stations[:60]]

@@ -66,23 +66,25 @@ class DeleteReport:
     attempts: int
 
 
-def open(location: PathLike) -> Collection:  # noqa: A001 - mirrors builtins.open / xr.open_*
+def open(location: PathLike, **store_options: str) -> Collection:  # noqa: A001 - mirrors builtins.open / xr.open_*
     """Opens the collection at ``location``: a directory, ``file://`` URL, or ``s3://bucket/prefix``
     (configured from ``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
-    ``AWS_REGION``, ``AWS_ALLOW_HTTP``, like the ``atlas`` command). At most three requests."""
-    return Collection(location)
+    ``AWS_REGION``, ``AWS_ALLOW_HTTP``, like the ``atlas`` command, and from ``store_options``,
+    object_store's option names such as ``aws_endpoint``, which take precedence). At most three
+    requests."""
+    return Collection(location, store_options=store_options or None)
 
 
-#: The collections this process reopened from a pickle, by location: a dask worker unpickles
-#: many tasks that name one collection, and opens it once.
-_REOPENED: dict[str, Collection] = {}
+#: The collections this process reopened from a pickle, by location (and store options): a
+#: dask worker unpickles many tasks that name one collection, and opens it once.
+_REOPENED: dict[Any, Collection] = {}
 _REOPENED_PID = 0
 #: How many times this process opened each location for an unpickled collection (tests check
 #: it is once).
 _REOPEN_OPENS: dict[str, int] = {}
 
 
-def _reopen(location: str) -> Collection:
+def _reopen(location: str, store_options: Mapping[str, str] | None = None) -> Collection:
     """The collection at ``location``, opened once per process (how a pickled collection, and
     every dataset and array pickled with it, comes back in a dask worker)."""
     global _REOPENED_PID
@@ -92,9 +94,10 @@ def _reopen(location: str) -> Collection:
         _REOPENED.clear()
         _REOPEN_OPENS.clear()
         _REOPENED_PID = os.getpid()
-    collection = _REOPENED.get(location)
+    key = (location, tuple(sorted((store_options or {}).items())))
+    collection = _REOPENED.get(key)
     if collection is None:
-        collection = _REOPENED[location] = Collection(location)
+        collection = _REOPENED[key] = Collection(location, store_options=store_options)
         _REOPEN_OPENS[location] = _REOPEN_OPENS.get(location, 0) + 1
     return collection
 
@@ -105,14 +108,21 @@ class Collection:
     Pickles by location: unpickled in another process (a ``dask.distributed`` worker) it is
     opened there, once per process and location however many tasks carry it."""
 
-    def __init__(self, location: PathLike) -> None:
-        self._native = _atlas.Collection.open(_location(location))
+    def __init__(
+        self, location: PathLike, *, store_options: Mapping[str, str] | None = None
+    ) -> None:
+        self.store_options = {str(k): str(v) for k, v in (store_options or {}).items()}
+        self._native = _atlas.Collection.open(
+            _location(location), sorted(self.store_options.items()) or None
+        )
 
-    def __reduce__(self) -> tuple[Any, tuple[str]]:
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         location = self.location
         if "://" not in location:
             # Another process may run in another directory.
             location = os.path.abspath(location)
+        if self.store_options:
+            return (_reopen, (location, self.store_options))
         return (_reopen, (location,))
 
     @property
@@ -214,10 +224,16 @@ class Collection:
 
         :class:`QueryError` (a ``ValueError``), before any request, for an unknown ``stat`` or
         ``op``, an attribute key or array that no dataset declares, or a value that cannot
-        compare with the declared type; ``TypeError`` for a value of no comparable type."""
-        from ._select import attr_conditions, stat_conditions
+        compare with the declared type; ``TypeError`` for a value of no comparable type.
 
-        return self._native.select(attr_conditions(attrs), stat_conditions(where))
+        A date (``datetime64``, ``datetime``, a ``cftime`` date) compared with times stored as
+        CF-encoded numbers (what NetCDF import keeps) is encoded with each dataset's own
+        ``units`` and ``calendar`` and compared with the stored statistics in that encoding;
+        a date a dataset's calendar does not have is a :class:`QueryError`, and a dataset whose
+        array holds no dates (no such units, calendar ``none``) does not match."""
+        from ._select import select
+
+        return select(self._native, attrs, where)
 
     # -- deletes ----------------------------------------------------------------------------
     def delete(self, names: str | Sequence[str]) -> DeleteReport:
@@ -243,18 +259,22 @@ class Collection:
     def reset_requests(self) -> None:
         self._native.reset_requests()
 
-    def to_xarray(self, name: str, *, chunks: Any = None) -> Any:
-        """Dataset ``name`` as a lazy ``xarray.Dataset`` (the ``"atlas"`` backend)."""
+    def to_xarray(self, name: str, *, chunks: Any = None, **decoders: Any) -> Any:
+        """Dataset ``name`` as a lazy ``xarray.Dataset`` (the ``"atlas"`` backend), CF-decoded
+        as ``xr.open_dataset`` decodes: ``decoders`` are its ``mask_and_scale``,
+        ``decode_times``, ``decode_timedelta``, ``use_cftime``, ``concat_characters`` and
+        ``decode_coords``."""
         from .xarray_backend import dataset_from_collection
 
-        ds = dataset_from_collection(self, name)
+        ds = dataset_from_collection(self, name, **decoders)
         return ds if chunks is None else ds.chunk(chunks)
 
-    def to_datatree(self) -> Any:
-        """The collection as an ``xarray.DataTree``, one node per dataset."""
+    def to_datatree(self, **decoders: Any) -> Any:
+        """The collection as an ``xarray.DataTree``, one node per dataset (a name with ``/``
+        nests: a NetCDF file's groups under its stem)."""
         from .xarray_backend import datatree_from_collection
 
-        return datatree_from_collection(self)
+        return datatree_from_collection(self, **decoders)
 
     def __enter__(self) -> Collection:
         return self
@@ -336,9 +356,9 @@ class Dataset:
         tag = self[array].tag
         return _dataset_stats(self.collection._native.dataset_stats(self.name, array), tag)
 
-    def to_xarray(self, *, chunks: Any = None) -> Any:
-        """This dataset as a lazy ``xarray.Dataset``."""
-        return self.collection.to_xarray(self.name, chunks=chunks)
+    def to_xarray(self, *, chunks: Any = None, **decoders: Any) -> Any:
+        """This dataset as a lazy ``xarray.Dataset`` (see :meth:`Collection.to_xarray`)."""
+        return self.collection.to_xarray(self.name, chunks=chunks, **decoders)
 
     def __repr__(self) -> str:
         return f"<atlas_collections.Dataset {self.name!r}: {', '.join(self._schema)}>"

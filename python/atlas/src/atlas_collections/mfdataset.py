@@ -45,7 +45,7 @@ except ImportError:  # pragma: no cover - older xarray
 
 from ._core import Collection
 from .dtypes import attr_from_native, from_native, numpy_dtype
-from .xarray_backend import dataset_from_collection
+from .xarray_backend import DECODERS, dataset_from_collection, encoded_variables
 
 __all__ = ["open_mfdataset", "RunBackendArray"]
 
@@ -191,6 +191,37 @@ def _scalar_strings(values: np.ndarray, shapes: list) -> np.ndarray:
     return values
 
 
+#: Attributes that steer xarray's CF decoding of a variable.
+_DECODING_ATTRS = (
+    "units",
+    "calendar",
+    "_FillValue",
+    "missing_value",
+    "scale_factor",
+    "add_offset",
+    "_Unsigned",
+    "dtype",
+    "_Encoding",
+    "bounds",
+)
+
+
+def _decoding_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
+    return {k: attrs[k] for k in _DECODING_ATTRS if k in attrs}
+
+
+def _same_attrs(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    if a.keys() != b.keys():
+        return False
+    for key, value in a.items():
+        x, y = np.asarray(value), np.asarray(b[key])
+        if x.shape != y.shape or x.dtype.kind != y.dtype.kind:
+            return False
+        if not np.array_equal(x, y, equal_nan=x.dtype.kind in "fc"):
+            return False
+    return True
+
+
 class _Var:
     """What the plan knows about one array across the datasets."""
 
@@ -208,6 +239,11 @@ class _Var:
         if len(coords) != 1:
             raise _Fallback(f"'{name}' names different coordinates in different datasets")
         self.coordinates = coords.pop().split()
+        # Decoding after combining is what decoding each dataset gives only where every
+        # dataset encodes the variable alike (one epoch, calendar, fill value, packing).
+        first = _decoding_attrs(self.attrs[0])
+        if any(not _same_attrs(_decoding_attrs(a), first) for a in self.attrs[1:]):
+            raise _Fallback(f"'{name}' is CF-encoded differently in different datasets")
         self._values: np.ndarray | None = None
         self._shapes_read: list | None = None
 
@@ -244,7 +280,10 @@ def _plan(
     join: Any,
     combine_attrs: Any,
     drop_variables: Iterable[str] | None,
+    decoders: dict[str, Any],
 ) -> xr.Dataset:
+    if decoders.get("decode_coords") not in (None, True, "coordinates"):
+        raise _Fallback(f"decode_coords={decoders['decode_coords']!r}")
     if combine_attrs != "override":
         raise _Fallback("combine_attrs other than 'override'")
     compat_v, join_v = _value(compat), _value(join)
@@ -336,7 +375,7 @@ def _plan(
             concat_over.update(chosen)
 
     out_vars: dict[Hashable, xr.Variable] = {}
-    first: xr.Dataset | None = None
+    first: dict[str, xr.Variable] | None = None
     for name, var in variables.items():
         if name in concat_over:
             if existing and dim not in var.dims:
@@ -368,8 +407,8 @@ def _plan(
                 out_vars[name] = xr.Variable(var.dims, var._values[0], attrs=var.attrs[0])
             else:
                 if first is None:
-                    first = dataset_from_collection(collection, names[0], drop)
-                out_vars[name] = first.variables[name].copy(deep=False)
+                    first = encoded_variables(collection, names[0])[0]
+                out_vars[name] = first[name].copy(deep=False)
     if existing:
         index = variables.get(dim)
         if index is not None and combine == "by_coords":
@@ -378,7 +417,17 @@ def _plan(
                 raise _Fallback(f"the combined '{dim}' index is not monotonic (xarray refuses it)")
     ds_attrs = collection.dataset(names[0]).attrs
     ds_attrs.pop("coordinates", None)
-    ds = xr.Dataset(out_vars, attrs=ds_attrs)
+    # The combined variables are still encoded: decode them as xarray decodes each file (the
+    # coordinates were set above, from each variable's and the dataset's `coordinates`).
+    from xarray import conventions
+
+    options: dict[str, Any] = {
+        k: v for k, v in decoders.items() if v is not None and k != "decode_coords"
+    }
+    decoded_vars, decoded_attrs, _ = conventions.decode_cf_variables(
+        out_vars, ds_attrs, decode_coords=False, **options
+    )
+    ds = xr.Dataset(decoded_vars, attrs=decoded_attrs)
     present = [c for c in coord_names if c in ds.variables and c not in ds.coords]
     return ds.set_coords(present) if present else ds
 
@@ -428,6 +477,12 @@ def open_mfdataset(
     join: Any = _JOIN_DEFAULT,
     combine_attrs: Any = "override",
     drop_variables: Iterable[str] | None = None,
+    mask_and_scale: Any = None,
+    decode_times: Any = None,
+    decode_timedelta: Any = None,
+    use_cftime: Any = None,
+    concat_characters: Any = None,
+    decode_coords: Any = None,
 ) -> xr.Dataset:
     """Datasets ``names`` of the collection at ``location`` (a path, URL or open
     :class:`Collection`; ``names`` default: every live dataset, in collection order) combined
@@ -441,7 +496,21 @@ def open_mfdataset(
     one run read, so ``chunks={"station": 500}`` over 2,000 stations is four blocks per
     variable. Without ``chunks`` the variables are lazy and a selection reads only the datasets
     it covers.
+
+    ``mask_and_scale``, ``decode_times``, ``decode_timedelta``, ``use_cftime``,
+    ``concat_characters`` and ``decode_coords`` decode as ``xr.open_dataset`` decodes each
+    file (xarray's defaults when ``None``): CF times in any calendar, as the import keeps them
+    encoded.
     """
+    decoders = {
+        "mask_and_scale": mask_and_scale,
+        "decode_times": decode_times,
+        "decode_timedelta": decode_timedelta,
+        "use_cftime": use_cftime,
+        "concat_characters": concat_characters,
+        "decode_coords": decode_coords,
+    }
+    assert set(decoders) == set(DECODERS)
     collection = location if isinstance(location, Collection) else Collection(location)
     names = collection.names if names is None else [str(n) for n in names]
     if not names:
@@ -458,6 +527,7 @@ def open_mfdataset(
             join=join,
             combine_attrs=combine_attrs,
             drop_variables=drop_variables,
+            decoders=decoders,
         )
     except _Fallback:
         ds = _combine_per_dataset(
@@ -471,6 +541,7 @@ def open_mfdataset(
             join=join,
             combine_attrs=combine_attrs,
             drop_variables=drop_variables,
+            decoders=decoders,
         )
     return ds if chunks is None else ds.chunk(chunks)
 
@@ -492,13 +563,16 @@ def _combine_per_dataset(
     concat_dim: Any,
     combine: str,
     drop_variables: Iterable[str] | None,
+    decoders: dict[str, Any],
     **options: Any,
 ) -> xr.Dataset:
     """One lazy dataset per name, combined by xarray (what ``xr.open_mfdataset`` does)."""
     # Chunked per dataset ({}: one block each), as xr.open_mfdataset chunks every file, so the
     # combination stays lazy instead of loading every array.
     datasets = [
-        _with_scalar_strings(dataset_from_collection(collection, n, drop_variables)).chunk({})
+        _with_scalar_strings(
+            dataset_from_collection(collection, n, drop_variables, **decoders)
+        ).chunk({})
         for n in names
     ]
     if combine == "nested":

@@ -141,27 +141,29 @@ def import_netcdf(
     writer = Writer(out_text, codec=codec)
     try:
         with _Decoder(out_text, engine, min(workers, len(plan))) as decoder:
-            for (index, stem, path), decoded in decoder.map(plan):
+            for (index, _stem, path), decoded in decoder.map(plan):
                 if bar is not None:
                     bar.set_postfix_str(Path(path).name, refresh=False)
                 if isinstance(decoded, ImportRefusedError):
                     skip_or_raise(index, decoded)
                 else:
-                    try:
-                        writer._write_items(stem, *decoded)
-                    except UnsupportedDTypeError as e:
-                        variable = getattr(e, "variable", None)
-                        skip_or_raise(
-                            index,
-                            _refuse(out_text, path, _strip_subject(str(e)), _variable_of(variable)),
-                        )
-                    except AtlasError as e:
-                        error = _refuse(out_text, path, e.reason)
-                        if isinstance(e, (StorageError, WriteError)):
-                            # The store or the writer failed, not this file: skipping it would
-                            # only skip every file after it too.
-                            raise error from None
-                        skip_or_raise(index, error)
+                    for written, (name, items, pairs) in enumerate(decoded):
+                        try:
+                            writer._write_items(name, items, pairs)
+                        except AtlasError as e:
+                            if isinstance(e, UnsupportedDTypeError):
+                                variable = _variable_of(getattr(e, "variable", None))
+                                reason = _strip_subject(str(e))
+                            else:
+                                variable, reason = None, e.reason
+                            error = _refuse(out_text, path, reason, variable)
+                            if written or isinstance(e, (StorageError, WriteError)):
+                                # The store or the writer failed, not this file (skipping it
+                                # would only skip every file after it too), or the file's
+                                # earlier groups went in already: nothing can take them out.
+                                raise error from None
+                            skip_or_raise(index, error)
+                            break
                 if bar is not None:
                     bar.update(1)
         skipped = tuple(error for _, error in sorted(refused, key=lambda r: r[0]))
@@ -194,36 +196,158 @@ IN_FLIGHT_PER_JOB = 2
 
 
 def _decode(out: str, path: str, stem: str, engine: str | None) -> Any:
-    """Reads, checks and converts one file: ``(items, pairs)`` for the writer, or the file's
+    """Reads, checks and converts one file: a list of ``(dataset name, items, pairs)`` for the
+    writer, one per group imported (see :func:`_imported_groups`), or the file's
     :class:`ImportRefusedError` (returned, not raised, so that it crosses from a worker process
     without the worker's traceback). Runs in a worker process when ``jobs`` > 1."""
-    import xarray as xr
-
     from .xarray_backend import encode_dataset
 
     try:
-        ds = xr.open_dataset(path, engine=engine, cache=False)
+        groups = _open_groups(path, engine)
     except Exception as e:  # noqa: BLE001 - any reader failure refuses the file
         return _refuse(out, path, f"cannot be read as NetCDF: {type(e).__name__}: {e}")
     try:
-        with ds:
-            _check_names(out, path, ds)
-            _check_no_groups(out, path, engine)
-            _check_calendars(out, path, ds)
+        datasets = []
+        for group, raw in _imported_groups(groups):
+            where = "" if group == "/" else group
+            try:
+                ds = stored_form(raw)
+            except Exception as e:  # noqa: BLE001 - xarray's CF decoding refused the file
+                return _refuse(
+                    out,
+                    path,
+                    f"xarray cannot decode it: {type(e).__name__}: {e}",
+                    _in_group(where, _decoding_variable(e)),
+                )
+            _check_names(out, path, ds, where)
             try:
                 ds = ds.load()
             except Exception as e:  # noqa: BLE001
-                return _refuse(out, path, f"cannot be read as NetCDF: {type(e).__name__}: {e}")
+                return _refuse(
+                    out,
+                    path,
+                    f"cannot be read as NetCDF{f' (group {where})' if where else ''}: "
+                    f"{type(e).__name__}: {e}",
+                )
+            name = stem + where
             try:
                 arrays, attrs = encode_dataset(ds)
-                return _dataset_items(stem, arrays, attrs)
+                datasets.append((name, *_dataset_items(name, arrays, attrs)))
             except UnsupportedDTypeError as e:
-                variable = getattr(e, "variable", None)
-                return _refuse(out, path, _strip_subject(str(e)), _variable_of(variable))
+                variable = _variable_of(getattr(e, "variable", None))
+                return _refuse(out, path, _strip_subject(str(e)), _in_group(where, variable))
             except AtlasError as e:
                 return _refuse(out, path, e.reason)
+        return datasets
     except ImportRefusedError as e:
         return e
+    finally:
+        for group in groups.values():
+            group.close()
+
+
+def _open_groups(path: str, engine: str | None) -> dict[str, Any]:
+    """Every group of the file (``"/"``, ``"/a"``, ``"/a/b"``, ...), as stored: no CF
+    decoding. A format or an engine without groups (NetCDF-3 through scipy) gives ``"/"``."""
+    import xarray as xr
+
+    # Each decoder by name: open_groups does not pass decode_cf=False on to the engine.
+    undecoded: dict[str, Any] = {
+        "mask_and_scale": False,
+        "decode_times": False,
+        "decode_timedelta": False,
+        "concat_characters": False,
+        "decode_coords": False,
+    }
+    try:
+        return dict(xr.open_groups(path, engine=engine, **undecoded))
+    except NotImplementedError:
+        return {"/": xr.open_dataset(path, engine=engine, cache=False, **undecoded)}
+
+
+def _imported_groups(groups: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The groups that become datasets: every group holding variables or attributes, and every
+    group without subgroups (so that the file's tree keeps its shape); a file without groups
+    is one dataset, whatever it holds."""
+    if len(groups) == 1:
+        return list(groups.items())
+    paths = list(groups)
+    chosen = []
+    for path, ds in groups.items():
+        below = path.rstrip("/") + "/"
+        has_subgroups = any(p != path and p.startswith(below) for p in paths)
+        if ds.variables or ds.attrs or not has_subgroups:
+            chosen.append((path, ds))
+    return chosen
+
+
+def _decoding_variable(error: BaseException) -> str | None:
+    """The variable xarray names in the note it adds to a decoding error."""
+    for note in getattr(error, "__notes__", ()):
+        if note.startswith("Raised while decoding variable '"):
+            return note.split("'", 2)[1]
+    return None
+
+
+def _in_group(group: str, variable: str | None) -> str | None:
+    """A variable's name as the file knows it: ``v`` in the root group, ``/a/b/v`` below."""
+    if variable is None or not group:
+        return variable
+    return f"{group}/{variable}"
+
+
+#: ``units`` xarray decodes as timedeltas (``xarray.coding.times.TIME_UNITS``).
+_TIMEDELTA_UNITS = frozenset(
+    ["days", "hours", "minutes", "seconds", "milliseconds", "microseconds", "nanoseconds"]
+)
+
+
+def encoded_names(raw: Any) -> set[str]:
+    """The variables of the undecoded dataset ``raw`` that the import keeps as encoded: numbers
+    that CF decoding turns into dates (``units`` "<unit> since <epoch>", any calendar), into
+    timedeltas (``units`` a time unit, or a ``timedelta64`` ``dtype`` attribute) or into
+    booleans (``dtype`` "bool"), and the bounds of such dates."""
+    kept: set[str] = set()
+    for name, var in raw.variables.items():
+        if var.dtype.kind not in "iuf":
+            continue
+        units = var.attrs.get("units")
+        dtype = var.attrs.get("dtype")
+        if (isinstance(units, str) and ("since" in units or units in _TIMEDELTA_UNITS)) or (
+            isinstance(dtype, str) and (dtype == "bool" or dtype.startswith("timedelta64"))
+        ):
+            kept.add(str(name))
+    for name in list(kept):
+        for key in ("bounds", "climatology"):
+            other = raw.variables[name].attrs.get(key)
+            if isinstance(other, str) and other in raw.variables:
+                if raw.variables[other].dtype.kind in "iuf":
+                    kept.add(other)
+    return kept
+
+
+def stored_form(raw: Any) -> Any:
+    """What the import stores of the undecoded dataset ``raw``: the variables of
+    :func:`encoded_names` as the file holds them (numbers, ``units``, ``calendar``,
+    ``_FillValue``, ...), every other variable CF-decoded as ``xr.open_dataset`` decodes it
+    (unpacked, masked, characters joined into strings), coordinates as the file names them.
+    Reading it back through the ``"atlas"`` backend then runs xarray's own decoding over the
+    encoded ones, with whatever options the reader passes."""
+    import xarray as xr
+
+    kept = encoded_names(raw)
+    decoded = xr.decode_cf(raw, decode_times=False, decode_timedelta=False)
+    if not kept:
+        return decoded
+    variables = dict(decoded.variables)
+    for name in kept:
+        var = raw.variables[name]
+        attrs = dict(var.attrs)
+        if "coordinates" not in decoded.variables[name].attrs:
+            attrs.pop("coordinates", None)  # consumed by the decoding: coordinates are set
+        variables[name] = xr.Variable(var.dims, var.data, attrs, var.encoding)
+    ds = xr.Dataset(variables, attrs=decoded.attrs)
+    return ds.set_coords([c for c in decoded.coords if c in ds.variables])
 
 
 def _ignore_interrupts() -> None:
@@ -311,67 +435,42 @@ class _Decoder:
             process.join()
 
 
-def _check_no_groups(out: str, path: str, engine: str | None) -> None:
-    """Refuses a NetCDF-4 file with groups below the root: one file is one dataset, and
-    importing only its root would drop the groups' variables without a word."""
-    import xarray as xr
-
-    try:
-        groups = xr.open_groups(path, engine=engine)
-    except (NotImplementedError, ValueError, TypeError):
-        return  # an engine or format without groups (NetCDF-3)
-    try:
-        nested = sorted(g for g in groups if g not in ("", "/"))
-    finally:
-        for group in groups.values():
-            group.close()
-    if nested:
-        raise _refuse(
-            out,
-            path,
-            f"it holds groups below the root ({', '.join(nested)}); one file is one dataset, "
-            "so import each group as a file of its own",
-        )
-
-
-def _check_calendars(out: str, path: str, ds: Any) -> None:
-    """Refuses a variable of dates in a non-standard calendar: xarray decodes them to cftime
-    objects, and Atlas stores times as datetime64 (proleptic Gregorian) only."""
+def _check_names(out: str, path: str, ds: Any, group: str = "") -> None:
     for name, var in ds.variables.items():
-        if var.dtype != object or var.size == 0:
-            continue
-        first = var.values.reshape(-1)[0]
-        calendar = getattr(first, "calendar", None)
-        if calendar is not None and type(first).__module__.startswith("cftime"):
+        if len(set(var.dims)) != len(var.dims):
+            # xarray indexes such a variable inconsistently (CF forbids it): what it reads
+            # from the file and from a copy need not agree.
             raise _refuse(
                 out,
                 path,
-                f"its dates are in the {calendar!r} calendar, and Atlas stores times as "
-                "datetime64 (proleptic Gregorian) only; to keep the numbers with their units "
-                "and calendar, open it with xarray's decode_times=False and write it with "
-                "atlas_collections.write_xarray",
-                str(name),
+                f"its dimensions {tuple(var.dims)} repeat a dimension, which CF does not allow "
+                "and xarray does not index consistently",
+                _in_group(group, str(name)),
             )
-
-
-def _check_names(out: str, path: str, ds: Any) -> None:
-    for name, var in ds.variables.items():
         try:
             _atlas.check_name("array", str(name))
         except InvalidNameError as e:
-            raise _refuse(out, path, f"invalid variable name: {e.reason}", str(name)) from None
+            raise _refuse(
+                out, path, f"invalid variable name: {e.reason}", _in_group(group, str(name))
+            ) from None
         for key in var.attrs:
             try:
                 _atlas.check_name("attribute", str(key))
             except InvalidNameError as e:
                 raise _refuse(
-                    out, path, f"invalid attribute name {key!r}: {e.reason}", str(name)
+                    out,
+                    path,
+                    f"invalid attribute name {key!r}: {e.reason}",
+                    _in_group(group, str(name)),
                 ) from None
     for key in ds.attrs:
         try:
             _atlas.check_name("attribute", str(key))
         except InvalidNameError as e:
-            raise _refuse(out, path, f"invalid global attribute name {key!r}: {e.reason}") from None
+            where = f" of group {group}" if group else ""
+            raise _refuse(
+                out, path, f"invalid global attribute name {key!r}{where}: {e.reason}"
+            ) from None
 
 
 def _variable_of(what: str | None) -> str | None:
@@ -386,9 +485,15 @@ def _variable_of(what: str | None) -> str | None:
 
 
 def _strip_subject(message: str) -> str:
-    """The reason of an UnsupportedDTypeError without its "dataset 'd', array 'v': " prefix."""
+    """The reason of an UnsupportedDTypeError without its "dataset 'd', array 'v': " prefix,
+    keeping the attribute it names, if any ("attribute 'k': ...")."""
     if message.startswith("dataset '") and ": " in message:
-        return message.split(": ", 1)[1]
+        subject, reason = message.split(": ", 1)
+        marker = "attribute '"
+        if marker in subject:
+            key = subject.split(marker, 1)[1].rsplit("'", 1)[0]
+            return f"attribute '{key}': {reason}"
+        return reason
     return message
 
 

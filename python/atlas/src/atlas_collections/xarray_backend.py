@@ -26,7 +26,7 @@ from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
 from ._core import Array, Collection, Dataset, _location
-from .errors import UnsupportedDTypeError
+from .errors import AtlasError, DatasetNotFoundError, UnsupportedDTypeError
 
 __all__ = ["AtlasBackendEntrypoint", "AtlasBackendArray", "encode_dataset"]
 
@@ -62,31 +62,32 @@ class AtlasBackendArray(BackendArray):
 def _open_collection(filename_or_obj: Any) -> Collection:
     if isinstance(filename_or_obj, Collection):
         return filename_or_obj
-    return Collection(_location(os.fspath(filename_or_obj)))
+    location = _location(os.fspath(filename_or_obj))
+    guessed = _guessed.take(location) if "://" in location else None
+    return guessed if guessed is not None else Collection(location)
 
 
-def _coordinate_names(attrs: dict[str, Any]) -> list[str]:
-    value = attrs.pop("coordinates", None)
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return value.split()
-    return [str(v) for v in value]
+#: xarray's CF decoding options, as ``xr.open_dataset`` passes them to a backend (``None``:
+#: xarray's default).
+DECODERS = (
+    "mask_and_scale",
+    "decode_times",
+    "concat_characters",
+    "decode_coords",
+    "use_cftime",
+    "decode_timedelta",
+)
 
 
-def dataset_from_collection(
-    collection: Collection, name: str, drop_variables: Iterable[str] | None = None
-) -> xr.Dataset:
-    """Dataset ``name`` of an open collection as a lazy ``xarray.Dataset``."""
+def encoded_variables(
+    collection: Collection, name: str
+) -> tuple[dict[str, xr.Variable], dict[str, Any]]:
+    """Dataset ``name`` as xarray's CF decoding takes it, as a NetCDF or Zarr store hands it
+    over: every array a lazy variable with its stored attributes (CF ``units``/``calendar``,
+    ``_FillValue``, ``coordinates``), nothing decoded yet; and the dataset's attributes."""
     dataset = collection.dataset(name)
-    drop = set(drop_variables or ())
     variables: dict[str, xr.Variable] = {}
-    coords: list[str] = []
     for array_name, array in dataset.arrays.items():
-        if array_name in drop:
-            continue
-        attrs = array.attrs
-        coords.extend(_coordinate_names(attrs))
         data = indexing.LazilyIndexedArray(AtlasBackendArray(array))
         encoding = {
             "chunks": array.chunks,
@@ -94,11 +95,30 @@ def dataset_from_collection(
         }
         if array.fill_value is not None:
             encoding["atlas_fill_value"] = array.fill_value
-        variables[array_name] = xr.Variable(array.dims, data, attrs=attrs, encoding=encoding)
-    ds_attrs = dataset.attrs
-    coords.extend(_coordinate_names(ds_attrs))
-    ds = xr.Dataset(variables, attrs=ds_attrs)
-    present = [c for c in dict.fromkeys(coords) if c in ds.variables]
+        variables[array_name] = xr.Variable(array.dims, data, attrs=array.attrs, encoding=encoding)
+    return variables, dataset.attrs
+
+
+def decode(
+    variables: Mapping[str, xr.Variable],
+    attrs: Mapping[str, Any],
+    drop_variables: Iterable[str] | str | None = None,
+    **decoders: Any,
+) -> xr.Dataset:
+    """CF-decodes encoded variables as xarray decodes what its NetCDF and Zarr backends give it
+    (``decoders``: ``mask_and_scale``, ``decode_times``, ... as ``xr.open_dataset`` takes
+    them; ``None`` or absent means xarray's default). Lazy: nothing is read but the indexes."""
+    from xarray import conventions
+
+    chosen = {k: v for k, v in decoders.items() if v is not None}
+    unknown = set(chosen) - set(DECODERS)
+    if unknown:
+        raise TypeError(f"unknown decoding option(s): {', '.join(sorted(unknown))}")
+    decoded, ds_attrs, coord_names = conventions.decode_cf_variables(
+        dict(variables), dict(attrs), drop_variables=drop_variables, **chosen
+    )
+    ds = xr.Dataset(decoded, attrs=ds_attrs)
+    present = [c for c in coord_names if c in ds.variables and c not in ds.coords]
     if present:
         ds = ds.set_coords(present)
     # Nothing to close (the collection goes with its last reference), but xarray calls what
@@ -107,48 +127,104 @@ def dataset_from_collection(
     return ds
 
 
+def dataset_from_collection(
+    collection: Collection,
+    name: str,
+    drop_variables: Iterable[str] | str | None = None,
+    **decoders: Any,
+) -> xr.Dataset:
+    """Dataset ``name`` of an open collection as a lazy ``xarray.Dataset``, CF-decoded with
+    ``decoders`` (xarray's options; its defaults when absent)."""
+    variables, attrs = encoded_variables(collection, name)
+    return decode(variables, attrs, drop_variables, **decoders)
+
+
 def _nothing_to_close() -> None:
     return None
 
 
 def datatree_from_collection(
-    collection: Collection, drop_variables: Iterable[str] | None = None
+    collection: Collection,
+    drop_variables: Iterable[str] | str | None = None,
+    group: str | None = None,
+    **decoders: Any,
 ) -> xr.DataTree:
-    """Every live dataset of an open collection as one ``xarray.DataTree`` node each."""
-    return xr.DataTree.from_dict(_groups(collection, drop_variables))
+    """Every live dataset of an open collection as one ``xarray.DataTree`` node each (a name
+    with ``/`` nests); with ``group``, the subtree below that path."""
+    return xr.DataTree.from_dict(_groups(collection, drop_variables, group, **decoders))
 
 
-def _groups(collection: Collection, drop_variables: Iterable[str] | None) -> dict[str, xr.Dataset]:
+def _groups(
+    collection: Collection,
+    drop_variables: Iterable[str] | str | None,
+    group: str | None = None,
+    **decoders: Any,
+) -> dict[str, xr.Dataset]:
+    root = (group or "").strip("/")
     groups: dict[str, xr.Dataset] = {"/": xr.Dataset()}
+    found = not root
     for name in collection.names:
-        groups["/" + name] = dataset_from_collection(collection, name, drop_variables)
+        if root:
+            if name == root:
+                path = "/"
+            elif name.startswith(root + "/"):
+                path = "/" + name[len(root) + 1 :]
+            else:
+                continue
+        else:
+            path = "/" + name
+        found = True
+        groups[path] = dataset_from_collection(collection, name, drop_variables, **decoders)
+    if not found:
+        raise DatasetNotFoundError(
+            f"{collection.location}: no dataset named '{root}' or below it",
+            path=collection.location,
+            reason="no live dataset at or below this group",
+            name=root,
+        )
     return groups
 
 
 class AtlasBackendEntrypoint(BackendEntrypoint):
-    """xarray backend for Atlas collections (``engine="atlas"``)."""
+    """xarray backend for Atlas collections (``engine="atlas"``, or no engine at all for a
+    path or URL holding ``data.atlas``: see :meth:`guess_can_open`)."""
 
     description = "Open a dataset of an Atlas collection (local directory or s3:// URL)"
     url = "https://example.invalid/datasetrt-atlas/docs/python-atlas.md"
-    open_dataset_parameters = ("filename_or_obj", "drop_variables", "group")
+    open_dataset_parameters = ("filename_or_obj", "drop_variables", "group", *DECODERS)
+    supports_groups = True
 
     def open_dataset(
         self,
         filename_or_obj: Any,
         *,
-        drop_variables: Iterable[str] | None = None,
+        drop_variables: Iterable[str] | str | None = None,
         group: str | None = None,
+        mask_and_scale: Any = None,
+        decode_times: Any = None,
+        concat_characters: Any = None,
+        decode_coords: Any = None,
+        use_cftime: Any = None,
+        decode_timedelta: Any = None,
     ) -> xr.Dataset:
+        decoders = {
+            "mask_and_scale": mask_and_scale,
+            "decode_times": decode_times,
+            "concat_characters": concat_characters,
+            "decode_coords": decode_coords,
+            "use_cftime": use_cftime,
+            "decode_timedelta": decode_timedelta,
+        }
         if isinstance(filename_or_obj, Dataset):
             # One dataset of an open collection: what xr.open_mfdataset(list(c.datasets()),
             # engine="atlas") opens, one per "path".
-            if group is not None and group.lstrip("/") != filename_or_obj.name:
+            if group is not None and group.strip("/") != filename_or_obj.name:
                 raise ValueError(
                     f"group={group!r} names another dataset than the one given "
                     f"({filename_or_obj.name!r})"
                 )
             return dataset_from_collection(
-                filename_or_obj.collection, filename_or_obj.name, drop_variables
+                filename_or_obj.collection, filename_or_obj.name, drop_variables, **decoders
             )
         collection = _open_collection(filename_or_obj)
         if group is None:
@@ -160,38 +236,88 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
                     f"group=<dataset name> ({shown}), or use xr.open_datatree(..., engine='atlas')"
                 )
             group = names[0]
-        return dataset_from_collection(collection, group.lstrip("/"), drop_variables)
+        return dataset_from_collection(collection, group.strip("/"), drop_variables, **decoders)
 
     def open_datatree(
         self,
         filename_or_obj: Any,
         *,
-        drop_variables: Iterable[str] | None = None,
+        drop_variables: Iterable[str] | str | None = None,
+        group: str | None = None,
         **kwargs: Any,
     ) -> xr.DataTree:
         return xr.DataTree.from_dict(
-            self.open_groups_as_dict(filename_or_obj, drop_variables=drop_variables)
+            self.open_groups_as_dict(
+                filename_or_obj, drop_variables=drop_variables, group=group, **kwargs
+            )
         )
 
     def open_groups_as_dict(
         self,
         filename_or_obj: Any,
         *,
-        drop_variables: Iterable[str] | None = None,
+        drop_variables: Iterable[str] | str | None = None,
+        group: str | None = None,
         **kwargs: Any,
     ) -> dict[str, xr.Dataset]:
-        return _groups(_open_collection(filename_or_obj), drop_variables)
+        decoders = {k: kwargs.pop(k) for k in DECODERS if k in kwargs}
+        if kwargs:
+            raise TypeError(f"unexpected argument(s): {', '.join(sorted(kwargs))}")
+        return _groups(_open_collection(filename_or_obj), drop_variables, group, **decoders)
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
+        """True for a collection: an open :class:`Collection` or :class:`Dataset`, a local
+        directory holding ``data.atlas`` (or that object's own path), or a URL whose prefix
+        holds one (found by opening it, which the open that follows then reuses)."""
         if isinstance(filename_or_obj, (Collection, Dataset)):
             return True
         try:
             text = os.fspath(filename_or_obj)
         except TypeError:
             return False
-        if text.endswith("data.atlas"):
-            return True
-        return "://" not in text and os.path.isfile(os.path.join(text, "data.atlas"))
+        if not isinstance(text, str):
+            return False
+        if "://" not in text:
+            path = text[: -len("data.atlas")] if text.endswith("data.atlas") else text
+            return os.path.isfile(os.path.join(path or ".", "data.atlas"))
+        if text.startswith("file://"):
+            return self.guess_can_open(_file_url_path(text))
+        return _guessed.remember(text)
+
+
+def _file_url_path(url: str) -> str:
+    from urllib.parse import unquote, urlparse
+
+    return unquote(urlparse(url).path)
+
+
+class _GuessedCollections:
+    """The collection a URL guess opened, kept for the open that follows (xarray asks every
+    engine's ``guess_can_open`` and then opens with the one that said yes): one, so that
+    nothing stays open longer than that."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last: tuple[str, Collection] | None = None
+
+    def remember(self, url: str) -> bool:
+        try:
+            collection = Collection(url)
+        except AtlasError:
+            return False
+        with self._lock:
+            self._last = (_location(url), collection)
+        return True
+
+    def take(self, location: str) -> Collection | None:
+        with self._lock:
+            last, self._last = self._last, None
+        if last is not None and last[0] == location:
+            return last[1]
+        return None
+
+
+_guessed = _GuessedCollections()
 
 
 def encode_dataset(
@@ -199,13 +325,17 @@ def encode_dataset(
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """``(arrays, attrs)`` for :meth:`Writer.write`: every variable with its dims, attributes
     and chunks (from ``chunks``, else the variable's ``encoding``), non-index coordinates
-    recorded in CF ``coordinates`` attributes. Loads the data."""
+    recorded in CF ``coordinates`` attributes. A variable of a type Atlas has no element type
+    for but CF has an encoding for (dates in any calendar as ``cftime`` objects, timedeltas,
+    booleans) is stored CF-encoded, as ``to_netcdf`` would write it (numbers with ``units`` and
+    ``calendar``, or a ``dtype`` attribute), and comes back decoded. Loads the data."""
     index_coords = {str(n) for n in ds.coords if ds[n].dims == (n,)}
     other_coords = [str(n) for n in ds.coords if str(n) not in index_coords]
     claimed: set = set()
     arrays: dict[str, dict[str, Any]] = {}
     for name, var in ds.variables.items():
         name = str(name)
+        var = _cf_encoded(name, var)
         attrs = dict(var.attrs)
         if name in ds.data_vars:
             mine = [c for c in other_coords if set(ds[c].dims) <= set(var.dims)]
@@ -243,3 +373,20 @@ def encode_dataset(
             )
         attrs["coordinates"] = " ".join(rest)
     return arrays, attrs
+
+
+def _cf_encoded(name: str, var: xr.Variable) -> xr.Variable:
+    """``var`` CF-encoded (xarray's own encoder, its ``encoding`` honoured) when it holds
+    what only an encoding can store: ``cftime`` dates, ``timedelta64``, ``bool``."""
+    kind = var.dtype.kind
+    if kind in "mb" or (kind == "O" and _holds_cftime(var)):
+        from xarray import conventions
+
+        return conventions.encode_cf_variable(var, name=name)
+    return var
+
+
+def _holds_cftime(var: xr.Variable) -> bool:
+    from xarray.core.common import contains_cftime_datetimes
+
+    return bool(contains_cftime_datetimes(var))
