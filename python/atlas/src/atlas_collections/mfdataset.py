@@ -57,6 +57,28 @@ def _value(option: Any) -> Any:
     return option
 
 
+def _decode_piece(
+    name: str,
+    dims: tuple[str, ...],
+    values: np.ndarray,
+    attrs: dict[str, Any],
+    decoders: dict[str, Any],
+) -> xr.Variable:
+    """One dataset's encoded ``values`` decoded as xarray decodes that file's variable."""
+    from xarray import conventions
+
+    accepted = (
+        "mask_and_scale",
+        "decode_times",
+        "decode_timedelta",
+        "use_cftime",
+        "concat_characters",
+    )
+    options = {k: v for k, v in decoders.items() if k in accepted and v is not None}
+    variable = xr.Variable(dims, values, attrs=dict(attrs))
+    return conventions.decode_cf_variable(name, variable, **options)
+
+
 def _read_run(collection: Collection, array: str, names: Sequence[str]) -> tuple[np.ndarray, list]:
     tagged, shapes = collection._native.read_run(array, list(names))
     return from_native(tagged), [tuple(s) for s in shapes]
@@ -225,7 +247,9 @@ def _same_attrs(a: dict[str, Any], b: dict[str, Any]) -> bool:
 class _Var:
     """What the plan knows about one array across the datasets."""
 
-    def __init__(self, name: str, tag: str, layouts: list) -> None:
+    def __init__(
+        self, name: str, tag: str, layouts: list, decoders: dict[str, Any], names: list[str]
+    ) -> None:
         self.name = name
         self.tag = tag
         self.dtype = numpy_dtype(tag)
@@ -240,10 +264,20 @@ class _Var:
             raise _Fallback(f"'{name}' names different coordinates in different datasets")
         self.coordinates = coords.pop().split()
         # Decoding after combining is what decoding each dataset gives only where every
-        # dataset encodes the variable alike (one epoch, calendar, fill value, packing).
+        # dataset encodes the variable alike (one epoch, calendar, fill value, packing). An
+        # index encoded differently (monthly files, each with its own epoch) is small: each
+        # dataset's piece is decoded as xarray decodes that file, before combining.
         first = _decoding_attrs(self.attrs[0])
-        if any(not _same_attrs(_decoding_attrs(a), first) for a in self.attrs[1:]):
+        self.decode_each = any(not _same_attrs(_decoding_attrs(a), first) for a in self.attrs[1:])
+        # (Not one with bounds: xarray decodes those with the index's encoding, per file.)
+        if self.decode_each and (
+            not (self.is_index and len(self.dims) == 1) or any("bounds" in a for a in self.attrs)
+        ):
             raise _Fallback(f"'{name}' is CF-encoded differently in different datasets")
+        # The first piece decoded: its attributes and encoding are the combined variable's.
+        self.decoded: xr.Variable | None = None
+        self._decoders = decoders
+        self._names = list(names)  # the order of `attrs` and `shapes`
         self._values: np.ndarray | None = None
         self._shapes_read: list | None = None
 
@@ -251,12 +285,30 @@ class _Var:
     def is_index(self) -> bool:
         return self.dims == (self.name,)
 
+    def read_run(self, collection: Collection, names: Sequence[str]) -> tuple[np.ndarray, list]:
+        """The datasets' arrays flattened one after another, and their shapes; decoded here
+        (each dataset's piece with its own attributes) where the encodings differ."""
+        flat, shapes = _read_run(collection, self.name, names)
+        if not self.decode_each:
+            return flat, shapes
+        position = {name: i for i, name in enumerate(self._names)}
+        pieces, at = [], 0
+        for name, shape in zip(names, shapes):
+            size = int(np.prod(shape, dtype=np.int64))
+            attrs = self.attrs[position[name]]
+            piece = _decode_piece(self.name, self.dims, flat[at : at + size], attrs, self._decoders)
+            if self.decoded is None:
+                self.decoded = piece
+            pieces.append(np.asarray(piece.values).reshape(-1))
+            at += size
+        return np.concatenate(pieces) if pieces else flat, shapes
+
     def values(self, collection: Collection, names: Sequence[str]) -> np.ndarray:
         """Every dataset's array stacked (read once, with one run read)."""
         if self._values is None:
             if len(set(self.shapes)) != 1:
                 raise _Fallback(f"'{self.name}' has different shapes in different datasets")
-            flat, shapes = _read_run(collection, self.name, names)
+            flat, shapes = self.read_run(collection, names)
             self._values = _scalar_strings(_assemble(flat, shapes, None), shapes)
         return self._values
 
@@ -303,7 +355,9 @@ def _plan(
         if ("coordinates" in attr_keys) != has_coordinates_attr:
             raise _Fallback(f"dataset '{name}' names other coordinates than '{names[0]}'")
     variables = {
-        a: _Var(a, tag, native.run_layouts(a, names)) for a, tag in signature if a not in drop
+        a: _Var(a, tag, native.run_layouts(a, names), decoders, names)
+        for a, tag in signature
+        if a not in drop
     }
     first_ds_attrs = collection.dataset(names[0]).attrs
     coord_names = set(str(first_ds_attrs.pop("coordinates", "")).split())
@@ -333,6 +387,7 @@ def _plan(
         for var in variables.values():
             var.shapes = [var.shapes[i] for i in order]
             var.attrs = [var.attrs[i] for i in order]
+            var._names = names
             var._values = None
     existing = dim in all_dims
 
@@ -390,7 +445,7 @@ def _plan(
                 # Scalar strings load as NumPy strings (see _scalar_strings): tiny, read now.
                 data = var.values(collection, names)
             elif var.is_index or (existing and var.name == dim):
-                flat, shapes = _read_run(collection, name, names)
+                flat, shapes = var.read_run(collection, names)
                 data = _assemble(flat, shapes, axis)
             else:
                 data = indexing.LazilyIndexedArray(
@@ -424,10 +479,29 @@ def _plan(
     options: dict[str, Any] = {
         k: v for k, v in decoders.items() if v is not None and k != "decode_coords"
     }
+    # Indexes decoded dataset by dataset (encoded differently) are decoded already.
+    predecoded = {n for n, v in variables.items() if v.decode_each and n in out_vars}
     decoded_vars, decoded_attrs, _ = conventions.decode_cf_variables(
-        out_vars, ds_attrs, decode_coords=False, **options
+        {n: v for n, v in out_vars.items() if n not in predecoded},
+        ds_attrs,
+        decode_coords=False,
+        **options,
     )
-    ds = xr.Dataset(decoded_vars, attrs=decoded_attrs)
+    for name in predecoded:
+        template = variables[name].decoded
+        if template is None:  # read nowhere above: decode the first dataset's piece now
+            variables[name].read_run(collection, names[:1])
+            template = variables[name].decoded
+        assert template is not None
+        decoded_vars[name] = xr.Variable(
+            out_vars[name].dims,
+            out_vars[name].data,
+            attrs=template.attrs,
+            encoding=template.encoding,
+        )
+    ds = xr.Dataset(
+        {n: decoded_vars[n] for n in out_vars if n in decoded_vars}, attrs=decoded_attrs
+    )
     present = [c for c in coord_names if c in ds.variables and c not in ds.coords]
     return ds.set_coords(present) if present else ds
 
@@ -444,7 +518,7 @@ def _by_coords_dim(
     if len(differing) != 1:
         raise _Fallback(f"{len(differing)} dimensions' indexes differ between datasets")
     var = differing[0]
-    flat, shapes = _read_run(collection, var.name, names)
+    flat, shapes = var.read_run(collection, names)
     lengths = [s[0] for s in shapes]
     if 0 in lengths:
         raise _Fallback(f"a dataset's '{var.name}' index is empty")
