@@ -19,9 +19,10 @@ use crate::{Sampling, Shuffle};
 use std::ops::Range;
 use std::sync::Arc;
 
-/// The runs of one pass in the order it reads them, with where each starts in the pass.
+/// The runs of one pass over a cache in the order it reads them, with where each starts in the
+/// pass: what [`EpochPlan::pass_layout`](crate::EpochPlan::pass_layout) shows of a stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct PassLayout {
+pub struct PassLayout {
     pass: u64,
     /// Run indices in reading order.
     order: Vec<u32>,
@@ -32,6 +33,31 @@ pub(crate) struct PassLayout {
 impl PassLayout {
     pub(crate) fn bytes(&self) -> usize {
         self.order.capacity() * 4 + self.starts.capacity() * 8
+    }
+
+    /// The pass this is the layout of.
+    pub fn pass(&self) -> u64 {
+        self.pass
+    }
+
+    /// The cache's run indices (into [`EpochPlan::runs`](crate::EpochPlan::runs)) in the
+    /// order the pass reads them.
+    pub fn run_order(&self) -> &[u32] {
+        &self.order
+    }
+
+    /// `starts()[i]`: the offset within the pass of the first sample of the `i`-th run read;
+    /// one more entry than [`PassLayout::run_order`], the last being the pass's length.
+    pub fn starts(&self) -> &[u64] {
+        &self.starts
+    }
+
+    /// The index (into [`PassLayout::run_order`]) of the run that offset `offset` of the
+    /// pass lies in (`offset` below the pass's length).
+    pub fn run_at(&self, offset: u64) -> usize {
+        self.starts
+            .partition_point(|&s| s <= offset)
+            .saturating_sub(1)
     }
 }
 
@@ -234,6 +260,22 @@ impl CacheStream {
             self.runs[run_index].start + (offset - layout.starts[run]),
             run_index,
         )
+    }
+
+    /// The segment holding stream position `position` (`< share`): the stream positions that
+    /// read, in an order of their own, exactly the samples of one stretch of their pass's
+    /// layout (offsets `segment - pass * len`).
+    pub(crate) fn segment_of(&self, position: u64, slot: &mut StreamSlot) -> Range<u64> {
+        if self.len == 0 {
+            return position..position;
+        }
+        let layout = self.layout(position / self.len, &mut slot.layout);
+        self.place(position, layout).segment
+    }
+
+    /// The cache's runs, as the stream lays them out.
+    pub(crate) fn runs(&self) -> &[Range<u64>] {
+        &self.runs
     }
 
     /// The run indices a whole segment `segment` (stream positions of one pass) reads: the runs

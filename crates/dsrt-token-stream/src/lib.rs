@@ -1,0 +1,40 @@
+//! Token streams for language-model training: the documents of token caches, in an epoch's
+//! order, become rows of `seq_len` input tokens with their document boundaries.
+//!
+//! What it is for: [`TokenPlan`] plans one rank's rows of an epoch from the documents'
+//! lengths alone. Sources (caches) are mixed by shares of the epoch's tokens ([`TokenConfig`]
+//! `weights`, `tokens_per_epoch`), each source's documents in the order `dsrt-plan` gives its
+//! samples, merged by token time so that every prefix of the epoch holds each source's share
+//! to within one document. `PackMode::Concat` joins them (with the BOS/EOS a source lacks) and
+//! cuts windows of `seq_len + 1` tokens, each starting at the last token of the one before;
+//! `FirstFit` and `BestFit` pack whole documents into bins over a bounded number of open
+//! bins. Rows are permuted within blocks, dealt to nodes and ranks as `dsrt-plan`'s
+//! `Partition` deals positions (every rank the same count, each shard read by one node but where
+//! two nodes' shares meet), and a [`TokenState`] of a few integers per node resumes the epoch on
+//! any topology. A [`RowCursor`] finds the pieces of documents each row holds by walking the
+//! lengths; where a window starts is computed, never stored, so memory grows with shards and
+//! caches, not with documents or windows.
+//!
+//! What it is not for: reading caches (a [`DocumentSource`] gives lengths and tokens) or the
+//! order of samples (`dsrt-plan`).
+//!
+//! Layering: above `dsrt-plan`, below the loaders and bindings that read token caches.
+#![forbid(unsafe_code)]
+
+mod config;
+mod merge;
+mod pack;
+mod plan;
+mod rows;
+mod source;
+mod stream;
+mod synthetic;
+
+pub use config::{
+    LongDocs, PackMode, RunConfig, TokenConfig, TokenError, TokenState, DEFAULT_PACKING_BINS,
+    DEFAULT_WINDOW_BLOCK, MAX_SEQ_LEN,
+};
+pub use plan::TokenPlan;
+pub use rows::{Piece, RowBlock, RowCursor, RowSpec};
+pub use source::{Coverage, DocumentSource, End, StoredTokens};
+pub use synthetic::{SyntheticSource, SyntheticSpec};
