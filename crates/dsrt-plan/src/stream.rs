@@ -166,6 +166,9 @@ impl CacheStream {
     }
 
     fn layout_of(&self, pass: u64) -> PassLayout {
+        if self.sampling == Sampling::RunsWithReplacement {
+            return self.drawn_layout(pass);
+        }
         let mut order: Vec<u32> = (0..self.runs.len() as u32).collect();
         if matches!(self.shuffle, Shuffle::Local { .. }) {
             Rng::new(mix(&[self.seed, pass])).shuffle(&mut order);
@@ -185,14 +188,43 @@ impl CacheStream {
         }
     }
 
+    /// A pass of runs drawn uniformly with replacement until they hold `len` samples, the last
+    /// one cut to fit (`Sampling::RunsWithReplacement`).
+    fn drawn_layout(&self, pass: u64) -> PassLayout {
+        let mut rng = Rng::new(mix(&[self.seed, pass, 3]));
+        let mut order = Vec::with_capacity(self.runs.len());
+        let mut starts = Vec::with_capacity(self.runs.len() + 1);
+        let mut at = 0;
+        while at < self.len && !self.runs.is_empty() {
+            let run = rng.below(self.runs.len() as u64) as u32;
+            order.push(run);
+            starts.push(at);
+            let run = &self.runs[run as usize];
+            at += run.end - run.start;
+        }
+        starts.push(self.len);
+        PassLayout {
+            pass,
+            order,
+            starts,
+        }
+    }
+
+    /// Whether every pass lays its runs out as the first does.
+    fn passes_alike(&self) -> bool {
+        !matches!(self.shuffle, Shuffle::Local { .. })
+            && self.sampling != Sampling::RunsWithReplacement
+    }
+
     /// The layout of `pass`: the first pass's, or one computed into `slot` (kept there for the
-    /// next positions of the same pass). Only `Local` lays passes out differently.
+    /// next positions of the same pass). Only `Local` and runs drawn with replacement lay passes
+    /// out differently.
     pub(crate) fn layout<'a>(
         &'a self,
         pass: u64,
         slot: &'a mut Option<PassLayout>,
     ) -> &'a PassLayout {
-        if pass == 0 || !matches!(self.shuffle, Shuffle::Local { .. }) {
+        if pass == 0 || self.passes_alike() {
             return &self.first_pass;
         }
         if slot.as_ref().is_none_or(|l| l.pass != pass) {
@@ -246,8 +278,12 @@ impl CacheStream {
         let layout = self.layout(placed.pass, layout);
         let start = placed.segment.start;
         let drawn = match (self.sampling, self.shuffle) {
-            (Sampling::WithoutReplacement, Shuffle::Sequential) => position,
-            (Sampling::WithoutReplacement, _) => start + permutation.apply(position - start),
+            (Sampling::WithoutReplacement | Sampling::RunsWithReplacement, Shuffle::Sequential) => {
+                position
+            }
+            (Sampling::WithoutReplacement | Sampling::RunsWithReplacement, _) => {
+                start + permutation.apply(position - start)
+            }
             (Sampling::WithReplacement, _) => {
                 start + scaled(mix(&[self.seed, position, 2]), placed.segment.end - start)
             }
@@ -298,6 +334,6 @@ impl CacheStream {
     /// Whether every sample of a segment is read once its positions are (without
     /// replacement), so a node reading the whole segment reads exactly its runs.
     pub(crate) fn reads_segments_whole(&self) -> bool {
-        self.sampling == Sampling::WithoutReplacement
+        self.sampling != Sampling::WithReplacement
     }
 }

@@ -113,7 +113,8 @@ pub struct TokenConfig {
     pub weights: Option<Vec<f64>>,
     /// The epoch's token budget when weights are given; `None`: all the sources' tokens.
     pub tokens_per_epoch: Option<u64>,
-    /// A source's documents drawn in passes without replacement, or with.
+    /// A source's documents drawn in passes without replacement, or by whole shard runs with
+    /// replacement (`Sampling::RunsWithReplacement`; per-document draws are refused).
     pub sampling: Sampling,
     /// The seed.
     pub seed: u64,
@@ -164,9 +165,9 @@ impl TokenConfig {
         }
         if matches!(self.sampling, Sampling::WithReplacement) {
             return Err(TokenError::Config(
-                "token streams draw with replacement by shard runs (Sampling::RunsWithReplacement); \
-                 per-document draws would leave where a window starts unknown until every draw \
-                 before it is made"
+                "token streams draw with replacement by shard runs (Sampling::RunsWithReplacement): \
+                 with documents drawn one by one, where a window starts would be unknown until \
+                 every draw before it is made"
                     .into(),
             ));
         }

@@ -86,7 +86,7 @@ impl TokenPlan {
         let measured = (0..sources)
             .map(|c| SourceStream::measure(source, c, config, epoch, boundary[c].added()))
             .collect::<Result<Vec<_>, _>>()?;
-        let natural: Vec<u64> = measured.iter().map(SourceStream::pass_tokens).collect();
+        let natural: Vec<u64> = measured.iter().map(SourceStream::natural_tokens).collect();
         let budgets = budgets(config, &natural)?;
         let streams = measured
             .into_iter()

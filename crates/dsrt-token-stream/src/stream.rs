@@ -1,8 +1,8 @@
 //! One source's documents in epoch order, and how many tokens come before any of them.
 //!
 //! The order is `dsrt-plan`'s: a single-cache [`EpochPlan`] whose share is whole passes over
-//! the source, each pass laying its shard runs out in windows whose documents are read in an
-//! order of their own (a segment). The tokens before a stream position are therefore known
+//! the source, each pass laying its shard runs out (shuffled, or drawn with replacement) in
+//! windows whose documents are read in an order of their own (a segment). The tokens before a stream position are therefore known
 //! exactly wherever a segment starts (the tokens of whole passes, of the runs laid out before,
 //! and of the front of one run), from per-run totals computed once; anywhere else they are
 //! found by walking the documents of one segment, with a checkpoint every [`STRIDE`]
@@ -15,7 +15,7 @@
 
 use crate::source::DocumentSource;
 use crate::{TokenConfig, TokenError};
-use dsrt_plan::{mix, EpochPlan, PlanConfig, PlanCursor, PlanError};
+use dsrt_plan::{mix, EpochPlan, PassLayout, PlanConfig, PlanCursor, PlanError, Sampling};
 use std::ops::Range;
 
 /// Documents between two checkpoints of a segment walk.
@@ -39,8 +39,13 @@ pub(crate) struct SourceStream {
     /// Tokens before each run of the first pass's layout, in reading order (one entry more
     /// than runs).
     first_prefix: Vec<u64>,
-    /// Tokens of one pass.
-    pass_tokens: u64,
+    /// Tokens of the source's documents (of one pass, without replacement).
+    natural: u64,
+    /// Whether passes draw their runs with replacement (and so hold different tokens).
+    drawn: bool,
+    /// Drawn passes: the tokens before each pass of the stream (one entry more than passes).
+    /// Otherwise empty: pass `p` starts at `p * natural`.
+    pass_starts: Vec<u64>,
     /// Stream positions the epoch reads: the documents until the budget is reached.
     end: u64,
     /// Tokens of those documents: at least the budget, less than one document more.
@@ -82,26 +87,52 @@ impl SourceStream {
             .iter()
             .map(|run| source.tokens_in(index, run.clone()) + added * (run.end - run.start))
             .collect();
-        let mut cursor = plan.cursor();
-        let first_prefix =
-            prefix_sums(plan.pass_layout(0, 0, &mut cursor).run_order(), &run_tokens);
-        let pass_tokens = first_prefix.last().copied().unwrap_or(0);
-        Ok(Self {
+        let natural = run_tokens.iter().sum();
+        let mut stream = Self {
             index,
             plan,
             docs,
             added,
             run_tokens,
-            first_prefix,
-            pass_tokens,
+            first_prefix: Vec::new(),
+            natural,
+            drawn: config.sampling == Sampling::RunsWithReplacement,
+            pass_starts: Vec::new(),
             end: 0,
             total: 0,
-        })
+        };
+        let mut cursor = stream.plan.cursor();
+        let first = stream.plan.pass_layout(0, 0, &mut cursor).clone();
+        stream.first_prefix = stream.layout_prefix(source, &first);
+        Ok(stream)
     }
 
-    /// Tokens of one pass over the source.
-    pub(crate) fn pass_tokens(&self) -> u64 {
-        self.pass_tokens
+    /// Tokens of the source's documents.
+    pub(crate) fn natural_tokens(&self) -> u64 {
+        self.natural
+    }
+
+    /// The epoch's tokens of this stream before pass `pass` (passes computed so far).
+    fn pass_start(&self, pass: u64) -> u64 {
+        if self.drawn {
+            self.pass_starts
+                .get(pass as usize)
+                .copied()
+                .unwrap_or(self.total)
+        } else {
+            pass * self.natural
+        }
+    }
+
+    /// The pass holding the stream's `tokens`-th token (1-based) and the tokens of that pass
+    /// up to it.
+    fn pass_of(&self, tokens: u64) -> (u64, u64) {
+        let pass = if self.drawn {
+            (self.pass_starts.partition_point(|&s| s < tokens) as u64).saturating_sub(1)
+        } else {
+            (tokens - 1) / self.natural
+        };
+        (pass, tokens - self.pass_start(pass))
     }
 
     /// Sets the stream's budget: whole passes while they fit, then the front of one more pass's
@@ -119,12 +150,32 @@ impl SourceStream {
             self.total = 0;
             return Ok(self);
         }
-        if self.pass_tokens == 0 {
+        if self.natural == 0 {
             return Err(TokenError::EmptySource {
                 source_name: source.name(self.index),
             });
         }
-        let passes = budget.div_ceil(self.pass_tokens);
+        let passes = if self.drawn {
+            // Passes of drawn runs hold different tokens: lay them out until they cover the
+            // budget (a pass's layout costs one pass over the runs).
+            self.pass_starts = vec![0];
+            let mut cursor = self.cursor();
+            let mut at = 0u64;
+            let mut pass = 0;
+            while at < budget {
+                let layout = self.plan.pass_layout(0, pass, &mut cursor.plan).clone();
+                at += self
+                    .layout_prefix(source, &layout)
+                    .last()
+                    .copied()
+                    .unwrap_or(0);
+                self.pass_starts.push(at);
+                pass += 1;
+            }
+            pass
+        } else {
+            budget.div_ceil(self.natural)
+        };
         if passes > 1 {
             let share = passes.checked_mul(self.docs).ok_or_else(|| {
                 PlanError::TooLarge(format!(
@@ -214,11 +265,11 @@ impl SourceStream {
             return 0;
         }
         let (pass, offset) = (k / self.docs, k % self.docs);
-        let whole = pass * self.pass_tokens;
+        let whole = self.pass_start(pass);
         if offset == 0 {
             return whole;
         }
-        self.ensure_prefix(pass, cursor);
+        self.ensure_prefix(source, pass, cursor);
         let layout = self.plan.pass_layout(0, pass, &mut cursor.plan);
         let prefix = if layout.pass() == 0 {
             &self.first_prefix
@@ -242,12 +293,11 @@ impl SourceStream {
         tokens: u64,
         cursor: &mut StreamCursor,
     ) -> u64 {
-        if tokens == 0 || self.docs == 0 || self.pass_tokens == 0 {
+        if tokens == 0 || self.docs == 0 || self.natural == 0 {
             return 0;
         }
-        let pass = (tokens - 1) / self.pass_tokens;
-        let rest = tokens - pass * self.pass_tokens;
-        self.ensure_prefix(pass, cursor);
+        let (pass, rest) = self.pass_of(tokens);
+        self.ensure_prefix(source, pass, cursor);
         let layout = self.plan.pass_layout(0, pass, &mut cursor.plan);
         let prefix = if layout.pass() == 0 {
             &self.first_prefix
@@ -365,7 +415,7 @@ impl SourceStream {
     }
 
     /// Makes `cursor.prefix` the run prefix of pass `pass` when its layout is not the first's.
-    fn ensure_prefix(&self, pass: u64, cursor: &mut StreamCursor) {
+    fn ensure_prefix<S: DocumentSource>(&self, source: &S, pass: u64, cursor: &mut StreamCursor) {
         if pass == 0 || cursor.prefix_pass == pass {
             return;
         }
@@ -373,9 +423,30 @@ impl SourceStream {
         if layout.pass() == 0 {
             return;
         }
-        let prefix = prefix_sums(layout.run_order(), &self.run_tokens);
+        let prefix = self.layout_prefix(source, layout);
         cursor.prefix = prefix;
         cursor.prefix_pass = pass;
+    }
+
+    /// The tokens before each run of `layout`, in reading order, and of the whole pass (the
+    /// last run of a pass of drawn runs may be cut to fit the pass).
+    fn layout_prefix<S: DocumentSource>(&self, source: &S, layout: &PassLayout) -> Vec<u64> {
+        let runs = self.plan.runs(0);
+        let starts = layout.starts();
+        let mut prefix = Vec::with_capacity(starts.len());
+        let mut at = 0;
+        prefix.push(0);
+        for (i, &r) in layout.run_order().iter().enumerate() {
+            let run = &runs[r as usize];
+            let count = starts[i + 1] - starts[i];
+            at += if count == run.end - run.start {
+                self.run_tokens[r as usize]
+            } else {
+                source.tokens_in(self.index, run.start..run.start + count) + self.added * count
+            };
+            prefix.push(at);
+        }
+        prefix
     }
 }
 
@@ -389,16 +460,4 @@ fn plan_config(config: &TokenConfig, index: usize, share: Option<u64>) -> PlanCo
         sampling: config.sampling,
         shuffle: config.shuffle,
     }
-}
-
-/// `[0, t(order[0]), t(order[0]) + t(order[1]), ...]` over runs in `order`.
-fn prefix_sums(order: &[u32], run_tokens: &[u64]) -> Vec<u64> {
-    let mut prefix = Vec::with_capacity(order.len() + 1);
-    let mut at = 0;
-    prefix.push(0);
-    for &run in order {
-        at += run_tokens[run as usize];
-        prefix.push(at);
-    }
-    prefix
 }

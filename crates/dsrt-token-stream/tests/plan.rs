@@ -2,7 +2,7 @@
 //! checked against the documents' lengths (tokens are read in `tests/batches.rs`).
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code: small values.
 
-use dsrt_plan::RemainderPolicy;
+use dsrt_plan::{RemainderPolicy, Sampling};
 use dsrt_token_stream::{
     DocumentSource, LongDocs, PackMode, RowBlock, RowCursor, RunConfig, SyntheticSource,
     SyntheticSpec, TokenConfig, TokenError, TokenPlan, TokenState,
@@ -309,12 +309,19 @@ fn token_shares_stay_within_one_document_of_the_weights_over_every_prefix() {
     let natural: u64 = (0..3)
         .map(|c| source.tokens_in(c, 0..source.shape(c).len))
         .sum();
-    for tokens_per_epoch in [natural * 6 / 10, natural * 2] {
+    let cases = [
+        (natural * 6 / 10, Sampling::WithoutReplacement),
+        (natural * 2, Sampling::WithoutReplacement),
+        (natural * 6 / 10, Sampling::RunsWithReplacement),
+        (natural * 3 / 2, Sampling::RunsWithReplacement),
+    ];
+    for (tokens_per_epoch, sampling) in cases {
         let config = TokenConfig {
             seq_len: 50,
             weights: Some(vec![0.5, 0.3, 0.2]),
             tokens_per_epoch: Some(tokens_per_epoch),
             window_block: 1,
+            sampling,
             ..TokenConfig::default()
         };
         let (plan, rows) = rank_rows(&source, &config, &run(1, 1, 0, None), 0);
@@ -332,12 +339,14 @@ fn token_shares_stay_within_one_document_of_the_weights_over_every_prefix() {
             );
         }
         // The documents in epoch order, from the windows' inputs.
+        let mut occurrences: HashMap<(u32, u64), u64> = HashMap::new();
         let mut per_source = [0u64; 3];
         let mut all = 0u64;
         let mut worst = 0f64;
         for (_, _, _, pieces) in &rows {
-            for (c, _, start, len) in inputs(50, pieces) {
+            for (c, doc, start, len) in inputs(50, pieces) {
                 if start == 0 {
+                    *occurrences.entry((c, doc)).or_default() += 1;
                     // A document begins: the prefix before it ends between two documents.
                     for (s, &tokens) in per_source.iter().enumerate() {
                         let share = budgets[s] as f64 / tokens_per_epoch as f64;
@@ -352,6 +361,19 @@ fn token_shares_stay_within_one_document_of_the_weights_over_every_prefix() {
             worst <= longest as f64,
             "a prefix strays {worst} tokens from its share (longest document {longest})"
         );
+        // Without replacement a document comes at most once when its source is down-sampled
+        // and at least once when it is up-sampled; with replacement (whole shard runs drawn)
+        // an up-sampled source leaves some documents out and repeats others.
+        let times: Vec<u64> = (0..2000)
+            .map(|d| occurrences.get(&(0, d)).copied().unwrap_or(0))
+            .collect();
+        let (fewest, most) = (*times.iter().min().unwrap(), *times.iter().max().unwrap());
+        match (sampling, tokens_per_epoch < natural) {
+            (Sampling::WithoutReplacement, true) => assert!(most <= 1, "{most}"),
+            (Sampling::WithoutReplacement, false) => assert!(fewest >= 1, "{fewest}"),
+            (_, false) => assert!(fewest == 0 && most >= 2, "{fewest}..{most}"),
+            (_, true) => {}
+        }
     }
 }
 
