@@ -21,7 +21,9 @@
 //! Layering: above `dsrt-plan`, below the loaders and bindings that read token caches.
 #![forbid(unsafe_code)]
 
+mod batch;
 mod config;
+mod loader;
 mod merge;
 mod pack;
 mod plan;
@@ -30,10 +32,12 @@ mod source;
 mod stream;
 mod synthetic;
 
+pub use batch::{BatchPiece, BatchPool, Column, Expanded, SharedColumn, TokenBatch, IGNORE_INDEX};
 pub use config::{
     LongDocs, PackMode, RunConfig, TokenConfig, TokenError, TokenState, DEFAULT_PACKING_BINS,
     DEFAULT_WINDOW_BLOCK, MAX_SEQ_LEN,
 };
+pub use loader::{LoaderOptions, TokenLoader};
 pub use plan::TokenPlan;
 pub use rows::{Piece, RowBlock, RowCursor, RowSpec};
 pub use source::{Coverage, DocumentSource, End, StoredTokens};

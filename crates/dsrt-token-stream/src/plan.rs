@@ -97,9 +97,16 @@ impl TokenPlan {
         let seq_len = config.seq_len;
         let mut plan = match config.mode {
             PackMode::Concat => {
-                let rows = match run.policy {
-                    RemainderPolicy::Pad => total.div_ceil(seq_len),
-                    RemainderPolicy::Drop => total.saturating_sub(1) / seq_len,
+                let padded = total.div_ceil(seq_len);
+                let dropped = total.saturating_sub(1) / seq_len;
+                // The epoch's last partial window is kept or dropped by the run that started
+                // the epoch; a resume under the other policy keeps that choice.
+                let rows = match (&run.resume, run.policy) {
+                    (Some(state), _) if [padded, dropped].contains(&state.rows.epoch_len) => {
+                        state.rows.epoch_len
+                    }
+                    (_, RemainderPolicy::Pad) => padded,
+                    (_, RemainderPolicy::Drop) => dropped,
                 };
                 let start = start_state(config, epoch, rows, topology, run)?;
                 // A cut between windows is a time: the fraction of the epoch's tokens before it.
@@ -127,16 +134,13 @@ impl TokenPlan {
                 let merge = merge_cut_at(source, streams, &times, 0);
                 let (bins, used) = count_bins(source, config, &merge)?;
                 let per_interval = match &run.resume {
+                    // The rows per share are the started run's (its policy padded the shares
+                    // to their most bins or dropped them to their fewest).
                     Some(state) => {
                         let per = state.rows.epoch_len / nodes;
-                        let fits = match run.policy {
-                            RemainderPolicy::Pad => bins.iter().all(|&b| b <= per),
-                            RemainderPolicy::Drop => bins.iter().all(|&b| b >= per),
-                        };
-                        if per * nodes != state.rows.epoch_len || !fits {
+                        if per * nodes != state.rows.epoch_len {
                             return Err(PlanError::State(format!(
-                                "the state's {} rows in {nodes} node shares do not match this \
-                                 epoch's bins per share ({bins:?})",
+                                "the state's {} rows do not divide into its {nodes} node shares",
                                 state.rows.epoch_len
                             ))
                             .into());
