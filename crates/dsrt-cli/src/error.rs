@@ -87,6 +87,9 @@ pub(crate) enum CliError {
     /// Opening a dataset or iterating it failed.
     #[error(transparent)]
     Dataset(#[from] datasetrt::DatasetError),
+    /// Planning or reading a token stream failed.
+    #[error(transparent)]
+    Tokens(#[from] datasetrt::tokens::TokenError),
     /// A conversion (`dsrt pack --from-dir`, `--from-imagefolder`, `--from-parquet`,
     /// `--from-webdataset`) failed.
     #[error(transparent)]

@@ -1,7 +1,8 @@
 //! Jobs across nodes on local caches: `dsrt iterate --ranks-per-node` as many processes at
 //! once (each shard read by one node, equal counts, the epoch covered), elastic resume on other
 //! topologies, order independent of workers and prefetch, and `dsrt plan` (its counts equal
-//! what the ranks read; a billion-sample plan in bounded memory). The S3 runs are in `s3.rs`.
+//! what the ranks read; a billion-sample plan and half a billion token documents in bounded
+//! memory). The S3 runs are in `s3.rs`.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code.
 
 mod common;
@@ -258,6 +259,75 @@ fn a_billion_sample_plan_takes_under_a_minute_in_256_mb() {
     assert!(report["peak_local_bytes_per_node"].as_u64().unwrap() > 0);
     assert!(report["plan_bytes"].as_u64().unwrap() < 8 << 20, "{report}");
     let _ = command;
+}
+
+#[test]
+fn a_plan_of_half_a_billion_token_documents_takes_under_a_minute_in_256_mb() {
+    let started = Instant::now();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 262144 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_dsrt"))
+        .args([
+            "plan",
+            "--synthetic-tokens",
+            "500000000,100000,2000",
+            "--seq-len",
+            "2048",
+            "--world-size",
+            "512",
+            "--ranks-per-node",
+            "8",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let elapsed = started.elapsed();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(elapsed.as_secs() < 60, "{elapsed:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tokens = report["epoch_tokens"].as_u64().unwrap();
+    let rows = report["rows"].as_u64().unwrap();
+    assert!((tokens as f64 / 5e8 - 2000.0).abs() < 20.0, "{report}");
+    assert_eq!(rows, tokens.div_ceil(2048));
+    assert_eq!(report["rows_per_rank"].as_u64().unwrap(), rows.div_ceil(512));
+    assert!(report["padding_rows"].as_u64().unwrap() < 512);
+    assert_eq!(report["shards_read"], 100_000);
+    // Each of the 63 node boundaries splits one shard (two at most).
+    let shared = report["shards_read_by_more_than_one_node"].as_u64().unwrap();
+    assert!(shared <= 2 * 63, "{report}");
+    assert!(report["egress_factor"].as_f64().unwrap() <= 1.01, "{report}");
+    assert!(report["plan_bytes"].as_u64().unwrap() < 32 << 20, "{report}");
+    let shuffle = &report["shuffle"];
+    assert!(shuffle["physical_rank_correlation"].as_f64().unwrap().abs() < 0.1, "{report}");
+    assert_eq!(report["sources"][0]["share"], 1.0);
+    assert_eq!(report["nodes"].as_array().unwrap().len(), 64);
+}
+
+#[test]
+fn token_plans_refuse_sample_budgets_and_bad_shapes() {
+    let root = tempfile::tempdir().unwrap();
+    let run = dsrt_in(root.path(), &["plan", "--synthetic-tokens", "10,20,5", "--seq-len", "8"]).fails(2);
+    assert!(run.stderr.contains("shards"), "{}", run.stderr);
+    let run = dsrt_in(root.path(), &["plan", "--synthetic-tokens", "100,2,5"]).fails(2);
+    assert!(run.stderr.contains("--seq-len"), "{}", run.stderr);
+    let args = [
+        "plan",
+        "--synthetic-tokens",
+        "100,2,5",
+        "--seq-len",
+        "8",
+        "--samples-per-epoch",
+        "5",
+    ];
+    let run = dsrt_in(root.path(), &args).fails(1);
+    assert!(run.stderr.contains("--tokens-per-epoch"), "{}", run.stderr);
+    let run = dsrt_in(root.path(), &["plan", "--synthetic-tokens", "100,2,5", "--seq-len", "0"]).fails(1);
+    assert!(run.stderr.contains("seq_len"), "{}", run.stderr);
 }
 
 #[test]

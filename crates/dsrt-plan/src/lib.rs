@@ -40,7 +40,9 @@ mod stream;
 pub use config::{PlanConfig, PlanError, Sampling, Shuffle};
 pub use order::{weighted_shares, CacheShape, EpochPlan, PlanCursor, PlannedSample};
 pub use partition::{Partition, RemainderPolicy, Topology};
-pub use report::{NodeReport, PlanReport, ReportOptions, ShuffleQuality, DEFAULT_PREFETCH_SHARDS};
+pub use report::{
+    rank_correlation, NodeReport, PlanReport, ReportOptions, ShuffleQuality, DEFAULT_PREFETCH_SHARDS,
+};
 pub use rng::{mix, Permutation};
 pub use state::IterState;
 pub use stream::PassLayout;

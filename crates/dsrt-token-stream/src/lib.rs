@@ -27,6 +27,7 @@ mod loader;
 mod merge;
 mod pack;
 mod plan;
+mod report;
 mod rows;
 mod source;
 mod stream;
@@ -39,6 +40,7 @@ pub use config::{
 };
 pub use loader::{LoaderOptions, TokenLoader};
 pub use plan::TokenPlan;
+pub use report::{RowShuffle, SourceReport, TokenNodeReport, TokenReport};
 pub use rows::{Piece, RowBlock, RowCursor, RowSpec};
 pub use source::{Coverage, DocumentSource, End, StoredTokens};
 pub use synthetic::{SyntheticSource, SyntheticSpec};

@@ -133,6 +133,30 @@ impl Merge {
             + self.bound_tokens.capacity() * 8
     }
 
+    /// Each source's stream positions from the document holding token `first` (inclusive) to
+    /// the one holding token `last` (inclusive): what reading those tokens reads.
+    pub(crate) fn positions_between<S: DocumentSource>(
+        &self,
+        source: &S,
+        first: u64,
+        last: u64,
+    ) -> Vec<std::ops::Range<u64>> {
+        let mut cursor = self.cursor(source);
+        cursor.seek(self, source, first);
+        let from = cursor.at.positions_or_end(self);
+        cursor.seek(self, source, last);
+        let mut to = cursor.at.positions_or_end(self);
+        if let Some(doc) = cursor.next(self, source) {
+            let c = self
+                .streams
+                .iter()
+                .position(|s| s.index() == doc.source)
+                .unwrap_or(0);
+            to[c] += 1;
+        }
+        from.into_iter().zip(to).map(|(a, b)| a..b.max(a)).collect()
+    }
+
     /// A cursor at the epoch's start.
     pub(crate) fn cursor<S: DocumentSource>(&self, source: &S) -> MergeCursor {
         let mut cursor = MergeCursor {
@@ -163,6 +187,17 @@ pub(crate) struct MergeState {
 pub(crate) struct MergeCursor {
     streams: Vec<StreamCursor>,
     at: MergeState,
+}
+
+impl MergeState {
+    /// Each source's next stream position (the streams' ends where nothing is left).
+    fn positions_or_end(&self, merge: &Merge) -> Vec<u64> {
+        if self.positions.len() == merge.streams.len() {
+            self.positions.clone()
+        } else {
+            merge.streams.iter().map(SourceStream::end).collect()
+        }
+    }
 }
 
 impl MergeCursor {

@@ -313,6 +313,13 @@ impl TokenPlan {
         }
     }
 
+    /// The same plan for rank `rank` of its topology.
+    pub fn for_rank(&self, rank: u64) -> Result<Self, TokenError> {
+        let mut plan = self.clone();
+        plan.partition = Partition::new(rank, self.topology, self.policy, &self.start.rows)?;
+        Ok(plan)
+    }
+
     /// This rank's share: its topology, node and positions.
     pub fn partition(&self) -> &Partition {
         &self.partition

@@ -239,6 +239,11 @@ impl SourceStream {
         self.plan.bytes() + (self.run_tokens.capacity() + self.first_prefix.capacity()) * 8
     }
 
+    /// The plan of the stream's order (one cache).
+    pub(crate) fn plan(&self) -> &EpochPlan {
+        &self.plan
+    }
+
     /// The document at stream position `position` (below [`SourceStream::end`]).
     #[inline]
     pub(crate) fn doc_at(&self, position: u64, cursor: &mut StreamCursor) -> u64 {
