@@ -213,7 +213,9 @@ fn parse_synthetic_tokens(text: &str) -> Result<SyntheticTokens, String> {
         return Err(format!("{text:?}: need between 1 and {docs} shards"));
     }
     if mean_tokens == 0 {
-        return Err(format!("{text:?}: documents need at least one token on average"));
+        return Err(format!(
+            "{text:?}: documents need at least one token on average"
+        ));
     }
     Ok(SyntheticTokens {
         docs,

@@ -294,16 +294,30 @@ fn a_plan_of_half_a_billion_token_documents_takes_under_a_minute_in_256_mb() {
     let rows = report["rows"].as_u64().unwrap();
     assert!((tokens as f64 / 5e8 - 2000.0).abs() < 20.0, "{report}");
     assert_eq!(rows, tokens.div_ceil(2048));
-    assert_eq!(report["rows_per_rank"].as_u64().unwrap(), rows.div_ceil(512));
+    assert_eq!(
+        report["rows_per_rank"].as_u64().unwrap(),
+        rows.div_ceil(512)
+    );
     assert!(report["padding_rows"].as_u64().unwrap() < 512);
     assert_eq!(report["shards_read"], 100_000);
     // Each of the 63 node boundaries splits one shard (two at most).
-    let shared = report["shards_read_by_more_than_one_node"].as_u64().unwrap();
+    let shared = report["shards_read_by_more_than_one_node"]
+        .as_u64()
+        .unwrap();
     assert!(shared <= 2 * 63, "{report}");
-    assert!(report["egress_factor"].as_f64().unwrap() <= 1.01, "{report}");
-    assert!(report["plan_bytes"].as_u64().unwrap() < 32 << 20, "{report}");
+    assert!(
+        report["egress_factor"].as_f64().unwrap() <= 1.01,
+        "{report}"
+    );
+    assert!(
+        report["plan_bytes"].as_u64().unwrap() < 32 << 20,
+        "{report}"
+    );
     let shuffle = &report["shuffle"];
-    assert!(shuffle["physical_rank_correlation"].as_f64().unwrap().abs() < 0.1, "{report}");
+    assert!(
+        shuffle["physical_rank_correlation"].as_f64().unwrap().abs() < 0.1,
+        "{report}"
+    );
     assert_eq!(report["sources"][0]["share"], 1.0);
     assert_eq!(report["nodes"].as_array().unwrap().len(), 64);
 }
@@ -311,7 +325,11 @@ fn a_plan_of_half_a_billion_token_documents_takes_under_a_minute_in_256_mb() {
 #[test]
 fn token_plans_refuse_sample_budgets_and_bad_shapes() {
     let root = tempfile::tempdir().unwrap();
-    let run = dsrt_in(root.path(), &["plan", "--synthetic-tokens", "10,20,5", "--seq-len", "8"]).fails(2);
+    let run = dsrt_in(
+        root.path(),
+        &["plan", "--synthetic-tokens", "10,20,5", "--seq-len", "8"],
+    )
+    .fails(2);
     assert!(run.stderr.contains("shards"), "{}", run.stderr);
     let run = dsrt_in(root.path(), &["plan", "--synthetic-tokens", "100,2,5"]).fails(2);
     assert!(run.stderr.contains("--seq-len"), "{}", run.stderr);
@@ -326,7 +344,11 @@ fn token_plans_refuse_sample_budgets_and_bad_shapes() {
     ];
     let run = dsrt_in(root.path(), &args).fails(1);
     assert!(run.stderr.contains("--tokens-per-epoch"), "{}", run.stderr);
-    let run = dsrt_in(root.path(), &["plan", "--synthetic-tokens", "100,2,5", "--seq-len", "0"]).fails(1);
+    let run = dsrt_in(
+        root.path(),
+        &["plan", "--synthetic-tokens", "100,2,5", "--seq-len", "0"],
+    )
+    .fails(1);
     assert!(run.stderr.contains("seq_len"), "{}", run.stderr);
 }
 

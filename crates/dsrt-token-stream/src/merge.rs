@@ -274,12 +274,22 @@ impl MergeCursor {
         }
         let interval = merge.bound_tokens.partition_point(|&t| t <= token) - 1;
         // The latest time at which the interval's documents before it hold at most `token`
-        // tokens, by bisection (times run from 0 to 2^64).
+        // tokens, by bisection (times run from 0 to 2^64). Bounds from segment edges settle
+        // most probes; only probes whose bounds straddle `token` (near the answer, in one
+        // segment per source) walk a segment.
         let (mut low, mut high) = (0u128, (1u128 << 64) + 1);
         let mut positions = vec![0; merge.streams.len()];
         while high - low > 1 {
             let middle = low + (high - low) / 2;
-            if self.tokens_at(merge, source, interval, middle, &mut positions) <= token {
+            let (least, most) = self.bounds_at(merge, source, interval, middle);
+            let below = if most <= token {
+                true
+            } else if least > token {
+                false
+            } else {
+                self.tokens_at(merge, source, interval, middle, &mut positions) <= token
+            };
+            if below {
                 low = middle;
             } else {
                 high = middle;
@@ -294,6 +304,34 @@ impl MergeCursor {
             }
             self.next(merge, source);
         }
+    }
+
+    /// Bounds on [`MergeCursor::tokens_at`] found from segment edges alone (no walk).
+    fn bounds_at<S: DocumentSource>(
+        &mut self,
+        merge: &Merge,
+        source: &S,
+        interval: usize,
+        time: u128,
+    ) -> (u64, u64) {
+        let (mut least, mut most) = (merge.bound_tokens[interval], merge.bound_tokens[interval]);
+        for (c, stream) in merge.streams.iter().enumerate() {
+            let range = merge.interval_positions(interval, c);
+            if stream.total() == 0 || range.is_empty() {
+                continue;
+            }
+            let target = tokens_before_time(time, stream.total());
+            let cursor = &mut self.streams[c];
+            let (a, b) = stream.reaching_bounds(source, target, cursor);
+            let before = merge.source_tokens[interval][c];
+            let (a, b) = (
+                a.clamp(range.start, range.end),
+                b.clamp(range.start, range.end),
+            );
+            least += stream.layout_tokens(source, a, cursor) - before;
+            most += stream.layout_tokens(source, b, cursor) - before;
+        }
+        (least, most)
     }
 
     /// The epoch's tokens before the documents of interval `interval` placed before time

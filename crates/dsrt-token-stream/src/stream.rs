@@ -350,6 +350,29 @@ impl SourceStream {
         tokens
     }
 
+    /// Bounds on [`SourceStream::first_reaching`] without walking a segment: stream positions
+    /// `a < b` where the tokens before are exact (segment bounds) and the position sought lies
+    /// in `a + 1 ..= b` (`(k, k)` where it is known exactly).
+    pub(crate) fn reaching_bounds<S: DocumentSource>(
+        &self,
+        source: &S,
+        tokens: u64,
+        cursor: &mut StreamCursor,
+    ) -> (u64, u64) {
+        if tokens == 0 {
+            return (0, 0);
+        }
+        if tokens > self.total {
+            return (self.end, self.end);
+        }
+        let guess = self.first_reaching_layout(source, tokens, cursor);
+        if guess == 0 {
+            return (0, 0);
+        }
+        let segment = self.plan.segment(0, guess - 1, &mut cursor.plan);
+        (segment.start, segment.end)
+    }
+
     /// The first stream position whose preceding tokens reach `tokens` (or the end, where the
     /// stream's tokens do not).
     pub(crate) fn first_reaching<S: DocumentSource>(

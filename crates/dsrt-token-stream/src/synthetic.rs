@@ -293,10 +293,9 @@ impl DocumentSource for SyntheticSource {
 
     fn shard_bytes(&self, source: usize, shard: u64) -> u64 {
         let spec = &self.specs[source];
-        let shape = CacheShape::equal_shards(spec.docs, spec.shards);
-        shape.runs.get(shard as usize).map_or(0, |run| {
-            self.tokens_in(source, run.clone()) * spec.token_bytes
-        })
+        let end = self.shard_start(source, shard + 1).min(spec.docs);
+        let start = self.shard_start(source, shard).min(end);
+        self.tokens_in(source, start..end) * spec.token_bytes
     }
 
     fn read<'a>(
