@@ -38,8 +38,8 @@ pub use dsrt_dataset::{
     SampleTable, SelectRow, ShardHints, HINT_SHARDS,
 };
 pub use dsrt_manifest::{
-    cache_id_for_source, CacheDescription, CompressionAlgo, Manifest, ManifestError, ManifestV2,
-    ManifestV3, ShardEntry,
+    cache_id_for_source, CacheDescription, CompressionAlgo, ExtraKeys, Manifest, ManifestError,
+    ManifestV2, ManifestV3, ShardEntry,
 };
 pub use dsrt_metadata::{gather_column, ColumnView, MetadataError, MetadataTable, RowView};
 pub use dsrt_migrate::{
@@ -64,7 +64,7 @@ pub use dsrt_writer::{
 };
 pub use durable_fs::{CancelToken, FileSystem, StdFileSystem};
 
-pub mod tokens {
+pub mod token_stream {
     //! Token streams for language-model training: the documents of token caches cut into
     //! windows of `seq_len + 1` tokens or packed into bins, with their boundaries, mixed by
     //! token shares and split over ranks and nodes, resumable (the `dsrt-token-stream` crate;
@@ -92,6 +92,33 @@ pub mod pack {
     //! # Ok::<(), Box<dyn std::error::Error>>(())
     //! ```
     pub use dsrt_pack::*;
+}
+
+pub mod tokens {
+    //! Token caches, the layout of LLM training documents over ordinary caches: the
+    //! `dsrt-tokens` crate. A document's payload is its token ids (little-endian `u16` or
+    //! `u32`), its first metadata column `n_tokens`, and the manifest's `tokens` key records
+    //! the width and the tokenizer ([`TokenInfo`]). [`TokenWriter`] writes one; [`TokenCache`]
+    //! reads one with every document's length checked.
+    //!
+    //! ```
+    //! use datasetrt::tokens::{TokenBuf, TokenCache, TokenInfo, TokenWriter};
+    //! use datasetrt::{OpenOptions, Row, Schema, WriterOptions};
+    //!
+    //! let dir = tempfile::tempdir()?;
+    //! let info = TokenInfo { eos_id: Some(50256), ..TokenInfo::for_vocab(50257) };
+    //! let options = WriterOptions::new("web", Schema::default());
+    //! let mut writer = TokenWriter::create(dir.path().join("web"), options, info)?;
+    //! writer.add(&[15496u32, 995, 50256], &Row::new())?;
+    //! writer.finish()?;
+    //!
+    //! let cache = TokenCache::open(dir.path().join("web"), OpenOptions::default())?;
+    //! assert_eq!(cache.n_tokens(0)?, 3);
+    //! let mut buf = TokenBuf::new();
+    //! assert_eq!(cache.read(0, &mut buf)?.iter().collect::<Vec<u32>>(), [15496, 995, 50256]);
+    //! # Ok::<(), Box<dyn std::error::Error>>(())
+    //! ```
+    pub use dsrt_tokens::*;
 }
 
 #[cfg(feature = "remote")]

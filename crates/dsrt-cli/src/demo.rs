@@ -74,6 +74,7 @@ fn pack_demo(out: &Path) -> Result<PackReport, CliError> {
         payload_field: "text".to_owned(),
         encoding: PayloadEncoding::Text,
         schema: None,
+        tokens: None,
     };
     let target = PackTarget {
         out: out.to_path_buf(),

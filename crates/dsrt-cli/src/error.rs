@@ -87,9 +87,14 @@ pub(crate) enum CliError {
     /// Opening a dataset or iterating it failed.
     #[error(transparent)]
     Dataset(#[from] datasetrt::DatasetError),
-    /// Planning or reading a token stream failed.
+    /// A token cache's layout is malformed, or a document in it (or given to it) is refused;
+    /// the library's text names the cache and the document.
     #[error(transparent)]
-    Tokens(#[from] datasetrt::tokens::TokenError),
+    Tokens(Box<datasetrt::tokens::TokenError>),
+    /// Planning or reading a token stream failed; the text names the cache and document, or
+    /// the setting.
+    #[error(transparent)]
+    TokenStream(#[from] datasetrt::token_stream::TokenStreamError),
     /// A conversion (`dsrt pack --from-dir`, `--from-imagefolder`, `--from-parquet`,
     /// `--from-webdataset`) failed.
     #[error(transparent)]
@@ -107,6 +112,12 @@ pub(crate) enum CliError {
         /// invalid cache).
         retryable: bool,
     },
+}
+
+impl From<datasetrt::tokens::TokenError> for CliError {
+    fn from(error: datasetrt::tokens::TokenError) -> Self {
+        Self::Tokens(Box::new(error))
+    }
 }
 
 impl From<dsrt_remote::LocationError> for CliError {

@@ -5,7 +5,8 @@ use crate::error::CliError;
 use crate::output::{human_bytes, print, print_json};
 use crate::store_args::StoreArgs;
 use clap::Args;
-use datasetrt::{Cache, CompressionAlgo, Manifest, OpenOptions, Schema, ShardEntry};
+use datasetrt::tokens::{TokenInfo, N_TOKENS_COLUMN};
+use datasetrt::{Cache, CompressionAlgo, Manifest, OpenOptions, Schema, ShardEntry, ValueRef};
 use serde::Serialize;
 use std::fmt::{self, Write as _};
 use std::path::{Path, PathBuf};
@@ -45,6 +46,9 @@ struct Inspection<'a> {
     source: &'a str,
     samples: u64,
     schema: &'a Schema,
+    /// A token cache's `tokens` key, with `total`, its documents' `n_tokens` summed; `null`
+    /// for any other cache.
+    tokens: Option<serde_json::Value>,
     shard_bytes: u64,
     uncompressed_shard_bytes: u64,
     shards: Vec<ShardInfo<'a>>,
@@ -60,22 +64,47 @@ struct ShardInfo<'a> {
 }
 
 impl<'a> Inspection<'a> {
-    fn new(cache: &'a Cache, path: &'a Path) -> Self {
+    fn new(cache: &'a Cache, path: &'a Path) -> Result<Self, CliError> {
         let manifest: &Manifest = cache.manifest();
         let description = manifest.description();
         let shards: Vec<ShardInfo<'a>> = description.shards.iter().map(ShardInfo::new).collect();
-        Self {
+        Ok(Self {
             path,
             format_version: manifest.format_version(),
             cache_id: manifest.stored_cache_id(),
             source: &description.source,
             samples: description.sample_count,
             schema: &description.metadata_schema,
+            tokens: token_summary(cache, path)?,
             shard_bytes: shards.iter().map(|s| s.byte_len).sum(),
             uncompressed_shard_bytes: shards.iter().map(|s| s.uncompressed_byte_len).sum(),
             shards,
-        }
+        })
     }
+}
+
+/// The `tokens` key of a token cache (checked as a token reader checks it) and the sum of its
+/// documents' `n_tokens`, read from the mapped metadata (no payload).
+fn token_summary(cache: &Cache, path: &Path) -> Result<Option<serde_json::Value>, CliError> {
+    let Some(info) = TokenInfo::of_manifest(cache.manifest(), path)? else {
+        return Ok(None);
+    };
+    let total = cache
+        .schema()
+        .position(N_TOKENS_COLUMN)
+        .and_then(|column| cache.metadata().column(column))
+        .map(|column| {
+            column
+                .values()
+                .map(|v| match v {
+                    ValueRef::Int64(n) => n.max(0).unsigned_abs(),
+                    _ => 0,
+                })
+                .sum::<u64>()
+        });
+    let mut value = info.to_json();
+    value["total"] = serde_json::json!(total);
+    Ok(Some(value))
 }
 
 impl<'a> ShardInfo<'a> {
@@ -93,7 +122,7 @@ impl<'a> ShardInfo<'a> {
 /// Runs `dsrt inspect`.
 pub(crate) fn run(args: &InspectArgs) -> Result<(), CliError> {
     let opened = open_location(&args.cache, OpenOptions::default(), &args.store)?;
-    let inspection = Inspection::new(&opened.cache, opened.name());
+    let inspection = Inspection::new(&opened.cache, opened.name())?;
     if args.json {
         print_json(&inspection)
     } else {
@@ -116,6 +145,24 @@ impl fmt::Display for Inspection<'_> {
         for column in self.schema.columns() {
             let nullable = if column.nullable { ", nullable" } else { "" };
             writeln!(f, "  {:<20} {}{nullable}", column.name, column.ty)?;
+        }
+        if let Some(tokens) = &self.tokens {
+            let field = |name: &str| match &tokens[name] {
+                serde_json::Value::Null => "-".to_owned(),
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            writeln!(
+                f,
+                "tokens      {} in all, {}, vocab_size {}, bos {}, eos {}, pad {}, tokenizer {}",
+                field("total"),
+                field("dtype"),
+                field("vocab_size"),
+                field("bos_id"),
+                field("eos_id"),
+                field("pad_id"),
+                field("tokenizer")
+            )?;
         }
         writeln!(
             f,

@@ -77,7 +77,7 @@ struct Cli {
 enum Command {
     /// Pack a JSONL file, a directory tree, Parquet files, a Hugging Face dataset or WebDataset
     /// shards into a new cache.
-    Pack(pack::PackArgs),
+    Pack(Box<pack::PackArgs>),
     /// Describe a cache: version, id, source, samples, schema, shards.
     Inspect(inspect::InspectArgs),
     /// Check caches; exit 1 if any is invalid.

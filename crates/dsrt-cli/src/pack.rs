@@ -20,14 +20,18 @@ use crate::byte_size::parse_byte_size;
 use crate::error::CliError;
 use crate::output::{print, print_json};
 use clap::{ArgGroup, Args, ValueEnum};
-use datasetrt::pack::{TableOptions, WebDatasetOptions};
+use datasetrt::pack::{TableOptions, TextOptions, TextTokenizer, TokenColumn, WebDatasetOptions};
+use datasetrt::tokens::{TokenDtype, TokenInfo};
 use datasetrt::{CompressionAlgo, Schema, WriterOptions, DEFAULT_MAX_SHARD_BYTES};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Arguments of `dsrt pack`.
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("input").required(true).args(["jsonl", "from_dir", "from_imagefolder", "from_parquet", "from_webdataset"])))]
+#[command(group(ArgGroup::new("input").required(true).args(["jsonl", "from_dir", "from_imagefolder", "from_parquet", "from_webdataset", "from_megatron"])))]
+#[command(group(ArgGroup::new("table_column").args(["payload_column", "tokens_column", "text_column"])))]
+#[command(group(ArgGroup::new("jsonl_field").args(["payload_field", "tokens_column", "text_column"])))]
 #[command(after_help = "\
 JSONL input: one JSON object per line (blank lines are skipped). The payload field holds a
 file path relative to the JSONL file's directory (the current directory for stdin), inline
@@ -101,7 +105,7 @@ Examples:
   dsrt pack --jsonl train.jsonl --payload-field image --out s3://bucket/caches/train --source train")]
 pub(crate) struct PackArgs {
     /// JSONL file to pack, one sample per line; `-` reads stdin.
-    #[arg(long, value_name = "FILE", requires = "payload_field")]
+    #[arg(long, value_name = "FILE", requires = "jsonl_field")]
     jsonl: Option<PathBuf>,
     /// Directory whose regular files become the samples, recursively.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["payload_field", "schema", "payload_encoding"])]
@@ -111,9 +115,52 @@ pub(crate) struct PackArgs {
     from_imagefolder: Option<PathBuf>,
     /// Parquet files, directories of them, or a Hugging Face save_to_disk directory: one
     /// sample per row.
-    #[arg(long, value_name = "FILE_OR_DIR", num_args = 1.., requires = "payload_column",
+    #[arg(long, value_name = "FILE_OR_DIR", num_args = 1.., requires = "table_column",
           conflicts_with_all = ["payload_field", "schema", "payload_encoding"])]
     from_parquet: Option<Vec<PathBuf>>,
+    /// A Megatron-LM indexed dataset, PREFIX.idx and PREFIX.bin: a token cache, one sample
+    /// per document.
+    #[arg(long, value_name = "PREFIX",
+          conflicts_with_all = ["payload_field", "schema", "payload_encoding", "table_column", "tokenizer"])]
+    from_megatron: Option<PathBuf>,
+    /// Write a token cache whose documents are this column's (Parquet, Hugging Face) or
+    /// field's (JSONL) token ids: a list of integers.
+    #[arg(long, value_name = "COL", alias = "tokens-field")]
+    tokens_column: Option<String>,
+    /// Write a token cache whose documents are this text column (Parquet, Hugging Face) or
+    /// field (JSONL), tokenized with --tokenizer.
+    #[arg(long, value_name = "COL", alias = "text-field", requires = "tokenizer")]
+    text_column: Option<String>,
+    /// The Hugging Face tokenizer.json that tokenizes --text-column.
+    #[arg(long, value_name = "TOKENIZER.json", requires = "text_column")]
+    tokenizer: Option<PathBuf>,
+    /// Let the tokenizer add its special tokens (BOS, [CLS] ... [SEP]), as the Python
+    /// tokenizers package's add_special_tokens=True.
+    #[arg(long, requires = "tokenizer")]
+    add_special_tokens: bool,
+    /// End every tokenized document with the EOS id.
+    #[arg(long, requires = "tokenizer")]
+    append_eos: bool,
+    /// The vocabulary size of a token cache (every id must be below it; picks uint16 when
+    /// it has at most 65,536 ids).
+    #[arg(long, value_name = "N", conflicts_with = "tokenizer")]
+    vocab_size: Option<u64>,
+    /// The id width of a token cache (default: from --vocab-size, else from the input's
+    /// integer type; uint32 for JSONL).
+    #[arg(long, value_enum, value_name = "DTYPE", conflicts_with = "tokenizer")]
+    token_dtype: Option<TokenDtypeArg>,
+    /// A token cache's BOS id (with --tokenizer: default the tokenizer's).
+    #[arg(long, value_name = "ID")]
+    bos_id: Option<u32>,
+    /// A token cache's EOS id (with --tokenizer: default the tokenizer's).
+    #[arg(long, value_name = "ID")]
+    eos_id: Option<u32>,
+    /// A token cache's pad id (with --tokenizer: default the tokenizer's).
+    #[arg(long, value_name = "ID")]
+    pad_id: Option<u32>,
+    /// The tokenizer's name a token cache records (with --tokenizer: its file name).
+    #[arg(long, value_name = "NAME", conflicts_with = "tokenizer")]
+    tokenizer_name: Option<String>,
     /// Column holding each row's payload (Parquet and Hugging Face input).
     #[arg(long, value_name = "COL", requires = "from_parquet")]
     payload_column: Option<String>,
@@ -197,6 +244,15 @@ impl From<Compression> for CompressionAlgo {
     }
 }
 
+/// `--token-dtype` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum TokenDtypeArg {
+    /// Little-endian u16 ids.
+    Uint16,
+    /// Little-endian u32 ids.
+    Uint32,
+}
+
 /// Where and how a cache is written, whatever the input.
 #[derive(Debug, Clone)]
 pub(crate) struct PackTarget {
@@ -234,8 +290,19 @@ pub(crate) fn run(args: &PackArgs) -> Result<(), CliError> {
         io_threads: datasetrt::pack::writer_io_threads(args.jobs.map(usize::from)),
     };
     let jobs = args.jobs.map(usize::from);
+    if let Some(prefix) = &args.from_megatron {
+        let report = pack_tree(
+            ParallelInput::Megatron(prefix, token_info(args)?),
+            &target,
+            jobs,
+        )?;
+        return print_report(&report, args.json);
+    }
     if let Some(paths) = &args.from_parquet {
-        let mut options = TableOptions::new(args.payload_column.clone().unwrap_or_default());
+        let mut options = match token_column(args)? {
+            Some((column, tokens)) => TableOptions::tokens(column, tokens),
+            None => TableOptions::new(args.payload_column.clone().unwrap_or_default()),
+        };
         if let Some(columns) = &args.metadata_columns {
             options = options.metadata_columns(columns.clone());
         }
@@ -271,11 +338,72 @@ fn print_report(report: &PackReport, json: bool) -> Result<(), CliError> {
     }
 }
 
+/// The token info the flags give (`None` when neither a vocabulary size nor a width is
+/// given: then the input's integer type decides the width).
+fn token_info(args: &PackArgs) -> Result<Option<TokenInfo>, CliError> {
+    let dtype = match (args.token_dtype, args.vocab_size) {
+        (Some(TokenDtypeArg::Uint16), _) => TokenDtype::U16,
+        (Some(TokenDtypeArg::Uint32), _) => TokenDtype::U32,
+        (None, Some(size)) => TokenDtype::for_vocab(size),
+        (None, None) => {
+            let given = args.bos_id.is_some()
+                || args.eos_id.is_some()
+                || args.pad_id.is_some()
+                || args.tokenizer_name.is_some();
+            if given {
+                return Err(CliError::Invalid(
+                    "give --vocab-size or --token-dtype with --bos-id, --eos-id, --pad-id or \
+                     --tokenizer-name"
+                        .into(),
+                ));
+            }
+            return Ok(None);
+        }
+    };
+    let info = TokenInfo {
+        dtype,
+        vocab_size: args.vocab_size,
+        bos_id: args.bos_id,
+        eos_id: args.eos_id,
+        pad_id: args.pad_id,
+        tokenizer: args.tokenizer_name.clone(),
+    };
+    info.check(&args.out)?;
+    Ok(Some(info))
+}
+
+/// `--tokens-column` or `--text-column` (with its tokenizer loaded), if given.
+fn token_column(args: &PackArgs) -> Result<Option<(String, TokenColumn)>, CliError> {
+    if let Some(column) = &args.tokens_column {
+        return Ok(Some((column.clone(), TokenColumn::Ids(token_info(args)?))));
+    }
+    let (Some(column), Some(tokenizer)) = (&args.text_column, &args.tokenizer) else {
+        return Ok(None);
+    };
+    let options = TextOptions {
+        add_special_tokens: args.add_special_tokens,
+        append_eos: args.append_eos,
+        bos_id: args.bos_id,
+        eos_id: args.eos_id,
+        pad_id: args.pad_id,
+    };
+    let tokenizer = TextTokenizer::from_file(tokenizer, options)?;
+    Ok(Some((
+        column.clone(),
+        TokenColumn::Text(Arc::new(tokenizer)),
+    )))
+}
+
 fn jsonl_job(args: &PackArgs, file: &Path) -> Result<JsonlJob, CliError> {
-    let payload_field = args
-        .payload_field
-        .clone()
-        .ok_or_else(|| CliError::Invalid("--jsonl needs --payload-field FIELD".into()))?;
+    let tokens = token_column(args)?;
+    let payload_field = match (&tokens, &args.payload_field) {
+        (Some((field, _)), _) | (None, Some(field)) => field.clone(),
+        (None, None) => {
+            return Err(CliError::Invalid(
+                "--jsonl needs --payload-field FIELD (or --tokens-column, --text-column)".into(),
+            ))
+        }
+    };
     let schema = args.schema.as_deref().map(read_schema_file).transpose()?;
     let source = if file == Path::new("-") {
         JsonlSource::stdin()
@@ -287,6 +415,7 @@ fn jsonl_job(args: &PackArgs, file: &Path) -> Result<JsonlJob, CliError> {
         payload_field,
         encoding: args.payload_encoding.unwrap_or(PayloadEncoding::Path),
         schema,
+        tokens: tokens.map(|(_, column)| column),
     })
 }
 
@@ -313,6 +442,8 @@ pub(crate) enum ParallelInput<'a> {
     Tables(&'a [PathBuf], TableOptions),
     /// WebDataset tars (`--from-webdataset`).
     WebDataset(&'a [PathBuf], WebDatasetOptions),
+    /// A Megatron-LM indexed dataset's prefix (`--from-megatron`) and the token info given.
+    Megatron(&'a Path, Option<TokenInfo>),
 }
 
 /// Packs `input` into `target` on `jobs` threads (default: the CPUs available).

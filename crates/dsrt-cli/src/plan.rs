@@ -168,10 +168,10 @@ struct TokenArgs {
     #[arg(long, requires = "seq_len")]
     tokens_per_epoch: Option<u64>,
     /// Rows permuted together on top of the document order.
-    #[arg(long, default_value_t = datasetrt::tokens::DEFAULT_WINDOW_BLOCK, requires = "seq_len")]
+    #[arg(long, default_value_t = datasetrt::token_stream::DEFAULT_WINDOW_BLOCK, requires = "seq_len")]
     window_block: u64,
     /// Open bins when packing.
-    #[arg(long, default_value_t = datasetrt::tokens::DEFAULT_PACKING_BINS, requires = "seq_len")]
+    #[arg(long, default_value_t = datasetrt::token_stream::DEFAULT_PACKING_BINS, requires = "seq_len")]
     packing_bins: usize,
     /// Documents longer than L when packing: split, truncate or refuse.
     #[arg(long, value_enum, default_value_t = LongDocsArg::Split, requires = "seq_len")]
@@ -226,7 +226,7 @@ fn parse_synthetic_tokens(text: &str) -> Result<SyntheticTokens, String> {
 
 /// `dsrt plan --seq-len`: the plan of an epoch of token rows.
 fn run_tokens(args: &PlanArgs, seq_len: u64, started: Instant) -> Result<(), CliError> {
-    use datasetrt::tokens::{
+    use datasetrt::token_stream::{
         LongDocs, PackMode, RunConfig, SyntheticSource, SyntheticSpec, TokenConfig, TokenPlan,
         TokenReport, TokenState,
     };

@@ -224,3 +224,37 @@ fn a_truncated_shard_fails_even_the_default_check() {
     );
     dsrt_in(dir.path(), &["verify", "c"]).fails(1);
 }
+
+#[test]
+fn inspect_shows_a_token_caches_token_info() {
+    use datasetrt::tokens::{TokenInfo, TokenWriter};
+    let dir = tempfile::tempdir().unwrap();
+    let info = TokenInfo {
+        eos_id: Some(50_256),
+        tokenizer: Some("gpt2".into()),
+        ..TokenInfo::for_vocab(50_257)
+    };
+    let options = datasetrt::WriterOptions::new("tok", datasetrt::Schema::default());
+    let mut writer = TokenWriter::create(dir.path().join("t"), options, info).unwrap();
+    for n in [3usize, 0, 40] {
+        let ids: Vec<u32> = (0..n as u32).collect();
+        writer.add(&ids, &datasetrt::Row::new()).unwrap();
+    }
+    writer.finish().unwrap();
+    let json = inspect(dir.path(), "t");
+    assert_eq!(
+        json["tokens"],
+        json!({"dtype": "uint16", "vocab_size": 50257, "bos_id": null, "eos_id": 50256,
+               "pad_id": null, "tokenizer": "gpt2", "total": 43})
+    );
+    let text = dsrt_in(dir.path(), &["inspect", "t"]).ok().stdout_text();
+    assert!(
+        text.contains("tokens      43 in all, uint16, vocab_size 50257, bos -, eos 50256"),
+        "{text}"
+    );
+    let plain = packed();
+    assert_eq!(
+        inspect(plain.path(), "c")["tokens"],
+        serde_json::Value::Null
+    );
+}

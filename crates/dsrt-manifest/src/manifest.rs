@@ -23,6 +23,56 @@ pub struct CacheDescription {
     pub metadata_sha256: String,
     /// Shard entries; position is the shard id.
     pub shards: Vec<ShardEntry>,
+    /// Every other top-level key, by name: what a layer above the format records about the
+    /// cache (a token cache's `tokens`, `docs/format/datasetrt.md`). Parsed as any JSON value
+    /// and written after the standard keys, in name order; a name given twice is malformed.
+    #[serde(flatten, deserialize_with = "unique_keys")]
+    pub extra: ExtraKeys,
+}
+
+/// The top-level manifest keys beyond the format's own ([`CacheDescription::extra`]).
+pub type ExtraKeys = serde_json::Map<String, serde_json::Value>;
+
+/// The top-level keys the format defines; an extra key may not take one of these names.
+pub const STANDARD_KEYS: [&str; 8] = [
+    "format_version",
+    "cache_id",
+    "source",
+    "sample_count",
+    "metadata_schema",
+    "index_sha256",
+    "metadata_sha256",
+    "shards",
+];
+
+/// Collects the keys no field took, refusing a repeated one (serde_json's own map would keep
+/// the last, silently).
+fn unique_keys<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<ExtraKeys, D::Error> {
+    struct Keys;
+    impl<'de> serde::de::Visitor<'de> for Keys {
+        type Value = ExtraKeys;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("manifest keys")
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<ExtraKeys, A::Error> {
+            let mut keys = ExtraKeys::new();
+            while let Some((key, value)) = map.next_entry::<String, serde_json::Value>()? {
+                if keys.contains_key(&key) {
+                    return Err(serde::de::Error::custom(format_args!(
+                        "duplicate key `{key}`"
+                    )));
+                }
+                keys.insert(key, value);
+            }
+            Ok(keys)
+        }
+    }
+    deserializer.deserialize_map(Keys)
 }
 
 /// A format_version 2 manifest: no stored identity; the cache id is the cache's position in
@@ -121,6 +171,11 @@ impl Manifest {
     /// position for v2, the stored id for v3.
     pub fn resolved_cache_id(&self, position: usize) -> u64 {
         self.stored_cache_id().unwrap_or(position as u64)
+    }
+
+    /// The value of the extra top-level key `name` (one the format does not define), if present.
+    pub fn extra_key(&self, name: &str) -> Option<&serde_json::Value> {
+        self.description().extra.get(name)
     }
 
     /// The stored cache id (v3 only).

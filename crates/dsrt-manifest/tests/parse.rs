@@ -119,6 +119,7 @@ fn description(source: String, sample_count: u64, shard_lens: Vec<(u64, u64)>) -
         index_sha256: HEX.to_owned(),
         metadata_sha256: HEX.to_owned(),
         shards,
+        extra: Default::default(),
     }
 }
 
@@ -159,5 +160,44 @@ proptest! {
     #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
         let _ = Manifest::parse(&bytes);
+    }
+}
+
+#[test]
+fn extra_top_level_keys_are_kept_and_written_after_the_standard_ones() {
+    let manifest = Manifest::parse(v2_json("").as_bytes()).unwrap();
+    assert_eq!(
+        manifest.extra_key("unknown"),
+        Some(&serde_json::json!({"kept": [1, 2]}))
+    );
+    assert_eq!(manifest.description().extra.len(), 1, "only unknown keys");
+    let mut described = description("s".into(), 3, vec![(10, 5)]);
+    described.extra.insert(
+        "tokens".into(),
+        serde_json::json!({"dtype": "uint16", "vocab_size": 50257}),
+    );
+    let written = ManifestV3 {
+        cache_id: 7,
+        description: described,
+    };
+    let text = String::from_utf8(written.to_json_bytes()).unwrap();
+    assert!(
+        text.find("\"tokens\"").unwrap() > text.find("\"shards\"").unwrap(),
+        "{text}"
+    );
+    let parsed = Manifest::parse(text.as_bytes()).unwrap();
+    assert_eq!(parsed, Manifest::V3(written));
+    assert_eq!(parsed.extra_key("tokens").unwrap()["vocab_size"], 50257);
+}
+
+#[test]
+fn a_repeated_key_is_malformed_also_among_extra_keys() {
+    for extra in [r#""x": 1, "x": 2,"#, r#""source": "t","#] {
+        let json = v2_json(extra);
+        let err = Manifest::parse(json.as_bytes()).unwrap_err();
+        assert!(
+            matches!(err, ManifestError::Malformed(_)) && err.to_string().contains("duplicate"),
+            "{extra}: {err}"
+        );
     }
 }

@@ -357,3 +357,20 @@ fn stale_temporary_files_from_a_hard_kill_are_left_alone() {
     );
     assert_eq!(parsed(&caches[0]).stored_cache_id(), Some(0));
 }
+
+#[test]
+fn a_token_cache_keeps_its_tokens_key_through_migration() {
+    let root = tempfile::tempdir().unwrap();
+    let tokens = r#""tokens": {"dtype": "uint32", "vocab_size": 128256, "bos_id": 128000, "eos_id": 128001, "pad_id": null, "tokenizer": "llama-3"},"#;
+    let text = v2_text("t").replacen("\"source\"", &format!("{tokens}\n    \"source\""), 1);
+    let caches = make_caches(root.path(), &[text]);
+    let before: serde_json::Value = serde_json::from_str(&read(&caches[0])).unwrap();
+    update_manifests(&caches, 3, &StdFileSystem, &CancelToken::new()).unwrap();
+    let manifest = parsed(&caches[0]);
+    assert_eq!(manifest.format_version(), 3);
+    assert_eq!(manifest.extra_key("tokens"), Some(&before["tokens"]));
+    assert!(
+        read(&caches[0]).contains(tokens),
+        "the key's text is kept as written"
+    );
+}

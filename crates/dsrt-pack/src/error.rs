@@ -70,6 +70,29 @@ pub enum PackError {
         /// The refusal.
         source: EncodeError,
     },
+    /// A document of a token input holds an id that is negative or beyond the cache's width
+    /// or vocabulary (or a null id); nothing of it was written.
+    #[error("{input}: token {position} is {id}, outside 0..={max_id} ({limit})")]
+    TokenOutOfRange {
+        /// The document (a file and row, a line, a Megatron document).
+        input: String,
+        /// The id's position in the document.
+        position: usize,
+        /// The id (`null` for a null).
+        id: String,
+        /// The largest id allowed.
+        max_id: u32,
+        /// What sets that bound ("dtype uint16", "vocab_size 50257").
+        limit: String,
+    },
+    /// A tokenizer could not be loaded, or refused a text.
+    #[error("{input}: tokenizer: {reason}")]
+    Tokenizer {
+        /// The tokenizer file, or the text's input.
+        input: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// The cache could not be written.
     #[error(transparent)]
     Write(#[from] WriteError),
@@ -82,6 +105,21 @@ pub enum PackError {
 }
 
 impl PackError {
+    /// A document's refused id ([`dsrt_tokens::BadTokenId`]) as the error naming `input`.
+    pub fn token_out_of_range(
+        input: String,
+        bad: dsrt_tokens::BadTokenId,
+        info: &dsrt_tokens::TokenInfo,
+    ) -> Self {
+        Self::TokenOutOfRange {
+            input,
+            position: bad.position,
+            id: bad.id.to_string(),
+            max_id: bad.max_id,
+            limit: info.limit(),
+        }
+    }
+
     /// A stable name of what is wrong, as the bindings and the CLI report it.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -92,6 +130,8 @@ impl PackError {
             Self::Parquet { .. } => "parquet",
             Self::Arrow { .. } => "arrow",
             Self::Encode { .. } => "encode",
+            Self::TokenOutOfRange { .. } => "token_out_of_range",
+            Self::Tokenizer { .. } => "tokenizer",
             Self::Write(error) => error.kind(),
             Self::Cancelled => "cancelled",
             Self::WorkerPanicked(_) => "worker_panicked",
@@ -108,6 +148,14 @@ impl PackError {
             Self::Parquet { source, .. } => format!("reading Parquet: {source}"),
             Self::Arrow { source, .. } => format!("reading Arrow IPC: {source}"),
             Self::Encode { source, .. } => source.to_string(),
+            Self::TokenOutOfRange {
+                position,
+                id,
+                max_id,
+                limit,
+                ..
+            } => format!("token {position} is {id}, outside 0..={max_id} ({limit})"),
+            Self::Tokenizer { reason, .. } => format!("tokenizer: {reason}"),
             Self::Write(error) => error.reason(),
             Self::Cancelled | Self::WorkerPanicked(_) => self.to_string(),
         }
@@ -119,7 +167,9 @@ impl PackError {
             Self::Input { input, .. }
             | Self::Column { input, .. }
             | Self::BadSample { input, .. }
-            | Self::Encode { input, .. } => Some(input),
+            | Self::Encode { input, .. }
+            | Self::TokenOutOfRange { input, .. }
+            | Self::Tokenizer { input, .. } => Some(input),
             Self::Io { .. }
             | Self::Parquet { .. }
             | Self::Arrow { .. }
@@ -156,6 +206,8 @@ impl PackError {
             | Self::Column { .. }
             | Self::BadSample { .. }
             | Self::Encode { .. }
+            | Self::TokenOutOfRange { .. }
+            | Self::Tokenizer { .. }
             | Self::Cancelled
             | Self::WorkerPanicked(_) => None,
         }
@@ -197,6 +249,17 @@ impl PackError {
                 input: "/data/train.parquet row 7".into(),
                 source: EncodeError::PayloadTooLarge { len: 1 << 33 },
             },
+            Self::TokenOutOfRange {
+                input: "/data/train.parquet row 7".into(),
+                position: 3,
+                id: "-1".into(),
+                max_id: 50_256,
+                limit: "vocab_size 50257".into(),
+            },
+            Self::Tokenizer {
+                input: "/models/tokenizer.json".into(),
+                reason: "expected value at line 1 column 1".into(),
+            },
             Self::Write(WriteError::Poisoned {
                 path: PathBuf::from("/caches/c"),
             }),
@@ -212,6 +275,8 @@ impl PackError {
                 | Self::Parquet { .. }
                 | Self::Arrow { .. }
                 | Self::Encode { .. }
+                | Self::TokenOutOfRange { .. }
+                | Self::Tokenizer { .. }
                 | Self::Write(_)
                 | Self::Cancelled
                 | Self::WorkerPanicked(_) => {}

@@ -20,17 +20,21 @@
 
 mod error;
 mod hf;
+mod megatron;
 mod parquet;
 mod pipeline;
 mod planned;
 mod table;
+mod tokens;
 mod tree;
 mod webdataset;
 
 pub use durable_fs::CancelToken;
 pub use error::PackError;
+pub use megatron::{Megatron, MegatronUnit};
 pub use pipeline::{pack, writer_io_threads, Convert, Emit, PackOptions, PackStats};
 pub use planned::{PlanAhead, PlannedSampleFn};
 pub use table::{TableOptions, TableUnit, Tables};
+pub use tokens::{TextOptions, TextTokenizer, TokenColumn};
 pub use tree::{list_files, FileTree, ImageFolder};
 pub use webdataset::{SkippedSample, WebDataset, WebDatasetOptions};

@@ -29,6 +29,13 @@ pub trait Convert: Sync {
     /// Turns `unit` into its samples, in order, through `emit` (on a worker thread).
     fn convert(&self, unit: &Self::Unit, emit: &mut Emit<'_>) -> Result<(), PackError>;
 
+    /// Top-level manifest keys the cache it fills carries (a token input's `tokens`), which
+    /// the caller gives its writer ([`dsrt_writer::WriterOptions::manifest_key`]); default
+    /// none.
+    fn manifest_keys(&self) -> Vec<(String, serde_json::Value)> {
+        Vec::new()
+    }
+
     /// Where every sample's payload length and metadata are known before its payload is read:
     /// the planning [`pack`] then uses to write whole shards side by side (the default: none).
     fn plan_ahead(&self) -> Option<&dyn PlanAhead<Self::Unit>> {

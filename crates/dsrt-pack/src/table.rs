@@ -8,6 +8,7 @@
 //! dates, timestamps, null) is refused naming the file and the column before anything is
 //! written. A column is nullable when any file declares it so.
 
+use crate::tokens::{default_dtype, list_value_type, token_schema, TokenColumn, TokenLists};
 use crate::{hf, parquet, Convert, Emit, PackError};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, UInt64Type};
@@ -15,6 +16,7 @@ use arrow_array::{Array, RecordBatch};
 use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::{DataType, Field, Schema as ArrowSchema};
 use dsrt_schema::{Column, ColumnType, Schema, Value};
+use dsrt_tokens::{TokenEncoder, TokenInfo, TOKENS_KEY};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -23,6 +25,7 @@ use std::path::{Path, PathBuf};
 pub struct TableOptions {
     payload_column: String,
     metadata_columns: Option<Vec<String>>,
+    tokens: Option<TokenColumn>,
 }
 
 impl TableOptions {
@@ -33,6 +36,17 @@ impl TableOptions {
         Self {
             payload_column: payload_column.into(),
             metadata_columns: None,
+            tokens: None,
+        }
+    }
+
+    /// A token cache (`dsrt-tokens`) instead: `column` holds each document, as
+    /// [`TokenColumn`] says (ids in a list column, or text to tokenize); every other column is
+    /// metadata, after `n_tokens`.
+    pub fn tokens(column: impl Into<String>, tokens: TokenColumn) -> Self {
+        Self {
+            tokens: Some(tokens),
+            ..Self::new(column)
         }
     }
 
@@ -76,6 +90,8 @@ pub struct TableUnit {
 #[derive(Debug)]
 pub(crate) struct ColumnPlan {
     pub(crate) payload: String,
+    /// For a token input: how documents become ids, and the cache's token info.
+    pub(crate) tokens: Option<(TokenColumn, TokenInfo)>,
     /// (name, cache type) in schema order.
     pub(crate) metadata: Vec<(String, ColumnType)>,
 }
@@ -196,6 +212,12 @@ impl Tables {
     pub fn is_empty(&self) -> bool {
         self.rows == Some(0)
     }
+
+    /// The token info of the token cache it writes (`None` unless made with
+    /// [`TableOptions::tokens`]).
+    pub fn token_info(&self) -> Option<&TokenInfo> {
+        self.plan.tokens.as_ref().map(|(_, info)| info)
+    }
 }
 
 impl Convert for Tables {
@@ -203,6 +225,12 @@ impl Convert for Tables {
 
     fn units(&self) -> &[TableUnit] {
         &self.units
+    }
+
+    fn manifest_keys(&self) -> Vec<(String, serde_json::Value)> {
+        self.token_info()
+            .map(|info| vec![(TOKENS_KEY.to_owned(), info.to_json())])
+            .unwrap_or_default()
     }
 
     fn convert(&self, unit: &TableUnit, emit: &mut Emit<'_>) -> Result<(), PackError> {
@@ -242,6 +270,10 @@ impl RowSink<'_, '_> {
             })
         };
         let payload = column(&self.plan.payload)?;
+        if let Some((tokens, info)) = &self.plan.tokens {
+            let metadata = self.metadata_columns(batch, first_row)?;
+            return self.token_rows(payload.as_ref(), tokens, info, &metadata, batch.num_rows());
+        }
         let payload = PayloadColumn::of(payload.as_ref()).ok_or_else(|| PackError::Column {
             input: self.path.display().to_string(),
             column: self.plan.payload.clone(),
@@ -276,6 +308,109 @@ impl RowSink<'_, '_> {
 
     fn row_name(&self, row: u64) -> String {
         format!("{} row {row}", self.path.display())
+    }
+
+    fn metadata_columns(
+        &self,
+        batch: &RecordBatch,
+        first_row: u64,
+    ) -> Result<Vec<MetadataColumn>, PackError> {
+        self.plan
+            .metadata
+            .iter()
+            .map(|(name, ty)| {
+                let array = batch
+                    .column_by_name(name)
+                    .ok_or_else(|| PackError::Column {
+                        input: self.path.display().to_string(),
+                        column: name.clone(),
+                        reason: "missing from a record batch".into(),
+                    })?;
+                MetadataColumn::of(
+                    array.as_ref(),
+                    *ty,
+                    |row| self.row_name(first_row + row as u64),
+                    name,
+                )
+            })
+            .collect()
+    }
+
+    /// Emits each row of a token input's batch: its ids (from a list column, or its text
+    /// tokenized here) checked and laid out, `n_tokens` before the metadata.
+    fn token_rows(
+        &mut self,
+        payload: &dyn Array,
+        tokens: &TokenColumn,
+        info: &TokenInfo,
+        metadata: &[MetadataColumn],
+        rows: usize,
+    ) -> Result<(), PackError> {
+        let encoder = TokenEncoder::new(info);
+        let column = &self.plan.payload;
+        let refuse = |reason: String| PackError::Column {
+            input: self.path.display().to_string(),
+            column: column.clone(),
+            reason,
+        };
+        let first_row = self.next_row;
+        let path = self.path;
+        let mut ids = Vec::new();
+        for row in 0..rows {
+            let number = first_row + row as u64;
+            let row_name = || format!("{} row {number}", path.display());
+            let mut bytes = Vec::new();
+            let n_tokens = match tokens {
+                TokenColumn::Ids(_) => {
+                    let lists = TokenLists::of(payload)
+                        .ok_or_else(|| refuse(format!("is {}", payload.data_type())))?;
+                    if lists.is_null(row) {
+                        return Err(PackError::Input {
+                            input: row_name(),
+                            reason: format!("the token column {column:?} is null"),
+                        });
+                    }
+                    lists
+                        .encode(row, &encoder, &mut bytes)
+                        .map_err(|(position, id)| PackError::TokenOutOfRange {
+                            input: row_name(),
+                            position,
+                            id,
+                            max_id: encoder.max_id(),
+                            limit: info.limit(),
+                        })?
+                }
+                TokenColumn::Text(tokenizer) => {
+                    let text = PayloadColumn::of(payload)
+                        .ok_or_else(|| refuse(format!("is {}", payload.data_type())))?
+                        .at(row)
+                        .ok_or_else(|| PackError::Input {
+                            input: row_name(),
+                            reason: format!("the text column {column:?} is null"),
+                        })?;
+                    let text = std::str::from_utf8(text).map_err(|e| PackError::Input {
+                        input: row_name(),
+                        reason: format!("the text column {column:?} is not UTF-8: {e}"),
+                    })?;
+                    tokenizer
+                        .encode(text, &mut ids)
+                        .map_err(|reason| PackError::Tokenizer {
+                            input: row_name(),
+                            reason,
+                        })?;
+                    encoder
+                        .encode(&ids, &mut bytes)
+                        .map_err(|bad| PackError::token_out_of_range(row_name(), bad, info))?;
+                    ids.len()
+                }
+            };
+            let mut values = Vec::with_capacity(metadata.len() + 1);
+            values.push(Value::Int64(i64::try_from(n_tokens).unwrap_or(i64::MAX)));
+            values.extend(metadata.iter().map(|c| c.at(row)));
+            self.emit.sample(row_name, bytes, values)?;
+        }
+        self.next_row += rows as u64;
+        Ok(())
     }
 }
 
@@ -460,6 +595,8 @@ struct SchemaCheck<'a> {
     /// (name, type, nullable) in schema order, from the first file.
     columns: Option<Vec<(String, ColumnType, bool)>>,
     first_file: PathBuf,
+    /// The integer type of the first file's token lists (a token input of ids).
+    token_values: Option<DataType>,
 }
 
 impl<'a> SchemaCheck<'a> {
@@ -468,6 +605,7 @@ impl<'a> SchemaCheck<'a> {
             options,
             columns: None,
             first_file: PathBuf::new(),
+            token_values: None,
         }
     }
 
@@ -487,7 +625,36 @@ impl<'a> SchemaCheck<'a> {
                 ),
             )
         })?;
-        if !payload_type_ok(field.data_type()) {
+        if let Some(tokens) = &self.options.tokens {
+            let ty = field.data_type();
+            match tokens {
+                TokenColumn::Ids(_) => match list_value_type(ty) {
+                    Some(values) => {
+                        self.token_values.get_or_insert_with(|| values.clone());
+                    }
+                    None => {
+                        return Err(refuse(
+                            payload,
+                            format!(
+                                "the token column is {ty}; it must be a list, large list or \
+                                 fixed-size list of integers"
+                            ),
+                        ))
+                    }
+                },
+                TokenColumn::Text(_) => {
+                    if !matches!(
+                        ty,
+                        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+                    ) {
+                        return Err(refuse(
+                            payload,
+                            format!("the text column is {ty}; it must be string"),
+                        ));
+                    }
+                }
+            }
+        } else if !payload_type_ok(field.data_type()) {
             return Err(refuse(
                 payload,
                 format!(
@@ -563,6 +730,34 @@ impl<'a> SchemaCheck<'a> {
 
     fn finish(self) -> Result<(ColumnPlan, Schema), PackError> {
         let columns = self.columns.unwrap_or_default();
+        let first = self.first_file.display().to_string();
+        let tokens = match &self.options.tokens {
+            None => None,
+            Some(TokenColumn::Ids(info)) => {
+                let info = match info {
+                    Some(info) => info.clone(),
+                    None => TokenInfo::new(
+                        self.token_values
+                            .as_ref()
+                            .map_or(dsrt_tokens::TokenDtype::U32, default_dtype),
+                    ),
+                };
+                Some((TokenColumn::Ids(Some(info.clone())), info))
+            }
+            Some(TokenColumn::Text(tokenizer)) => Some((
+                TokenColumn::Text(tokenizer.clone()),
+                tokenizer.info().clone(),
+            )),
+        };
+        if tokens.is_some() {
+            let schema = token_schema(&columns, &first)?;
+            let plan = ColumnPlan {
+                payload: self.options.payload_column.clone(),
+                tokens,
+                metadata: columns.into_iter().map(|(n, t, _)| (n, t)).collect(),
+            };
+            return Ok((plan, schema));
+        }
         let schema = Schema::new(
             columns
                 .iter()
@@ -575,6 +770,7 @@ impl<'a> SchemaCheck<'a> {
         })?;
         let plan = ColumnPlan {
             payload: self.options.payload_column.clone(),
+            tokens: None,
             metadata: columns.into_iter().map(|(n, t, _)| (n, t)).collect(),
         };
         Ok((plan, schema))

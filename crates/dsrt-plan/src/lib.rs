@@ -41,7 +41,8 @@ pub use config::{PlanConfig, PlanError, Sampling, Shuffle};
 pub use order::{weighted_shares, CacheShape, EpochPlan, PlanCursor, PlannedSample};
 pub use partition::{Partition, RemainderPolicy, Topology};
 pub use report::{
-    rank_correlation, NodeReport, PlanReport, ReportOptions, ShuffleQuality, DEFAULT_PREFETCH_SHARDS,
+    rank_correlation, NodeReport, PlanReport, ReportOptions, ShuffleQuality,
+    DEFAULT_PREFETCH_SHARDS,
 };
 pub use rng::{mix, Permutation};
 pub use state::IterState;

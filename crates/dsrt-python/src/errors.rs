@@ -407,6 +407,8 @@ pub(crate) fn pack_error(py: Python<'_>, err: &datasetrt::pack::PackError) -> Py
         | PackError::Parquet { .. }
         | PackError::Arrow { .. }
         | PackError::Encode { .. }
+        | PackError::TokenOutOfRange { .. }
+        | PackError::Tokenizer { .. }
         | PackError::Cancelled
         | PackError::Write(_) => with_attrs::<WriteError>(py, err.to_string(), &attrs),
     }

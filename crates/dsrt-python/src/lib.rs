@@ -26,6 +26,7 @@ mod pack;
 mod remote;
 #[cfg(feature = "test-hooks")]
 mod testing;
+mod tokens;
 mod values;
 mod views;
 mod writer;
@@ -76,6 +77,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dataset::PySampleTable>()?;
     m.add_class::<dataset::PyUpdateReport>()?;
     m.add_class::<writer::PyCacheWriter>()?;
+    m.add_class::<tokens::PyTokenWriter>()?;
     m.add_class::<loader::PyLoader>()?;
     m.add_class::<loader::PyRankPlan>()?;
     m.add_function(wrap_pyfunction!(update_manifests, m)?)?;
@@ -85,6 +87,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(writer::_remove_unpublished, m)?)?;
     m.add_function(wrap_pyfunction!(pack::pack_parquet, m)?)?;
     m.add_function(wrap_pyfunction!(pack::pack_webdataset, m)?)?;
+    m.add_function(wrap_pyfunction!(pack::pack_megatron, m)?)?;
     m.add_function(wrap_pyfunction!(cache_id_for_source, m)?)?;
     m.add_function(wrap_pyfunction!(remote::publish, m)?)?;
     m.add_function(wrap_pyfunction!(remote::_check_publish_target, m)?)?;

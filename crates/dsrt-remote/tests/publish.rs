@@ -328,3 +328,69 @@ fn a_join_on_a_store_without_conditional_put_checks_then_writes_the_manifest() {
         "{error}"
     );
 }
+
+/// A small cache written with a `tokens` manifest key (what `dsrt-tokens` writes).
+fn token_part(path: &std::path::Path, tokens: &serde_json::Value) {
+    let options = WriterOptions::new("tok", schema()).manifest_key("tokens", tokens.clone());
+    let mut writer = dsrt_writer::CacheWriter::create(path, options).unwrap();
+    for i in 0..3 {
+        writer
+            .add_values(&[1, 0, 2, 0], &[ValueRef::Int64(i)])
+            .unwrap();
+    }
+    writer.finish().unwrap();
+}
+
+fn manifest_tokens(bytes: &[u8]) -> Option<serde_json::Value> {
+    dsrt_manifest::Manifest::parse(bytes)
+        .unwrap()
+        .extra_key("tokens")
+        .cloned()
+}
+
+#[test]
+fn the_tokens_key_survives_publish_and_both_joins() {
+    let tokens = serde_json::json!({"dtype": "uint16", "vocab_size": 50257, "bos_id": null,
+        "eos_id": 50256, "pad_id": null, "tokenizer": "gpt2"});
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let (mut local, mut remote) = (Vec::new(), Vec::new());
+    for k in 0..2 {
+        let path = dir.path().join(k.to_string());
+        token_part(&path, &tokens);
+        let part = prefix(store.clone(), &format!("tok/.parts/{k}"));
+        publish_cache(&path, &part, &quick()).unwrap();
+        let published = read_object(&part, "manifest.json").unwrap();
+        assert_eq!(manifest_tokens(&published), Some(tokens.clone()));
+        local.push(PartCache {
+            path,
+            payload_bytes: 0,
+        });
+        remote.push(RemotePart {
+            prefix: part,
+            payload_bytes: 0,
+        });
+    }
+    let options = WriterOptions::new("tok", schema()).manifest_key("tokens", tokens.clone());
+    let to = prefix(store.clone(), "tok");
+    merge_remote_parts(&to, &remote, &options, &quick()).unwrap();
+    let joined = read_object(&to, "manifest.json").unwrap();
+    assert_eq!(manifest_tokens(&joined), Some(tokens.clone()));
+    let out = dir.path().join("joined");
+    merge_parts(&out, &local, &options).unwrap();
+    let joined = std::fs::read(out.join("manifest.json")).unwrap();
+    assert_eq!(manifest_tokens(&joined), Some(tokens.clone()));
+
+    // A join whose parts carry other tokens (or none) is refused, naming the part.
+    let other = dir.path().join("other");
+    token_part(&other, &serde_json::json!({"dtype": "uint32"}));
+    let part = PartCache {
+        path: other.clone(),
+        payload_bytes: 0,
+    };
+    let error = merge_parts(&dir.path().join("refused"), &[part], &options).unwrap_err();
+    assert!(
+        error.to_string().contains("other") && error.to_string().contains("uint32"),
+        "{error}"
+    );
+}

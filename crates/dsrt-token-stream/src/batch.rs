@@ -14,7 +14,7 @@
 
 use crate::rows::RowBlock;
 use crate::source::DocumentSource;
-use crate::{TokenError, TokenPlan};
+use crate::{TokenPlan, TokenStreamError};
 use arrow_buffer::{ArrowNativeType, MutableBuffer};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -187,7 +187,7 @@ impl TokenBatch {
         rows: &RowBlock,
         buf: &mut S::Buf,
         pool: &Arc<BatchPool>,
-    ) -> Result<Self, TokenError> {
+    ) -> Result<Self, TokenStreamError> {
         let seq_len = plan.config().seq_len as usize;
         let width = seq_len + 1;
         let count = rows.specs.len();
@@ -251,9 +251,9 @@ impl TokenBatch {
         pieces: Vec<BatchPiece>,
         tokens: &[u32],
         pool: &Arc<BatchPool>,
-    ) -> Result<Self, TokenError> {
+    ) -> Result<Self, TokenStreamError> {
         let rows = steps.len();
-        let bad = |what: String| TokenError::Config(format!("a token batch's parts: {what}"));
+        let bad = |what: String| TokenStreamError::Config(format!("a token batch's parts: {what}"));
         if padding.len() != rows || row_pieces.len() != rows + 1 {
             return Err(bad(format!(
                 "{rows} steps, {} padding flags, {} piece offsets",
@@ -479,7 +479,7 @@ fn write_piece<S: DocumentSource>(
     start: u64,
     boundary: crate::plan::Boundary,
     out: &mut [u32],
-) -> Result<(), TokenError> {
+) -> Result<(), TokenStreamError> {
     let stored = source.read(c, doc, buf)?;
     let raw = stored.len() as usize;
     let bos = usize::from(boundary.bos.is_some());
@@ -501,7 +501,7 @@ fn write_piece<S: DocumentSource>(
         match boundary.eos {
             Some(token) if at + 1 == out.len() => out[at] = token,
             _ => {
-                return Err(TokenError::read(LengthError {
+                return Err(TokenStreamError::read(LengthError {
                     source_name: source.name(c),
                     sample_id: source.key(c, doc).1,
                     stored: raw as u64,

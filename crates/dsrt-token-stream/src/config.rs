@@ -29,12 +29,12 @@ impl PackMode {
     }
 
     /// The mode named `name`.
-    pub fn from_name(name: &str) -> Result<Self, TokenError> {
+    pub fn from_name(name: &str) -> Result<Self, TokenStreamError> {
         match name {
             "concat" => Ok(Self::Concat),
             "first_fit" => Ok(Self::FirstFit),
             "best_fit" => Ok(Self::BestFit),
-            other => Err(TokenError::Config(format!(
+            other => Err(TokenStreamError::Config(format!(
                 "mode must be \"concat\", \"first_fit\" or \"best_fit\", not {other:?}"
             ))),
         }
@@ -55,7 +55,7 @@ pub enum LongDocs {
     Split,
     /// Keep its first `seq_len` tokens.
     Truncate,
-    /// Refuse the epoch, naming the document ([`TokenError::LongDocument`]).
+    /// Refuse the epoch, naming the document ([`TokenStreamError::LongDocument`]).
     Refuse,
 }
 
@@ -70,12 +70,12 @@ impl LongDocs {
     }
 
     /// The policy named `name`.
-    pub fn from_name(name: &str) -> Result<Self, TokenError> {
+    pub fn from_name(name: &str) -> Result<Self, TokenStreamError> {
         match name {
             "split" => Ok(Self::Split),
             "truncate" => Ok(Self::Truncate),
             "refuse" => Ok(Self::Refuse),
-            other => Err(TokenError::Config(format!(
+            other => Err(TokenStreamError::Config(format!(
                 "long_docs must be \"split\", \"truncate\" or \"refuse\", not {other:?}"
             ))),
         }
@@ -150,21 +150,25 @@ impl Default for TokenConfig {
 
 impl TokenConfig {
     /// Checks the settings that do not depend on the sources.
-    pub fn check(&self) -> Result<(), TokenError> {
+    pub fn check(&self) -> Result<(), TokenStreamError> {
         if self.seq_len == 0 || self.seq_len > MAX_SEQ_LEN {
-            return Err(TokenError::Config(format!(
+            return Err(TokenStreamError::Config(format!(
                 "seq_len must be between 1 and {MAX_SEQ_LEN}, not {}",
                 self.seq_len
             )));
         }
         if self.packing_bins == 0 {
-            return Err(TokenError::Config("packing_bins must be at least 1".into()));
+            return Err(TokenStreamError::Config(
+                "packing_bins must be at least 1".into(),
+            ));
         }
         if self.window_block == 0 {
-            return Err(TokenError::Config("window_block must be at least 1".into()));
+            return Err(TokenStreamError::Config(
+                "window_block must be at least 1".into(),
+            ));
         }
         if matches!(self.sampling, Sampling::WithReplacement) {
-            return Err(TokenError::Config(
+            return Err(TokenStreamError::Config(
                 "token streams draw with replacement by shard runs (Sampling::RunsWithReplacement): \
                  with documents drawn one by one, where a window starts would be unknown until \
                  every draw before it is made"
@@ -191,7 +195,7 @@ pub struct TokenState {
 
 impl TokenState {
     /// Checks that this state belongs to a stream of `seq_len` and `mode`.
-    pub fn check_settings(&self, seq_len: u64, mode: PackMode) -> Result<(), TokenError> {
+    pub fn check_settings(&self, seq_len: u64, mode: PackMode) -> Result<(), TokenStreamError> {
         let mut differences = Vec::new();
         if self.seq_len != seq_len {
             differences.push(format!(
@@ -209,7 +213,7 @@ impl TokenState {
         if differences.is_empty() {
             Ok(())
         } else {
-            Err(TokenError::Plan(PlanError::State(format!(
+            Err(TokenStreamError::Plan(PlanError::State(format!(
                 "the state is for {}",
                 differences.join(", ")
             ))))
@@ -237,7 +241,7 @@ pub struct RunConfig {
 /// Why a token stream cannot be planned or read.
 #[derive(Debug, Error)]
 #[non_exhaustive]
-pub enum TokenError {
+pub enum TokenStreamError {
     /// A setting is out of range.
     #[error("invalid token stream settings: {0}")]
     Config(String),
@@ -288,7 +292,7 @@ pub enum TokenError {
     WorkerStopped,
 }
 
-impl TokenError {
+impl TokenStreamError {
     /// A read failure of the source (its error names the cache and the sample).
     pub fn read(error: impl std::error::Error + Send + Sync + 'static) -> Self {
         Self::Read(Box::new(error))

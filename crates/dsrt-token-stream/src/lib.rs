@@ -35,7 +35,7 @@ mod synthetic;
 
 pub use batch::{BatchPiece, BatchPool, Column, Expanded, SharedColumn, TokenBatch, IGNORE_INDEX};
 pub use config::{
-    LongDocs, PackMode, RunConfig, TokenConfig, TokenError, TokenState, DEFAULT_PACKING_BINS,
+    LongDocs, PackMode, RunConfig, TokenConfig, TokenState, TokenStreamError, DEFAULT_PACKING_BINS,
     DEFAULT_WINDOW_BLOCK, MAX_SEQ_LEN,
 };
 pub use loader::{LoaderOptions, TokenLoader};

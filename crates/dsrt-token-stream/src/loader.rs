@@ -4,7 +4,7 @@
 use crate::batch::{BatchPool, TokenBatch};
 use crate::rows::{RowBlock, RowCursor};
 use crate::source::DocumentSource;
-use crate::{TokenError, TokenPlan, TokenState};
+use crate::{TokenPlan, TokenState, TokenStreamError};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -60,7 +60,7 @@ impl<S: DocumentSource> Reader<S> {
     }
 
     /// Batch `index` of the rank's steps.
-    fn batch(&mut self, shared: &Shared<S>, index: u64) -> Result<TokenBatch, TokenError> {
+    fn batch(&mut self, shared: &Shared<S>, index: u64) -> Result<TokenBatch, TokenStreamError> {
         let (plan, source) = (shared.plan.as_ref(), shared.source.as_ref());
         let start = index * shared.batch_size;
         let steps = start..(start + shared.batch_size).min(plan.len());
@@ -74,7 +74,10 @@ impl<S: DocumentSource> Reader<S> {
     }
 }
 
-type Worker = (Receiver<Result<TokenBatch, TokenError>>, JoinHandle<()>);
+type Worker = (
+    Receiver<Result<TokenBatch, TokenStreamError>>,
+    JoinHandle<()>,
+);
 
 /// One rank's batches of one epoch ([`Iterator`]): the same on every machine for the same plan,
 /// whatever `workers` and `prefetch` are. [`TokenLoader::state`] after any number of batches
@@ -182,7 +185,7 @@ fn spawn<S: DocumentSource + 'static>(
 }
 
 impl<S: DocumentSource + 'static> Iterator for TokenLoader<S> {
-    type Item = Result<TokenBatch, TokenError>;
+    type Item = Result<TokenBatch, TokenStreamError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.next_batch >= self.batches {
@@ -197,10 +200,10 @@ impl<S: DocumentSource + 'static> Iterator for TokenLoader<S> {
                 Ok(batch) => batch,
                 Err(error) => {
                     return Some(Err(match error {
-                        Received::Interrupted => TokenError::Interrupted {
+                        Received::Interrupted => TokenStreamError::Interrupted {
                             step: index * self.shared.batch_size,
                         },
-                        Received::Stopped => TokenError::WorkerStopped,
+                        Received::Stopped => TokenStreamError::WorkerStopped,
                     }))
                 }
             }

@@ -8,7 +8,7 @@ use crate::merge::Merge;
 use crate::pack::Packer;
 use crate::source::{Coverage, DocumentSource, End};
 use crate::stream::SourceStream;
-use crate::{PackMode, RunConfig, TokenConfig, TokenError, TokenState};
+use crate::{PackMode, RunConfig, TokenConfig, TokenState, TokenStreamError};
 use dsrt_plan::{
     mix, weighted_shares, IterState, Partition, Permutation, PlanError, RemainderPolicy, Topology,
 };
@@ -72,7 +72,7 @@ impl TokenPlan {
         source: &S,
         config: &TokenConfig,
         run: &RunConfig,
-    ) -> Result<Self, TokenError> {
+    ) -> Result<Self, TokenStreamError> {
         config.check()?;
         let topology = Topology::new(run.world_size.max(1), run.ranks_per_node.max(1))?;
         if let Some(state) = &run.resume {
@@ -183,7 +183,7 @@ impl TokenPlan {
         rows: u64,
         start: TokenState,
         run: &RunConfig,
-    ) -> Result<Self, TokenError> {
+    ) -> Result<Self, TokenStreamError> {
         let topology = Topology::new(run.world_size.max(1), run.ranks_per_node.max(1))?;
         let partition = Partition::new(run.rank, topology, run.policy, &start.rows)?;
         Ok(Self {
@@ -314,7 +314,7 @@ impl TokenPlan {
     }
 
     /// The same plan for rank `rank` of its topology.
-    pub fn for_rank(&self, rank: u64) -> Result<Self, TokenError> {
+    pub fn for_rank(&self, rank: u64) -> Result<Self, TokenStreamError> {
         let mut plan = self.clone();
         plan.partition = Partition::new(rank, self.topology, self.policy, &self.start.rows)?;
         Ok(plan)
@@ -383,7 +383,7 @@ impl TokenPlan {
 /// Each source's token budget: its tokens (no weights), or its share of `tokens_per_epoch`
 /// (default: all the sources' tokens) by weight; with `tokens_per_epoch` and no weights, in
 /// proportion to the sources' tokens.
-fn budgets(config: &TokenConfig, natural: &[u64]) -> Result<Vec<u64>, TokenError> {
+fn budgets(config: &TokenConfig, natural: &[u64]) -> Result<Vec<u64>, TokenStreamError> {
     let all: u64 = natural.iter().sum();
     Ok(match (&config.weights, config.tokens_per_epoch) {
         (None, None) => natural.to_vec(),
@@ -413,7 +413,7 @@ fn start_state(
     rows: u64,
     topology: Topology,
     run: &RunConfig,
-) -> Result<TokenState, TokenError> {
+) -> Result<TokenState, TokenStreamError> {
     let state = match &run.resume {
         Some(state) => state.clone(),
         None => TokenState {
@@ -466,7 +466,7 @@ fn boundary_of<S: DocumentSource>(
     source: &S,
     c: usize,
     config: &TokenConfig,
-) -> Result<Boundary, TokenError> {
+) -> Result<Boundary, TokenStreamError> {
     Ok(Boundary {
         bos: match config.bos_id {
             Some(id) => added(source, c, End::Start, id)?,
@@ -487,7 +487,7 @@ fn added<S: DocumentSource>(
     c: usize,
     end: End,
     token: u32,
-) -> Result<Option<u32>, TokenError> {
+) -> Result<Option<u32>, TokenStreamError> {
     let (name, verb) = match end {
         End::Start => ("BOS", "begin"),
         End::End => ("EOS", "end"),
@@ -495,7 +495,7 @@ fn added<S: DocumentSource>(
     match source.coverage(c, end, token) {
         Coverage::All => Ok(None),
         Coverage::None => Ok(Some(token)),
-        Coverage::Some { count, of } => Err(TokenError::Boundary {
+        Coverage::Some { count, of } => Err(TokenStreamError::Boundary {
             source_name: source.name(c),
             detail: format!(
                 "{count} of {of} documents {verb} with the {name} {token} and the others do not; \
@@ -505,7 +505,7 @@ fn added<S: DocumentSource>(
                  {name} unset"
             ),
         }),
-        Coverage::Unknown => Err(TokenError::Boundary {
+        Coverage::Unknown => Err(TokenStreamError::Boundary {
             source_name: source.name(c),
             detail: format!(
                 "the cache does not record how many of its documents {verb} with the {name} \
@@ -522,7 +522,7 @@ fn count_bins<S: DocumentSource>(
     source: &S,
     config: &TokenConfig,
     merge: &Merge,
-) -> Result<(Vec<u64>, Vec<u64>), TokenError> {
+) -> Result<(Vec<u64>, Vec<u64>), TokenStreamError> {
     let mut cursor = merge.cursor(source);
     let mut packer = Packer::new(config.mode, config.seq_len, config.packing_bins, false);
     let mut bins = Vec::with_capacity(merge.intervals());

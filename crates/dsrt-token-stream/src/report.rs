@@ -5,7 +5,7 @@
 #![allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)] // ratios of counts
 
 use crate::source::DocumentSource;
-use crate::{PackMode, RowBlock, RowCursor, TokenError, TokenPlan};
+use crate::{PackMode, RowBlock, RowCursor, TokenPlan, TokenStreamError};
 use dsrt_plan::{rank_correlation, CacheShape, Partition};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -111,7 +111,7 @@ impl TokenReport {
         plan: &TokenPlan,
         source: &S,
         quality_blocks: u64,
-    ) -> Result<Self, TokenError> {
+    ) -> Result<Self, TokenStreamError> {
         let topology = plan.topology();
         let seq_len = plan.config().seq_len;
         let rank0 = Partition::new(0, topology, plan.policy(), &plan.start_state().rows)?;
@@ -163,21 +163,27 @@ impl TokenReport {
             .zip(plan.budgets())
             .zip(plan.source_documents())
             .enumerate()
-            .map(|(c, (((natural_tokens, tokens), &budget), epoch_documents))| SourceReport {
-                name: source.name(c),
-                documents: source.shape(c).len,
-                natural_tokens,
-                budget,
-                tokens,
-                share: if total == 0 { 0.0 } else { tokens as f64 / total as f64 },
-                epoch_documents,
-            })
+            .map(
+                |(c, (((natural_tokens, tokens), &budget), epoch_documents))| SourceReport {
+                    name: source.name(c),
+                    documents: source.shape(c).len,
+                    natural_tokens,
+                    budget,
+                    tokens,
+                    share: if total == 0 {
+                        0.0
+                    } else {
+                        tokens as f64 / total as f64
+                    },
+                    epoch_documents,
+                },
+            )
             .collect();
         let rows = plan.rows();
         // Padding per row the ranks read: the epoch's own (partial window, bins) spread over
         // its rows, plus whole rows of padding steps.
-        let epoch_padding = plan.padded_tokens() as f64 * (read_rows - padding_rows) as f64
-            / rows.max(1) as f64;
+        let epoch_padding =
+            plan.padded_tokens() as f64 * (read_rows - padding_rows) as f64 / rows.max(1) as f64;
         let padded_tokens = epoch_padding as u64 + padding_rows * seq_len;
         let dropped_tokens = plan.dropped_tokens() + dropped_rows * seq_len;
         let shuffle = shuffle_figures(plan, source, &rank0, quality_blocks)?;
@@ -248,7 +254,7 @@ fn shuffle_figures<S: DocumentSource>(
     source: &S,
     rank0: &Partition,
     blocks: u64,
-) -> Result<RowShuffle, TokenError> {
+) -> Result<RowShuffle, TokenStreamError> {
     const BLOCK: u64 = 256;
     let rank0_plan = plan.for_rank(0)?;
     let steps = rank0.len();
@@ -275,7 +281,12 @@ fn shuffle_figures<S: DocumentSource>(
     let mut shards: Vec<(u32, u64)> = Vec::new();
     for block in 0..count {
         let first = block * stride * BLOCK;
-        cursor.read(&rank0_plan, source, first..(first + BLOCK).min(steps), &mut rows)?;
+        cursor.read(
+            &rank0_plan,
+            source,
+            first..(first + BLOCK).min(steps),
+            &mut rows,
+        )?;
         shards.clear();
         for i in 0..rows.specs.len() {
             let pieces = rows.pieces_of(i);

@@ -12,7 +12,7 @@
 use crate::merge::{Doc, MergeCursor, MergeState};
 use crate::pack::{Emitted, Packer};
 use crate::source::DocumentSource;
-use crate::{LongDocs, TokenConfig, TokenError, TokenPlan};
+use crate::{LongDocs, TokenConfig, TokenPlan, TokenStreamError};
 use std::collections::VecDeque;
 use std::ops::Range;
 
@@ -110,7 +110,7 @@ impl RowCursor {
         source: &S,
         steps: Range<u64>,
         out: &mut RowBlock,
-    ) -> Result<(), TokenError> {
+    ) -> Result<(), TokenStreamError> {
         out.clear();
         self.wanted.clear();
         let partition = plan.partition();
@@ -256,14 +256,14 @@ pub(crate) fn items<S: DocumentSource>(
     config: &TokenConfig,
     source: &S,
     doc: &Doc,
-) -> Result<Items, TokenError> {
+) -> Result<Items, TokenStreamError> {
     let seq_len = config.seq_len;
     let len = match config.long_docs {
         _ if doc.len <= seq_len => doc.len,
         LongDocs::Split => doc.len,
         LongDocs::Truncate => seq_len,
         LongDocs::Refuse => {
-            return Err(TokenError::LongDocument {
+            return Err(TokenStreamError::LongDocument {
                 source_name: source.name(doc.source),
                 sample_id: source.key(doc.source, doc.doc).1,
                 tokens: doc.len,
@@ -366,7 +366,7 @@ impl PackWalker {
         source: &S,
         row: u64,
         pieces: &mut Vec<Piece>,
-    ) -> Result<u32, TokenError> {
+    ) -> Result<u32, TokenStreamError> {
         let (interval, index) = plan.bin_of(row);
         if index >= plan.interval_bins[interval] {
             return Ok(0);
@@ -437,7 +437,7 @@ impl PackWalker {
         plan: &TokenPlan,
         source: &S,
         index: u64,
-    ) -> Result<(), TokenError> {
+    ) -> Result<(), TokenStreamError> {
         let Self {
             cursor,
             place,

@@ -2,7 +2,7 @@
 //! how long each is, and their tokens. A cache-backed source reads lengths from the mapped
 //! `n_tokens` column and tokens from the shards; [`crate::SyntheticSource`] computes both.
 
-use crate::TokenError;
+use crate::TokenStreamError;
 use dsrt_plan::CacheShape;
 use std::ops::Range;
 
@@ -119,7 +119,7 @@ pub trait DocumentSource: Send + Sync {
         source: usize,
         doc: u64,
         buf: &'a mut Self::Buf,
-    ) -> Result<StoredTokens<'a>, TokenError>;
+    ) -> Result<StoredTokens<'a>, TokenStreamError>;
 
     /// Tells the source which documents the rows ahead will read, in order (so shards on
     /// object storage download before they are read). A hint: nothing read depends on it.

@@ -14,7 +14,7 @@
 #![allow(clippy::cast_possible_truncation)]
 
 use crate::source::DocumentSource;
-use crate::{TokenConfig, TokenError};
+use crate::{TokenConfig, TokenStreamError};
 use dsrt_plan::{mix, EpochPlan, PassLayout, PlanConfig, PlanCursor, PlanError, Sampling};
 use std::ops::Range;
 
@@ -74,7 +74,7 @@ impl SourceStream {
         config: &TokenConfig,
         epoch: u64,
         added: u64,
-    ) -> Result<Self, TokenError> {
+    ) -> Result<Self, TokenStreamError> {
         let shape = source.shape(index);
         let docs = shape.len;
         let plan = EpochPlan::build(
@@ -144,14 +144,14 @@ impl SourceStream {
         config: &TokenConfig,
         epoch: u64,
         budget: u64,
-    ) -> Result<Self, TokenError> {
+    ) -> Result<Self, TokenStreamError> {
         if budget == 0 {
             self.end = 0;
             self.total = 0;
             return Ok(self);
         }
         if self.natural == 0 {
-            return Err(TokenError::EmptySource {
+            return Err(TokenStreamError::EmptySource {
                 source_name: source.name(self.index),
             });
         }

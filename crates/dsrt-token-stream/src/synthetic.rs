@@ -14,7 +14,7 @@
 )]
 
 use crate::source::{Coverage, DocumentSource, End, StoredTokens};
-use crate::TokenError;
+use crate::TokenStreamError;
 use dsrt_plan::{mix, CacheShape};
 use std::ops::Range;
 
@@ -303,7 +303,7 @@ impl DocumentSource for SyntheticSource {
         source: usize,
         doc: u64,
         buf: &'a mut Vec<u8>,
-    ) -> Result<StoredTokens<'a>, TokenError> {
+    ) -> Result<StoredTokens<'a>, TokenStreamError> {
         let n = self.n_tokens(source, doc);
         buf.clear();
         for i in 0..n {

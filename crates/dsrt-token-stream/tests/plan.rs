@@ -5,7 +5,7 @@
 use dsrt_plan::{RemainderPolicy, Sampling};
 use dsrt_token_stream::{
     DocumentSource, LongDocs, PackMode, RowBlock, RowCursor, RunConfig, SyntheticSource,
-    SyntheticSpec, TokenConfig, TokenError, TokenPlan, TokenState,
+    SyntheticSpec, TokenConfig, TokenPlan, TokenState, TokenStreamError,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -477,7 +477,7 @@ fn long_documents_are_split_truncated_or_refused() {
     let error =
         TokenPlan::new(&source, &config(LongDocs::Refuse), &run(1, 1, 0, None)).unwrap_err();
     match &error {
-        TokenError::LongDocument {
+        TokenStreamError::LongDocument {
             source_name,
             tokens,
             seq_len: 64,
@@ -498,7 +498,7 @@ fn bad_settings_and_undecidable_boundaries_are_refused() {
         ..TokenConfig::default()
     });
     assert!(
-        matches!(zero, TokenError::Config(ref m) if m.contains("seq_len")),
+        matches!(zero, TokenStreamError::Config(ref m) if m.contains("seq_len")),
         "{zero}"
     );
     // Token 7 lies in the vocabulary: whether documents begin with it is not recorded.
@@ -507,7 +507,7 @@ fn bad_settings_and_undecidable_boundaries_are_refused() {
         ..TokenConfig::default()
     });
     assert!(
-        matches!(bos, TokenError::Boundary { .. }) && bos.to_string().contains("BOS 7"),
+        matches!(bos, TokenStreamError::Boundary { .. }) && bos.to_string().contains("BOS 7"),
         "{bos}"
     );
     let weights = refused(TokenConfig {

@@ -57,7 +57,7 @@ pub struct CheckedPart {
 impl CheckedPart {
     /// Checks a part named `name` (its directory or URL, which every error names): its
     /// manifest (`manifest`, the bytes of its manifest.json) must be a valid one written with
-    /// `options`' source, schema and manifest version; then its index (`index` opens it, only
+    /// `options`' source, schema, manifest version and manifest keys; then its index (`index` opens it, only
     /// once the manifest passed) must have a valid row per sample within the manifest's
     /// shards, and its metadata (`metadata`) a row per sample of `options`' schema. The
     /// shards themselves are the caller's to size ([`check_shard_len`](Self::check_shard_len)).
@@ -103,6 +103,16 @@ impl CheckedPart {
             return Err(part_error(
                 path,
                 "its metadata schema differs from the joined cache's".to_owned(),
+            ));
+        }
+        if description.extra != options.manifest_keys {
+            return Err(part_error(
+                path,
+                format!(
+                    "its manifest's other keys {} differ from the joined cache's {}",
+                    serde_json::Value::Object(description.extra.clone()),
+                    serde_json::Value::Object(options.manifest_keys.clone())
+                ),
             ));
         }
         let index = index().map_err(|e| part_error(path, format!("index.bin: {e}")))?;
@@ -268,7 +278,7 @@ pub fn write_joined_tables<I: Write, M: Write>(
 /// Joins `parts` (published caches, in the order their samples go into the new cache) into a
 /// new cache at `out` and publishes it.
 ///
-/// Every part must have been written with `options`' source, schema and manifest version
+/// Every part must have been written with `options`' source, schema, manifest version and manifest keys
 /// (compression and shard size may differ: each shard records its own); each is checked,
 /// all of them before anything moves. `out` is created if missing and may already hold other
 /// entries (the parts' staging directory, say), but no cache file. Each part's shards are
@@ -286,6 +296,7 @@ pub fn merge_parts(
     parts: &[PartCache],
     options: &WriterOptions,
 ) -> Result<CacheSummary, WriteError> {
+    options.check(out)?;
     let checked = parts
         .iter()
         .map(|part| check_part(&part.path, options))

@@ -1,5 +1,7 @@
-use dsrt_manifest::CompressionAlgo;
+use crate::WriteError;
+use dsrt_manifest::{CompressionAlgo, ExtraKeys, STANDARD_KEYS};
 use dsrt_schema::Schema;
+use std::path::Path;
 
 /// Shard rotation target when none is given: 256 MiB.
 pub const DEFAULT_MAX_SHARD_BYTES: u64 = 256 << 20;
@@ -30,6 +32,9 @@ pub struct WriterOptions {
     /// Whether shards are hashed and written on background threads (the default) or on the
     /// thread that adds samples; see [`WriterOptions::io_threads`].
     pub io_threads: bool,
+    /// Top-level manifest keys beyond the format's own, written after them (a token cache's
+    /// `tokens`); see [`WriterOptions::manifest_key`].
+    pub manifest_keys: ExtraKeys,
 }
 
 impl WriterOptions {
@@ -42,6 +47,7 @@ impl WriterOptions {
             max_shard_bytes: DEFAULT_MAX_SHARD_BYTES,
             manifest_version: ManifestVersion::V3,
             io_threads: true,
+            manifest_keys: ExtraKeys::new(),
         }
     }
 
@@ -64,6 +70,32 @@ impl WriterOptions {
     pub fn io_threads(mut self, threads: bool) -> Self {
         self.io_threads = threads;
         self
+    }
+
+    /// Adds the top-level manifest key `name` with `value` (replacing an earlier one of that
+    /// name): what a layer above the format records about the whole cache, where a reader finds
+    /// it without opening a file but the manifest. Readers that do not know the key ignore it,
+    /// and every rewrite of a manifest keeps it. A name the format defines is refused when the
+    /// writer is created.
+    pub fn manifest_key(mut self, name: impl Into<String>, value: serde_json::Value) -> Self {
+        self.manifest_keys.insert(name.into(), value);
+        self
+    }
+
+    /// Refuses options no cache can be written with (`path` names the cache in the error).
+    pub(crate) fn check(&self, path: &Path) -> Result<(), WriteError> {
+        if let Some(name) = self
+            .manifest_keys
+            .keys()
+            .find(|name| STANDARD_KEYS.contains(&name.as_str()))
+        {
+            return Err(WriteError::InvalidOption {
+                path: path.to_path_buf(),
+                option: "manifest_keys",
+                reason: format!("{name:?} is a key of the format itself"),
+            });
+        }
+        Ok(())
     }
 
     /// Sets the manifest version.

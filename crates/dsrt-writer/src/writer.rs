@@ -85,6 +85,7 @@ impl CacheWriter {
     /// Creates the cache directory (or takes an empty existing one) and opens its files.
     pub fn create(path: impl AsRef<Path>, options: WriterOptions) -> Result<Self, WriteError> {
         let path = path.as_ref().to_path_buf();
+        options.check(&path)?;
         let max_shard_bytes = MaxShardBytes::new(options.max_shard_bytes).ok_or_else(|| {
             WriteError::InvalidOption {
                 path: path.clone(),
@@ -369,6 +370,7 @@ pub fn manifest_bytes(
         index_sha256: dsrt_atlas_codec::to_hex(index_digest),
         metadata_sha256: dsrt_atlas_codec::to_hex(metadata_digest),
         shards: shards.to_vec(),
+        extra: options.manifest_keys.clone(),
     };
     match options.manifest_version {
         ManifestVersion::V3 => {

@@ -142,3 +142,31 @@ fn a_dropped_writer_leaves_no_manifest() {
     assert_unpublished(&path);
     assert!(path.join("index.bin").exists());
 }
+
+#[test]
+fn a_manifest_key_of_the_format_itself_is_refused_and_others_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let options =
+        WriterOptions::new("s", schema()).manifest_key("sample_count", serde_json::json!(5));
+    let err = CacheWriter::create(dir.path().join("bad"), options).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            WriteError::InvalidOption {
+                option: "manifest_keys",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let options = WriterOptions::new("s", schema())
+        .manifest_key("tokens", serde_json::json!({"dtype": "uint16"}));
+    let path = dir.path().join("good");
+    let mut writer = CacheWriter::create(&path, options).unwrap();
+    writer.add(b"x", &good(1)).unwrap();
+    writer.finish().unwrap();
+    let text = std::fs::read_to_string(path.join("manifest.json")).unwrap();
+    let manifest = dsrt_manifest::Manifest::parse(text.as_bytes()).unwrap();
+    assert_eq!(manifest.extra_key("tokens").unwrap()["dtype"], "uint16");
+    assert!(text.find("\"tokens\"").unwrap() > text.find("\"shards\"").unwrap());
+}

@@ -8,8 +8,8 @@ use crate::error::CliError;
 use crate::output::warn;
 use crate::progress::Progress;
 use datasetrt::pack::{
-    pack as pack_parallel, CancelToken, Convert, FileTree, ImageFolder, PackOptions, Tables,
-    WebDataset,
+    pack as pack_parallel, CancelToken, Convert, FileTree, ImageFolder, Megatron, PackOptions,
+    Tables, WebDataset,
 };
 use datasetrt::{CacheSummary, Schema};
 use std::sync::OnceLock;
@@ -56,6 +56,16 @@ pub(crate) fn pack(
             let tables = Tables::scan(paths, &options)?;
             run.pack(&tables, tables.schema().clone(), tables.len(), out)
                 .map(packed)
+        }
+        ParallelInput::Megatron(prefix, info) => {
+            let megatron = Megatron::open(prefix, info)?;
+            run.pack(
+                &megatron,
+                megatron.schema().clone(),
+                Some(megatron.documents()),
+                out,
+            )
+            .map(packed)
         }
         ParallelInput::WebDataset(tars, options) => {
             let shards = WebDataset::scan(tars, options)?;
@@ -114,7 +124,11 @@ impl<'a> Run<'a> {
         total: Option<u64>,
         out: OutputDir,
     ) -> Result<CacheSummary, CliError> {
-        out.write(self.target, schema, |writer| {
+        let mut writer_options = self.target.writer_options(schema);
+        for (key, value) in convert.manifest_keys() {
+            writer_options = writer_options.manifest_key(key, value);
+        }
+        out.write(writer_options, |writer| {
             let progress = Progress::samples("packing", total);
             let advance = |samples: u64| progress.set(samples);
             let mut options = PackOptions::default()

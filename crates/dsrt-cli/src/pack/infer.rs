@@ -16,6 +16,8 @@ use std::collections::HashMap;
 #[derive(Debug)]
 pub(crate) struct SchemaInference {
     payload_field: String,
+    /// Whether the payload field must be a string (not so for a token array).
+    payload_is_text: bool,
     columns: Vec<ColumnGuess>,
     positions: HashMap<String, usize>,
     records: u64,
@@ -35,10 +37,17 @@ impl SchemaInference {
     pub(crate) fn new(payload_field: &str) -> Self {
         Self {
             payload_field: payload_field.to_owned(),
+            payload_is_text: true,
             columns: Vec::new(),
             positions: HashMap::new(),
             records: 0,
         }
+    }
+
+    /// The payload field holds token arrays (checked when the line is packed), not a string.
+    pub(crate) fn token_arrays(mut self) -> Self {
+        self.payload_is_text = false;
+        self
     }
 
     /// Records observed so far.
@@ -49,7 +58,9 @@ impl SchemaInference {
     /// Takes one record (from line `line`) into account.
     pub(crate) fn observe(&mut self, line: u64, record: &JsonRecord) -> Result<(), InputProblem> {
         // The payload is checked here too, so a bad line fails before anything is written.
-        payload_text(record, &self.payload_field)?;
+        if self.payload_is_text {
+            payload_text(record, &self.payload_field)?;
+        }
         for (field, value) in &record.fields {
             if *field == self.payload_field {
                 continue;

@@ -40,6 +40,14 @@ pub(crate) enum InputProblem {
         /// What it is, e.g. "null" or "a number".
         found: &'static str,
     },
+    /// The token field of a token cache is not an array of integers.
+    #[error("token field {field:?} {reason}")]
+    Tokens {
+        /// The token field.
+        field: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// Inline base64 does not decode.
     #[error("payload field {field:?} is not valid base64: {reason}")]
     PayloadBase64 {

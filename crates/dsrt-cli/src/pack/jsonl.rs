@@ -10,7 +10,8 @@ use super::target::OutputDir;
 use super::PackTarget;
 use crate::error::CliError;
 use crate::progress::Progress;
-use datasetrt::pack::{Convert, Emit, PackError};
+use datasetrt::pack::{Convert, Emit, PackError, TokenColumn};
+use datasetrt::tokens::{TokenDtype, TokenEncoder, TokenInfo, N_TOKENS_COLUMN, TOKENS_KEY};
 use datasetrt::{CacheSummary, ColumnType, Schema, Value, ValueRef};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use std::fmt;
@@ -29,6 +30,9 @@ pub(crate) struct JsonlJob {
     pub(crate) encoding: PayloadEncoding,
     /// The metadata schema; inferred from the input when `None`.
     pub(crate) schema: Option<Schema>,
+    /// For a token cache: the payload field holds each document's ids (a JSON array of
+    /// integers) or its text, as this says.
+    pub(crate) tokens: Option<TokenColumn>,
 }
 
 /// Where JSONL lines come from. Every pass reads from the first line.
@@ -267,6 +271,7 @@ pub(crate) fn pack(
         payload_field,
         encoding,
         schema,
+        tokens,
     } = job;
     let origin = source.origin();
     let base_dir = source.base_dir();
@@ -278,11 +283,27 @@ pub(crate) fn pack(
             (schema, None)
         }
         None => {
-            let (schema, records) = infer_schema(&mut source, &origin, &payload_field)?;
+            let token_arrays = matches!(tokens, Some(TokenColumn::Ids(_)));
+            let (schema, records) =
+                infer_schema(&mut source, &origin, &payload_field, token_arrays)?;
             (schema, Some(records))
         }
     };
     let chunks = line_chunks(&mut source, &origin)?;
+    // A token cache: `n_tokens` before the metadata; ids of no stated width are uint32.
+    let tokens = tokens.map(|column| {
+        let info = match &column {
+            TokenColumn::Ids(info) => info
+                .clone()
+                .unwrap_or_else(|| TokenInfo::new(TokenDtype::U32)),
+            TokenColumn::Text(tokenizer) => tokenizer.info().clone(),
+        };
+        (column, info)
+    });
+    let cache_schema = match &tokens {
+        Some(_) => token_schema(&schema, &origin)?,
+        None => schema.clone(),
+    };
     let lines = JsonlLines {
         source: &source,
         origin,
@@ -291,8 +312,9 @@ pub(crate) fn pack(
         payload_field,
         schema: schema.clone(),
         chunks,
+        tokens,
     };
-    Run::new(target, jobs)?.pack(&lines, schema, records, out)
+    Run::new(target, jobs)?.pack(&lines, cache_schema, records, out)
 }
 
 /// Lines per unit of parallel work: enough that a unit's hand-off is small against its
@@ -355,6 +377,7 @@ struct JsonlLines<'s> {
     payload_field: String,
     schema: Schema,
     chunks: Vec<LineChunk>,
+    tokens: Option<(TokenColumn, TokenInfo)>,
 }
 
 impl Convert for JsonlLines<'_> {
@@ -362,6 +385,13 @@ impl Convert for JsonlLines<'_> {
 
     fn units(&self) -> &[LineChunk] {
         &self.chunks
+    }
+
+    fn manifest_keys(&self) -> Vec<(String, serde_json::Value)> {
+        self.tokens
+            .iter()
+            .map(|(_, info)| (TOKENS_KEY.to_owned(), info.to_json()))
+            .collect()
     }
 
     fn convert(&self, chunk: &LineChunk, emit: &mut Emit<'_>) -> Result<(), PackError> {
@@ -389,6 +419,23 @@ impl Convert for JsonlLines<'_> {
                 .iter()
                 .map(|v| v.to_owned())
                 .collect();
+            if let Some((column, info)) = &self.tokens {
+                let input = || format!("{}, line {line}", self.origin);
+                let (payload, n_tokens) = token_payload(&record, &self.payload_field, column, info)
+                    .map_err(|problem| match problem {
+                        TokenProblem::Line(problem) => at_line(problem),
+                        TokenProblem::Bad(bad) => PackError::token_out_of_range(input(), bad, info),
+                        TokenProblem::Tokenizer(reason) => PackError::Tokenizer {
+                            input: input(),
+                            reason,
+                        },
+                    })?;
+                let mut all = Vec::with_capacity(values.len() + 1);
+                all.push(Value::Int64(n_tokens));
+                all.extend(values);
+                emit.sample(input, payload, all)?;
+                continue;
+            }
             let text = payload_text(&record, &self.payload_field).map_err(at_line)?;
             let payload = payloads
                 .load(&self.payload_field, text)
@@ -398,6 +445,84 @@ impl Convert for JsonlLines<'_> {
         }
         Ok(())
     }
+}
+
+/// Why a line's document cannot become a token cache's.
+enum TokenProblem {
+    Line(InputProblem),
+    Bad(datasetrt::tokens::BadTokenId),
+    Tokenizer(String),
+}
+
+/// The payload of a line's document and its `n_tokens`: the field's JSON array of integers,
+/// or its text tokenized.
+fn token_payload(
+    record: &JsonRecord,
+    field: &str,
+    column: &TokenColumn,
+    info: &TokenInfo,
+) -> Result<(Vec<u8>, i64), TokenProblem> {
+    let encoder = TokenEncoder::new(info);
+    let mut payload = Vec::new();
+    let count = match column {
+        TokenColumn::Ids(_) => {
+            let Some(serde_json::Value::Array(items)) = record.get(field) else {
+                return Err(TokenProblem::Line(InputProblem::Tokens {
+                    field: field.to_owned(),
+                    reason: "must be an array of token ids".into(),
+                }));
+            };
+            let mut ids = Vec::with_capacity(items.len());
+            for (position, item) in items.iter().enumerate() {
+                // Beyond i64 either way: refused below as beyond the width.
+                let id = match item {
+                    serde_json::Value::Number(n) if n.is_i64() || n.is_u64() => {
+                        n.as_i64().unwrap_or(i64::MAX)
+                    }
+                    other => {
+                        return Err(TokenProblem::Line(InputProblem::Tokens {
+                            field: field.to_owned(),
+                            reason: format!("holds {other} at token {position}, not an integer"),
+                        }))
+                    }
+                };
+                ids.push(id);
+            }
+            encoder
+                .encode(&ids, &mut payload)
+                .map_err(TokenProblem::Bad)?;
+            ids.len()
+        }
+        TokenColumn::Text(tokenizer) => {
+            let text = payload_text(record, field).map_err(TokenProblem::Line)?;
+            let mut ids = Vec::new();
+            tokenizer
+                .encode(text, &mut ids)
+                .map_err(TokenProblem::Tokenizer)?;
+            encoder
+                .encode(&ids, &mut payload)
+                .map_err(TokenProblem::Bad)?;
+            ids.len()
+        }
+    };
+    Ok((payload, i64::try_from(count).unwrap_or(i64::MAX)))
+}
+
+/// The cache schema of a token cache whose metadata is `schema`: `n_tokens` first.
+fn token_schema(schema: &Schema, origin: &str) -> Result<Schema, CliError> {
+    if schema.position(N_TOKENS_COLUMN).is_some() {
+        return Err(CliError::Invalid(format!(
+            "{origin}: field {N_TOKENS_COLUMN:?} is a token cache's own column; rename it"
+        )));
+    }
+    let columns = std::iter::once(datasetrt::Column::new(
+        N_TOKENS_COLUMN,
+        ColumnType::Int64,
+        false,
+    ))
+    .chain(schema.columns().iter().cloned())
+    .collect();
+    datasetrt::Schema::new(columns).map_err(|e| CliError::Invalid(format!("{origin}: {e}")))
 }
 
 /// A line's refusal as the packer carries it: its text is the line's own message.
@@ -413,10 +538,14 @@ fn infer_schema(
     source: &mut JsonlSource,
     origin: &str,
     payload_field: &str,
+    token_arrays: bool,
 ) -> Result<(Schema, u64), CliError> {
     let progress = Progress::samples("inferring schema", None);
     let mut records = Records::new(source.open()?, origin.to_owned());
     let mut inference = SchemaInference::new(payload_field);
+    if token_arrays {
+        inference = inference.token_arrays();
+    }
     while let Some((line, record)) = records.next_record()? {
         inference
             .observe(line, &record)

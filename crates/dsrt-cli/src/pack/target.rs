@@ -5,7 +5,7 @@
 use super::remote_out::RemoteOut;
 use super::PackTarget;
 use crate::error::CliError;
-use datasetrt::{CacheSummary, CacheWriter, Schema, WriteError};
+use datasetrt::{CacheSummary, CacheWriter, WriteError, WriterOptions};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -52,21 +52,20 @@ pub(crate) fn prepare(out: &Path, target: &PackTarget) -> Result<OutputDir, CliE
 }
 
 impl OutputDir {
-    /// Creates a writer with `schema`, runs `fill` on it and publishes the cache.
+    /// Creates a writer with `options`, runs `fill` on it and publishes the cache.
     ///
     /// If anything fails before manifest.json is in place, the files the writer made are
     /// removed (and the directory, if this run created it). Only the cache's own file names
     /// are removed, never anything else that may have appeared in the directory.
     pub(crate) fn write(
         self,
-        target: &PackTarget,
-        schema: Schema,
+        options: WriterOptions,
         fill: impl FnOnce(&mut CacheWriter) -> Result<(), CliError>,
     ) -> Result<CacheSummary, CliError> {
         if let Some(remote) = self.remote {
-            return remote.write(target.writer_options(schema), fill);
+            return remote.write(options, fill);
         }
-        let mut writer = CacheWriter::create(&self.path, target.writer_options(schema))?;
+        let mut writer = CacheWriter::create(&self.path, options)?;
         // From here on the writer has made files that are ours to remove on failure.
         let cleanup = Cleanup {
             dir: self,

@@ -7,12 +7,14 @@ native module ``datasetrt._native``; ``datasetrt.torch`` adds a PyTorch ``Iterab
   ``s3://bucket/prefix`` read through a bounded local cache) and serves sample ``i`` in O(1).
 - :class:`Dataset` joins caches (paths and URLs mixed), addressed as ``(cache_id, sample_id)``.
 - :func:`publish` uploads a finished local cache to an object-store prefix, manifest last.
-- :class:`CacheWriter` writes a new cache (a context manager).
+- :class:`CacheWriter` writes a new cache (a context manager); :class:`TokenWriter` writes a
+  token cache (documents of token ids for LLM training, ``docs/format/datasetrt.md``).
 - :func:`pack_dir` and :func:`pack_imagefolder` convert a directory tree (one sample per file;
   ImageFolder's ``root/<class>/<file>`` with labels) on several threads, into the same bytes
   for every number of threads; :func:`pack_parquet` does so for Parquet files and Hugging Face
   ``save_to_disk`` directories (one sample per row), :func:`pack_webdataset` for WebDataset tar
-  shards (one sample per key).
+  shards (one sample per key); :func:`pack_megatron` imports a Megatron-LM indexed dataset into
+  a token cache.
 - :func:`convert` runs a function of yours over a list of inputs in worker processes, into one
   cache that is the same bytes for every number of workers.
 - :class:`Loader` iterates one rank's share of an epoch reproducibly, resumably.
@@ -55,6 +57,7 @@ from ._native import (
     Sample,
     SampleIndexError,
     SampleTable,
+    TokenWriter,
     UnknownCacheError,
     WriteError,
     cache_id_for_source,
@@ -62,6 +65,7 @@ from ._native import (
     open_shard_handles,
     pack_dir,
     pack_imagefolder,
+    pack_megatron,
     pack_parquet,
     pack_webdataset,
     publish,
@@ -94,6 +98,7 @@ __all__ = [
     "ResourceError",
     "Sample",
     "SampleTable",
+    "TokenWriter",
     "WriteError",
     "cache_id_for_source",
     "convert",
@@ -101,6 +106,7 @@ __all__ = [
     "open_shard_handles",
     "pack_dir",
     "pack_imagefolder",
+    "pack_megatron",
     "pack_parquet",
     "pack_webdataset",
     "publish",

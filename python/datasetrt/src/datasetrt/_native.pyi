@@ -296,6 +296,39 @@ class CacheWriter:
     def __exit__(self, exc_type: Any = None, _exc: Any = None, _tb: Any = None) -> bool: ...
 
 @final
+class TokenWriter:
+    def __new__(
+        cls,
+        path: _Path,
+        *,
+        source: str,
+        token_dtype: Any = None,
+        vocab_size: int | None = None,
+        bos_id: int | None = None,
+        eos_id: int | None = None,
+        pad_id: int | None = None,
+        tokenizer: str | None = None,
+        schema: _SchemaSpec | None = None,
+        compression: str = "none",
+        max_shard_bytes: int = ...,
+        io_threads: bool = True,
+    ) -> Self: ...
+    def add(self, tokens: Any, metadata: Mapping[str, Any] | None = None, **fields: Any) -> int: ...
+    def finish(self) -> dict[str, Any]: ...
+    def abort(self, *, remove: bool = False) -> None: ...
+    @property
+    def documents(self) -> int: ...
+    @property
+    def tokens(self) -> int: ...
+    @property
+    def token_dtype(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    def __enter__(self) -> Self: ...
+    # The runtime names the unused arguments `_exc` and `_tb`.
+    def __exit__(self, exc_type: Any = None, _exc: Any = None, _tb: Any = None) -> bool: ...
+
+@final
 class Loader:
     def __new__(
         cls,
@@ -388,8 +421,34 @@ def pack_parquet(
     out: _Path,
     *,
     source: str,
-    payload_column: str,
+    payload_column: str | None = None,
     metadata_columns: Sequence[str] | None = None,
+    compression: str = "none",
+    max_shard_bytes: int = ...,
+    jobs: int | None = None,
+    tokens_column: str | None = None,
+    text_column: str | None = None,
+    tokenizer: _Path | None = None,
+    add_special_tokens: bool = False,
+    append_eos: bool = False,
+    token_dtype: str | None = None,
+    vocab_size: int | None = None,
+    bos_id: int | None = None,
+    eos_id: int | None = None,
+    pad_id: int | None = None,
+    tokenizer_name: str | None = None,
+) -> dict[str, Any]: ...
+def pack_megatron(
+    prefix: _Path,
+    out: _Path,
+    *,
+    source: str,
+    token_dtype: str | None = None,
+    vocab_size: int | None = None,
+    bos_id: int | None = None,
+    eos_id: int | None = None,
+    pad_id: int | None = None,
+    tokenizer_name: str | None = None,
     compression: str = "none",
     max_shard_bytes: int = ...,
     jobs: int | None = None,

@@ -1,0 +1,351 @@
+//! `datasetrt.TokenWriter`: documents of token ids into a token cache (`datasetrt::tokens`).
+
+use crate::errors::{cache_error, detach, obj, path_obj, with_attrs, write_error, WriteError};
+use crate::values::{row_from_dict, schema_from_py};
+use crate::writer::{compression_arg, summary_dict};
+use datasetrt::tokens::{TokenDtype, TokenError, TokenInfo, TokenWriter};
+use datasetrt::{Row, Schema, WriterOptions};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
+use pyo3::types::{PyBytes, PyDict};
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// Writes a token cache: each document's token ids (checked against the width and the
+/// vocabulary) as its payload, their count as the metadata column `n_tokens`, and the token
+/// info as the manifest's `tokens` key (docs/format/datasetrt.md, "Token caches").
+///
+/// `TokenWriter(path, *, source, token_dtype=None, vocab_size=None, bos_id=None, eos_id=None,
+/// pad_id=None, tokenizer=None, schema=None, compression="none", max_shard_bytes=256 MiB,
+/// io_threads=True)`: `token_dtype` is "uint16" or "uint32" (or the NumPy dtype); without it
+/// the narrowest that holds `vocab_size` ids is taken, and with both the vocabulary must fit.
+/// `schema` gives extra metadata columns as `CacheWriter` takes them. A context manager like
+/// `CacheWriter`. Raises WriteError (kind `token_out_of_range` for an id that is negative or
+/// too large, `bad_token_info` for token info that contradicts itself).
+#[pyclass(module = "datasetrt", name = "TokenWriter", frozen)]
+pub(crate) struct PyTokenWriter {
+    writer: Mutex<Option<TokenWriter>>,
+    schema: Schema,
+    path: PathBuf,
+    created: bool,
+}
+
+fn closed() -> PyErr {
+    PyValueError::new_err("this TokenWriter is finished or aborted")
+}
+
+/// A token error as a Python exception: the writer's and reader's own through their
+/// mappings, the token layout's as a `WriteError` with its kind.
+pub(crate) fn token_error(py: Python<'_>, err: &TokenError) -> PyErr {
+    match err {
+        TokenError::Write(inner) => write_error(py, inner),
+        TokenError::Read(inner) => cache_error(py, inner),
+        _ => {
+            let path = match err {
+                TokenError::NotATokenCache { path }
+                | TokenError::BadTokenInfo { path, .. }
+                | TokenError::NTokensColumn { path, .. }
+                | TokenError::TokenOutOfRange { path, .. }
+                | TokenError::LengthMismatch { path, .. }
+                | TokenError::BadNTokens { path, .. } => path_obj(py, path),
+                _ => py.None(),
+            };
+            let attrs = [
+                ("path", path),
+                ("input", py.None()),
+                ("column", py.None()),
+                ("key", py.None()),
+                ("reason", obj(py, err.to_string())),
+                ("kind", obj(py, err.kind())),
+            ];
+            with_attrs::<WriteError>(py, err.to_string(), &attrs)
+        }
+    }
+}
+
+/// The `token_dtype` argument: a name, a NumPy dtype or a NumPy scalar type.
+fn dtype_arg(value: &Bound<'_, PyAny>) -> PyResult<TokenDtype> {
+    let name: String = if let Ok(name) = value.extract::<String>() {
+        name
+    } else if let Ok(name) = value.getattr("name").and_then(|n| n.extract::<String>()) {
+        name
+    } else {
+        value.getattr("__name__")?.extract()?
+    };
+    TokenDtype::parse(&name).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "token_dtype must be \"uint16\" or \"uint32\", not {name:?}"
+        ))
+    })
+}
+
+/// A document's ids, in the integer type they came in.
+enum Ids {
+    I8(Vec<i8>),
+    I16(Vec<i16>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+    U32(Vec<u32>),
+    U64(Vec<u64>),
+}
+
+macro_rules! from_le {
+    ($bytes:expr, $t:ty) => {
+        $bytes
+            .chunks_exact(std::mem::size_of::<$t>())
+            .map(|c| <$t>::from_le_bytes(c.try_into().unwrap_or_default()))
+            .collect()
+    };
+}
+
+/// `tokens` as ids: a one-dimensional NumPy array of any integer dtype (copied once, as
+/// little-endian), or any iterable of ints.
+fn ids_from_py(tokens: &Bound<'_, PyAny>) -> PyResult<Ids> {
+    if tokens.hasattr("dtype")? && tokens.hasattr("tobytes")? {
+        let ndim: usize = tokens.getattr("ndim")?.extract()?;
+        if ndim != 1 {
+            return Err(PyValueError::new_err(format!(
+                "tokens must be one-dimensional, not {ndim}-dimensional"
+            )));
+        }
+        let dtype = tokens.getattr("dtype")?;
+        let kind: String = dtype.getattr("kind")?.extract()?;
+        let size: usize = dtype.getattr("itemsize")?.extract()?;
+        if kind != "i" && kind != "u" {
+            let name: String = dtype.getattr("name")?.extract()?;
+            return Err(PyTypeError::new_err(format!(
+                "tokens must have an integer dtype, not {name}"
+            )));
+        }
+        let little = tokens.call_method1("astype", (format!("<{kind}{size}"),))?;
+        let data = little.call_method0("tobytes")?;
+        let bytes = data.cast::<PyBytes>()?.as_bytes();
+        return Ok(match (kind.as_str(), size) {
+            ("i", 1) => Ids::I8(from_le!(bytes, i8)),
+            ("i", 2) => Ids::I16(from_le!(bytes, i16)),
+            ("i", 4) => Ids::I32(from_le!(bytes, i32)),
+            ("i", 8) => Ids::I64(from_le!(bytes, i64)),
+            ("u", 1) => Ids::U8(bytes.to_vec()),
+            ("u", 2) => Ids::U16(from_le!(bytes, u16)),
+            ("u", 4) => Ids::U32(from_le!(bytes, u32)),
+            ("u", 8) => Ids::U64(from_le!(bytes, u64)),
+            _ => {
+                return Err(PyTypeError::new_err(format!(
+                    "tokens have an integer dtype of {size} bytes"
+                )))
+            }
+        });
+    }
+    if tokens.is_instance_of::<pyo3::types::PyString>() || tokens.is_instance_of::<PyBytes>() {
+        return Err(PyTypeError::new_err(
+            "tokens must be a NumPy integer array or a sequence of ints, not str or bytes",
+        ));
+    }
+    let mut signed = Vec::new();
+    for (position, item) in tokens.try_iter()?.enumerate() {
+        let item = item?;
+        match item.extract::<i64>() {
+            Ok(v) => signed.push(v),
+            // Beyond i64 both ways: refused below as any id beyond the width.
+            Err(_) if item.extract::<u64>().is_ok() => signed.push(i64::MAX),
+            Err(_) => {
+                return Err(PyTypeError::new_err(format!(
+                    "token {position} is not an int: {}",
+                    item.repr()?
+                )))
+            }
+        }
+    }
+    Ok(Ids::I64(signed))
+}
+
+impl PyTokenWriter {
+    fn with_writer<T>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut TokenWriter) -> PyResult<T>,
+    ) -> PyResult<T> {
+        let mut guard = self
+            .writer
+            .lock_py_attached(py)
+            .map_err(|_| PyValueError::new_err("the TokenWriter failed in another thread"))?;
+        f(guard.as_mut().ok_or_else(closed)?)
+    }
+
+    fn take(&self, py: Python<'_>) -> PyResult<Option<TokenWriter>> {
+        Ok(self
+            .writer
+            .lock_py_attached(py)
+            .map_err(|_| PyValueError::new_err("the TokenWriter failed in another thread"))?
+            .take())
+    }
+}
+
+#[pymethods]
+impl PyTokenWriter {
+    #[new]
+    #[pyo3(signature = (path, *, source, token_dtype = None, vocab_size = None, bos_id = None, eos_id = None, pad_id = None, tokenizer = None, schema = None, compression = "none", max_shard_bytes = datasetrt::DEFAULT_MAX_SHARD_BYTES, io_threads = true))]
+    #[allow(clippy::too_many_arguments)] // the Python signature's keywords
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        source: String,
+        token_dtype: Option<&Bound<'_, PyAny>>,
+        vocab_size: Option<u64>,
+        bos_id: Option<u32>,
+        eos_id: Option<u32>,
+        pad_id: Option<u32>,
+        tokenizer: Option<String>,
+        schema: Option<&Bound<'_, PyAny>>,
+        compression: &str,
+        max_shard_bytes: u64,
+        io_threads: bool,
+    ) -> PyResult<Self> {
+        let schema = schema.map(schema_from_py).transpose()?.unwrap_or_default();
+        let dtype = match (token_dtype, vocab_size) {
+            (Some(dtype), _) => dtype_arg(dtype)?,
+            (None, Some(size)) => TokenDtype::for_vocab(size),
+            (None, None) => {
+                return Err(PyValueError::new_err(
+                    "give token_dtype (\"uint16\" or \"uint32\") or vocab_size",
+                ))
+            }
+        };
+        let info = TokenInfo {
+            dtype,
+            vocab_size,
+            bos_id,
+            eos_id,
+            pad_id,
+            tokenizer,
+        };
+        let options = WriterOptions::new(source, schema.clone())
+            .compression(compression_arg(compression)?)
+            .max_shard_bytes(max_shard_bytes)
+            .io_threads(io_threads);
+        let created = !path.exists();
+        let writer = detach(py, || TokenWriter::create(&path, options, info))?
+            .map_err(|e| token_error(py, &e))?;
+        Ok(Self {
+            writer: Mutex::new(Some(writer)),
+            schema,
+            path,
+            created,
+        })
+    }
+
+    /// Adds one document and returns its sample id. `tokens` is a one-dimensional NumPy
+    /// array of any integer dtype or a sequence of ints; every id is checked (a negative one,
+    /// or one beyond the width or the vocabulary, raises WriteError naming its position and
+    /// writes nothing). Metadata for the schema's columns as a dict and/or keywords.
+    #[pyo3(signature = (tokens, metadata = None, **fields))]
+    fn add(
+        &self,
+        py: Python<'_>,
+        tokens: &Bound<'_, PyAny>,
+        metadata: Option<&Bound<'_, PyDict>>,
+        fields: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<u64> {
+        let row: Row = match (metadata, fields) {
+            (Some(m), Some(f)) => {
+                let merged = m.copy()?;
+                merged.update(f.as_mapping())?;
+                row_from_dict(&self.schema, &merged)?
+            }
+            (Some(d), None) | (None, Some(d)) => row_from_dict(&self.schema, d)?,
+            (None, None) => Row::new(),
+        };
+        let ids = ids_from_py(tokens)?;
+        self.with_writer(py, |writer| {
+            let added = detach(py, || match &ids {
+                Ids::I8(v) => writer.add(v, &row),
+                Ids::I16(v) => writer.add(v, &row),
+                Ids::I32(v) => writer.add(v, &row),
+                Ids::I64(v) => writer.add(v, &row),
+                Ids::U8(v) => writer.add(v, &row),
+                Ids::U16(v) => writer.add(v, &row),
+                Ids::U32(v) => writer.add(v, &row),
+                Ids::U64(v) => writer.add(v, &row),
+            })?;
+            added.map_err(|e| token_error(py, &e))
+        })
+    }
+
+    /// Publishes the cache. Returns `CacheWriter.finish`'s summary dict with `tokens` (the
+    /// total) and `token_dtype`.
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let writer = self.take(py)?.ok_or_else(closed)?;
+        let summary = detach(py, move || writer.finish())?.map_err(|e| token_error(py, &e))?;
+        let dict = summary_dict(py, &summary.cache)?;
+        dict.set_item("tokens", summary.tokens)?;
+        dict.set_item("token_dtype", summary.info.dtype.as_str())?;
+        Ok(dict)
+    }
+
+    /// Stops without publishing; with `remove=True` the files written go too (see
+    /// `CacheWriter.abort`).
+    #[pyo3(signature = (*, remove = false))]
+    fn abort(&self, py: Python<'_>, remove: bool) -> PyResult<()> {
+        let writer = self.take(py)?;
+        let (path, created) = (self.path.clone(), self.created);
+        detach(py, move || {
+            drop(writer);
+            if remove {
+                datasetrt::remove_unpublished(&path, created);
+            }
+        })
+    }
+
+    /// Documents added so far.
+    #[getter]
+    fn documents(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with_writer(py, |w| Ok(w.documents()))
+    }
+
+    /// Tokens added so far.
+    #[getter]
+    fn tokens(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with_writer(py, |w| Ok(w.tokens()))
+    }
+
+    /// The id width: "uint16" or "uint32".
+    #[getter]
+    fn token_dtype(&self, py: Python<'_>) -> PyResult<&'static str> {
+        self.with_writer(py, |w| Ok(w.info().dtype.as_str()))
+    }
+
+    /// The cache directory.
+    #[getter]
+    fn path(&self) -> String {
+        self.path.to_string_lossy().into_owned()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (exc_type = None, _exc = None, _tb = None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let failed = exc_type.is_some_and(|t| !t.is_none());
+        let open = self
+            .writer
+            .lock_py_attached(py)
+            .map_err(|_| PyValueError::new_err("the TokenWriter failed in another thread"))?
+            .is_some();
+        if failed {
+            self.abort(py, false)?;
+        } else if open {
+            self.finish(py)?;
+        }
+        Ok(false)
+    }
+}

@@ -1,0 +1,178 @@
+//! Ids of any integer type checked and laid out as a payload: the one place it is done.
+
+use crate::{TokenDtype, TokenInfo};
+
+/// An integer type token ids may arrive in (NumPy arrays, Arrow lists, Megatron files).
+pub trait TokenId: Copy {
+    /// The value as an id, or `None` when it is negative or above `u32::MAX`.
+    fn to_id(self) -> Option<u32>;
+    /// The value itself, for messages.
+    fn widened(self) -> i128;
+}
+
+macro_rules! token_id {
+    ($($t:ty),*) => {$(
+        impl TokenId for $t {
+            #[inline]
+            fn to_id(self) -> Option<u32> {
+                u32::try_from(self).ok()
+            }
+            #[inline]
+            fn widened(self) -> i128 {
+                i128::from(self)
+            }
+        }
+    )*};
+}
+token_id!(u8, u16, u32, u64, i8, i16, i32, i64);
+
+/// An id that does not fit: where it is in its document, and its value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BadTokenId {
+    /// Its position in the document.
+    pub position: usize,
+    /// Its value.
+    pub id: i128,
+    /// The largest id allowed.
+    pub max_id: u32,
+}
+
+/// Checks ids against a token cache's width and vocabulary and writes them as its payloads
+/// are laid out (little-endian, the cache's width).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenEncoder {
+    dtype: TokenDtype,
+    max_id: u32,
+}
+
+impl TokenEncoder {
+    /// The encoder of a cache described by `info`.
+    pub fn new(info: &TokenInfo) -> Self {
+        Self {
+            dtype: info.dtype,
+            max_id: info.max_id(),
+        }
+    }
+
+    /// The width it writes.
+    pub fn dtype(&self) -> TokenDtype {
+        self.dtype
+    }
+
+    /// The largest id it accepts.
+    pub fn max_id(&self) -> u32 {
+        self.max_id
+    }
+
+    /// Replaces `out` with the payload of the document `ids`; the first id that is negative
+    /// or above [`Self::max_id`] is refused (and `out` then holds no meaningful bytes).
+    pub fn encode<T: TokenId>(&self, ids: &[T], out: &mut Vec<u8>) -> Result<(), BadTokenId> {
+        out.clear();
+        self.encode_append(ids, out)
+    }
+
+    /// Appends the payload of `ids` to `out`, as [`Self::encode`] does; on a refusal `out` is
+    /// left as it was.
+    pub fn encode_append<T: TokenId>(
+        &self,
+        ids: &[T],
+        out: &mut Vec<u8>,
+    ) -> Result<(), BadTokenId> {
+        let start = out.len();
+        let width = self.dtype.width();
+        out.resize(start + ids.len() * width, 0);
+        let written = match self.dtype {
+            // `max_id` is at most u16::MAX for this width, so the conversion never saturates.
+            TokenDtype::U16 => self.write::<2, T>(ids, &mut out[start..], |id| {
+                u16::try_from(id).unwrap_or(u16::MAX).to_le_bytes()
+            }),
+            TokenDtype::U32 => self.write::<4, T>(ids, &mut out[start..], u32::to_le_bytes),
+        };
+        if written.is_err() {
+            out.truncate(start);
+        }
+        written
+    }
+
+    #[inline]
+    fn write<const W: usize, T: TokenId>(
+        &self,
+        ids: &[T],
+        out: &mut [u8],
+        bytes: impl Fn(u32) -> [u8; W],
+    ) -> Result<(), BadTokenId> {
+        for (position, (slot, &id)) in out.chunks_exact_mut(W).zip(ids).enumerate() {
+            match id.to_id() {
+                Some(value) if value <= self.max_id => slot.copy_from_slice(&bytes(value)),
+                _ => {
+                    return Err(BadTokenId {
+                        position,
+                        id: id.widened(),
+                        max_id: self.max_id,
+                    })
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn decode(dtype: TokenDtype, bytes: &[u8]) -> Vec<u32> {
+        match dtype {
+            TokenDtype::U16 => bytes
+                .chunks_exact(2)
+                .map(|c| u32::from(u16::from_le_bytes([c[0], c[1]])))
+                .collect(),
+            TokenDtype::U32 => bytes
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn refuses_the_first_id_that_does_not_fit() {
+        let encoder = TokenEncoder::new(&TokenInfo::for_vocab(1000));
+        let mut out = vec![9];
+        let err = encoder
+            .encode_append(&[1i64, 999, 1000, -1], &mut out)
+            .unwrap_err();
+        assert_eq!((err.position, err.id, err.max_id), (2, 1000, 999));
+        assert_eq!(out, [9], "a refused document leaves nothing behind");
+        let err = encoder.encode(&[5i32, -3], &mut out).unwrap_err();
+        assert_eq!((err.position, err.id), (1, -3));
+        let wide = TokenEncoder::new(&TokenInfo::new(TokenDtype::U32));
+        let err = wide
+            .encode(&[u64::from(u32::MAX) + 1], &mut out)
+            .unwrap_err();
+        assert_eq!(err.id, i128::from(u32::MAX) + 1);
+        let narrow = TokenEncoder::new(&TokenInfo::new(TokenDtype::U16));
+        assert_eq!(
+            narrow.encode(&[65_536u32], &mut out).unwrap_err().id,
+            65_536
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn ids_that_fit_round_trip(ids in proptest::collection::vec(0u32..=u32::MAX, 0..300),
+                                   narrow in any::<bool>()) {
+            let dtype = if narrow { TokenDtype::U16 } else { TokenDtype::U32 };
+            let ids: Vec<u32> = ids.into_iter().map(|id| id.min(dtype.max_id())).collect();
+            let encoder = TokenEncoder::new(&TokenInfo::new(dtype));
+            let mut out = Vec::new();
+            encoder.encode(&ids, &mut out).unwrap();
+            prop_assert_eq!(out.len(), ids.len() * dtype.width());
+            prop_assert_eq!(decode(dtype, &out), ids.clone());
+            let as_i64: Vec<i64> = ids.iter().map(|&id| i64::from(id)).collect();
+            let mut again = Vec::new();
+            encoder.encode(&as_i64, &mut again).unwrap();
+            prop_assert_eq!(again, out);
+        }
+    }
+}
