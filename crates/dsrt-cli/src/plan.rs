@@ -45,8 +45,8 @@ pub(crate) struct PlanArgs {
     /// 4096 bytes unless given).
     #[arg(long, value_name = "SAMPLES,SHARDS[,BYTES]", value_parser = parse_synthetic)]
     synthetic: Option<Synthetic>,
-    /// Plan documents instead of caches: DOCS,SHARDS,MEAN_TOKENS (equal shards; log-normal
-    /// lengths of that mean, 2-byte tokens). Needs --seq-len.
+    /// Plan documents instead of token caches: DOCS,SHARDS,MEAN_TOKENS (equal shards;
+    /// log-normal lengths of that mean, 2-byte tokens). Needs --seq-len.
     #[arg(
         long,
         value_name = "DOCS,SHARDS,MEAN_TOKENS",
@@ -176,6 +176,12 @@ struct TokenArgs {
     /// Documents longer than L when packing: split, truncate or refuse.
     #[arg(long, value_enum, default_value_t = LongDocsArg::Split, requires = "seq_len")]
     long_docs: LongDocsArg,
+    /// Begin each document with this token, unless its cache's documents already do.
+    #[arg(long, requires = "seq_len")]
+    bos_id: Option<u32>,
+    /// End each document with this token, unless its cache's documents already do.
+    #[arg(long, requires = "seq_len")]
+    eos_id: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -227,15 +233,8 @@ fn parse_synthetic_tokens(text: &str) -> Result<SyntheticTokens, String> {
 /// `dsrt plan --seq-len`: the plan of an epoch of token rows.
 fn run_tokens(args: &PlanArgs, seq_len: u64, started: Instant) -> Result<(), CliError> {
     use datasetrt::token_stream::{
-        LongDocs, PackMode, RunConfig, SyntheticSource, SyntheticSpec, TokenConfig, TokenPlan,
-        TokenReport, TokenState,
-    };
-    let Some(spec) = args.synthetic_tokens else {
-        return Err(CliError::Invalid(
-            "--seq-len plans token caches with --synthetic-tokens only, until token caches \
-             can be opened"
-                .into(),
-        ));
+        CacheSource, LongDocs, PackMode, RunConfig, SyntheticSource, SyntheticSpec, TokenConfig,
+        TokenPlan, TokenReport, TokenState,
     };
     let plan_config = args.epoch.plan_config();
     if args.epoch.samples_per_epoch.is_some() {
@@ -268,13 +267,10 @@ fn run_tokens(args: &PlanArgs, seq_len: u64, started: Instant) -> Result<(), Cli
         shuffle: plan_config.shuffle,
         window_block: args.tokens.window_block,
         packing_bins: args.tokens.packing_bins,
+        bos_id: args.tokens.bos_id,
+        eos_id: args.tokens.eos_id,
         ..TokenConfig::default()
     };
-    let source = SyntheticSource::new(vec![SyntheticSpec::new(
-        spec.docs,
-        spec.shards,
-        spec.mean_tokens,
-    )]);
     let resume: Option<TokenState> = match &args.epoch.resume {
         Some(path) => {
             let text = std::fs::read(path).map_err(CliError::io(path, "read state file"))?;
@@ -293,8 +289,24 @@ fn run_tokens(args: &PlanArgs, seq_len: u64, started: Instant) -> Result<(), Cli
         policy: args.epoch.policy(),
         resume,
     };
-    let plan = TokenPlan::new(&source, &config, &run)?;
-    let mut report = TokenReport::compute(&plan, &source, 64)?;
+    let mut report = match args.synthetic_tokens {
+        Some(spec) => {
+            let source = SyntheticSource::new(vec![SyntheticSpec::new(
+                spec.docs,
+                spec.shards,
+                spec.mean_tokens,
+            )]);
+            TokenReport::compute(&TokenPlan::new(&source, &config, &run)?, &source, 64)?
+        }
+        None => {
+            // Only manifests, indexes and metadata are read (and, with --bos-id or --eos-id,
+            // each document's ends, to count those that carry them).
+            let dataset =
+                Dataset::from_caches(open_all(&args.caches, OpenOptions::default(), &args.store)?)?;
+            let source = CacheSource::new(dataset)?;
+            TokenReport::compute(&TokenPlan::new(&source, &config, &run)?, &source, 64)?
+        }
+    };
     if args.summary {
         report.nodes.clear();
     }

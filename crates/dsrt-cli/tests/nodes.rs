@@ -323,6 +323,76 @@ fn a_plan_of_half_a_billion_token_documents_takes_under_a_minute_in_256_mb() {
 }
 
 #[test]
+fn a_token_plan_of_packed_caches_counts_their_tokens_and_weights() {
+    let root = tempfile::tempdir().unwrap();
+    let mut lengths = Vec::new();
+    for (name, docs) in [("a", 300u64), ("b", 120)] {
+        let lines: String = (0..docs)
+            .map(|d| {
+                let n = 1 + (d * 7919) % 97;
+                lengths.push(n);
+                let ids: Vec<u64> = (0..n).map(|i| (d + i) % 1000).collect();
+                format!("{}\n", serde_json::json!({ "ids": ids }))
+            })
+            .collect();
+        std::fs::write(root.path().join(format!("{name}.jsonl")), lines).unwrap();
+        let jsonl = format!("{name}.jsonl");
+        let args = [
+            "pack",
+            "--jsonl",
+            &jsonl,
+            "--tokens-column",
+            "ids",
+            "--out",
+            name,
+            "--vocab-size",
+            "1000",
+            "--max-shard-bytes",
+            "4096",
+            "--source",
+            name,
+        ];
+        dsrt_in(root.path(), &args).ok();
+    }
+    let args = [
+        "plan",
+        "a",
+        "b",
+        "--seq-len",
+        "64",
+        "--eos-id",
+        "999",
+        "--weights",
+        "0.7,0.3",
+        "--world-size",
+        "4",
+        "--ranks-per-node",
+        "2",
+        "--json",
+    ];
+    let report: serde_json::Value =
+        serde_json::from_str(&dsrt_in(root.path(), &args).ok().stdout_text()).unwrap();
+    // Every document gets an EOS (none ends with token 999).
+    let natural: u64 = lengths.iter().map(|n| n + 1).sum();
+    let budgets: u64 = report["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["budget"].as_u64().unwrap())
+        .sum();
+    assert_eq!(budgets, natural, "{report}");
+    let share = report["sources"][0]["share"].as_f64().unwrap();
+    assert!((share - 0.7).abs() < 0.02, "{report}");
+    let tokens = report["epoch_tokens"].as_u64().unwrap();
+    assert_eq!(report["rows"].as_u64().unwrap(), tokens.div_ceil(64));
+    assert_eq!(
+        report["rows_per_rank"].as_u64().unwrap(),
+        tokens.div_ceil(64).div_ceil(4)
+    );
+    assert!(report["shards_read"].as_u64().unwrap() > 4, "{report}");
+}
+
+#[test]
 fn token_plans_refuse_sample_budgets_and_bad_shapes() {
     let root = tempfile::tempdir().unwrap();
     let run = dsrt_in(

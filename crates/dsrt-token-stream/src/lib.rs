@@ -15,13 +15,19 @@
 //! lengths; where a window starts is computed, never stored, so memory grows with shards and
 //! caches, not with documents or windows.
 //!
-//! What it is not for: reading caches (a [`DocumentSource`] gives lengths and tokens) or the
-//! order of samples (`dsrt-plan`).
+//! [`CacheSource`] is the [`DocumentSource`] of token caches (`dsrt-tokens`): lengths from the
+//! mapped `n_tokens` column, tokens from the shards; [`SyntheticSource`] computes both, for
+//! plans and tests at the scale of real corpora.
 //!
-//! Layering: above `dsrt-plan`, below the loaders and bindings that read token caches.
+//! What it is not for: the token cache layout (`dsrt-tokens`) or the order of samples
+//! (`dsrt-plan`).
+//!
+//! Layering: above `dsrt-plan`, `dsrt-dataset` and `dsrt-tokens`; re-exported by the
+//! `datasetrt` facade as `datasetrt::token_stream`.
 #![forbid(unsafe_code)]
 
 mod batch;
+mod cache_source;
 mod config;
 mod loader;
 mod merge;
@@ -34,6 +40,7 @@ mod stream;
 mod synthetic;
 
 pub use batch::{BatchPiece, BatchPool, Column, Expanded, SharedColumn, TokenBatch, IGNORE_INDEX};
+pub use cache_source::CacheSource;
 pub use config::{
     LongDocs, PackMode, RunConfig, TokenConfig, TokenState, TokenStreamError, DEFAULT_PACKING_BINS,
     DEFAULT_WINDOW_BLOCK, MAX_SEQ_LEN,

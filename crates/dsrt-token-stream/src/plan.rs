@@ -492,7 +492,7 @@ fn added<S: DocumentSource>(
         End::Start => ("BOS", "begin"),
         End::End => ("EOS", "end"),
     };
-    match source.coverage(c, end, token) {
+    match source.coverage(c, end, token)? {
         Coverage::All => Ok(None),
         Coverage::None => Ok(Some(token)),
         Coverage::Some { count, of } => Err(TokenStreamError::Boundary {

@@ -100,8 +100,9 @@ pub trait DocumentSource: Send + Sync {
         docs.map(|doc| self.n_tokens(source, doc)).sum()
     }
 
-    /// How many of a source's documents have `token` at `end`.
-    fn coverage(&self, source: usize, end: End, token: u32) -> Coverage;
+    /// How many of a source's documents have `token` at `end` (a source that counts them by
+    /// reading its documents may fail to).
+    fn coverage(&self, source: usize, end: End, token: u32) -> Result<Coverage, TokenStreamError>;
 
     /// The `(cache_id, sample_id)` of a document.
     fn key(&self, source: usize, doc: u64) -> (u64, u64);

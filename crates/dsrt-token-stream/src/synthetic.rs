@@ -272,19 +272,19 @@ impl DocumentSource for SyntheticSource {
         tokens
     }
 
-    fn coverage(&self, source: usize, end: End, token: u32) -> Coverage {
+    fn coverage(&self, source: usize, end: End, token: u32) -> Result<Coverage, TokenStreamError> {
         let spec = &self.specs[source];
         if end == End::End && spec.eos == Some(token) {
-            return Coverage::All;
+            return Ok(Coverage::All);
         }
         // Drawn tokens lie below the vocabulary size: an id outside it (other than the EOS)
         // is carried by no document. Within it, whether one begins or ends with it is
         // chance, which the source does not count.
-        if token >= spec.vocab && spec.eos != Some(token) {
+        Ok(if token >= spec.vocab && spec.eos != Some(token) {
             Coverage::None
         } else {
             Coverage::Unknown
-        }
+        })
     }
 
     fn key(&self, source: usize, doc: u64) -> (u64, u64) {
