@@ -21,6 +21,8 @@ pub struct LoaderOptions {
     /// Whether batches come with their training columns derived ([`TokenBatch::expand`]) or
     /// compact (tokens and pieces, to cross a process boundary and be expanded there).
     pub expand: bool,
+    /// The first batch to read (earlier ones are skipped, not read).
+    pub first_batch: u64,
 }
 
 impl Default for LoaderOptions {
@@ -30,6 +32,7 @@ impl Default for LoaderOptions {
             workers: 2,
             prefetch: 2,
             expand: true,
+            first_batch: 0,
         }
     }
 }
@@ -84,6 +87,8 @@ type Worker = (
 /// resumes exactly after the last one, on any topology.
 pub struct TokenLoader<S: DocumentSource + 'static> {
     shared: Arc<Shared<S>>,
+    /// The first batch read.
+    first: u64,
     next_batch: u64,
     batches: u64,
     inline: Option<Reader<S>>,
@@ -111,21 +116,18 @@ impl<S: DocumentSource + 'static> TokenLoader<S> {
             batch_size,
             expand: options.expand,
         });
+        let first = options.first_batch.min(batches);
         let workers = (0..options.workers)
             .map(|w| {
-                spawn(
-                    &shared,
-                    w as u64,
-                    options.workers as u64,
-                    batches,
-                    options.prefetch,
-                )
+                let stride = options.workers as u64;
+                spawn(&shared, first + w as u64, stride, batches, options.prefetch)
             })
             .collect();
         let inline = (options.workers == 0).then(|| Reader::new(&shared));
         Self {
             shared,
-            next_batch: 0,
+            first,
+            next_batch: first,
             batches,
             inline,
             workers,
@@ -195,7 +197,8 @@ impl<S: DocumentSource + 'static> Iterator for TokenLoader<S> {
         let batch = if let Some(reader) = self.inline.as_mut() {
             reader.batch(&self.shared, index)
         } else {
-            let worker = usize::try_from(index % self.workers.len() as u64).unwrap_or(0);
+            let worker =
+                usize::try_from((index - self.first) % self.workers.len() as u64).unwrap_or(0);
             match receive(&self.workers[worker].0) {
                 Ok(batch) => batch,
                 Err(error) => {

@@ -141,6 +141,7 @@ fn every_column_agrees_with_the_documents_and_every_token_is_an_input_once() {
                 workers: 2,
                 prefetch: 2,
                 expand: true,
+                first_batch: 0,
             };
             for batch in loader(&source, &config, 3, rank, options) {
                 stretches.extend(check_batch(&source, &batch.unwrap()));
@@ -184,6 +185,7 @@ fn batches_do_not_depend_on_workers_or_prefetch() {
             workers,
             prefetch,
             expand: false,
+            first_batch: 0,
         };
         loader(&source, &config, 2, 1, options)
             .flat_map(|b| b.unwrap().tokens().to_vec())
@@ -213,6 +215,7 @@ fn a_compact_batch_rebuilt_from_its_parts_expands_to_the_same_columns() {
         workers: 0,
         prefetch: 1,
         expand: false,
+        first_batch: 0,
     };
     let pool = BatchPool::new();
     for batch in loader(&source, &config, 1, 0, options).take(5) {
@@ -258,6 +261,7 @@ fn a_loader_state_resumes_after_the_last_batch_on_another_topology() {
         workers: 1,
         prefetch: 2,
         expand: false,
+        first_batch: 0,
     };
     let everything: Vec<Vec<u32>> = loader(&source, &config, 1, 0, options)
         .flat_map(|b| {

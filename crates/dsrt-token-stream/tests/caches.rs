@@ -103,6 +103,7 @@ fn job(
                 workers: 2,
                 prefetch: 2,
                 expand: true,
+                first_batch: 0,
             };
             let loader = TokenLoader::new(Arc::clone(&plan), Arc::clone(source), options);
             let batches = loader.map(Result::unwrap).collect();
@@ -313,6 +314,7 @@ fn a_document_that_cannot_be_read_is_an_error_naming_the_cache_and_document() {
         workers: 0,
         prefetch: 1,
         expand: false,
+        first_batch: 0,
     };
     let failure = TokenLoader::new(plan, Arc::clone(&source), options)
         .find_map(Result::err)
