@@ -18,13 +18,13 @@ use arrow_schema::{DataType, Field, Fields};
 use datasetrt::token_stream::{
     BatchPiece, BatchPool, CacheSource, Column, LoaderOptions, LongDocs, PackMode, RowBlock,
     RowCursor, RunConfig, TokenBatch, TokenConfig, TokenLoader, TokenPlan, TokenReport, TokenState,
-    TokenStreamError,
+    TokenStreamError as StreamError,
 };
 use datasetrt::{DatasetError, RemainderPolicy, Sampling, Shuffle};
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::PyDict;
 use std::sync::{Arc, Mutex, OnceLock};
 
 pyo3::create_exception!(
@@ -36,14 +36,14 @@ pyo3::create_exception!(
 
 /// A token stream error as a Python exception: settings as `ValueError`, a plan or state
 /// refused as a `DatasetError`, a read failure as the reader's own error.
-pub(crate) fn stream_error(py: Python<'_>, err: &TokenStreamError) -> PyErr {
+pub(crate) fn stream_error(py: Python<'_>, err: &StreamError) -> PyErr {
     if let Some(raised) = crate::interrupt::pending(py) {
         return raised;
     }
     match err {
-        TokenStreamError::Config(message) => PyValueError::new_err(message.clone()),
-        TokenStreamError::Plan(plan) => dataset_error(py, &DatasetError::Plan(plan.clone())),
-        TokenStreamError::Read(inner) => {
+        StreamError::Config(message) => PyValueError::new_err(message.clone()),
+        StreamError::Plan(plan) => dataset_error(py, &DatasetError::Plan(plan.clone())),
+        StreamError::Read(inner) => {
             if let Some(e) = inner.downcast_ref::<datasetrt::tokens::TokenError>() {
                 token_error(py, e)
             } else if let Some(e) = inner.downcast_ref::<datasetrt::CacheError>() {
@@ -58,20 +58,20 @@ pub(crate) fn stream_error(py: Python<'_>, err: &TokenStreamError) -> PyErr {
                 with_attrs::<TokenStreamError>(py, inner.to_string(), &attrs)
             }
         }
-        TokenStreamError::Interrupted { .. } | TokenStreamError::WorkerStopped => {
+        StreamError::Interrupted { .. } | StreamError::WorkerStopped => {
             dataset_error(py, &DatasetError::WorkerStopped)
         }
         other => {
             let (path, kind, sample) = match other {
-                TokenStreamError::Boundary { source_name, .. } => {
+                StreamError::Boundary { source_name, .. } => {
                     (Some(source_name), "boundary", None)
                 }
-                TokenStreamError::LongDocument {
+                StreamError::LongDocument {
                     source_name,
                     sample_id,
                     ..
                 } => (Some(source_name), "long_document", Some(*sample_id)),
-                TokenStreamError::EmptySource { source_name } => {
+                StreamError::EmptySource { source_name } => {
                     (Some(source_name), "empty_source", None)
                 }
                 _ => (None, "other", None),
@@ -252,7 +252,7 @@ impl PyTokenPlan {
             wait_for_room,
         })?;
         let dataset = open_locations(py, &paths, &args)?;
-        let (source, plan) = detach(py, move || -> Result<_, TokenStreamError> {
+        let (source, plan) = detach(py, move || -> Result<_, StreamError> {
             let source = CacheSource::new(dataset)?;
             let plan = TokenPlan::new(&source, &config, &run)?;
             Ok((source, plan))
@@ -328,7 +328,7 @@ impl PyTokenPlan {
             .map_err(|_| PyValueError::new_err("the plan failed in another thread"))?;
         let (plan, source) = (&self.plan, &self.source);
         let slot = &mut *guard;
-        let batch = detach(py, || -> Result<TokenBatch, TokenStreamError> {
+        let batch = detach(py, || -> Result<TokenBatch, StreamError> {
             let reader = slot.get_or_insert_with(|| Reader {
                 cursor: RowCursor::new(plan, source.as_ref()),
                 rows: RowBlock::default(),
