@@ -9,12 +9,15 @@
 //! sample per regular file) and of ImageFolder layouts ([`ImageFolder`]: `root/<class>/<file>`)
 //! live here, as do those of tables ([`Tables`]: Parquet files and Hugging Face `save_to_disk`
 //! datasets, one sample per row) and of WebDataset tar shards ([`WebDataset`]: one sample per
-//! key).
+//! key). Token inputs write token caches (`dsrt-tokens`): [`TableOptions::tokens`] takes a
+//! list column of ids or a text column tokenized in the workers ([`TextTokenizer`], the Hugging
+//! Face `tokenizers` crate), and [`Megatron`] imports a Megatron-LM indexed dataset, one sample
+//! per document.
 //!
 //! What it is not for: the cache format (`dsrt-writer` writes it) or where the output goes (a
 //! directory or a store prefix: the caller's, as is removing a cache a failed run left).
 //!
-//! Layering: above `dsrt-writer`; re-exported by the `datasetrt` facade (`datasetrt::pack`),
+//! Layering: above `dsrt-writer` and `dsrt-tokens`; re-exported by the `datasetrt` facade (`datasetrt::pack`),
 //! used by the `dsrt` CLI and the Python package.
 #![forbid(unsafe_code)]
 

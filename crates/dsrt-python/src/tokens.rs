@@ -90,6 +90,8 @@ enum Ids {
     U16(Vec<u16>),
     U32(Vec<u32>),
     U64(Vec<u64>),
+    /// An int beyond 64 bits at this position (its decimal text): refused as out of range.
+    Beyond(usize, String),
 }
 
 macro_rules! from_le {
@@ -149,8 +151,9 @@ fn ids_from_py(tokens: &Bound<'_, PyAny>) -> PyResult<Ids> {
         let item = item?;
         match item.extract::<i64>() {
             Ok(v) => signed.push(v),
-            // Beyond i64 both ways: refused below as any id beyond the width.
-            Err(_) if item.extract::<u64>().is_ok() => signed.push(i64::MAX),
+            Err(_) if item.is_instance_of::<pyo3::types::PyInt>() => {
+                return Ok(Ids::Beyond(position, item.str()?.to_string()))
+            }
             Err(_) => {
                 return Err(PyTypeError::new_err(format!(
                     "token {position} is not an int: {}",
@@ -260,6 +263,27 @@ impl PyTokenWriter {
         };
         let ids = ids_from_py(tokens)?;
         self.with_writer(py, |writer| {
+            if let Ids::Beyond(position, id) = &ids {
+                let info = writer.info();
+                let err = TokenError::TokenOutOfRange {
+                    path: writer.path().to_path_buf(),
+                    sample: writer.documents(),
+                    position: *position,
+                    id: 0,
+                    max_id: info.max_id(),
+                    limit: info.limit(),
+                };
+                let message = err.to_string().replacen(" is 0,", &format!(" is {id},"), 1);
+                let attrs = [
+                    ("path", path_obj(py, writer.path())),
+                    ("input", py.None()),
+                    ("column", py.None()),
+                    ("key", py.None()),
+                    ("reason", obj(py, &message)),
+                    ("kind", obj(py, err.kind())),
+                ];
+                return Err(with_attrs::<WriteError>(py, message, &attrs));
+            }
             let added = detach(py, || match &ids {
                 Ids::I8(v) => writer.add(v, &row),
                 Ids::I16(v) => writer.add(v, &row),
@@ -269,6 +293,7 @@ impl PyTokenWriter {
                 Ids::U16(v) => writer.add(v, &row),
                 Ids::U32(v) => writer.add(v, &row),
                 Ids::U64(v) => writer.add(v, &row),
+                Ids::Beyond(..) => unreachable!("refused above"),
             })?;
             added.map_err(|e| token_error(py, &e))
         })

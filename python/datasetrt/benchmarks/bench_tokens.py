@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from tokenizers import Tokenizer
+from tokenizers import Tokenizer  # type: ignore[import-untyped]
 
 import datasetrt
 
@@ -89,7 +89,9 @@ def main() -> None:
     texts = corpus()
     pq.write_table(pa.table({"text": texts}), work / "t.parquet", row_group_size=1_000)
     size = sum(len(t.encode()) for t in texts)
-    print(f"bench_tokens: {DOCUMENTS} documents, {size / 1e6:.1f} MB of text, {args.tokenizer.name}")
+    print(
+        f"bench_tokens: {DOCUMENTS} documents, {size / 1e6:.1f} MB of text, {args.tokenizer.name}"
+    )
     tokenizer = Tokenizer.from_file(str(args.tokenizer))
 
     def encode_batch() -> float:
@@ -101,8 +103,14 @@ def main() -> None:
 
     def pack(out: Path) -> float:
         started = time.perf_counter()
-        datasetrt.pack_parquet(work / "t.parquet", out, source="bench", text_column="text",
-                               tokenizer=args.tokenizer, jobs=2)
+        datasetrt.pack_parquet(
+            work / "t.parquet",
+            out,
+            source="bench",
+            text_column="text",
+            tokenizer=args.tokenizer,
+            jobs=2,
+        )
         took = time.perf_counter() - started
         return took
 
@@ -119,7 +127,9 @@ def main() -> None:
     ratios = []
     for round_ in range(args.rounds):
         took = {}
-        for arm in (["encode_batch", "pack_jobs2"] if round_ % 2 == 0 else ["pack_jobs2", "encode_batch"]):
+        for arm in (
+            ["encode_batch", "pack_jobs2"] if round_ % 2 == 0 else ["pack_jobs2", "encode_batch"]
+        ):
             settle()
             if arm == "encode_batch":
                 took[arm] = encode_batch()
@@ -131,10 +141,14 @@ def main() -> None:
             times[arm].append(seconds)
         ratios.append(took["encode_batch"] / took["pack_jobs2"])
     for arm, values in times.items():
-        print(f"{arm:>13}: {DOCUMENTS / statistics.median(values):>9.0f} documents/s "
-              f"({size / statistics.median(values) / 1e6:.1f} MB/s)")
-    print(f"pack_jobs2 / encode_batch: median {statistics.median(ratios):.3f} "
-          f"(low {min(ratios):.3f}, high {max(ratios):.3f})")
+        print(
+            f"{arm:>13}: {DOCUMENTS / statistics.median(values):>9.0f} documents/s "
+            f"({size / statistics.median(values) / 1e6:.1f} MB/s)"
+        )
+    print(
+        f"pack_jobs2 / encode_batch: median {statistics.median(ratios):.3f} "
+        f"(low {min(ratios):.3f}, high {max(ratios):.3f})"
+    )
     shutil.rmtree(work)
 
 

@@ -67,13 +67,16 @@ def ids_of(path):
     [("gpt2.json", False, True), ("bert-base-uncased.json", True, False)],
 )
 def test_text_ids_equal_the_tokenizers_package(tmp_path, name, add_special_tokens, append_eos):
-    from tokenizers import Tokenizer
+    from tokenizers import Tokenizer  # type: ignore[import-untyped]
 
     corpus = texts(300)
-    pq.write_table(pa.table({"text": corpus, "i": list(range(300))}), tmp_path / "t.parquet",
-                   row_group_size=64)
+    pq.write_table(
+        pa.table({"text": corpus, "i": list(range(300))}), tmp_path / "t.parquet", row_group_size=64
+    )
     tokenizer = Tokenizer.from_file(str(TOKENIZERS / name))
-    expected = [e.ids for e in tokenizer.encode_batch(corpus, add_special_tokens=add_special_tokens)]
+    expected = [
+        e.ids for e in tokenizer.encode_batch(corpus, add_special_tokens=add_special_tokens)
+    ]
     if append_eos:
         eos = tokenizer.token_to_id("<|endoftext|>")
         expected = [ids + [eos] for ids in expected]
@@ -81,9 +84,14 @@ def test_text_ids_equal_the_tokenizers_package(tmp_path, name, add_special_token
     for jobs in (1, 2):
         out = tmp_path / f"c{jobs}"
         summary = datasetrt.pack_parquet(
-            tmp_path / "t.parquet", out, source="udhr", text_column="text",
-            tokenizer=TOKENIZERS / name, add_special_tokens=add_special_tokens,
-            append_eos=append_eos, jobs=jobs,
+            tmp_path / "t.parquet",
+            out,
+            source="udhr",
+            text_column="text",
+            tokenizer=TOKENIZERS / name,
+            add_special_tokens=add_special_tokens,
+            append_eos=append_eos,
+            jobs=jobs,
         )
         assert summary["samples"] == 300
         outs.append(out)
@@ -96,7 +104,7 @@ def test_text_ids_equal_the_tokenizers_package(tmp_path, name, add_special_token
 
 
 def build_megatron(prefix, documents, dtype):
-    from megatron.core.datasets.indexed_dataset import IndexedDatasetBuilder
+    from megatron.core.datasets.indexed_dataset import IndexedDatasetBuilder  # type: ignore[import-untyped]
 
     builder = IndexedDatasetBuilder(str(prefix) + ".bin", dtype=dtype)
     for document in documents:
@@ -114,8 +122,9 @@ def test_megatron_core_datasets_import_with_identical_tokens(tmp_path, dtype):
     documents = []
     for d in range(900):
         pieces = 1 + d % 3  # a document of several sequences, as --split-sentences writes
-        documents.append([rng.integers(0, 50_000, int(rng.integers(1, 300))).tolist()
-                          for _ in range(pieces)])
+        documents.append(
+            [rng.integers(0, 50_000, int(rng.integers(1, 300))).tolist() for _ in range(pieces)]
+        )
     prefix = tmp_path / "corpus_text_document"
     build_megatron(prefix, documents, dtype)
     megatron = IndexedDataset(str(prefix))
@@ -127,16 +136,19 @@ def test_megatron_core_datasets_import_with_identical_tokens(tmp_path, dtype):
     assert expected == [sum(doc, []) for doc in documents]
     for jobs in (1, 2):
         out = tmp_path / f"m{jobs}"
-        summary = datasetrt.pack_megatron(prefix, out, source="mega", vocab_size=50_257,
-                                          eos_id=50_256, jobs=jobs)
+        summary = datasetrt.pack_megatron(
+            prefix, out, source="mega", vocab_size=50_257, eos_id=50_256, jobs=jobs
+        )
         assert summary["samples"] == len(documents)
         assert ids_of(out) == expected
-    assert (tmp_path / "m1" / "index.bin").read_bytes() == (tmp_path / "m2" / "index.bin").read_bytes()
+    assert (tmp_path / "m1" / "index.bin").read_bytes() == (
+        tmp_path / "m2" / "index.bin"
+    ).read_bytes()
     assert datasetrt.Cache(tmp_path / "m1").manifest["tokens"]["dtype"] == "uint16"
 
 
 def test_list_columns_and_save_to_disk_give_the_ids_written(tmp_path):
-    import datasets
+    import datasets  # type: ignore[import-untyped]
 
     rng = np.random.default_rng(3)
     docs = [rng.integers(0, 32_000, int(rng.integers(0, 500))).tolist() for _ in range(400)]
@@ -145,18 +157,23 @@ def test_list_columns_and_save_to_disk_give_the_ids_written(tmp_path):
     )
     pq.write_table(
         pa.table({"ids": pa.array(docs, type=pa.large_list(pa.int32()))}),
-        tmp_path / "large.parquet", row_group_size=50,
+        tmp_path / "large.parquet",
+        row_group_size=50,
     )
     fixed = [d[:8] + [1] * (8 - len(d[:8])) for d in docs]
     pq.write_table(
-        pa.table({"ids": pa.array(fixed, type=pa.list_(pa.uint16(), 8))}), tmp_path / "fixed.parquet"
+        pa.table({"ids": pa.array(fixed, type=pa.list_(pa.uint16(), 8))}),
+        tmp_path / "fixed.parquet",
     )
-    datasetrt.pack_parquet(tmp_path / "hf", tmp_path / "a", source="s", tokens_column="input_ids",
-                           vocab_size=32_000)
-    datasetrt.pack_parquet(tmp_path / "large.parquet", tmp_path / "b", source="s",
-                           tokens_column="ids")
-    datasetrt.pack_parquet(tmp_path / "fixed.parquet", tmp_path / "c", source="s",
-                           tokens_column="ids")
+    datasetrt.pack_parquet(
+        tmp_path / "hf", tmp_path / "a", source="s", tokens_column="input_ids", vocab_size=32_000
+    )
+    datasetrt.pack_parquet(
+        tmp_path / "large.parquet", tmp_path / "b", source="s", tokens_column="ids"
+    )
+    datasetrt.pack_parquet(
+        tmp_path / "fixed.parquet", tmp_path / "c", source="s", tokens_column="ids"
+    )
     assert ids_of(tmp_path / "a") == docs
     assert [datasetrt.Cache(tmp_path / "a")[i].metadata["id"] for i in (0, 399)] == [0, 399]
     assert ids_of(tmp_path / "b") == docs
@@ -168,16 +185,22 @@ def test_list_columns_and_save_to_disk_give_the_ids_written(tmp_path):
 def test_refusals_name_file_and_row_and_leave_nothing(tmp_path):
     pq.write_table(pa.table({"ids": [[1, 2], [3, -4]]}), tmp_path / "neg.parquet")
     with pytest.raises(datasetrt.WriteError) as raised:
-        datasetrt.pack_parquet(tmp_path / "neg.parquet", tmp_path / "out", source="s",
-                               tokens_column="ids")
+        datasetrt.pack_parquet(
+            tmp_path / "neg.parquet", tmp_path / "out", source="s", tokens_column="ids"
+        )
     assert raised.value.kind == "token_out_of_range"
     assert raised.value.input == f"{tmp_path / 'neg.parquet'} row 1"
     assert "token 1 is -4" in str(raised.value)
     assert not (tmp_path / "out").exists()
     pq.write_table(pa.table({"ids": [[1, 70_000]]}), tmp_path / "wide.parquet")
     with pytest.raises(datasetrt.WriteError, match="token 1 is 70000, outside 0..=50256"):
-        datasetrt.pack_parquet(tmp_path / "wide.parquet", tmp_path / "out", source="s",
-                               tokens_column="ids", vocab_size=50_257)
+        datasetrt.pack_parquet(
+            tmp_path / "wide.parquet",
+            tmp_path / "out",
+            source="s",
+            tokens_column="ids",
+            vocab_size=50_257,
+        )
     assert not (tmp_path / "out").exists()
     (tmp_path / "bad.idx").write_bytes(b"MMIDIDX\x00\x00" + b"\x01" + b"\x00" * 30)
     (tmp_path / "bad.bin").write_bytes(b"")
