@@ -5,6 +5,7 @@ documents and bin size, and the refusals (docs/tokens.md)."""
 
 import pickle
 from collections import Counter
+from typing import Any
 
 import grain
 import numpy as np
@@ -106,7 +107,7 @@ def test_four_ranks_read_every_token_of_every_document_once(caches):
         for batch in DataLoader(ds, batch_size=None):
             assert isinstance(batch, TokenTensors)
             stretches.extend(check(batch, docs))
-    seen = {}
+    seen: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for key, start, length in stretches:
         seen.setdefault(key, []).append((start, length))
     assert len(seen) == len(docs)
@@ -126,7 +127,9 @@ def windows(loader):
 
 
 def stream(caches, **kwargs):
-    settings = dict(seq_len=64, eos_id=EOS, batch_size=4, rank=1, world_size=2, ranks_per_node=1)
+    settings: dict[str, Any] = dict(
+        seq_len=64, eos_id=EOS, batch_size=4, rank=1, world_size=2, ranks_per_node=1
+    )
     settings.update(kwargs)
     return TokenStreamingDataset(list(caches), **settings)
 
@@ -175,32 +178,63 @@ def test_a_stateful_dataloader_resumes_exactly(caches, workers):
     assert [w[1:] for w in seen + rest] == [w[1:] for w in reference]
 
 
-def test_token_dataset_state_resumes_on_another_topology(caches):
-    def rows(batches):
-        """Each row that carries loss, as (input_ids, labels) bytes, with its multiplicity."""
-        out = Counter()
-        for record in map(_record, batches):
+def test_a_loader_state_resumes_on_another_topology_through_epoch_state(caches):
+    # The epoch as two nodes start it (their cuts stay the epoch's on any later topology).
+    everything = loss_rows(
+        batch
+        for rank in range(2)
+        for batch in DataLoader(stream(caches, rank=rank), batch_size=None)
+    )
+    seen, states = [], []
+    for rank in range(2):
+        ds = stream(caches, rank=rank)
+        loader = StatefulDataLoader(ds, batch_size=None, num_workers=2)
+        for i, batch in enumerate(loader):
+            seen.append(batch)
+            if i == 4:
+                states.append(ds.epoch_state(loader.state_dict()))
+                break
+    assert states[0] == states[1]
+    rest = stream(caches, rank=0, world_size=1)
+    rest.load_state_dict(states[0])
+    seen.extend(DataLoader(rest, batch_size=None))
+    assert loss_rows(seen) == everything
+
+
+def loss_rows(batches):
+    """Each row that carries loss, as (input_ids, labels) bytes, with its multiplicity; from
+    TokenBatch objects or TokenTensors."""
+    out: Counter[tuple[bytes, bytes]] = Counter()
+    for batch in batches:
+        if isinstance(batch, TokenTensors):
+            ids, labels = batch["input_ids"].numpy(), batch["labels"].numpy()
+            padding = batch["padding"].tolist()
+        else:
+            record = _record(batch.arrow())
             ids = np.asarray(record.column("input_ids").flatten()).reshape(len(record), -1)
             labels = np.asarray(record.column("labels").flatten()).reshape(len(record), -1)
-            for row, padding in enumerate(record.column("padding").to_pylist()):
-                if not padding:
-                    out[(ids[row].tobytes(), labels[row].tobytes())] += 1
-        return out
+            padding = record.column("padding").to_pylist()
+        for row, pad in enumerate(padding):
+            if not pad:
+                out[(ids[row].tobytes(), labels[row].tobytes())] += 1
+    return out
 
+
+def test_token_dataset_state_resumes_on_another_topology(caches):
     first = datasetrt.TokenDataset(list(caches), seq_len=64, batch_size=4, world_size=1)
-    everything = rows(b.arrow() for b in first)
+    everything = loss_rows(first)
     assert set(everything.values()) == {1}
     first = datasetrt.TokenDataset(list(caches), seq_len=64, batch_size=4, world_size=1)
     it = iter(first)
-    seen = [next(it).arrow() for _ in range(9)]
+    seen = [next(it) for _ in range(9)]
     state = first.state_dict()
     assert state["seq_len"] == 64 and state["mode"] == "concat"
     for r in range(3):
         later = datasetrt.TokenDataset(
             list(caches), seq_len=64, batch_size=4, rank=r, world_size=3, state=state
         )
-        seen.extend(b.arrow() for b in later)
-    assert rows(seen) == everything
+        seen.extend(later)
+    assert loss_rows(seen) == everything
 
 
 def _record(batch):
@@ -237,7 +271,7 @@ def test_packing_pads_no_more_than_grains_packers(tmp_path, mode, bins):
         batch_size=64,
         workers=0,
     )
-    held = {}
+    held: dict[int, int] = {}
     for batch in ds:
         record = _record(batch.arrow())
         for pieces in record.column("documents").to_pylist():

@@ -22,6 +22,7 @@ __all__ = [
     "ChecksumError",
     "CorruptCacheError",
     "DatasetError",
+    "TokenStreamError",
     "ManifestUpdateError",
     "WriteError",
     "RemoteError",
@@ -37,6 +38,11 @@ __all__ = [
     "SampleTable",
     "ManifestUpdateReport",
     "CacheWriter",
+    "TokenWriter",
+    "_TokenPlan",
+    "_TokenBatches",
+    "TokenBatch",
+    "_token_batch_from_arrow",
     "Loader",
     "RankPlan",
     "update_manifests",
@@ -44,6 +50,7 @@ __all__ = [
     "pack_imagefolder",
     "pack_parquet",
     "pack_webdataset",
+    "pack_megatron",
     "_merge_parts",
     "_remove_unpublished",
     "cache_id_for_source",
@@ -391,6 +398,7 @@ class RankPlan:
     def will_need(self, steps: range | Sequence[int]) -> None: ...
     def hint_ahead(self, start: int, stop: int) -> None: ...
 
+@final
 class _TokenPlan:
     def __new__(
         cls,
@@ -450,11 +458,13 @@ class _TokenPlan:
         first_batch: int = 0,
     ) -> _TokenBatches: ...
 
+@final
 class _TokenBatches:
     def __iter__(self) -> Self: ...
     def __next__(self) -> TokenBatch: ...
     def __len__(self) -> int: ...
 
+@final
 class TokenBatch:
     def __len__(self) -> int: ...
     @property

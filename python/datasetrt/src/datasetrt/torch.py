@@ -896,9 +896,13 @@ class TokenStreamingDataset(torch.utils.data.IterableDataset):
         return state
 
     def _plan(self) -> _TokenPlan:
-        """This process's plan of the epoch from ``_resume`` (each process opens the caches
+        """This process's plan of the epoch from ``_resume``."""
+        return self._plan_from(self._resume)
+
+    def _plan_from(self, resume: dict[str, Any] | None) -> _TokenPlan:
+        """This process's plan of the epoch from ``resume`` (each process opens the caches
         itself; a forked worker does not reuse its parent's)."""
-        key = (os.getpid(), self.epoch, repr(self._resume))
+        key = (os.getpid(), self.epoch, repr(resume))
         plan = self._plans.get(key)
         if plan is None:
             self._plans.clear()
@@ -909,7 +913,7 @@ class TokenStreamingDataset(torch.utils.data.IterableDataset):
                 rank=self.rank,
                 world_size=self.world_size,
                 ranks_per_node=self.ranks_per_node,
-                state=self._resume,
+                state=resume,
                 **self._stream,
                 **self._remote,
             )
@@ -1017,7 +1021,16 @@ class TokenStreamingDataset(torch.utils.data.IterableDataset):
             self._worker_resume = None
             self._plan()  # checks the state against the epoch
             return
-        found = [s for s in _find_token_states(state)]
+        self._resume = self.epoch_state(state)
+        self._worker_resume = None
+
+    def epoch_state(self, loader_state: dict[str, Any]) -> dict[str, Any]:
+        """The state of the epoch after the batches a ``StatefulDataLoader`` over this dataset
+        has yielded (its ``state_dict()``, taken with any ``num_workers``), as
+        :meth:`datasetrt.TokenDataset.state_dict` gives it: it names no rank, worker or batch
+        size, so :meth:`load_state_dict` takes it on any topology. Ranks in lockstep get equal
+        states; save rank 0's with a checkpoint."""
+        found = [s for s in _find_token_states(loader_state)]
         if any(s["worker_id"] is not None for s in found):
             found = [s for s in found if s["worker_id"] is not None]
         if not found:
@@ -1028,9 +1041,7 @@ class TokenStreamingDataset(torch.utils.data.IterableDataset):
             if (s["resume"], s["num_workers"]) != (first["resume"], first["num_workers"]):
                 raise ValueError("inconsistent worker states in this state dict")
         consumed = sum({s["worker_id"]: s["steps_done"] for s in found}.values())
-        self._resume = first["resume"]
-        self._resume = self._plan().state_after(consumed)
-        self._worker_resume = None
+        return self._plan_from(first["resume"]).state_after(consumed)
 
     def _check(self, state: dict[str, Any]) -> None:
         if state["epoch"] != self.epoch and state["seed"] == self.seed:
