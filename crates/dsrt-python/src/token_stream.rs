@@ -16,9 +16,9 @@ use arrow_array::{
 use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Fields};
 use datasetrt::token_stream::{
-    BatchPiece, BatchPool, CacheSource, Column, LoaderOptions, LongDocs, PackMode, RowBlock,
-    RowCursor, RunConfig, TokenBatch, TokenConfig, TokenLoader, TokenPlan, TokenReport, TokenState,
-    TokenStreamError as StreamError,
+    BatchPiece, BatchPool, CacheSource, Column, DocumentSource, LoaderOptions, LongDocs, PackMode,
+    RowBlock, RowCursor, RunConfig, TokenBatch, TokenConfig, TokenLoader, TokenPlan, TokenReport,
+    TokenState, TokenStreamError as StreamError,
 };
 use datasetrt::{DatasetError, RemainderPolicy, Sampling, Shuffle};
 use pyo3::exceptions::{PyKeyError, PyValueError};
@@ -63,9 +63,7 @@ pub(crate) fn stream_error(py: Python<'_>, err: &StreamError) -> PyErr {
         }
         other => {
             let (path, kind, sample) = match other {
-                StreamError::Boundary { source_name, .. } => {
-                    (Some(source_name), "boundary", None)
-                }
+                StreamError::Boundary { source_name, .. } => (Some(source_name), "boundary", None),
                 StreamError::LongDocument {
                     source_name,
                     sample_id,
@@ -147,6 +145,74 @@ fn mode_of(name: &str) -> PyResult<PackMode> {
     PackMode::from_name(name).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// What `TokenBatch.__reduce__` returns: the rebuilding function and its arguments (the compact
+/// batch, `seq_len`, `pad_id`).
+type Reduced<'py> = (Bound<'py, PyAny>, (Bound<'py, PyAny>, usize, u32));
+
+/// `weights` as given: one per cache in order, or a share per source name (a mapping).
+enum Weights {
+    PerCache(Vec<f64>),
+    PerSource(Vec<(String, f64)>),
+}
+
+impl Weights {
+    fn extract(weights: &Bound<'_, PyAny>) -> PyResult<Self> {
+        if let Ok(mapping) = weights.cast::<pyo3::types::PyMapping>() {
+            let items = mapping.items()?;
+            let mut shares = Vec::with_capacity(items.len());
+            for item in items.iter() {
+                shares.push(item.extract::<(String, f64)>()?);
+            }
+            Ok(Self::PerSource(shares))
+        } else {
+            Ok(Self::PerCache(weights.extract()?))
+        }
+    }
+}
+
+/// Each cache's weight from shares of the epoch's tokens per source name (the manifests'
+/// `source`, which a dataset's caches hold once each: a new cache's id is derived from it).
+/// Every source needs a share and every share a source.
+fn per_cache(
+    shares: &[(String, f64)],
+    names: &[String],
+    source: &CacheSource,
+) -> PyResult<Vec<f64>> {
+    if let Some((name, _)) = shares
+        .iter()
+        .find(|(name, _)| !names.iter().any(|n| n == name))
+    {
+        return Err(PyKeyError::new_err(format!(
+            "weights name the source {name:?}, which none of the caches holds (their sources: {})",
+            names.join(", ")
+        )));
+    }
+    names
+        .iter()
+        .enumerate()
+        .map(|(c, name)| {
+            if names[..c].contains(name) {
+                return Err(PyValueError::new_err(format!(
+                    "two caches hold the source {name:?} ({} and {}): give weights as a list, one \
+                     per cache",
+                    source.name(names.iter().position(|n| n == name).unwrap_or(c)),
+                    source.name(c)
+                )));
+            }
+            shares
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, w)| *w)
+                .ok_or_else(|| {
+                    PyKeyError::new_err(format!(
+                        "weights give no share to the source {name:?} (cache {})",
+                        source.name(c)
+                    ))
+                })
+        })
+        .collect()
+}
+
 #[pymethods]
 impl PyTokenPlan {
     #[new]
@@ -161,7 +227,7 @@ impl PyTokenPlan {
         eos_id: Option<u32>,
         pad_id: u32,
         long_docs: &str,
-        weights: Option<Vec<f64>>,
+        weights: Option<&Bound<'_, PyAny>>,
         tokens_per_epoch: Option<u64>,
         replacement: bool,
         seed: u64,
@@ -185,7 +251,8 @@ impl PyTokenPlan {
         first_backoff: Option<&Bound<'_, PyAny>>,
         wait_for_room: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let config = TokenConfig {
+        let weights = weights.map(Weights::extract).transpose()?;
+        let mut config = TokenConfig {
             seq_len,
             mode: mode_of(mode)?,
             bos_id,
@@ -193,7 +260,7 @@ impl PyTokenPlan {
             pad_id,
             long_docs: LongDocs::from_name(long_docs)
                 .map_err(|e| PyValueError::new_err(e.to_string()))?,
-            weights,
+            weights: None,
             tokens_per_epoch,
             sampling: if replacement {
                 Sampling::RunsWithReplacement
@@ -252,11 +319,24 @@ impl PyTokenPlan {
             wait_for_room,
         })?;
         let dataset = open_locations(py, &paths, &args)?;
-        let (source, plan) = detach(py, move || -> Result<_, StreamError> {
-            let source = CacheSource::new(dataset)?;
-            let plan = TokenPlan::new(&source, &config, &run)?;
-            Ok((source, plan))
-        })?
+        // Each cache's source name, for weights given per source.
+        let names: Vec<String> = dataset
+            .caches()
+            .iter()
+            .map(|entry| entry.cache.manifest().description().source.clone())
+            .collect();
+        let (source, plan) = detach(py, move || -> PyResult<Result<_, StreamError>> {
+            let source = match CacheSource::new(dataset) {
+                Ok(source) => source,
+                Err(e) => return Ok(Err(e)),
+            };
+            config.weights = match weights {
+                None => None,
+                Some(Weights::PerCache(weights)) => Some(weights),
+                Some(Weights::PerSource(shares)) => Some(per_cache(&shares, &names, &source)?),
+            };
+            Ok(TokenPlan::new(&source, &config, &run).map(|plan| (source, plan)))
+        })??
         .map_err(|e| stream_error(py, &e))?;
         Ok(Self {
             plan: Arc::new(plan),
@@ -682,9 +762,7 @@ impl PyTokenBatch {
         detach(py, || state.compact(seq_len))?
     }
 
-    fn __reduce__<'py>(
-        slf: &Bound<'py, Self>,
-    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyAny>, usize, u32))> {
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
         let py = slf.py();
         let this = slf.get();
         let compact = this.compact(py)?;

@@ -16,14 +16,15 @@ second over ``--batches`` batches after 5 untimed ones.
   columns.
 - ``litdata``: ``litdata.StreamingDataset(dir, item_loader=TokensLoader(block_size=2049),
   shuffle=True)`` in ``litdata.StreamingDataLoader(batch_size=64, num_workers=W)``; its one
-  tensor of windows (no labels, positions or boundaries).
+  tensor of windows (no labels, positions or boundaries). ``litdata-seq``: the same with
+  ``shuffle=False`` (chunks and windows in stored order), in case that is its faster setting.
 - ``floor``: one process copying 64 random 2,049-token windows of the whole token array (an
   in-memory NumPy uint16 array) into a preallocated int64 tensor per batch.
 
-Targets: ``dsrt`` (its faster ``W``) >= 3x ``litdata`` (its faster ``W``), and again with
-``W = 2`` on both sides; ``dsrt`` (faster ``W``) >= 0.5x ``floor``. Each round runs every arm
-once, in an order rotating from round to round; the report is each arm's tokens/s per round
-and the ratios per round.
+Targets: ``dsrt`` (its faster ``W``) >= 3x ``litdata`` (its fastest ``W`` and shuffle), and
+again with ``W = 2`` on both sides (LitData's faster shuffle setting); ``dsrt`` (faster
+``W``) >= 0.5x ``floor``. Each round runs every arm once, in an order rotating from round to
+round; the report is each arm's tokens/s per round and the ratios per round.
 
 Needs ``litdata`` (``requirements-bench.txt``; not a test requirement):
 ``python bench_token_batches.py [--rounds 3] [--batches 200] [--work DIR] [--arms ...]``.
@@ -96,12 +97,15 @@ def run_dsrt(cache: Path, workers: int, batches: int) -> float:
     return timed(iter(loader), touch_dsrt, batches)
 
 
-def run_litdata(out: Path, workers: int, batches: int) -> float:
+def run_litdata(out: Path, workers: int, batches: int, shuffle: bool = True) -> float:
     from litdata import StreamingDataLoader, StreamingDataset
     from litdata.streaming.item_loader import TokensLoader
 
     ds = StreamingDataset(
-        str(out), item_loader=TokensLoader(block_size=SEQ_LEN + 1), shuffle=True, drop_last=True
+        str(out),
+        item_loader=TokensLoader(block_size=SEQ_LEN + 1),
+        shuffle=shuffle,
+        drop_last=True,
     )
     loader = StreamingDataLoader(ds, batch_size=BATCH, num_workers=workers)
 
@@ -144,7 +148,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batches", type=int, default=200)
     parser.add_argument("--work", type=Path, default=None)
-    parser.add_argument("--arms", default="dsrt0,dsrt2,litdata0,litdata2,floor")
+    parser.add_argument(
+        "--arms", default="dsrt0,dsrt2,litdata0,litdata2,litdata0-seq,litdata2-seq,floor"
+    )
     args = parser.parse_args()
     arms = args.arms.split(",")
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-token-batches-"))
@@ -162,6 +168,8 @@ def main() -> None:
         "dsrt2": lambda: run_dsrt(cache, 2, args.batches),
         "litdata0": lambda: run_litdata(lit, 0, args.batches),
         "litdata2": lambda: run_litdata(lit, 2, args.batches),
+        "litdata0-seq": lambda: run_litdata(lit, 0, args.batches, shuffle=False),
+        "litdata2-seq": lambda: run_litdata(lit, 2, args.batches, shuffle=False),
         "floor": lambda: run_floor(tokens, args.batches),
     }
     results: dict[str, list[float]] = {a: [] for a in arms}
@@ -170,18 +178,21 @@ def main() -> None:
         for arm in order:
             rate = runners[arm]()
             results[arm].append(rate)
-            print(f"round {r}: {arm:9} {rate / 1e6:8.1f} M tokens/s", flush=True)
+            print(f"round {r}: {arm:12} {rate / 1e6:8.1f} M tokens/s", flush=True)
         row = {a: results[a][-1] for a in arms}
         ratios = []
-        if {"dsrt0", "dsrt2", "litdata0", "litdata2"} <= row.keys():
+        lit = {a: rate for a, rate in row.items() if a.startswith("litdata")}
+        if {"dsrt0", "dsrt2"} <= row.keys() and lit:
             best = max(row["dsrt0"], row["dsrt2"])
-            ratios.append(f"best/best {best / max(row['litdata0'], row['litdata2']):.2f}")
-            ratios.append(f"2w/2w {row['dsrt2'] / row['litdata2']:.2f}")
+            ratios.append(f"best/best {best / max(lit.values()):.2f}")
+            lit2 = [rate for a, rate in lit.items() if a.startswith("litdata2")]
+            if lit2:
+                ratios.append(f"2w/2w {row['dsrt2'] / max(lit2):.2f}")
         if {"dsrt0", "dsrt2", "floor"} <= row.keys():
             ratios.append(f"best/floor {max(row['dsrt0'], row['dsrt2']) / row['floor']:.2f}")
         print(f"round {r}: " + ", ".join(ratios), flush=True)
-    for arm in arms:
-        print(f"{arm:9} median {statistics.median(results[arm]) / 1e6:8.1f} M tokens/s")
+    for arm in arms if args.rounds else []:
+        print(f"{arm:12} median {statistics.median(results[arm]) / 1e6:8.1f} M tokens/s")
     if args.work is None:
         shutil.rmtree(work, ignore_errors=True)
 

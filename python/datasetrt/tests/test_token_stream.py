@@ -320,3 +320,29 @@ def test_refusals_are_typed_and_name_what_and_where(tmp_path):
     state = datasetrt.TokenDataset([path], seq_len=8).state_dict()
     with pytest.raises(datasetrt.DatasetError, match="seq_len 8"):
         datasetrt.TokenDataset([path], seq_len=16, state=state)
+
+
+def test_weights_by_source_name_are_the_same_as_weights_in_cache_order(tmp_path):
+    paths = []
+    for i, (source, count) in enumerate([("web", 300), ("code", 150)]):
+        path = tmp_path / source
+        with datasetrt.TokenWriter(path, source=source, vocab_size=1000) as writer:
+            for doc in documents(count, 1000, seed=10 + i, longest=400):
+                writer.add(doc)
+        paths.append(path)
+    budget = 60_000
+
+    def plan(weights):
+        return datasetrt.TokenDataset(
+            paths, seq_len=64, weights=weights, tokens_per_epoch=budget, workers=0
+        )
+
+    by_name = plan({"code": 0.3, "web": 0.7}).source_tokens
+    assert by_name == plan([0.7, 0.3]).source_tokens
+    # Each source within one document (400 tokens at most) of its share of the budget.
+    assert abs(by_name[0] - 0.7 * budget) <= 400
+    assert abs(by_name[1] - 0.3 * budget) <= 400
+    with pytest.raises(KeyError, match='"news", which none of the caches holds'):
+        plan({"web": 0.5, "code": 0.3, "news": 0.2})
+    with pytest.raises(KeyError, match='no share to the source "code"'):
+        plan({"web": 1.0})

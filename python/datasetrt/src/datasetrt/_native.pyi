@@ -410,7 +410,7 @@ class _TokenPlan:
         eos_id: int | None = None,
         pad_id: int = 0,
         long_docs: str = "split",
-        weights: Sequence[float] | None = None,
+        weights: Sequence[float] | Mapping[str, float] | None = None,
         tokens_per_epoch: int | None = None,
         replacement: bool = False,
         seed: int = 0,

@@ -12,7 +12,7 @@ from typing import Any
 
 from ._native import Dataset, TokenBatch, _TokenPlan
 
-__all__ = ["TokenDataset", "token_plan_args"]
+__all__ = ["TokenDataset", "token_plan_args", "token_weights"]
 
 # The remote options a token stream forwards to the caches it opens (None: the Dataset
 # default), as `datasetrt.Dataset` takes them.
@@ -47,6 +47,18 @@ def token_plan_args(
     return [os.fspath(p) for p in paths], options
 
 
+def token_weights(
+    weights: Sequence[float] | Mapping[str, float] | None,
+) -> list[float] | dict[str, float] | None:
+    """``weights`` as the native plan takes them: a list (one per cache, in order) or a dict
+    (a share per source name)."""
+    if weights is None:
+        return None
+    if isinstance(weights, Mapping):
+        return {str(name): float(share) for name, share in weights.items()}
+    return [float(w) for w in weights]
+
+
 class TokenDataset:
     """One rank's batches of an epoch of training rows cut from token caches (docs/tokens.md).
 
@@ -67,7 +79,9 @@ class TokenDataset:
     - ``bos_id`` / ``eos_id``: a boundary token added to each document of a cache whose
       documents do not carry it (none are added where they all do; a cache where some do is
       refused with :class:`datasetrt.TokenStreamError`).
-    - ``weights``: each cache's share of the epoch's *tokens*; ``tokens_per_epoch`` the budget
+    - ``weights``: shares of the epoch's *tokens*, one per cache in order, or a mapping from
+      source name (each manifest's ``source``) to share, ``{"code": 0.3, "web": 0.7}``;
+      ``tokens_per_epoch`` the budget
       (default: all the caches' tokens); ``replacement`` draws whole shard runs with
       replacement.
     - ``rank``, ``world_size``, ``ranks_per_node``, ``policy``, ``seed``, ``epoch``,
@@ -94,7 +108,7 @@ class TokenDataset:
         eos_id: int | None = None,
         pad_id: int = 0,
         long_docs: str = "split",
-        weights: Sequence[float] | None = None,
+        weights: Sequence[float] | Mapping[str, float] | None = None,
         tokens_per_epoch: int | None = None,
         replacement: bool = False,
         seed: int = 0,
@@ -146,7 +160,7 @@ class TokenDataset:
             "eos_id": eos_id,
             "pad_id": pad_id,
             "long_docs": long_docs,
-            "weights": None if weights is None else list(weights),
+            "weights": token_weights(weights),
             "tokens_per_epoch": tokens_per_epoch,
             "replacement": replacement,
             "seed": seed,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Callable
 
 import numpy
@@ -35,7 +35,7 @@ from ._native import (
     _located_payloads,
     _TokenPlan,
 )
-from ._tokens import token_plan_args
+from ._tokens import token_plan_args, token_weights
 
 __all__ = [
     "ColumnarBatch",
@@ -809,7 +809,7 @@ class TokenStreamingDataset(torch.utils.data.IterableDataset):
         eos_id: int | None = None,
         pad_id: int = 0,
         long_docs: str = "split",
-        weights: Sequence[float] | None = None,
+        weights: Sequence[float] | Mapping[str, float] | None = None,
         tokens_per_epoch: int | None = None,
         replacement: bool = False,
         seed: int = 0,
@@ -873,7 +873,7 @@ class TokenStreamingDataset(torch.utils.data.IterableDataset):
             "eos_id": eos_id,
             "pad_id": pad_id,
             "long_docs": long_docs,
-            "weights": None if weights is None else list(weights),
+            "weights": token_weights(weights),
             "tokens_per_epoch": tokens_per_epoch,
             "replacement": replacement,
             "shuffle": shuffle,
