@@ -181,11 +181,11 @@ def main() -> None:
             print(f"round {r}: {arm:12} {rate / 1e6:8.1f} M tokens/s", flush=True)
         row = {a: results[a][-1] for a in arms}
         ratios = []
-        lit = {a: rate for a, rate in row.items() if a.startswith("litdata")}
-        if {"dsrt0", "dsrt2"} <= row.keys() and lit:
+        lit_rates = {a: rate for a, rate in row.items() if a.startswith("litdata")}
+        if {"dsrt0", "dsrt2"} <= row.keys() and lit_rates:
             best = max(row["dsrt0"], row["dsrt2"])
-            ratios.append(f"best/best {best / max(lit.values()):.2f}")
-            lit2 = [rate for a, rate in lit.items() if a.startswith("litdata2")]
+            ratios.append(f"best/best {best / max(lit_rates.values()):.2f}")
+            lit2 = [rate for a, rate in lit_rates.items() if a.startswith("litdata2")]
             if lit2:
                 ratios.append(f"2w/2w {row['dsrt2'] / max(lit2):.2f}")
         if {"dsrt0", "dsrt2", "floor"} <= row.keys():
