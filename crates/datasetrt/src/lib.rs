@@ -64,6 +64,14 @@ pub use dsrt_writer::{
 };
 pub use durable_fs::{CancelToken, FileSystem, StdFileSystem};
 
+pub mod token_stream {
+    //! Token streams for language-model training: the documents of token caches cut into
+    //! windows of `seq_len + 1` tokens or packed into bins, with their boundaries, mixed by
+    //! token shares and split over ranks and nodes, resumable (the `dsrt-token-stream` crate;
+    //! `docs/tokens.md`).
+    pub use dsrt_token_stream::*;
+}
+
 pub mod pack {
     //! Converters into caches, run in parallel with the same bytes for every number of jobs:
     //! the `dsrt-pack` crate. [`pack`] fills a [`CacheWriter`](crate::CacheWriter) from a

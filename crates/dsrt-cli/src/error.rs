@@ -91,6 +91,10 @@ pub(crate) enum CliError {
     /// the library's text names the cache and the document.
     #[error(transparent)]
     Tokens(Box<datasetrt::tokens::TokenError>),
+    /// Planning or reading a token stream failed; the text names the cache and document, or
+    /// the setting.
+    #[error(transparent)]
+    TokenStream(#[from] datasetrt::token_stream::TokenStreamError),
     /// A conversion (`dsrt pack --from-dir`, `--from-imagefolder`, `--from-parquet`,
     /// `--from-webdataset`) failed.
     #[error(transparent)]

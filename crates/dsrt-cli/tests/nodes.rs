@@ -1,7 +1,8 @@
 //! Jobs across nodes on local caches: `dsrt iterate --ranks-per-node` as many processes at
 //! once (each shard read by one node, equal counts, the epoch covered), elastic resume on other
 //! topologies, order independent of workers and prefetch, and `dsrt plan` (its counts equal
-//! what the ranks read; a billion-sample plan in bounded memory). The S3 runs are in `s3.rs`.
+//! what the ranks read; a billion-sample plan and half a billion token documents in bounded
+//! memory). The S3 runs are in `s3.rs`.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code.
 
 mod common;
@@ -258,6 +259,167 @@ fn a_billion_sample_plan_takes_under_a_minute_in_256_mb() {
     assert!(report["peak_local_bytes_per_node"].as_u64().unwrap() > 0);
     assert!(report["plan_bytes"].as_u64().unwrap() < 8 << 20, "{report}");
     let _ = command;
+}
+
+#[test]
+fn a_plan_of_half_a_billion_token_documents_takes_under_a_minute_in_256_mb() {
+    let started = Instant::now();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 262144 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_dsrt"))
+        .args([
+            "plan",
+            "--synthetic-tokens",
+            "500000000,100000,2000",
+            "--seq-len",
+            "2048",
+            "--world-size",
+            "512",
+            "--ranks-per-node",
+            "8",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let elapsed = started.elapsed();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(elapsed.as_secs() < 60, "{elapsed:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tokens = report["epoch_tokens"].as_u64().unwrap();
+    let rows = report["rows"].as_u64().unwrap();
+    assert!((tokens as f64 / 5e8 - 2000.0).abs() < 20.0, "{report}");
+    assert_eq!(rows, tokens.div_ceil(2048));
+    assert_eq!(
+        report["rows_per_rank"].as_u64().unwrap(),
+        rows.div_ceil(512)
+    );
+    assert!(report["padding_rows"].as_u64().unwrap() < 512);
+    assert_eq!(report["shards_read"], 100_000);
+    // Each of the 63 node boundaries splits one shard (two at most).
+    let shared = report["shards_read_by_more_than_one_node"]
+        .as_u64()
+        .unwrap();
+    assert!(shared <= 2 * 63, "{report}");
+    assert!(
+        report["egress_factor"].as_f64().unwrap() <= 1.01,
+        "{report}"
+    );
+    assert!(
+        report["plan_bytes"].as_u64().unwrap() < 32 << 20,
+        "{report}"
+    );
+    let shuffle = &report["shuffle"];
+    assert!(
+        shuffle["physical_rank_correlation"].as_f64().unwrap().abs() < 0.1,
+        "{report}"
+    );
+    assert_eq!(report["sources"][0]["share"], 1.0);
+    assert_eq!(report["nodes"].as_array().unwrap().len(), 64);
+}
+
+#[test]
+fn a_token_plan_of_packed_caches_counts_their_tokens_and_weights() {
+    let root = tempfile::tempdir().unwrap();
+    let mut lengths = Vec::new();
+    for (name, docs) in [("a", 300u64), ("b", 120)] {
+        let lines: String = (0..docs)
+            .map(|d| {
+                let n = 1 + (d * 7919) % 97;
+                lengths.push(n);
+                let ids: Vec<u64> = (0..n).map(|i| (d + i) % 1000).collect();
+                format!("{}\n", serde_json::json!({ "ids": ids }))
+            })
+            .collect();
+        std::fs::write(root.path().join(format!("{name}.jsonl")), lines).unwrap();
+        let jsonl = format!("{name}.jsonl");
+        let args = [
+            "pack",
+            "--jsonl",
+            &jsonl,
+            "--tokens-column",
+            "ids",
+            "--out",
+            name,
+            "--vocab-size",
+            "1000",
+            "--max-shard-bytes",
+            "4096",
+            "--source",
+            name,
+        ];
+        dsrt_in(root.path(), &args).ok();
+    }
+    let args = [
+        "plan",
+        "a",
+        "b",
+        "--seq-len",
+        "64",
+        "--eos-id",
+        "999",
+        "--weights",
+        "0.7,0.3",
+        "--world-size",
+        "4",
+        "--ranks-per-node",
+        "2",
+        "--json",
+    ];
+    let report: serde_json::Value =
+        serde_json::from_str(&dsrt_in(root.path(), &args).ok().stdout_text()).unwrap();
+    // Every document gets an EOS (none ends with token 999).
+    let natural: u64 = lengths.iter().map(|n| n + 1).sum();
+    let budgets: u64 = report["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["budget"].as_u64().unwrap())
+        .sum();
+    assert_eq!(budgets, natural, "{report}");
+    let share = report["sources"][0]["share"].as_f64().unwrap();
+    assert!((share - 0.7).abs() < 0.02, "{report}");
+    let tokens = report["epoch_tokens"].as_u64().unwrap();
+    assert_eq!(report["rows"].as_u64().unwrap(), tokens.div_ceil(64));
+    assert_eq!(
+        report["rows_per_rank"].as_u64().unwrap(),
+        tokens.div_ceil(64).div_ceil(4)
+    );
+    assert!(report["shards_read"].as_u64().unwrap() > 4, "{report}");
+}
+
+#[test]
+fn token_plans_refuse_sample_budgets_and_bad_shapes() {
+    let root = tempfile::tempdir().unwrap();
+    let run = dsrt_in(
+        root.path(),
+        &["plan", "--synthetic-tokens", "10,20,5", "--seq-len", "8"],
+    )
+    .fails(2);
+    assert!(run.stderr.contains("shards"), "{}", run.stderr);
+    let run = dsrt_in(root.path(), &["plan", "--synthetic-tokens", "100,2,5"]).fails(2);
+    assert!(run.stderr.contains("--seq-len"), "{}", run.stderr);
+    let args = [
+        "plan",
+        "--synthetic-tokens",
+        "100,2,5",
+        "--seq-len",
+        "8",
+        "--samples-per-epoch",
+        "5",
+    ];
+    let run = dsrt_in(root.path(), &args).fails(1);
+    assert!(run.stderr.contains("--tokens-per-epoch"), "{}", run.stderr);
+    let run = dsrt_in(
+        root.path(),
+        &["plan", "--synthetic-tokens", "100,2,5", "--seq-len", "0"],
+    )
+    .fails(1);
+    assert!(run.stderr.contains("seq_len"), "{}", run.stderr);
 }
 
 #[test]

@@ -109,6 +109,12 @@ impl Dataset {
         })
     }
 
+    /// The caches, in order, each with its resolved id and name (for a layer that reads them
+    /// through a view of its own, such as token caches).
+    pub fn into_caches(self) -> Vec<DatasetCache> {
+        self.caches
+    }
+
     /// Tells each cache whose shards come from a `ShardSource` (object storage) which of its
     /// shards the `(cache position, sample)` reads of `planned` need, in the order they first
     /// need them, at most `per_cache` of them; `scratch` is reused between calls. A hint: does

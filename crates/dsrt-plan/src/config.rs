@@ -11,6 +11,13 @@ pub enum Sampling {
     WithoutReplacement,
     /// Every draw uniform over the cache, independently.
     WithReplacement,
+    /// Each pass draws whole shard runs uniformly with replacement until it holds as many
+    /// samples as the cache (the last run drawn cut to fit), then reads the samples of each
+    /// window of drawn runs in an order of their own, as without replacement. A sample can come
+    /// twice in a pass (its run drawn twice) or not at all; the samples before any segment
+    /// start are the runs laid out before it, so a layer that counts samples by their lengths
+    /// (tokens) knows them from per-run totals, as it does without replacement.
+    RunsWithReplacement,
 }
 
 /// How samples are ordered within an epoch.

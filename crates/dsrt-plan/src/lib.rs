@@ -11,6 +11,12 @@
 //! `RemainderPolicy::Drop`). `IterState` records what is consumed so an epoch resumes on any
 //! topology, and `PlanReport` tells what each node reads (`dsrt plan`).
 //!
+//! Layers that weigh samples by their lengths (token streams, `dsrt-token-stream`) read one
+//! cache's stream through the same plan: its pass layouts and segments
+//! ([`EpochPlan::pass_layout`], [`EpochPlan::segment`], [`EpochPlan::stream_sample`]), its
+//! shares of a total ([`weighted_shares`]), and seeds and permutations made as the plan makes
+//! its own ([`mix`], [`Permutation`]).
+//!
 //! What it is not for: reading samples. This crate does no I/O; the loader in `dsrt-dataset`
 //! turns a plan into samples with worker threads.
 //!
@@ -32,7 +38,12 @@ mod state;
 mod stream;
 
 pub use config::{PlanConfig, PlanError, Sampling, Shuffle};
-pub use order::{CacheShape, EpochPlan, PlanCursor, PlannedSample};
+pub use order::{weighted_shares, CacheShape, EpochPlan, PlanCursor, PlannedSample};
 pub use partition::{Partition, RemainderPolicy, Topology};
-pub use report::{NodeReport, PlanReport, ReportOptions, ShuffleQuality, DEFAULT_PREFETCH_SHARDS};
+pub use report::{
+    rank_correlation, NodeReport, PlanReport, ReportOptions, ShuffleQuality,
+    DEFAULT_PREFETCH_SHARDS,
+};
+pub use rng::{mix, Permutation};
 pub use state::IterState;
+pub use stream::PassLayout;

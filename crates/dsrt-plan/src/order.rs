@@ -4,7 +4,7 @@
 
 use crate::mixing::Interleaving;
 use crate::rng::mix;
-use crate::stream::{CacheStream, StreamSlot};
+use crate::stream::{CacheStream, PassLayout, StreamSlot};
 use crate::{IterState, PlanConfig, PlanError, RemainderPolicy, Shuffle, Topology};
 use std::ops::Range;
 
@@ -336,6 +336,44 @@ impl EpochPlan {
             }
     }
 
+    /// Cache `cache`'s shard runs as the plan lays them out: its shape's runs, or one run of
+    /// the whole cache where they do not tile it.
+    pub fn runs(&self, cache: usize) -> &[Range<u64>] {
+        self.streams[cache].runs()
+    }
+
+    /// The layout of pass `pass` over cache `cache` (each pass is `len` consecutive positions
+    /// of the cache's stream): its runs in reading order. The first pass's is held by the plan;
+    /// a later one is computed into `cursor`, which keeps it for the next call.
+    pub fn pass_layout<'a>(
+        &'a self,
+        cache: usize,
+        pass: u64,
+        cursor: &'a mut PlanCursor,
+    ) -> &'a PassLayout {
+        cursor.ensure_slots(self.caches());
+        self.streams[cache].layout(pass, &mut cursor.slots[cache].layout)
+    }
+
+    /// The segment of cache `cache`'s stream that holds stream position `position` (below the
+    /// cache's share): the stream positions that read, in an order of their own, exactly the
+    /// samples of one stretch of their pass's layout, the offsets
+    /// `segment - pass * cache_len` of [`EpochPlan::pass_layout`]. A segment is a window of the
+    /// layout, cut where the plan's cuts fall (with `Full`, the whole pass).
+    pub fn segment(&self, cache: usize, position: u64, cursor: &mut PlanCursor) -> Range<u64> {
+        cursor.ensure_slots(self.caches());
+        self.streams[cache].segment_of(position, &mut cursor.slots[cache])
+    }
+
+    /// The sample at position `position` of cache `cache`'s own stream (below its share), as
+    /// the epoch reads it wherever that stream position falls among the global positions.
+    pub fn stream_sample(&self, cache: usize, position: u64, cursor: &mut PlanCursor) -> u64 {
+        cursor.ensure_slots(self.caches());
+        self.streams[cache]
+            .sample(position, &mut cursor.slots[cache])
+            .0
+    }
+
     pub(crate) fn stream(&self, cache: usize) -> &CacheStream {
         &self.streams[cache]
     }
@@ -366,12 +404,16 @@ impl PlanCursor {
     pub fn locate(&mut self, plan: &EpochPlan, position: u64) -> Option<(PlannedSample, u64)> {
         let (cache, stream_position) =
             plan.stream_position(self.interleaving.as_mut(), position)?;
-        if self.slots.len() < plan.caches() {
-            self.slots.resize(plan.caches(), StreamSlot::default());
-        }
+        self.ensure_slots(plan.caches());
         let stream = plan.stream(cache);
         let (sample, run) = stream.sample(stream_position, &mut self.slots[cache]);
         Some((PlannedSample { cache, sample }, stream.shard_of_run(run)))
+    }
+
+    fn ensure_slots(&mut self, caches: usize) {
+        if self.slots.len() < caches {
+            self.slots.resize(caches, StreamSlot::default());
+        }
     }
 
     /// Memory the cursor holds.
@@ -393,6 +435,24 @@ fn shares(shapes: &[CacheShape], config: &PlanConfig) -> Result<Vec<u64>, PlanEr
             shapes.len()
         )));
     }
+    let epoch_len = config
+        .samples_per_epoch
+        .unwrap_or_else(|| shapes.iter().map(|s| s.len).sum());
+    let shares = weighted_shares(weights, epoch_len)?;
+    if let Some(cache) = shapes
+        .iter()
+        .zip(&shares)
+        .position(|(s, &share)| share > 0 && s.len == 0)
+    {
+        return Err(PlanError::EmptyCache { cache });
+    }
+    Ok(shares)
+}
+
+/// Splits `total` in proportion to `weights` (finite, non-negative, not all zero), rounding by
+/// largest remainder so the parts sum to exactly `total` (ties go to the earlier weight): how
+/// a plan gives each cache its share of an epoch, of samples or of tokens.
+pub fn weighted_shares(weights: &[f64], total: u64) -> Result<Vec<u64>, PlanError> {
     if let Some(bad) = weights.iter().find(|w| !w.is_finite() || **w < 0.0) {
         return Err(PlanError::Weights(format!(
             "{bad} is not a finite non-negative weight"
@@ -402,18 +462,7 @@ fn shares(shapes: &[CacheShape], config: &PlanConfig) -> Result<Vec<u64>, PlanEr
     if total_weight <= 0.0 {
         return Err(PlanError::Weights("all weights are zero".into()));
     }
-    let epoch_len = config
-        .samples_per_epoch
-        .unwrap_or_else(|| shapes.iter().map(|s| s.len).sum());
-    let shares = largest_remainder(weights, total_weight, epoch_len);
-    if let Some(cache) = shapes
-        .iter()
-        .zip(&shares)
-        .position(|(s, &share)| share > 0 && s.len == 0)
-    {
-        return Err(PlanError::EmptyCache { cache });
-    }
-    Ok(shares)
+    Ok(largest_remainder(weights, total_weight, total))
 }
 
 /// Splits `total` in proportion to `weights` so the parts sum to exactly `total`.

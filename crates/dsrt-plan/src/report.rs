@@ -199,6 +199,20 @@ impl PlanReport {
     }
 }
 
+impl EpochPlan {
+    /// The shards stream positions `positions` of cache `cache` read (sorted, each once): the
+    /// runs of the whole segments they cover, and the samples of the segments they cover in
+    /// part.
+    pub fn shards_read(&self, cache: usize, positions: Range<u64>) -> Vec<u64> {
+        let mut segments = Vec::new();
+        node_segments(self, cache, positions, &mut segments);
+        let mut shards: Vec<u64> = segments.into_iter().flatten().collect();
+        shards.sort_unstable();
+        shards.dedup();
+        shards
+    }
+}
+
 /// Appends the shards of each segment `positions` (a stretch of one cache's stream) reads, in
 /// order. A segment read whole (without replacement) reads exactly the runs its stretch of the
 /// layout covers; any other is enumerated position by position.
@@ -301,13 +315,14 @@ fn shuffle_quality(
         } else {
             distinct_sum as f64 / block_count as f64
         },
-        physical_rank_correlation: spearman(&physical),
+        physical_rank_correlation: rank_correlation(&physical),
         steps_measured: physical.len() as u64,
     }
 }
 
-/// Spearman's rank correlation between `values` and their positions (ties get their mean rank).
-fn spearman(values: &[u64]) -> f64 {
+/// Spearman's rank correlation between `values` and their positions (ties get their mean
+/// rank): how close an order of samples is to `values`' order (1: the same, 0: unrelated).
+pub fn rank_correlation(values: &[u64]) -> f64 {
     let n = values.len();
     if n < 2 {
         return 0.0;

@@ -1,8 +1,10 @@
 //! A small, fast, seedable generator (xoshiro256**, seeded through SplitMix64), so the plan
 //! depends on this crate's code alone and never on another crate's version.
 
-/// Mixes `values` into one 64-bit seed (SplitMix64 finalizer over each value).
-pub(crate) fn mix(values: &[u64]) -> u64 {
+/// Mixes `values` into one 64-bit seed (SplitMix64 finalizer over each value): how every seed
+/// of a plan is derived from the plan's seed, so layers above that need seeds of their own
+/// derive them the same way.
+pub fn mix(values: &[u64]) -> u64 {
     let mut state = 0x243f_6a88_85a3_08d3u64;
     for &value in values {
         state = splitmix(state ^ value);
@@ -23,7 +25,7 @@ pub(crate) fn scaled(hash: u64, bound: u64) -> u64 {
 /// `len` (fewer than two rounds of walking expected, as the domain is less than `2 * len`).
 /// It stands in for a Fisher-Yates shuffle, which would need the whole order in memory.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Permutation {
+pub struct Permutation {
     len: u64,
     left_bits: u32,
     right_bits: u32,
@@ -31,7 +33,8 @@ pub(crate) struct Permutation {
 }
 
 impl Permutation {
-    pub(crate) fn new(seed: u64, len: u64) -> Self {
+    /// The permutation of `0..len` keyed by `seed`.
+    pub fn new(seed: u64, len: u64) -> Self {
         let bits = (64 - len.saturating_sub(1).leading_zeros()).max(2);
         let left_bits = bits / 2;
         let mut rng = Rng::new(seed);
@@ -50,7 +53,7 @@ impl Permutation {
 
     /// The image of `index` (`index < len`).
     #[inline]
-    pub(crate) fn apply(&self, index: u64) -> u64 {
+    pub fn apply(&self, index: u64) -> u64 {
         if self.len <= 1 {
             return index;
         }

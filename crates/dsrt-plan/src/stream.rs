@@ -19,9 +19,10 @@ use crate::{Sampling, Shuffle};
 use std::ops::Range;
 use std::sync::Arc;
 
-/// The runs of one pass in the order it reads them, with where each starts in the pass.
+/// The runs of one pass over a cache in the order it reads them, with where each starts in the
+/// pass: what [`EpochPlan::pass_layout`](crate::EpochPlan::pass_layout) shows of a stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct PassLayout {
+pub struct PassLayout {
     pass: u64,
     /// Run indices in reading order.
     order: Vec<u32>,
@@ -32,6 +33,31 @@ pub(crate) struct PassLayout {
 impl PassLayout {
     pub(crate) fn bytes(&self) -> usize {
         self.order.capacity() * 4 + self.starts.capacity() * 8
+    }
+
+    /// The pass this is the layout of.
+    pub fn pass(&self) -> u64 {
+        self.pass
+    }
+
+    /// The cache's run indices (into [`EpochPlan::runs`](crate::EpochPlan::runs)) in the
+    /// order the pass reads them.
+    pub fn run_order(&self) -> &[u32] {
+        &self.order
+    }
+
+    /// `starts()[i]`: the offset within the pass of the first sample of the `i`-th run read;
+    /// one more entry than [`PassLayout::run_order`], the last being the pass's length.
+    pub fn starts(&self) -> &[u64] {
+        &self.starts
+    }
+
+    /// The index (into [`PassLayout::run_order`]) of the run that offset `offset` of the
+    /// pass lies in (`offset` below the pass's length).
+    pub fn run_at(&self, offset: u64) -> usize {
+        self.starts
+            .partition_point(|&s| s <= offset)
+            .saturating_sub(1)
     }
 }
 
@@ -140,6 +166,9 @@ impl CacheStream {
     }
 
     fn layout_of(&self, pass: u64) -> PassLayout {
+        if self.sampling == Sampling::RunsWithReplacement {
+            return self.drawn_layout(pass);
+        }
         let mut order: Vec<u32> = (0..self.runs.len() as u32).collect();
         if matches!(self.shuffle, Shuffle::Local { .. }) {
             Rng::new(mix(&[self.seed, pass])).shuffle(&mut order);
@@ -159,14 +188,43 @@ impl CacheStream {
         }
     }
 
+    /// A pass of runs drawn uniformly with replacement until they hold `len` samples, the last
+    /// one cut to fit (`Sampling::RunsWithReplacement`).
+    fn drawn_layout(&self, pass: u64) -> PassLayout {
+        let mut rng = Rng::new(mix(&[self.seed, pass, 3]));
+        let mut order = Vec::with_capacity(self.runs.len());
+        let mut starts = Vec::with_capacity(self.runs.len() + 1);
+        let mut at = 0;
+        while at < self.len && !self.runs.is_empty() {
+            let run = rng.below(self.runs.len() as u64) as u32;
+            order.push(run);
+            starts.push(at);
+            let run = &self.runs[run as usize];
+            at += run.end - run.start;
+        }
+        starts.push(self.len);
+        PassLayout {
+            pass,
+            order,
+            starts,
+        }
+    }
+
+    /// Whether every pass lays its runs out as the first does.
+    fn passes_alike(&self) -> bool {
+        !matches!(self.shuffle, Shuffle::Local { .. })
+            && self.sampling != Sampling::RunsWithReplacement
+    }
+
     /// The layout of `pass`: the first pass's, or one computed into `slot` (kept there for the
-    /// next positions of the same pass). Only `Local` lays passes out differently.
+    /// next positions of the same pass). Only `Local` and runs drawn with replacement lay passes
+    /// out differently.
     pub(crate) fn layout<'a>(
         &'a self,
         pass: u64,
         slot: &'a mut Option<PassLayout>,
     ) -> &'a PassLayout {
-        if pass == 0 || !matches!(self.shuffle, Shuffle::Local { .. }) {
+        if pass == 0 || self.passes_alike() {
             return &self.first_pass;
         }
         if slot.as_ref().is_none_or(|l| l.pass != pass) {
@@ -220,8 +278,12 @@ impl CacheStream {
         let layout = self.layout(placed.pass, layout);
         let start = placed.segment.start;
         let drawn = match (self.sampling, self.shuffle) {
-            (Sampling::WithoutReplacement, Shuffle::Sequential) => position,
-            (Sampling::WithoutReplacement, _) => start + permutation.apply(position - start),
+            (Sampling::WithoutReplacement | Sampling::RunsWithReplacement, Shuffle::Sequential) => {
+                position
+            }
+            (Sampling::WithoutReplacement | Sampling::RunsWithReplacement, _) => {
+                start + permutation.apply(position - start)
+            }
             (Sampling::WithReplacement, _) => {
                 start + scaled(mix(&[self.seed, position, 2]), placed.segment.end - start)
             }
@@ -234,6 +296,22 @@ impl CacheStream {
             self.runs[run_index].start + (offset - layout.starts[run]),
             run_index,
         )
+    }
+
+    /// The segment holding stream position `position` (`< share`): the stream positions that
+    /// read, in an order of their own, exactly the samples of one stretch of their pass's
+    /// layout (offsets `segment - pass * len`).
+    pub(crate) fn segment_of(&self, position: u64, slot: &mut StreamSlot) -> Range<u64> {
+        if self.len == 0 {
+            return position..position;
+        }
+        let layout = self.layout(position / self.len, &mut slot.layout);
+        self.place(position, layout).segment
+    }
+
+    /// The cache's runs, as the stream lays them out.
+    pub(crate) fn runs(&self) -> &[Range<u64>] {
+        &self.runs
     }
 
     /// The run indices a whole segment `segment` (stream positions of one pass) reads: the runs
@@ -256,6 +334,6 @@ impl CacheStream {
     /// Whether every sample of a segment is read once its positions are (without
     /// replacement), so a node reading the whole segment reads exactly its runs.
     pub(crate) fn reads_segments_whole(&self) -> bool {
-        self.sampling == Sampling::WithoutReplacement
+        self.sampling != Sampling::WithReplacement
     }
 }

@@ -125,6 +125,49 @@ fn with_replacement_draws_uniformly() {
 }
 
 #[test]
+fn runs_with_replacement_draw_whole_runs_per_pass() {
+    // Runs of 100 and a short last one of 50: a pass of 1,050 samples cuts its last drawn run.
+    let shapes = [shape(1050, 100)];
+    let config = PlanConfig {
+        seed: 3,
+        weights: Some(vec![1.0]),
+        samples_per_epoch: Some(1050 * 40),
+        sampling: Sampling::RunsWithReplacement,
+        shuffle: Shuffle::Local { window_shards: 2 },
+    };
+    let plan = EpochPlan::build(&shapes, &config, 0).unwrap();
+    let order = order(&plan);
+    let mut per_run = vec![0u64; 11];
+    let mut repeated = 0;
+    for pass in order.chunks(1050) {
+        let mut counts = vec![0u64; 1050];
+        for s in pass {
+            counts[s.sample as usize] += 1;
+        }
+        // A run drawn is read whole (but the pass's last, cut to fit): its samples' counts
+        // differ by at most one.
+        for run in counts.chunks(100) {
+            let (low, high) = (run.iter().min().unwrap(), run.iter().max().unwrap());
+            assert!(high - low <= 1, "{run:?}");
+        }
+        repeated += u64::from(counts.iter().any(|&c| c > 1));
+        for (r, run) in counts.chunks(100).enumerate() {
+            per_run[r] += run[0];
+        }
+    }
+    assert!(repeated > 30, "runs come twice in a pass");
+    // Over 40 passes every run is drawn about 40 * 1050 / 1000 times.
+    assert!(
+        per_run.iter().all(|&c| (15..80).contains(&c)),
+        "{per_run:?}"
+    );
+    assert_eq!(
+        order,
+        self::order(&EpochPlan::build(&shapes, &config, 0).unwrap())
+    );
+}
+
+#[test]
 fn bad_weights_and_empty_caches_are_refused() {
     let shapes = [shape(10, 2), shape(0, 1)];
     let with = |weights: Vec<f64>| PlanConfig {

@@ -95,6 +95,44 @@ impl PyDataset {
     }
 }
 
+/// Opens the caches at `paths` (directories and object-store URLs) as one dataset, remote ones
+/// as `args` say: what `Dataset(paths, ...)` opens, for every binding that opens caches.
+pub(crate) fn open_locations(
+    py: Python<'_>,
+    paths: &[Location],
+    args: &RemoteArgs,
+) -> PyResult<Dataset> {
+    let texts: Option<Vec<&str>> = paths
+        .iter()
+        .map(|l| match l {
+            Location::Text(t) => Some(t.as_str()),
+            Location::Path(_) => None,
+        })
+        .collect();
+    Ok(match texts {
+        Some(texts) => {
+            let options = args.options();
+            detach(py, || dsrt_remote::open_dataset(&texts, &options))?
+                .map_err(|e| remote_error(py, &e))?
+        }
+        // A path that is not UTF-8 can only be a local directory: all of them are opened
+        // as local directories, as before URLs were accepted.
+        None => {
+            let dirs: Vec<PathBuf> = paths
+                .iter()
+                .map(|l| match l {
+                    Location::Text(t) => PathBuf::from(t),
+                    Location::Path(p) => p.clone(),
+                })
+                .collect();
+            let options = OpenOptions {
+                validate_cache: args.validate_cache,
+            };
+            detach(py, || Dataset::open(&dirs, options))?.map_err(|e| dataset_error(py, &e))?
+        }
+    })
+}
+
 #[pymethods]
 impl PyDataset {
     #[new]
@@ -136,33 +174,7 @@ impl PyDataset {
             first_backoff,
             wait_for_room,
         })?;
-        let texts: Option<Vec<&str>> = paths
-            .iter()
-            .map(|l| match l {
-                Location::Text(t) => Some(t.as_str()),
-                Location::Path(_) => None,
-            })
-            .collect();
-        let dataset = match texts {
-            Some(texts) => {
-                let options = args.options();
-                detach(py, || dsrt_remote::open_dataset(&texts, &options))?
-                    .map_err(|e| remote_error(py, &e))?
-            }
-            // A path that is not UTF-8 can only be a local directory: all of them are opened
-            // as local directories, as before URLs were accepted.
-            None => {
-                let dirs: Vec<PathBuf> = paths
-                    .iter()
-                    .map(|l| match l {
-                        Location::Text(t) => PathBuf::from(t),
-                        Location::Path(p) => p.clone(),
-                    })
-                    .collect();
-                let options = OpenOptions { validate_cache };
-                detach(py, || Dataset::open(&dirs, options))?.map_err(|e| dataset_error(py, &e))?
-            }
-        };
+        let dataset = open_locations(py, &paths, &args)?;
         Ok(Self {
             dataset: Arc::new(dataset),
             paths,

@@ -26,6 +26,7 @@ mod pack;
 mod remote;
 #[cfg(feature = "test-hooks")]
 mod testing;
+mod token_stream;
 mod tokens;
 mod values;
 mod views;
@@ -78,6 +79,14 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dataset::PyUpdateReport>()?;
     m.add_class::<writer::PyCacheWriter>()?;
     m.add_class::<tokens::PyTokenWriter>()?;
+    m.add_class::<token_stream::PyTokenPlan>()?;
+    m.add_class::<token_stream::PyTokenBatches>()?;
+    m.add_class::<token_stream::PyTokenBatch>()?;
+    m.add_function(wrap_pyfunction!(token_stream::_token_batch_from_arrow, m)?)?;
+    m.add(
+        "TokenStreamError",
+        m.py().get_type::<token_stream::TokenStreamError>(),
+    )?;
     m.add_class::<loader::PyLoader>()?;
     m.add_class::<loader::PyRankPlan>()?;
     m.add_function(wrap_pyfunction!(update_manifests, m)?)?;

@@ -51,6 +51,8 @@ EXPECTED = {
     "PackError::Parquet": ("WriteError", "parquet"),
     "PackError::Arrow": ("WriteError", "arrow"),
     "PackError::Encode": ("WriteError", "encode"),
+    "PackError::TokenOutOfRange": ("WriteError", "token_out_of_range"),
+    "PackError::Tokenizer": ("WriteError", "tokenizer"),
     "PackError::Write": ("WriteError", "poisoned"),
     "PackError::Cancelled": ("WriteError", "cancelled"),
     "PackError::WorkerPanicked": ("InternalError", "worker_panicked"),

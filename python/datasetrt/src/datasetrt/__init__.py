@@ -18,6 +18,10 @@ native module ``datasetrt._native``; ``datasetrt.torch`` adds a PyTorch ``Iterab
 - :func:`convert` runs a function of yours over a list of inputs in worker processes, into one
   cache that is the same bytes for every number of workers.
 - :class:`Loader` iterates one rank's share of an epoch reproducibly, resumably.
+- :class:`TokenDataset` iterates one rank's batches of training rows cut from token caches
+  (windows of ``seq_len + 1`` tokens or packed bins, with ``labels``, ``position_ids``,
+  ``segment_ids``, ``cu_seqlens`` and ``loss_mask``; ``docs/tokens.md``), mixed by token
+  shares, resumable on any topology; :class:`TokenBatch` is one batch.
 - :func:`update_manifests` / :meth:`Dataset.update_manifests` migrate v2 manifests to v3.
 
 A process keeps at most :func:`max_open_shards` idle shard files and mappings open (by default
@@ -57,6 +61,8 @@ from ._native import (
     Sample,
     SampleIndexError,
     SampleTable,
+    TokenBatch,
+    TokenStreamError,
     TokenWriter,
     UnknownCacheError,
     WriteError,
@@ -72,6 +78,7 @@ from ._native import (
     set_max_open_shards,
     update_manifests,
 )
+from ._tokens import TokenDataset
 
 __all__ = [
     "DEFAULT_MAX_SHARD_BYTES",
@@ -98,6 +105,9 @@ __all__ = [
     "ResourceError",
     "Sample",
     "SampleTable",
+    "TokenBatch",
+    "TokenDataset",
+    "TokenStreamError",
     "TokenWriter",
     "WriteError",
     "cache_id_for_source",

@@ -22,6 +22,7 @@ __all__ = [
     "ChecksumError",
     "CorruptCacheError",
     "DatasetError",
+    "TokenStreamError",
     "ManifestUpdateError",
     "WriteError",
     "RemoteError",
@@ -37,6 +38,11 @@ __all__ = [
     "SampleTable",
     "ManifestUpdateReport",
     "CacheWriter",
+    "TokenWriter",
+    "_TokenPlan",
+    "_TokenBatches",
+    "TokenBatch",
+    "_token_batch_from_arrow",
     "Loader",
     "RankPlan",
     "update_manifests",
@@ -44,6 +50,7 @@ __all__ = [
     "pack_imagefolder",
     "pack_parquet",
     "pack_webdataset",
+    "pack_megatron",
     "_merge_parts",
     "_remove_unpublished",
     "cache_id_for_source",
@@ -100,6 +107,9 @@ class CorruptCacheError(CacheError): ...
 
 class DatasetError(Error):
     kind: str
+
+class TokenStreamError(DatasetError):
+    sample_id: int | None
 
 class ManifestUpdateError(Error):
     kind: str
@@ -388,6 +398,86 @@ class RankPlan:
     def will_need(self, steps: range | Sequence[int]) -> None: ...
     def hint_ahead(self, start: int, stop: int) -> None: ...
 
+@final
+class _TokenPlan:
+    def __new__(
+        cls,
+        paths: Sequence[_Path],
+        *,
+        seq_len: int,
+        mode: str = "concat",
+        bos_id: int | None = None,
+        eos_id: int | None = None,
+        pad_id: int = 0,
+        long_docs: str = "split",
+        weights: Sequence[float] | Mapping[str, float] | None = None,
+        tokens_per_epoch: int | None = None,
+        replacement: bool = False,
+        seed: int = 0,
+        epoch: int = 0,
+        shuffle: str = "local",
+        window_shards: int = 4,
+        window_block: int = 256,
+        packing_bins: int = 256,
+        rank: int = 0,
+        world_size: int = 1,
+        ranks_per_node: int = 1,
+        policy: str = "pad",
+        state: Mapping[str, Any] | None = None,
+        validate_cache: bool = False,
+        cache_dir: _Path | None = None,
+        cache_limit: int | str | None = None,
+        fetch: str = "whole",
+        prefetch_shards: int | None = None,
+        read_while_downloading: bool | None = None,
+        attempts: int | None = None,
+        first_backoff: float | None = None,
+        wait_for_room: float | None = None,
+    ) -> Self: ...
+    def __len__(self) -> int: ...
+    @property
+    def rows(self) -> int: ...
+    @property
+    def epoch_tokens(self) -> int: ...
+    @property
+    def padding_fraction(self) -> float: ...
+    @property
+    def source_tokens(self) -> list[int]: ...
+    @property
+    def boundary_tokens(self) -> list[tuple[int | None, int | None]]: ...
+    def report(self) -> dict[str, Any]: ...
+    def state_after(self, steps: int) -> dict[str, Any]: ...
+    def read(self, start: int, stop: int, expand: bool = True) -> TokenBatch: ...
+    def batches(
+        self,
+        batch_size: int,
+        *,
+        workers: int = 2,
+        prefetch: int = 2,
+        expand: bool = True,
+        first_batch: int = 0,
+    ) -> _TokenBatches: ...
+
+@final
+class _TokenBatches:
+    def __iter__(self) -> Self: ...
+    def __next__(self) -> TokenBatch: ...
+    def __len__(self) -> int: ...
+
+@final
+class TokenBatch:
+    def __len__(self) -> int: ...
+    @property
+    def seq_len(self) -> int: ...
+    @property
+    def pad_id(self) -> int: ...
+    @property
+    def max_seqlen(self) -> int: ...
+    def arrow(self) -> ArrowBatch: ...
+    def compact(self) -> ArrowBatch: ...
+    def __reduce__(self) -> tuple[Any, ...]: ...
+
+def _token_batch_from_arrow(compact: ArrowBatch, seq_len: int, pad_id: int) -> TokenBatch: ...
 def update_manifests(paths: Sequence[_Path], version: int = 3) -> ManifestUpdateReport: ...
 def pack_dir(
     root: _Path,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Callable
 
 import numpy
@@ -31,10 +31,21 @@ from ._native import (
     ArrowBatch,
     Dataset,
     RankPlan,
+    TokenBatch,
     _located_payloads,
+    _TokenPlan,
 )
+from ._tokens import token_plan_args, token_weights
 
-__all__ = ["ColumnarBatch", "StreamingDataset", "rank_and_world_size", "ranks_per_node_of"]
+__all__ = [
+    "ColumnarBatch",
+    "StreamingDataset",
+    "TokenStreamingDataset",
+    "TokenTensors",
+    "document_attention_mask",
+    "rank_and_world_size",
+    "ranks_per_node_of",
+]
 
 _STATE_TAG = "__datasetrt_streaming__"
 
@@ -480,6 +491,7 @@ def _tensor(buffer: pa.Buffer | None, dtype: torch.dtype, count: int) -> torch.T
 
 _NUMPY_TYPES = {
     torch.uint8: "uint8",
+    torch.int32: "int32",
     torch.int64: "int64",
     torch.uint64: "uint64",
     torch.float64: "float64",
@@ -633,3 +645,424 @@ def _find_states(obj: Any) -> Iterator[dict[str, Any]]:
     elif isinstance(obj, (list, tuple)):
         for value in obj:
             yield from _find_states(value)
+
+
+_TOKEN_STATE_TAG = "__datasetrt_token_stream__"
+
+
+class TokenTensors:
+    """One batch of :class:`TokenStreamingDataset` as tensors, read like a dict (docs/tokens.md):
+    ``input_ids``, ``labels`` (``-100`` where the loss is masked), ``position_ids`` (int64,
+    ``[B, seq_len]``), ``segment_ids`` (int32), ``loss_mask`` (bool), ``cu_seqlens`` (int32,
+    ``[n + 1]``, over the flattened batch, as flash-attention's varlen kernels take it),
+    ``max_seqlen`` (int), ``padding`` (bool, ``[B]``: rows without loss), ``steps`` (int64)
+    and ``documents`` (per row, the ``(cache_id, sample_id, start, length)`` of each piece of a
+    document it holds).
+
+    The tensors are views of the batch's Arrow buffers (no copy); they are derived from the
+    batch's token ids and pieces on first access, in the process that accesses them (GIL
+    released). Crossing from a ``DataLoader`` worker, a batch pickles in that compact form,
+    so the training process derives the columns itself. ``batch.to(device)`` and
+    ``batch.pin_memory()`` give a dict of the tensors moved or pinned.
+    """
+
+    __slots__ = ("_batch", "_cache")
+    _NAMES = (
+        "input_ids",
+        "labels",
+        "position_ids",
+        "segment_ids",
+        "loss_mask",
+        "cu_seqlens",
+        "max_seqlen",
+        "padding",
+        "steps",
+        "documents",
+    )
+    _TENSORS = ("input_ids", "labels", "position_ids", "segment_ids", "loss_mask", "cu_seqlens")
+
+    def __init__(self, batch: TokenBatch) -> None:
+        self._batch = batch
+        self._cache: dict[str, Any] = {}
+
+    def __reduce__(self):
+        return (TokenTensors, (self._batch,))
+
+    def __len__(self) -> int:
+        return len(self._batch)
+
+    def keys(self):
+        return list(self._NAMES)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._NAMES
+
+    @property
+    def batch(self) -> TokenBatch:
+        """The underlying :class:`datasetrt.TokenBatch`."""
+        return self._batch
+
+    def _record(self) -> pa.RecordBatch:
+        record = self._cache.get("arrow")
+        if record is None:
+            record = self._cache["arrow"] = pa.record_batch(self._batch.arrow())
+        return record
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self._cache:
+            return self._cache[name]
+        record = self._record()
+        rows, seq_len = len(self._batch), self._batch.seq_len
+        value: Any
+        if name in ("input_ids", "labels", "position_ids"):
+            values = record.column(name).values
+            value = _tensor(values.buffers()[1], torch.int64, rows * seq_len).view(rows, seq_len)
+        elif name == "segment_ids":
+            values = record.column(name).values
+            value = _tensor(values.buffers()[1], torch.int32, rows * seq_len).view(rows, seq_len)
+        elif name == "loss_mask":
+            values = record.column(name).values
+            mask = _tensor(values.buffers()[1], torch.uint8, rows * seq_len)
+            value = mask.view(torch.bool).view(rows, seq_len)
+        elif name == "cu_seqlens":
+            # The list's child holds every row's sequence starts and, past the last row's,
+            # the flattened batch's end.
+            values = record.column(name).values
+            value = _tensor(values.buffers()[1], torch.int32, len(values))
+        elif name == "max_seqlen":
+            value = self._batch.max_seqlen
+        elif name == "padding":
+            value = _bools(record.column("padding"))
+        elif name == "steps":
+            value = _tensor(record.column("step").buffers()[1], torch.int64, rows)
+        elif name == "documents":
+            value = [
+                [(d["cache_id"], d["sample_id"], d["start"], d["length"]) for d in row]
+                for row in record.column("documents").to_pylist()
+            ]
+        else:
+            raise KeyError(name)
+        self._cache[name] = value
+        return value
+
+    def to(self, device: Any, non_blocking: bool = False) -> dict[str, Any]:
+        """The tensors on ``device`` (and the other entries as they are), as a dict."""
+        out = {name: self[name] for name in self._NAMES}
+        for name in self._TENSORS + ("padding", "steps"):
+            out[name] = out[name].to(device, non_blocking=non_blocking)
+        return out
+
+    def pin_memory(self) -> dict[str, Any]:
+        """The tensors in pinned memory (what ``DataLoader(pin_memory=True)`` asks for)."""
+        out = {name: self[name] for name in self._NAMES}
+        for name in self._TENSORS + ("padding", "steps"):
+            out[name] = out[name].pin_memory()
+        return out
+
+    def __repr__(self) -> str:
+        return f"TokenTensors(<{len(self)} rows of {self._batch.seq_len} tokens>)"
+
+
+def document_attention_mask(segment_ids: torch.Tensor) -> torch.Tensor:
+    """A boolean attention mask ``[B, 1, S, S]`` (True: attend) for
+    ``torch.nn.functional.scaled_dot_product_attention`` from ``segment_ids`` ``[B, S]``:
+    causal and within each piece of a document (padding attends to padding, so no row of the
+    mask is empty)."""
+    seq_len = segment_ids.shape[-1]
+    same = segment_ids[:, :, None] == segment_ids[:, None, :]
+    causal = torch.ones(seq_len, seq_len, dtype=torch.bool, device=segment_ids.device).tril()
+    return (same & causal)[:, None, :, :]
+
+
+class TokenStreamingDataset(torch.utils.data.IterableDataset):
+    """A ``torch.utils.data.IterableDataset`` of batches of training rows cut from token caches
+    (docs/tokens.md); use it with ``DataLoader(dataset, batch_size=None)``.
+
+    It takes :class:`datasetrt.TokenDataset`'s arguments (``seq_len``, ``mode``, ``bos_id``,
+    ``eos_id``, ``pad_id``, ``long_docs``, ``weights``, ``tokens_per_epoch``,
+    ``replacement``, ``seed``, ``epoch``, ``shuffle``, ``rank``, ``world_size``,
+    ``ranks_per_node``, ``policy``, ``state``, ``batch_size``, ``window_shards``,
+    ``window_block``, ``packing_bins`` and the remote options), with ``rank``,
+    ``world_size`` and ``ranks_per_node`` taken from torch.distributed or torchrun's
+    environment when not given, and ``threads`` / ``prefetch`` for the Rust threads that read
+    ahead when the ``DataLoader`` has no worker processes.
+
+    Each item is a :class:`TokenTensors`. With ``num_workers`` worker processes, worker ``w``
+    reads batches ``w, w + num_workers, ...`` of the rank's steps, so the ``DataLoader`` yields
+    the same batches in the same order for any ``num_workers``; a batch crosses to the training
+    process in its compact form (token ids and pieces) and becomes tensors there. Every rank
+    yields the same number of batches.
+
+    Resuming: ``state_dict()`` / ``load_state_dict()`` work with torchdata's
+    ``StatefulDataLoader`` (same ``num_workers``, or a whole ``StatefulDataLoader.state_dict()``
+    taken with any ``num_workers``, then any other), and ``load_state_dict`` also takes a
+    :meth:`datasetrt.TokenDataset.state_dict` from any topology.
+    """
+
+    def __init__(
+        self,
+        paths: Sequence[str] | Dataset,
+        *,
+        seq_len: int,
+        mode: str = "concat",
+        bos_id: int | None = None,
+        eos_id: int | None = None,
+        pad_id: int = 0,
+        long_docs: str = "split",
+        weights: Sequence[float] | Mapping[str, float] | None = None,
+        tokens_per_epoch: int | None = None,
+        replacement: bool = False,
+        seed: int = 0,
+        epoch: int = 0,
+        shuffle: str = "local",
+        rank: int | None = None,
+        world_size: int | None = None,
+        ranks_per_node: int | None = None,
+        policy: str = "pad",
+        state: dict[str, Any] | None = None,
+        batch_size: int = 8,
+        window_shards: int = 4,
+        window_block: int = 256,
+        packing_bins: int = 256,
+        threads: int = 2,
+        prefetch: int = 2,
+        validate_cache: bool = False,
+        cache_dir: str | os.PathLike | None = None,
+        cache_limit: int | str | None = None,
+        fetch: str = "whole",
+        prefetch_shards: int | None = None,
+        read_while_downloading: bool | None = None,
+        attempts: int | None = None,
+        first_backoff: float | None = None,
+        wait_for_room: float | None = None,
+    ) -> None:
+        super().__init__()
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        if threads < 0 or prefetch < 1:
+            raise ValueError("threads must be at least 0 and prefetch at least 1")
+        self.paths, self._remote = token_plan_args(
+            paths,
+            {
+                "validate_cache": validate_cache,
+                "cache_dir": None if cache_dir is None else os.fspath(cache_dir),
+                "cache_limit": cache_limit,
+                "fetch": fetch,
+                "prefetch_shards": prefetch_shards,
+                "read_while_downloading": read_while_downloading,
+                "attempts": attempts,
+                "first_backoff": first_backoff,
+                "wait_for_room": wait_for_room,
+            },
+        )
+        auto_rank, auto_world = rank_and_world_size()
+        self.rank = auto_rank if rank is None else rank
+        self.world_size = auto_world if world_size is None else world_size
+        self.ranks_per_node = (
+            ranks_per_node_of(self.world_size) if ranks_per_node is None else ranks_per_node
+        )
+        self.seed = seed
+        self.epoch = epoch if state is None else int(state["epoch"])
+        self.batch_size = batch_size
+        self.threads = threads
+        self.prefetch = prefetch
+        self._stream: dict[str, Any] = {
+            "seq_len": seq_len,
+            "mode": mode,
+            "bos_id": bos_id,
+            "eos_id": eos_id,
+            "pad_id": pad_id,
+            "long_docs": long_docs,
+            "weights": token_weights(weights),
+            "tokens_per_epoch": tokens_per_epoch,
+            "replacement": replacement,
+            "shuffle": shuffle,
+            "window_shards": window_shards,
+            "window_block": window_block,
+            "packing_bins": packing_bins,
+            "policy": policy,
+        }
+        # Where the next iteration starts: a token state dict, or None for the epoch's start.
+        self._resume: dict[str, Any] | None = None if state is None else dict(state)
+        self._worker_resume: dict[str, Any] | None = None
+        self._progress: dict[str, Any] = self._fresh_progress(None, 1)
+        self._plans: dict[Any, _TokenPlan] = {}
+        # Fail early, in the constructing process, on bad paths or settings.
+        self._plan()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_plans"] = {}
+        return state
+
+    def _plan(self) -> _TokenPlan:
+        """This process's plan of the epoch from ``_resume``."""
+        return self._plan_from(self._resume)
+
+    def _plan_from(self, resume: dict[str, Any] | None) -> _TokenPlan:
+        """This process's plan of the epoch from ``resume`` (each process opens the caches
+        itself; a forked worker does not reuse its parent's)."""
+        key = (os.getpid(), self.epoch, repr(resume))
+        plan = self._plans.get(key)
+        if plan is None:
+            self._plans.clear()
+            plan = self._plans[key] = _TokenPlan(
+                self.paths,
+                seed=self.seed,
+                epoch=self.epoch,
+                rank=self.rank,
+                world_size=self.world_size,
+                ranks_per_node=self.ranks_per_node,
+                state=resume,
+                **self._stream,
+                **self._remote,
+            )
+        return plan
+
+    def set_epoch(self, epoch: int) -> None:
+        """Iterate epoch ``epoch`` next (call it before each epoch, on every rank). A resume
+        state loaded for another epoch is discarded."""
+        if epoch != self.epoch:
+            self._resume = None
+            self._worker_resume = None
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        """Batches this rank yields in the (rest of the) epoch: the same on every rank."""
+        return -(-len(self._plan()) // self.batch_size)
+
+    @property
+    def padding_fraction(self) -> float:
+        """The epoch's tokens of padding over the input tokens of all its rows."""
+        return self._plan().padding_fraction
+
+    def _fresh_progress(self, worker_id: int | None, num_workers: int) -> dict[str, Any]:
+        return {
+            "worker_id": worker_id,
+            "num_workers": num_workers,
+            "chunks_done": 0,
+            "steps_done": 0,
+        }
+
+    def __iter__(self) -> Iterator[TokenTensors]:
+        info = torch.utils.data.get_worker_info()
+        worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
+        plan = self._plan()
+        steps = len(plan)
+        unit = self.batch_size
+        chunks = -(-steps // unit)
+        progress = self._fresh_progress(worker if info is not None else None, workers)
+        resume = self._worker_resume
+        if (
+            resume is not None
+            and resume["num_workers"] == workers
+            and resume["worker_id"] == progress["worker_id"]
+        ):
+            progress["chunks_done"] = resume["chunks_done"]
+            progress["steps_done"] = resume["steps_done"]
+        self._worker_resume = None
+        self._progress = progress
+        if info is None:
+            # No worker processes: Rust threads read ahead and derive the columns.
+            batches = plan.batches(
+                unit,
+                workers=self.threads,
+                prefetch=self.prefetch,
+                expand=True,
+                first_batch=progress["chunks_done"],
+            )
+            for batch in batches:
+                progress["chunks_done"] += 1
+                progress["steps_done"] += len(batch)
+                yield TokenTensors(batch)
+            self._resume = None
+            return
+        # This worker's batches: worker, worker + workers, ...; each crosses compact and is
+        # expanded in the training process.
+        for chunk in range(worker + progress["chunks_done"] * workers, chunks, workers):
+            batch = plan.read(chunk * unit, min((chunk + 1) * unit, steps), expand=False)
+            progress["chunks_done"] += 1
+            progress["steps_done"] += len(batch)
+            yield TokenTensors(batch)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The progress of the iteration under way in this process (a DataLoader worker's own
+        share when called in a worker), for ``StatefulDataLoader``."""
+        return {
+            _TOKEN_STATE_TAG: 1,
+            "seed": self.seed,
+            "epoch": self.epoch,
+            "resume": self._resume,
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "ranks_per_node": self.ranks_per_node,
+            "batch_size": self.batch_size,
+            **self._progress,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume from ``state``: one of this class's ``state_dict()`` results (what
+        ``StatefulDataLoader`` passes back to each worker; same ``num_workers``), a whole
+        ``StatefulDataLoader.state_dict()`` taken with any ``num_workers``, or a
+        :meth:`datasetrt.TokenDataset.state_dict` (from any topology). The next iteration
+        continues exactly after the last batch returned."""
+        if _TOKEN_STATE_TAG in state:
+            self._check(state)
+            self._resume = state["resume"]
+            self._worker_resume = dict(state)
+            return
+        if "seq_len" in state and "epoch_len" in state:
+            if state["seed"] != self.seed:
+                raise ValueError(
+                    f"state is for seed {state['seed']}, this dataset has seed {self.seed}"
+                )
+            self.epoch = state["epoch"]
+            self._resume = dict(state)
+            self._worker_resume = None
+            self._plan()  # checks the state against the epoch
+            return
+        self._resume = self.epoch_state(state)
+        self._worker_resume = None
+
+    def epoch_state(self, loader_state: dict[str, Any]) -> dict[str, Any]:
+        """The state of the epoch after the batches a ``StatefulDataLoader`` over this dataset
+        has yielded (its ``state_dict()``, taken with any ``num_workers``), as
+        :meth:`datasetrt.TokenDataset.state_dict` gives it: it names no rank, worker or batch
+        size, so :meth:`load_state_dict` takes it on any topology. Ranks in lockstep get equal
+        states; save rank 0's with a checkpoint."""
+        found = [s for s in _find_token_states(loader_state)]
+        if any(s["worker_id"] is not None for s in found):
+            found = [s for s in found if s["worker_id"] is not None]
+        if not found:
+            raise ValueError("no TokenStreamingDataset state in this state dict")
+        first = found[0]
+        for s in found:
+            self._check(s)
+            if (s["resume"], s["num_workers"]) != (first["resume"], first["num_workers"]):
+                raise ValueError("inconsistent worker states in this state dict")
+        consumed = sum({s["worker_id"]: s["steps_done"] for s in found}.values())
+        return self._plan_from(first["resume"]).state_after(consumed)
+
+    def _check(self, state: dict[str, Any]) -> None:
+        if state["epoch"] != self.epoch and state["seed"] == self.seed:
+            self.epoch = state["epoch"]
+        names = ("seed", "epoch", "rank", "world_size", "ranks_per_node", "batch_size")
+        mine = tuple(getattr(self, n) for n in names)
+        theirs = tuple(state.get(n) for n in names)
+        if mine != theirs:
+            raise ValueError(
+                f"state is for ({', '.join(names)}) = {theirs}, this dataset has {mine}"
+            )
+
+
+def _find_token_states(obj: Any) -> Iterator[dict[str, Any]]:
+    """Every TokenStreamingDataset state nested in a StatefulDataLoader state dict."""
+    if isinstance(obj, dict):
+        if _TOKEN_STATE_TAG in obj:
+            yield obj
+            return
+        for value in obj.values():
+            yield from _find_token_states(value)
+    elif isinstance(obj, (list, tuple)):
+        for value in obj:
+            yield from _find_token_states(value)

@@ -1,0 +1,883 @@
+//! Token streams for Python (`datasetrt::token_stream`): one rank's plan of training rows over
+//! token caches (`_TokenPlan`), its batches read ahead by Rust threads (`_TokenBatches`), and
+//! `TokenBatch`, whose columns cross into Python as Arrow buffers (no copy) and which pickles
+//! in its compact form (tokens and pieces) to be expanded where it is unpickled.
+
+use crate::arrow::{arrow_batch, ArrowBatch};
+use crate::dataset::open_locations;
+use crate::errors::{cache_error, dataset_error, detach, obj, path_obj, with_attrs};
+use crate::loader::{state_from_dict, state_to_dict};
+use crate::remote::{Location, RawRemoteArgs, RemoteArgs};
+use crate::tokens::token_error;
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, FixedSizeListArray, Int64Array, ListArray, PrimitiveArray,
+    StructArray, UInt32Array, UInt64Array,
+};
+use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
+use arrow_schema::{DataType, Field, Fields};
+use datasetrt::token_stream::{
+    BatchPiece, BatchPool, CacheSource, Column, DocumentSource, LoaderOptions, LongDocs, PackMode,
+    RowBlock, RowCursor, RunConfig, TokenBatch, TokenConfig, TokenLoader, TokenPlan, TokenReport,
+    TokenState, TokenStreamError as StreamError,
+};
+use datasetrt::{DatasetError, RemainderPolicy, Sampling, Shuffle};
+use pyo3::exceptions::{PyKeyError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
+use pyo3::types::PyDict;
+use std::sync::{Arc, Mutex, OnceLock};
+
+pyo3::create_exception!(
+    datasetrt,
+    TokenStreamError,
+    crate::errors::DatasetError,
+    "A token stream cannot be planned as asked: a boundary token some of a cache's documents carry and others do not (kind `boundary`), a document longer than seq_len with long_docs=\"refuse\" (`long_document`), a source given a share of the epoch but holding no tokens (`empty_source`). `path` names the cache, `sample_id` the document where there is one."
+);
+
+/// A token stream error as a Python exception: settings as `ValueError`, a plan or state
+/// refused as a `DatasetError`, a read failure as the reader's own error.
+pub(crate) fn stream_error(py: Python<'_>, err: &StreamError) -> PyErr {
+    if let Some(raised) = crate::interrupt::pending(py) {
+        return raised;
+    }
+    match err {
+        StreamError::Config(message) => PyValueError::new_err(message.clone()),
+        StreamError::Plan(plan) => dataset_error(py, &DatasetError::Plan(plan.clone())),
+        StreamError::Read(inner) => {
+            if let Some(e) = inner.downcast_ref::<datasetrt::tokens::TokenError>() {
+                token_error(py, e)
+            } else if let Some(e) = inner.downcast_ref::<datasetrt::CacheError>() {
+                cache_error(py, e)
+            } else {
+                let attrs = [
+                    ("path", py.None()),
+                    ("reason", obj(py, inner.to_string())),
+                    ("kind", obj(py, "read")),
+                    ("sample_id", py.None()),
+                ];
+                with_attrs::<TokenStreamError>(py, inner.to_string(), &attrs)
+            }
+        }
+        StreamError::Interrupted { .. } | StreamError::WorkerStopped => {
+            dataset_error(py, &DatasetError::WorkerStopped)
+        }
+        other => {
+            let (path, kind, sample) = match other {
+                StreamError::Boundary { source_name, .. } => (Some(source_name), "boundary", None),
+                StreamError::LongDocument {
+                    source_name,
+                    sample_id,
+                    ..
+                } => (Some(source_name), "long_document", Some(*sample_id)),
+                StreamError::EmptySource { source_name } => {
+                    (Some(source_name), "empty_source", None)
+                }
+                _ => (None, "other", None),
+            };
+            let attrs = [
+                (
+                    "path",
+                    path.map_or_else(|| py.None(), |p| path_obj(py, p.as_ref())),
+                ),
+                ("reason", obj(py, other.to_string())),
+                ("kind", obj(py, kind)),
+                (
+                    "sample_id",
+                    sample.map_or_else(|| py.None(), |s| obj(py, s)),
+                ),
+            ];
+            with_attrs::<TokenStreamError>(py, other.to_string(), &attrs)
+        }
+    }
+}
+
+/// A token state as a dict: the sample state's keys (`seed`, `epoch`, `position`,
+/// `epoch_len`, `cuts`, `remaining`) plus `seq_len` and `mode`.
+fn token_state_to_dict<'py>(py: Python<'py>, state: &TokenState) -> PyResult<Bound<'py, PyDict>> {
+    let dict = state_to_dict(py, &state.rows)?;
+    dict.set_item("seq_len", state.seq_len)?;
+    dict.set_item("mode", state.mode.name())?;
+    Ok(dict)
+}
+
+fn token_state_from_dict(dict: &Bound<'_, PyDict>) -> PyResult<TokenState> {
+    let seq_len: u64 = dict
+        .get_item("seq_len")?
+        .ok_or_else(|| PyKeyError::new_err("token state dict has no \"seq_len\""))?
+        .extract()?;
+    let mode: String = dict
+        .get_item("mode")?
+        .ok_or_else(|| PyKeyError::new_err("token state dict has no \"mode\""))?
+        .extract()?;
+    let mode = PackMode::from_name(&mode).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(TokenState {
+        seq_len,
+        mode,
+        rows: state_from_dict(dict)?,
+    })
+}
+
+/// Columns and pieces of batches unpickled in this process come from this pool.
+fn process_pool() -> &'static Arc<BatchPool> {
+    static POOL: OnceLock<Arc<BatchPool>> = OnceLock::new();
+    POOL.get_or_init(BatchPool::new)
+}
+
+/// What one reader of a plan keeps: its place in the stream and its buffers.
+struct Reader {
+    cursor: RowCursor,
+    rows: RowBlock,
+    buf: datasetrt::tokens::TokenBuf,
+}
+
+/// One rank's plan of an epoch of token rows over token caches (see `datasetrt.TokenDataset`,
+/// which builds it): `len(plan)` rows for this rank, `plan.read(start, stop)` reads steps
+/// `start..stop` as one `TokenBatch` (GIL released), `plan.batches(...)` reads every batch
+/// ahead on threads, `plan.state_after(steps)` is the state once every rank has read `steps`.
+#[pyclass(module = "datasetrt._native", name = "_TokenPlan", frozen)]
+pub(crate) struct PyTokenPlan {
+    plan: Arc<TokenPlan>,
+    source: Arc<CacheSource>,
+    reader: Mutex<Option<Reader>>,
+}
+
+fn mode_of(name: &str) -> PyResult<PackMode> {
+    PackMode::from_name(name).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// What `TokenBatch.__reduce__` returns: the rebuilding function and its arguments (the compact
+/// batch, `seq_len`, `pad_id`).
+type Reduced<'py> = (Bound<'py, PyAny>, (Bound<'py, PyAny>, usize, u32));
+
+/// `weights` as given: one per cache in order, or a share per source name (a mapping).
+enum Weights {
+    PerCache(Vec<f64>),
+    PerSource(Vec<(String, f64)>),
+}
+
+impl Weights {
+    fn extract(weights: &Bound<'_, PyAny>) -> PyResult<Self> {
+        if let Ok(mapping) = weights.cast::<pyo3::types::PyMapping>() {
+            let items = mapping.items()?;
+            let mut shares = Vec::with_capacity(items.len());
+            for item in items.iter() {
+                shares.push(item.extract::<(String, f64)>()?);
+            }
+            Ok(Self::PerSource(shares))
+        } else {
+            Ok(Self::PerCache(weights.extract()?))
+        }
+    }
+}
+
+/// Each cache's weight from shares of the epoch's tokens per source name (the manifests'
+/// `source`, which a dataset's caches hold once each: a new cache's id is derived from it).
+/// Every source needs a share and every share a source.
+fn per_cache(
+    shares: &[(String, f64)],
+    names: &[String],
+    source: &CacheSource,
+) -> PyResult<Vec<f64>> {
+    if let Some((name, _)) = shares
+        .iter()
+        .find(|(name, _)| !names.iter().any(|n| n == name))
+    {
+        return Err(PyKeyError::new_err(format!(
+            "weights name the source {name:?}, which none of the caches holds (their sources: {})",
+            names.join(", ")
+        )));
+    }
+    names
+        .iter()
+        .enumerate()
+        .map(|(c, name)| {
+            if names[..c].contains(name) {
+                return Err(PyValueError::new_err(format!(
+                    "two caches hold the source {name:?} ({} and {}): give weights as a list, one \
+                     per cache",
+                    source.name(names.iter().position(|n| n == name).unwrap_or(c)),
+                    source.name(c)
+                )));
+            }
+            shares
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, w)| *w)
+                .ok_or_else(|| {
+                    PyKeyError::new_err(format!(
+                        "weights give no share to the source {name:?} (cache {})",
+                        source.name(c)
+                    ))
+                })
+        })
+        .collect()
+}
+
+#[pymethods]
+impl PyTokenPlan {
+    #[new]
+    #[pyo3(signature = (paths, *, seq_len, mode = "concat", bos_id = None, eos_id = None, pad_id = 0, long_docs = "split", weights = None, tokens_per_epoch = None, replacement = false, seed = 0, epoch = 0, shuffle = "local", window_shards = 4, window_block = 256, packing_bins = 256, rank = 0, world_size = 1, ranks_per_node = 1, policy = "pad", state = None, validate_cache = false, cache_dir = None, cache_limit = None, fetch = "whole", prefetch_shards = None, read_while_downloading = None, attempts = None, first_backoff = None, wait_for_room = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        paths: &Bound<'_, PyAny>,
+        seq_len: u64,
+        mode: &str,
+        bos_id: Option<u32>,
+        eos_id: Option<u32>,
+        pad_id: u32,
+        long_docs: &str,
+        weights: Option<&Bound<'_, PyAny>>,
+        tokens_per_epoch: Option<u64>,
+        replacement: bool,
+        seed: u64,
+        epoch: u64,
+        shuffle: &str,
+        window_shards: usize,
+        window_block: u64,
+        packing_bins: usize,
+        rank: u64,
+        world_size: u64,
+        ranks_per_node: u64,
+        policy: &str,
+        state: Option<&Bound<'_, PyDict>>,
+        validate_cache: bool,
+        cache_dir: Option<std::path::PathBuf>,
+        cache_limit: Option<&Bound<'_, PyAny>>,
+        fetch: &str,
+        prefetch_shards: Option<&Bound<'_, PyAny>>,
+        read_while_downloading: Option<&Bound<'_, PyAny>>,
+        attempts: Option<&Bound<'_, PyAny>>,
+        first_backoff: Option<&Bound<'_, PyAny>>,
+        wait_for_room: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let weights = weights.map(Weights::extract).transpose()?;
+        let mut config = TokenConfig {
+            seq_len,
+            mode: mode_of(mode)?,
+            bos_id,
+            eos_id,
+            pad_id,
+            long_docs: LongDocs::from_name(long_docs)
+                .map_err(|e| PyValueError::new_err(e.to_string()))?,
+            weights: None,
+            tokens_per_epoch,
+            sampling: if replacement {
+                Sampling::RunsWithReplacement
+            } else {
+                Sampling::WithoutReplacement
+            },
+            seed,
+            shuffle: match shuffle {
+                "local" => Shuffle::Local { window_shards },
+                "full" => Shuffle::Full,
+                "sequential" | "none" => Shuffle::Sequential,
+                other => {
+                    return Err(PyValueError::new_err(format!(
+                        "shuffle must be \"local\", \"full\" or \"sequential\", not {other:?}"
+                    )))
+                }
+            },
+            window_block,
+            packing_bins,
+        };
+        let policy = match policy {
+            "pad" => RemainderPolicy::Pad,
+            "drop" => RemainderPolicy::Drop,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "policy must be \"pad\" or \"drop\", not {other:?}"
+                )))
+            }
+        };
+        let run = RunConfig {
+            epoch,
+            rank,
+            world_size,
+            ranks_per_node,
+            policy,
+            resume: state.map(token_state_from_dict).transpose()?,
+        };
+        if paths.is_instance_of::<pyo3::types::PyString>() {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "a token stream takes a list of paths or URLs, not one string",
+            ));
+        }
+        let paths = paths
+            .try_iter()?
+            .map(|p| Location::extract(&p?))
+            .collect::<PyResult<Vec<Location>>>()?;
+        let args = RemoteArgs::new(RawRemoteArgs {
+            validate_cache,
+            cache_dir,
+            cache_limit,
+            fetch,
+            prefetch_shards,
+            read_while_downloading,
+            attempts,
+            first_backoff,
+            wait_for_room,
+        })?;
+        let dataset = open_locations(py, &paths, &args)?;
+        // Each cache's source name, for weights given per source.
+        let names: Vec<String> = dataset
+            .caches()
+            .iter()
+            .map(|entry| entry.cache.manifest().description().source.clone())
+            .collect();
+        let (source, plan) = detach(py, move || -> PyResult<Result<_, StreamError>> {
+            let source = match CacheSource::new(dataset) {
+                Ok(source) => source,
+                Err(e) => return Ok(Err(e)),
+            };
+            config.weights = match weights {
+                None => None,
+                Some(Weights::PerCache(weights)) => Some(weights),
+                Some(Weights::PerSource(shares)) => Some(per_cache(&shares, &names, &source)?),
+            };
+            Ok(TokenPlan::new(&source, &config, &run).map(|plan| (source, plan)))
+        })??
+        .map_err(|e| stream_error(py, &e))?;
+        Ok(Self {
+            plan: Arc::new(plan),
+            source: Arc::new(source),
+            reader: Mutex::new(None),
+        })
+    }
+
+    /// Rows this rank reads (the same on every rank).
+    fn __len__(&self) -> usize {
+        usize::try_from(self.plan.len()).unwrap_or(usize::MAX)
+    }
+
+    /// Rows (windows or bins) of the whole epoch.
+    #[getter]
+    fn rows(&self) -> u64 {
+        self.plan.rows()
+    }
+
+    /// Tokens of the epoch's documents, boundary tokens included.
+    #[getter]
+    fn epoch_tokens(&self) -> u64 {
+        self.plan.total_tokens()
+    }
+
+    /// Tokens of padding in the epoch's rows, over all their input tokens.
+    #[getter]
+    fn padding_fraction(&self) -> f64 {
+        let inputs = self.plan.rows() * self.plan.config().seq_len;
+        #[allow(clippy::cast_precision_loss)] // a ratio
+        let fraction = self.plan.padded_tokens() as f64 / inputs.max(1) as f64;
+        fraction
+    }
+
+    /// Each cache's tokens in the epoch.
+    #[getter]
+    fn source_tokens(&self) -> Vec<u64> {
+        self.plan.source_tokens()
+    }
+
+    /// The BOS and EOS added to each cache's documents (None where not added).
+    #[getter]
+    fn boundary_tokens(&self) -> Vec<(Option<u32>, Option<u32>)> {
+        self.plan.boundary_tokens()
+    }
+
+    /// What the epoch does on this topology (`dsrt plan --seq-len --json`'s report), as a
+    /// dict; nothing is read but lengths.
+    fn report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let (plan, source) = (Arc::clone(&self.plan), Arc::clone(&self.source));
+        let report = detach(py, move || TokenReport::compute(&plan, source.as_ref(), 16))?
+            .map_err(|e| stream_error(py, &e))?;
+        let text = serde_json_string(&report)?;
+        py.import("json")?.call_method1("loads", (text,))
+    }
+
+    /// The state once every rank has read `steps` rows of this plan, as a dict.
+    fn state_after<'py>(&self, py: Python<'py>, steps: u64) -> PyResult<Bound<'py, PyDict>> {
+        token_state_to_dict(py, &self.plan.state_after(steps))
+    }
+
+    /// Reads this rank's steps `start..stop` as one batch (GIL released); `expand` derives
+    /// the training columns now (else where they are first asked for).
+    #[pyo3(signature = (start, stop, expand = true))]
+    fn read(&self, py: Python<'_>, start: u64, stop: u64, expand: bool) -> PyResult<PyTokenBatch> {
+        let mut guard = self
+            .reader
+            .lock_py_attached(py)
+            .map_err(|_| PyValueError::new_err("the plan failed in another thread"))?;
+        let (plan, source) = (&self.plan, &self.source);
+        let slot = &mut *guard;
+        let batch = detach(py, || -> Result<TokenBatch, StreamError> {
+            let reader = slot.get_or_insert_with(|| Reader {
+                cursor: RowCursor::new(plan, source.as_ref()),
+                rows: RowBlock::default(),
+                buf: datasetrt::tokens::TokenBuf::new(),
+            });
+            reader
+                .cursor
+                .read(plan, source.as_ref(), start..stop, &mut reader.rows)?;
+            let mut batch = TokenBatch::read(
+                plan,
+                source.as_ref(),
+                &reader.rows,
+                &mut reader.buf,
+                process_pool(),
+            )?;
+            if expand {
+                batch.expand(process_pool());
+            }
+            Ok(batch)
+        })?
+        .map_err(|e| stream_error(py, &e))?;
+        Ok(PyTokenBatch::new(batch))
+    }
+
+    /// Every batch of this rank's steps from `first_batch` on, read ahead by `workers` threads
+    /// (the batches are the same for any number), `batch_size` rows each.
+    #[pyo3(signature = (batch_size, *, workers = 2, prefetch = 2, expand = true, first_batch = 0))]
+    fn batches(
+        &self,
+        batch_size: usize,
+        workers: usize,
+        prefetch: usize,
+        expand: bool,
+        first_batch: u64,
+    ) -> PyTokenBatches {
+        let options = LoaderOptions {
+            batch_size,
+            workers,
+            prefetch,
+            expand,
+            first_batch,
+        };
+        let loader = TokenLoader::new(Arc::clone(&self.plan), Arc::clone(&self.source), options);
+        PyTokenBatches {
+            loader: Mutex::new(loader),
+        }
+    }
+}
+
+fn serde_json_string(value: &impl serde::Serialize) -> PyResult<String> {
+    serde_json::to_string(value).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// Batches of a `_TokenPlan` read ahead by Rust threads: an iterator of `TokenBatch` (GIL
+/// released while waiting).
+#[pyclass(module = "datasetrt._native", name = "_TokenBatches", frozen)]
+pub(crate) struct PyTokenBatches {
+    loader: Mutex<TokenLoader<CacheSource>>,
+}
+
+#[pymethods]
+impl PyTokenBatches {
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<PyTokenBatch>> {
+        let mut guard = self
+            .loader
+            .lock_py_attached(py)
+            .map_err(|_| PyValueError::new_err("the batches failed in another thread"))?;
+        let loader = &mut *guard;
+        match detach(py, || loader.next())? {
+            None => Ok(None),
+            Some(Ok(batch)) => Ok(Some(PyTokenBatch::new(batch))),
+            Some(Err(e)) => Err(stream_error(py, &e)),
+        }
+    }
+
+    /// Batches left.
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        let guard = self
+            .loader
+            .lock_py_attached(py)
+            .map_err(|_| PyValueError::new_err("the batches failed in another thread"))?;
+        Ok(guard.size_hint().0)
+    }
+}
+
+/// A batch of token rows (`datasetrt.TokenBatch`): `len(batch)` rows of `seq_len` inputs.
+/// `batch.arrow()` is a record batch (read it with `pyarrow.record_batch`, no copy) of
+/// `input_ids`, `labels`, `position_ids` (int64 `[seq_len]` lists), `segment_ids` (int32),
+/// `loss_mask` (uint8), `cu_seqlens` (row `r`'s sequence starts in the flattened batch; the
+/// list child also holds the final `len * seq_len`), `documents` (each row's pieces:
+/// `cache_id`, `sample_id`, `start`, `length`), `padding` and `step`; the columns are derived
+/// on first use (GIL released). `batch.max_seqlen` is the longest sequence. A batch pickles in
+/// its compact form (the rows' `seq_len + 1` token ids and their pieces), a quarter of the
+/// columns' bytes or less, and derives its columns again where it is unpickled.
+#[pyclass(module = "datasetrt", name = "TokenBatch", frozen)]
+pub(crate) struct PyTokenBatch {
+    seq_len: usize,
+    pad_id: u32,
+    rows: usize,
+    state: Mutex<BatchState>,
+}
+
+/// A batch before and after its columns become Arrow arrays.
+struct BatchState {
+    batch: TokenBatch,
+    compact: Option<ArrowBatch>,
+    expanded: Option<(ArrowBatch, u32)>,
+}
+
+impl PyTokenBatch {
+    fn new(batch: TokenBatch) -> Self {
+        Self {
+            seq_len: batch.seq_len(),
+            pad_id: batch.pad_id(),
+            rows: batch.rows(),
+            state: Mutex::new(BatchState {
+                batch,
+                compact: None,
+                expanded: None,
+            }),
+        }
+    }
+}
+
+/// A column as an Arrow buffer over its own memory (returned to its pool when Arrow lets go).
+fn column_buffer<T: arrow_buffer::ArrowNativeType>(column: Column<T>) -> Buffer {
+    Buffer::from(bytes::Bytes::from_owner(column.into_shared()))
+}
+
+/// `values` (of `type_`) as a fixed-size list of `size` per row.
+fn fixed_rows(values: ArrayRef, size: usize) -> PyResult<FixedSizeListArray> {
+    let item = Arc::new(Field::new("item", values.data_type().clone(), false));
+    FixedSizeListArray::try_new(item, i32::try_from(size).unwrap_or(i32::MAX), values, None)
+        .map_err(|e| PyValueError::new_err(format!("building a token batch: {e}")))
+}
+
+fn primitive<T: arrow_array::types::ArrowPrimitiveType>(column: Column<T::Native>) -> ArrayRef {
+    let len = column.len();
+    Arc::new(PrimitiveArray::<T>::new(
+        ScalarBuffer::new(column_buffer(column), 0, len),
+        None,
+    ))
+}
+
+/// Each row's pieces as a list of `(cache_id, sample_id, start, length)` structs.
+fn documents_column(batch: &TokenBatch) -> PyResult<ListArray> {
+    let pieces = batch.pieces();
+    let field = |name: &str, ty: DataType| Arc::new(Field::new(name, ty, false));
+    let fields = Fields::from(vec![
+        field("cache_id", DataType::UInt64),
+        field("sample_id", DataType::UInt64),
+        field("start", DataType::UInt64),
+        field("length", DataType::UInt32),
+    ]);
+    let values = StructArray::try_new(
+        fields.clone(),
+        vec![
+            Arc::new(UInt64Array::from_iter_values(
+                pieces.iter().map(|p| p.key.0),
+            )),
+            Arc::new(UInt64Array::from_iter_values(
+                pieces.iter().map(|p| p.key.1),
+            )),
+            Arc::new(UInt64Array::from_iter_values(
+                pieces.iter().map(|p| p.start),
+            )),
+            Arc::new(UInt32Array::from_iter_values(pieces.iter().map(|p| p.len))),
+        ],
+        None,
+    )
+    .map_err(|e| PyValueError::new_err(format!("building a token batch: {e}")))?;
+    let offsets: Vec<i32> = batch
+        .row_pieces()
+        .iter()
+        .map(|&o| i32::try_from(o).unwrap_or(i32::MAX))
+        .collect();
+    ListArray::try_new(
+        Arc::new(Field::new("item", DataType::Struct(fields), false)),
+        OffsetBuffer::new(ScalarBuffer::from(offsets)),
+        Arc::new(values),
+        None,
+    )
+    .map_err(|e| PyValueError::new_err(format!("building a token batch: {e}")))
+}
+
+/// The per-row columns every form of a batch ends with.
+fn row_columns(batch: &TokenBatch) -> PyResult<Vec<(Field, ArrayRef)>> {
+    let documents = documents_column(batch)?;
+    let steps = batch
+        .steps()
+        .iter()
+        .map(|&s| i64::try_from(s))
+        .collect::<Result<Int64Array, _>>()
+        .map_err(|_| PyValueError::new_err("a step past the int64 range"))?;
+    Ok(vec![
+        (
+            Field::new("documents", documents.data_type().clone(), false),
+            Arc::new(documents),
+        ),
+        (
+            Field::new("padding", DataType::Boolean, false),
+            Arc::new(BooleanArray::from(batch.padding().to_vec())),
+        ),
+        (Field::new("step", DataType::Int64, false), Arc::new(steps)),
+    ])
+}
+
+impl BatchState {
+    /// The expanded record batch (made once; the columns' buffers move into it).
+    fn expanded(&mut self, seq_len: usize) -> PyResult<(ArrowBatch, u32)> {
+        if let Some((batch, max)) = &self.expanded {
+            return Ok((
+                ArrowBatch {
+                    batch: batch.batch.clone(),
+                },
+                *max,
+            ));
+        }
+        let rows = self.batch.rows();
+        self.batch.expand(process_pool());
+        let (_, columns) = self.batch.take_columns();
+        let columns =
+            columns.ok_or_else(|| PyValueError::new_err("a token batch lost its columns"))?;
+        let max = columns.max_seqlen;
+        let cu_values = columns.cu_seqlens.values().to_vec();
+        let mut offsets = Vec::with_capacity(rows + 1);
+        offsets.push(0i32);
+        let mut at = 0usize;
+        for row in 0..rows {
+            let end = (row + 1) * seq_len;
+            while at + 1 < cu_values.len() && (cu_values[at] as usize) < end {
+                at += 1;
+            }
+            offsets.push(i32::try_from(at).unwrap_or(i32::MAX));
+        }
+        let cu = primitive::<arrow_array::types::Int32Type>(columns.cu_seqlens);
+        let cu_list = ListArray::try_new(
+            Arc::new(Field::new("item", DataType::Int32, false)),
+            OffsetBuffer::new(ScalarBuffer::from(offsets)),
+            cu,
+            None,
+        )
+        .map_err(|e| PyValueError::new_err(format!("building a token batch: {e}")))?;
+        let mut out: Vec<(Field, ArrayRef)> = Vec::new();
+        for (name, values) in [
+            (
+                "input_ids",
+                primitive::<arrow_array::types::Int64Type>(columns.input_ids),
+            ),
+            (
+                "labels",
+                primitive::<arrow_array::types::Int64Type>(columns.labels),
+            ),
+            (
+                "position_ids",
+                primitive::<arrow_array::types::Int64Type>(columns.position_ids),
+            ),
+            (
+                "segment_ids",
+                primitive::<arrow_array::types::Int32Type>(columns.segment_ids),
+            ),
+            (
+                "loss_mask",
+                primitive::<arrow_array::types::UInt8Type>(columns.loss_mask),
+            ),
+        ] {
+            let list = fixed_rows(values, seq_len)?;
+            out.push((
+                Field::new(name, list.data_type().clone(), false),
+                Arc::new(list),
+            ));
+        }
+        out.push((
+            Field::new("cu_seqlens", cu_list.data_type().clone(), false),
+            Arc::new(cu_list),
+        ));
+        out.extend(row_columns(&self.batch)?);
+        let batch = arrow_batch(out)?;
+        self.expanded = Some((
+            ArrowBatch {
+                batch: batch.batch.clone(),
+            },
+            max,
+        ));
+        Ok((batch, max))
+    }
+
+    /// The compact record batch: `tokens` (`seq_len + 1` uint32 per row) and the row columns.
+    fn compact(&mut self, seq_len: usize) -> PyResult<ArrowBatch> {
+        if let Some(batch) = &self.compact {
+            return Ok(ArrowBatch {
+                batch: batch.batch.clone(),
+            });
+        }
+        let tokens = Arc::new(UInt32Array::from(self.batch.tokens().to_vec())) as ArrayRef;
+        let tokens = fixed_rows(tokens, seq_len + 1)?;
+        let mut out: Vec<(Field, ArrayRef)> = vec![(
+            Field::new("tokens", tokens.data_type().clone(), false),
+            Arc::new(tokens),
+        )];
+        out.extend(row_columns(&self.batch)?);
+        let batch = arrow_batch(out)?;
+        self.compact = Some(ArrowBatch {
+            batch: batch.batch.clone(),
+        });
+        Ok(batch)
+    }
+}
+
+#[pymethods]
+impl PyTokenBatch {
+    fn __len__(&self) -> usize {
+        self.rows
+    }
+
+    /// Input tokens per row.
+    #[getter]
+    fn seq_len(&self) -> usize {
+        self.seq_len
+    }
+
+    /// The padding token.
+    #[getter]
+    fn pad_id(&self) -> u32 {
+        self.pad_id
+    }
+
+    /// The longest sequence of `cu_seqlens` (derives the columns if not yet).
+    #[getter]
+    fn max_seqlen(&self, py: Python<'_>) -> PyResult<u32> {
+        Ok(self.arrow_and_max(py)?.1)
+    }
+
+    /// The batch's columns as one Arrow record batch (see the class).
+    fn arrow(&self, py: Python<'_>) -> PyResult<ArrowBatch> {
+        Ok(self.arrow_and_max(py)?.0)
+    }
+
+    /// The compact form: `tokens` (the rows' `seq_len + 1` ids, uint32) and the row columns.
+    fn compact(&self, py: Python<'_>) -> PyResult<ArrowBatch> {
+        let mut guard = self
+            .state
+            .lock_py_attached(py)
+            .map_err(|_| PyValueError::new_err("a token batch failed in another thread"))?;
+        let seq_len = self.seq_len;
+        let state = &mut *guard;
+        detach(py, || state.compact(seq_len))?
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
+        let py = slf.py();
+        let this = slf.get();
+        let compact = this.compact(py)?;
+        let rebuild = py
+            .import("datasetrt._native")?
+            .getattr("_token_batch_from_arrow")?;
+        Ok((
+            rebuild,
+            (
+                Bound::new(py, compact)?.into_any(),
+                this.seq_len,
+                this.pad_id,
+            ),
+        ))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "TokenBatch(<{} rows of {} tokens>)",
+            self.rows, self.seq_len
+        )
+    }
+}
+
+impl PyTokenBatch {
+    fn arrow_and_max(&self, py: Python<'_>) -> PyResult<(ArrowBatch, u32)> {
+        let mut guard = self
+            .state
+            .lock_py_attached(py)
+            .map_err(|_| PyValueError::new_err("a token batch failed in another thread"))?;
+        let seq_len = self.seq_len;
+        let state = &mut *guard;
+        detach(py, || state.expanded(seq_len))?
+    }
+}
+
+/// `_token_batch_from_arrow(compact, seq_len, pad_id)`: the `TokenBatch` a compact record batch
+/// holds (how a pickled batch is rebuilt; its columns are derived on first use).
+#[pyfunction]
+pub(crate) fn _token_batch_from_arrow(
+    py: Python<'_>,
+    compact: &Bound<'_, ArrowBatch>,
+    seq_len: usize,
+    pad_id: u32,
+) -> PyResult<PyTokenBatch> {
+    use arrow_array::cast::AsArray;
+    let record = compact.get().batch.clone();
+    let bad = |what: &str| PyValueError::new_err(format!("not a compact token batch: {what}"));
+    let tokens = record
+        .column_by_name("tokens")
+        .and_then(|c| c.as_fixed_size_list_opt())
+        .ok_or_else(|| bad("no tokens"))?;
+    let tokens = tokens
+        .values()
+        .as_primitive_opt::<arrow_array::types::UInt32Type>()
+        .ok_or_else(|| bad("tokens are not uint32"))?;
+    let documents = record
+        .column_by_name("documents")
+        .and_then(|c| c.as_list_opt::<i32>())
+        .ok_or_else(|| bad("no documents"))?;
+    let pieces = documents.values().as_struct();
+    let column = |i: usize| {
+        pieces
+            .column(i)
+            .as_primitive_opt::<arrow_array::types::UInt64Type>()
+    };
+    let (cache_ids, sample_ids, starts) = (
+        column(0).ok_or_else(|| bad("cache_id"))?,
+        column(1).ok_or_else(|| bad("sample_id"))?,
+        column(2).ok_or_else(|| bad("start"))?,
+    );
+    let lens = pieces
+        .column(3)
+        .as_primitive_opt::<arrow_array::types::UInt32Type>()
+        .ok_or_else(|| bad("length"))?;
+    let pieces: Vec<BatchPiece> = (0..pieces.len())
+        .map(|i| BatchPiece {
+            key: (cache_ids.value(i), sample_ids.value(i)),
+            start: starts.value(i),
+            len: lens.value(i),
+        })
+        .collect();
+    let row_pieces: Vec<u32> = documents
+        .offsets()
+        .iter()
+        .map(|&o| u32::try_from(o).unwrap_or(0))
+        .collect();
+    let padding: Vec<bool> = record
+        .column_by_name("padding")
+        .and_then(|c| c.as_boolean_opt())
+        .ok_or_else(|| bad("no padding"))?
+        .iter()
+        .map(|v| v.unwrap_or(false))
+        .collect();
+    let steps: Vec<u64> = record
+        .column_by_name("step")
+        .and_then(|c| c.as_primitive_opt::<arrow_array::types::Int64Type>())
+        .ok_or_else(|| bad("no step"))?
+        .values()
+        .iter()
+        .map(|&s| s.unsigned_abs())
+        .collect();
+    let values: &[u32] = tokens.values();
+    let batch = detach(py, || {
+        TokenBatch::from_parts(
+            seq_len,
+            pad_id,
+            steps,
+            padding,
+            row_pieces,
+            pieces,
+            values,
+            process_pool(),
+        )
+    })?
+    .map_err(|e| stream_error(py, &e))?;
+    Ok(PyTokenBatch::new(batch))
+}

@@ -1,0 +1,527 @@
+//! Batches of rows: the tokens of each row read from the documents, then the columns a
+//! training step takes (`input_ids`, `labels`, `position_ids`, `segment_ids`, `loss_mask`,
+//! `cu_seqlens`), with the documents each row holds.
+//!
+//! A row is `seq_len + 1` tokens (the last only ever a label); its pieces of documents lie one
+//! after another from its start, the rest is padding. Reading fills the *compact* form (the
+//! tokens as `u32` and the pieces' lengths), which is what crosses a process boundary;
+//! [`TokenBatch::expand`] derives the columns from it, anywhere. Columns live in buffers
+//! recycled through a [`BatchPool`] when the last view of them is dropped, so a steady stream
+//! of batches allocates no column memory.
+
+// Rows, tokens and offsets of one batch are far below 2^31 (checked when the batch is sized).
+#![allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+
+use crate::rows::RowBlock;
+use crate::source::DocumentSource;
+use crate::{TokenPlan, TokenStreamError};
+use arrow_buffer::{ArrowNativeType, MutableBuffer};
+use std::sync::{Arc, Mutex, Weak};
+
+/// The label of a position whose loss is masked: the `ignore_index` of PyTorch's
+/// `cross_entropy` (and Hugging Face's models).
+pub const IGNORE_INDEX: i64 = -100;
+
+/// Column buffers kept for reuse: at most [`POOL_BUFFERS`] of them.
+#[derive(Debug, Default)]
+pub struct BatchPool(Mutex<Vec<MutableBuffer>>);
+
+/// Buffers the pool keeps: the columns of a few batches in flight.
+const POOL_BUFFERS: usize = 64;
+
+impl BatchPool {
+    /// An empty pool, shared by the batches of one loader.
+    pub fn new() -> Arc<Self> {
+        Arc::default()
+    }
+
+    /// A buffer of `len` elements of `T`, from the pool when one is large enough.
+    fn take<T: ArrowNativeType>(self: &Arc<Self>, len: usize) -> Column<T> {
+        let bytes = len * std::mem::size_of::<T>();
+        let reused = self.0.lock().ok().and_then(|mut free| {
+            let at = free.iter().position(|b| b.capacity() >= bytes)?;
+            Some(free.swap_remove(at))
+        });
+        let mut buffer = reused.unwrap_or_else(|| MutableBuffer::with_capacity(bytes));
+        // Initialised memory only: a recycled buffer keeps its old values, a new one is
+        // zeroed once (what the pool then saves every later batch).
+        buffer.resize(bytes, 0);
+        Column {
+            buffer: Some(buffer),
+            pool: Arc::downgrade(self),
+            _type: std::marker::PhantomData,
+        }
+    }
+
+    fn give_back(&self, mut buffer: MutableBuffer) {
+        if let Ok(mut free) = self.0.lock() {
+            if free.len() < POOL_BUFFERS {
+                buffer.clear();
+                free.push(buffer);
+            }
+        }
+    }
+}
+
+/// One column of a batch: `T` values in an aligned buffer that goes back to its pool when
+/// dropped. [`Column::into_shared`] makes it the owner of a `bytes::Bytes`-like view
+/// (`AsRef<[u8]>`), for handing it to Arrow without a copy.
+#[derive(Debug)]
+pub struct Column<T> {
+    buffer: Option<MutableBuffer>,
+    pool: Weak<BatchPool>,
+    _type: std::marker::PhantomData<T>,
+}
+
+impl<T: ArrowNativeType> Column<T> {
+    /// The values.
+    pub fn values(&self) -> &[T] {
+        self.buffer.as_ref().map_or(&[], |b| b.typed_data::<T>())
+    }
+
+    fn values_mut(&mut self) -> &mut [T] {
+        self.buffer
+            .as_mut()
+            .map_or(&mut [], |b| b.typed_data_mut::<T>())
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.values().len()
+    }
+
+    /// Whether it has none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The column as bytes owned by a value that returns them to the pool when dropped.
+    pub fn into_shared(self) -> SharedColumn {
+        SharedColumn(self.erase())
+    }
+
+    fn erase(mut self) -> Column<u8> {
+        Column {
+            buffer: self.buffer.take(),
+            pool: std::mem::take(&mut self.pool),
+            _type: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<T> Drop for Column<T> {
+    fn drop(&mut self) {
+        if let (Some(buffer), Some(pool)) = (self.buffer.take(), self.pool.upgrade()) {
+            pool.give_back(buffer);
+        }
+    }
+}
+
+/// A column's bytes (aligned for its type), returned to its pool when dropped: the owner of
+/// the memory of an Arrow buffer.
+#[derive(Debug)]
+pub struct SharedColumn(Column<u8>);
+
+impl AsRef<[u8]> for SharedColumn {
+    fn as_ref(&self) -> &[u8] {
+        self.0.buffer.as_ref().map_or(&[], |b| b.as_slice())
+    }
+}
+
+/// One document piece of a batch's row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchPiece {
+    /// The document's `(cache_id, sample_id)`.
+    pub key: (u64, u64),
+    /// Its first token's offset in the document (boundary tokens counted).
+    pub start: u64,
+    /// Its tokens in the row.
+    pub len: u32,
+}
+
+/// Consecutive steps of one rank as tensors' worth of columns (see the module).
+#[derive(Debug)]
+pub struct TokenBatch {
+    seq_len: usize,
+    pad_id: u32,
+    /// Per row: the rank's step, whether it is padding, its real tokens (of `seq_len + 1`).
+    steps: Vec<u64>,
+    padding: Vec<bool>,
+    real: Vec<u32>,
+    /// Per row, where its pieces begin in `pieces` (one entry more than rows).
+    row_pieces: Vec<u32>,
+    pieces: Vec<BatchPiece>,
+    /// `rows * (seq_len + 1)` token ids.
+    tokens: Column<u32>,
+    columns: Option<Expanded>,
+}
+
+/// The columns [`TokenBatch::expand`] derives.
+#[derive(Debug)]
+pub struct Expanded {
+    /// `[rows, seq_len]`: the row's first `seq_len` tokens (`pad_id` on padding).
+    pub input_ids: Column<i64>,
+    /// `[rows, seq_len]`: the next token where it belongs to the same document, else
+    /// [`IGNORE_INDEX`].
+    pub labels: Column<i64>,
+    /// `[rows, seq_len]`: the position within its piece of document (0 at every document
+    /// start and at the row's start; 0 on padding).
+    pub position_ids: Column<i64>,
+    /// `[rows, seq_len]`: the piece's number within its row from 1; 0 on padding.
+    pub segment_ids: Column<i32>,
+    /// `[rows, seq_len]`: 1 where the label counts (a next token of the same document).
+    pub loss_mask: Column<u8>,
+    /// Where each sequence of the flattened batch begins (pieces, and each row's padding as one
+    /// sequence), then `rows * seq_len`: flash-attention's varlen `cu_seqlens`.
+    pub cu_seqlens: Column<i32>,
+    /// The longest sequence of `cu_seqlens`.
+    pub max_seqlen: u32,
+}
+
+impl TokenBatch {
+    /// Reads the tokens of `rows` (from [`crate::RowCursor::read`]) into a batch whose columns
+    /// come from `pool`.
+    pub fn read<S: DocumentSource>(
+        plan: &TokenPlan,
+        source: &S,
+        rows: &RowBlock,
+        buf: &mut S::Buf,
+        pool: &Arc<BatchPool>,
+    ) -> Result<Self, TokenStreamError> {
+        let seq_len = plan.config().seq_len as usize;
+        let width = seq_len + 1;
+        let count = rows.specs.len();
+        let pad_id = plan.config().pad_id;
+        let mut tokens = pool.take::<u32>(count * width);
+        let mut batch = Self {
+            seq_len,
+            pad_id,
+            steps: Vec::with_capacity(count),
+            padding: Vec::with_capacity(count),
+            real: Vec::with_capacity(count),
+            row_pieces: Vec::with_capacity(count + 1),
+            pieces: Vec::with_capacity(rows.pieces.len()),
+            tokens: pool.take::<u32>(0),
+            columns: None,
+        };
+        batch.row_pieces.push(0);
+        let out = tokens.values_mut();
+        for (i, spec) in rows.specs.iter().enumerate() {
+            let row = &mut out[i * width..(i + 1) * width];
+            let mut at = 0usize;
+            for piece in rows.pieces_of(i) {
+                let boundary = plan.boundary[piece.source as usize];
+                let len = piece.len as usize;
+                write_piece(
+                    source,
+                    buf,
+                    piece.source as usize,
+                    piece.doc,
+                    piece.start,
+                    boundary,
+                    &mut row[at..at + len],
+                )?;
+                at += len;
+                batch.pieces.push(BatchPiece {
+                    key: source.key(piece.source as usize, piece.doc),
+                    start: piece.start,
+                    len: piece.len,
+                });
+            }
+            row[at..].fill(pad_id);
+            batch.steps.push(spec.step);
+            batch.padding.push(spec.padding);
+            batch.real.push(at as u32);
+            batch.row_pieces.push(batch.pieces.len() as u32);
+        }
+        batch.tokens = tokens;
+        Ok(batch)
+    }
+
+    /// Rebuilds a batch from its compact parts (what crossed a process boundary): per row its
+    /// step, padding flag and pieces (`row_pieces` offsets into `pieces`), and the rows'
+    /// `seq_len + 1` tokens each. The pieces of a row must fit it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_parts(
+        seq_len: usize,
+        pad_id: u32,
+        steps: Vec<u64>,
+        padding: Vec<bool>,
+        row_pieces: Vec<u32>,
+        pieces: Vec<BatchPiece>,
+        tokens: &[u32],
+        pool: &Arc<BatchPool>,
+    ) -> Result<Self, TokenStreamError> {
+        let rows = steps.len();
+        let bad = |what: String| TokenStreamError::Config(format!("a token batch's parts: {what}"));
+        if padding.len() != rows || row_pieces.len() != rows + 1 {
+            return Err(bad(format!(
+                "{rows} steps, {} padding flags, {} piece offsets",
+                padding.len(),
+                row_pieces.len()
+            )));
+        }
+        if tokens.len() != rows * (seq_len + 1) {
+            return Err(bad(format!(
+                "{} tokens for {rows} rows of {}",
+                tokens.len(),
+                seq_len + 1
+            )));
+        }
+        let mut real = Vec::with_capacity(rows);
+        for row in 0..rows {
+            let (a, b) = (row_pieces[row] as usize, row_pieces[row + 1] as usize);
+            if a > b || b > pieces.len() {
+                return Err(bad(format!(
+                    "row {row}'s pieces {a}..{b} of {}",
+                    pieces.len()
+                )));
+            }
+            let used: u64 = pieces[a..b].iter().map(|p| u64::from(p.len)).sum();
+            if used > seq_len as u64 + 1 {
+                return Err(bad(format!("row {row} holds {used} tokens")));
+            }
+            real.push(used as u32);
+        }
+        let mut column = pool.take::<u32>(tokens.len());
+        column.values_mut().copy_from_slice(tokens);
+        Ok(Self {
+            seq_len,
+            pad_id,
+            steps,
+            padding,
+            real,
+            row_pieces,
+            pieces,
+            tokens: column,
+            columns: None,
+        })
+    }
+
+    /// Rows in the batch.
+    pub fn rows(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// Tokens of input per row.
+    pub fn seq_len(&self) -> usize {
+        self.seq_len
+    }
+
+    /// The padding token.
+    pub fn pad_id(&self) -> u32 {
+        self.pad_id
+    }
+
+    /// Each row's step.
+    pub fn steps(&self) -> &[u64] {
+        &self.steps
+    }
+
+    /// Whether each row is padding (no loss: a padding step or an empty bin).
+    pub fn padding(&self) -> &[bool] {
+        &self.padding
+    }
+
+    /// Each row's `seq_len + 1` tokens, one row after another.
+    pub fn tokens(&self) -> &[u32] {
+        self.tokens.values()
+    }
+
+    /// Where each row's pieces begin in [`TokenBatch::pieces`] (one entry more than rows).
+    pub fn row_pieces(&self) -> &[u32] {
+        &self.row_pieces
+    }
+
+    /// The document pieces of every row, row after row.
+    pub fn pieces(&self) -> &[BatchPiece] {
+        &self.pieces
+    }
+
+    /// The pieces of row `row`.
+    pub fn pieces_of(&self, row: usize) -> &[BatchPiece] {
+        &self.pieces[self.row_pieces[row] as usize..self.row_pieces[row + 1] as usize]
+    }
+
+    /// Real tokens of `seq_len + 1` in each row (label included).
+    pub fn real_tokens(&self) -> &[u32] {
+        &self.real
+    }
+
+    /// The derived columns, if [`TokenBatch::expand`] made them.
+    pub fn columns(&self) -> Option<&Expanded> {
+        self.columns.as_ref()
+    }
+
+    /// Takes the compact tokens and the derived columns out (for a binding that hands their
+    /// buffers on).
+    pub fn take_columns(&mut self) -> (Column<u32>, Option<Expanded>) {
+        let pool = self.tokens.pool.clone();
+        let empty = Column {
+            buffer: None,
+            pool,
+            _type: std::marker::PhantomData,
+        };
+        (
+            std::mem::replace(&mut self.tokens, empty),
+            self.columns.take(),
+        )
+    }
+
+    /// Derives the training columns from the tokens and pieces (once; the buffers come from
+    /// `pool`).
+    pub fn expand(&mut self, pool: &Arc<BatchPool>) -> &Expanded {
+        let columns = match self.columns.take() {
+            Some(columns) => columns,
+            None => self.derive(pool),
+        };
+        self.columns.insert(columns)
+    }
+
+    fn derive(&self, pool: &Arc<BatchPool>) -> Expanded {
+        let (rows, s) = (self.rows(), self.seq_len);
+        let mut input_ids = pool.take::<i64>(rows * s);
+        let mut labels = pool.take::<i64>(rows * s);
+        let mut position_ids = pool.take::<i64>(rows * s);
+        let mut segment_ids = pool.take::<i32>(rows * s);
+        let mut loss_mask = pool.take::<u8>(rows * s);
+        let sequences = self.pieces.len() + rows + 1;
+        let mut cu = pool.take::<i32>(sequences);
+        let mut max_seqlen = 0u32;
+        let mut sequence = 0usize;
+        {
+            let (ids, lab, pos, seg, mask, cu) = (
+                input_ids.values_mut(),
+                labels.values_mut(),
+                position_ids.values_mut(),
+                segment_ids.values_mut(),
+                loss_mask.values_mut(),
+                cu.values_mut(),
+            );
+            let tokens = self.tokens.values();
+            let pad = i64::from(self.pad_id);
+            for row in 0..rows {
+                let base = row * s;
+                let toks = &tokens[row * (s + 1)..(row + 1) * (s + 1)];
+                let mut at = 0usize;
+                let mut number = 0i32;
+                for piece in self.pieces_of(row) {
+                    let end = at + piece.len as usize;
+                    if at >= s {
+                        break;
+                    }
+                    number += 1;
+                    let inputs = end.min(s);
+                    cu[sequence] = (base + at) as i32;
+                    sequence += 1;
+                    max_seqlen = max_seqlen.max((inputs - at) as u32);
+                    for i in at..inputs {
+                        ids[base + i] = i64::from(toks[i]);
+                        pos[base + i] = (i - at) as i64;
+                        seg[base + i] = number;
+                    }
+                    // A label is the next token of the same piece: within it, and for the
+                    // piece's last input only if the piece goes on past the inputs.
+                    let labelled = (end - 1).min(inputs);
+                    for i in at..labelled {
+                        lab[base + i] = i64::from(toks[i + 1]);
+                        mask[base + i] = 1;
+                    }
+                    for i in labelled..inputs {
+                        lab[base + i] = IGNORE_INDEX;
+                        mask[base + i] = 0;
+                    }
+                    at = end;
+                }
+                let padded = at.min(s);
+                if padded < s {
+                    cu[sequence] = (base + padded) as i32;
+                    sequence += 1;
+                    max_seqlen = max_seqlen.max((s - padded) as u32);
+                    ids[base + padded..base + s].fill(pad);
+                    lab[base + padded..base + s].fill(IGNORE_INDEX);
+                    pos[base + padded..base + s].fill(0);
+                    seg[base + padded..base + s].fill(0);
+                    mask[base + padded..base + s].fill(0);
+                }
+            }
+            cu[sequence] = (rows * s) as i32;
+            sequence += 1;
+        }
+        cu.truncate(sequence);
+        Expanded {
+            input_ids,
+            labels,
+            position_ids,
+            segment_ids,
+            loss_mask,
+            cu_seqlens: cu,
+            max_seqlen,
+        }
+    }
+}
+
+impl<T: ArrowNativeType> Column<T> {
+    fn truncate(&mut self, len: usize) {
+        if let Some(buffer) = self.buffer.as_mut() {
+            buffer.truncate(len * std::mem::size_of::<T>());
+        }
+    }
+}
+
+/// Writes tokens `start..start + out.len()` of a document (its boundary tokens counted) into
+/// `out`.
+fn write_piece<S: DocumentSource>(
+    source: &S,
+    buf: &mut S::Buf,
+    c: usize,
+    doc: u64,
+    start: u64,
+    boundary: crate::plan::Boundary,
+    out: &mut [u32],
+) -> Result<(), TokenStreamError> {
+    let stored = source.read(c, doc, buf)?;
+    let raw = stored.len() as usize;
+    let bos = usize::from(boundary.bos.is_some());
+    let mut at = 0usize;
+    let mut i = start as usize;
+    if let (Some(token), 0) = (boundary.bos, i) {
+        if let Some(slot) = out.first_mut() {
+            *slot = token;
+            at = 1;
+            i = 1;
+        }
+    }
+    // Stored tokens `i - bos ..`, as many as fit before the EOS.
+    let from = i - bos;
+    let take = (out.len() - at).min(raw.saturating_sub(from));
+    stored.copy_to(from, &mut out[at..at + take]);
+    at += take;
+    if at < out.len() {
+        match boundary.eos {
+            Some(token) if at + 1 == out.len() => out[at] = token,
+            _ => {
+                return Err(TokenStreamError::read(LengthError {
+                    source_name: source.name(c),
+                    sample_id: source.key(c, doc).1,
+                    stored: raw as u64,
+                    wanted: start + out.len() as u64,
+                }))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A document shorter when read than its length said.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{source_name}: document {sample_id} holds {stored} tokens but its length says at least \
+     {wanted} (with boundary tokens)"
+)]
+struct LengthError {
+    source_name: String,
+    sample_id: u64,
+    stored: u64,
+    wanted: u64,
+}

@@ -1,0 +1,300 @@
+use dsrt_plan::{IterState, PlanError, RemainderPolicy, Sampling, Shuffle};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// How documents become rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PackMode {
+    /// Documents joined in the plan's order and cut into windows of `seq_len + 1` tokens, each
+    /// window starting at the last token of the one before (the label shift): every token is an
+    /// input of exactly one window.
+    #[default]
+    Concat,
+    /// Documents never split (see [`LongDocs`]), packed into bins of `seq_len` tokens, each
+    /// into the first open bin it fits.
+    FirstFit,
+    /// As `FirstFit`, each document into the open bin it leaves the least room in.
+    BestFit,
+}
+
+impl PackMode {
+    /// The name the APIs take (`"concat"`, `"first_fit"`, `"best_fit"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Concat => "concat",
+            Self::FirstFit => "first_fit",
+            Self::BestFit => "best_fit",
+        }
+    }
+
+    /// The mode named `name`.
+    pub fn from_name(name: &str) -> Result<Self, TokenStreamError> {
+        match name {
+            "concat" => Ok(Self::Concat),
+            "first_fit" => Ok(Self::FirstFit),
+            "best_fit" => Ok(Self::BestFit),
+            other => Err(TokenStreamError::Config(format!(
+                "mode must be \"concat\", \"first_fit\" or \"best_fit\", not {other:?}"
+            ))),
+        }
+    }
+
+    /// Whether documents are packed whole into bins.
+    pub fn packs(self) -> bool {
+        !matches!(self, Self::Concat)
+    }
+}
+
+/// What packing does with a document longer than `seq_len` (with its boundary tokens).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LongDocs {
+    /// Cut into pieces of `seq_len` tokens (the last shorter), each packed as a document.
+    #[default]
+    Split,
+    /// Keep its first `seq_len` tokens.
+    Truncate,
+    /// Refuse the epoch, naming the document ([`TokenStreamError::LongDocument`]).
+    Refuse,
+}
+
+impl LongDocs {
+    /// The name the APIs take (`"split"`, `"truncate"`, `"refuse"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Split => "split",
+            Self::Truncate => "truncate",
+            Self::Refuse => "refuse",
+        }
+    }
+
+    /// The policy named `name`.
+    pub fn from_name(name: &str) -> Result<Self, TokenStreamError> {
+        match name {
+            "split" => Ok(Self::Split),
+            "truncate" => Ok(Self::Truncate),
+            "refuse" => Ok(Self::Refuse),
+            other => Err(TokenStreamError::Config(format!(
+                "long_docs must be \"split\", \"truncate\" or \"refuse\", not {other:?}"
+            ))),
+        }
+    }
+}
+
+/// The longest `seq_len` accepted: rows are indexed by `u32` and a window of 16 Mi tokens is
+/// far past any model's context.
+pub const MAX_SEQ_LEN: u64 = 1 << 24;
+
+/// Windows permuted together on top of the document order, by default (see
+/// [`TokenConfig::window_block`]).
+pub const DEFAULT_WINDOW_BLOCK: u64 = 256;
+
+/// Bins packing keeps open at once, by default (see [`TokenConfig::packing_bins`]).
+pub const DEFAULT_PACKING_BINS: usize = 256;
+
+/// What decides an epoch's rows: the same config, epoch and caches give the same rows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenConfig {
+    /// Tokens of input per row (a window holds `seq_len + 1`: inputs and the label shift).
+    pub seq_len: u64,
+    /// Concatenated windows or packed bins.
+    pub mode: PackMode,
+    /// Begin each document with this token, unless its documents already do.
+    pub bos_id: Option<u32>,
+    /// End each document with this token, unless its documents already do.
+    pub eos_id: Option<u32>,
+    /// The token of padding (inputs of padding are this id; their loss is masked).
+    pub pad_id: u32,
+    /// Documents longer than `seq_len` when packing.
+    pub long_docs: LongDocs,
+    /// Each source's share of the epoch's tokens, in dataset order; `None`: every document
+    /// once.
+    pub weights: Option<Vec<f64>>,
+    /// The epoch's token budget when weights are given; `None`: all the sources' tokens.
+    pub tokens_per_epoch: Option<u64>,
+    /// A source's documents drawn in passes without replacement, or by whole shard runs with
+    /// replacement (`Sampling::RunsWithReplacement`; per-document draws are refused).
+    pub sampling: Sampling,
+    /// The seed.
+    pub seed: u64,
+    /// The document order within each source (`dsrt-plan`'s shuffles).
+    pub shuffle: Shuffle,
+    /// Rows (windows or bins) permuted together in blocks of this many consecutive ones, on
+    /// top of the document order, so the pieces of one long document land in different steps
+    /// (1: no permutation). A block never spans a node boundary.
+    pub window_block: u64,
+    /// Bins packing keeps open (at least 1); more bins pad less and hold more documents back.
+    pub packing_bins: usize,
+}
+
+impl Default for TokenConfig {
+    fn default() -> Self {
+        Self {
+            seq_len: 2048,
+            mode: PackMode::Concat,
+            bos_id: None,
+            eos_id: None,
+            pad_id: 0,
+            long_docs: LongDocs::Split,
+            weights: None,
+            tokens_per_epoch: None,
+            sampling: Sampling::WithoutReplacement,
+            seed: 0,
+            shuffle: Shuffle::default(),
+            window_block: DEFAULT_WINDOW_BLOCK,
+            packing_bins: DEFAULT_PACKING_BINS,
+        }
+    }
+}
+
+impl TokenConfig {
+    /// Checks the settings that do not depend on the sources.
+    pub fn check(&self) -> Result<(), TokenStreamError> {
+        if self.seq_len == 0 || self.seq_len > MAX_SEQ_LEN {
+            return Err(TokenStreamError::Config(format!(
+                "seq_len must be between 1 and {MAX_SEQ_LEN}, not {}",
+                self.seq_len
+            )));
+        }
+        if self.packing_bins == 0 {
+            return Err(TokenStreamError::Config(
+                "packing_bins must be at least 1".into(),
+            ));
+        }
+        if self.window_block == 0 {
+            return Err(TokenStreamError::Config(
+                "window_block must be at least 1".into(),
+            ));
+        }
+        if matches!(self.sampling, Sampling::WithReplacement) {
+            return Err(TokenStreamError::Config(
+                "token streams draw with replacement by shard runs (Sampling::RunsWithReplacement): \
+                 with documents drawn one by one, where a window starts would be unknown until \
+                 every draw before it is made"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Where an epoch of rows stands: the positions (rows, before the block permutation) not
+/// consumed, as [`IterState`] records them for samples, plus the settings that give positions
+/// their meaning. Resumable on any topology; its size is in nodes, never in rows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenState {
+    /// `seq_len` of the run that saved it.
+    pub seq_len: u64,
+    /// The mode of the run that saved it.
+    pub mode: PackMode,
+    /// The rows of the epoch consumed and not.
+    #[serde(flatten)]
+    pub rows: IterState,
+}
+
+impl TokenState {
+    /// Checks that this state belongs to a stream of `seq_len` and `mode`.
+    pub fn check_settings(&self, seq_len: u64, mode: PackMode) -> Result<(), TokenStreamError> {
+        let mut differences = Vec::new();
+        if self.seq_len != seq_len {
+            differences.push(format!(
+                "seq_len {} (this stream's is {seq_len})",
+                self.seq_len
+            ));
+        }
+        if self.mode != mode {
+            differences.push(format!(
+                "mode {:?} (this stream's is {:?})",
+                self.mode.name(),
+                mode.name()
+            ));
+        }
+        if differences.is_empty() {
+            Ok(())
+        } else {
+            Err(TokenStreamError::Plan(PlanError::State(format!(
+                "the state is for {}",
+                differences.join(", ")
+            ))))
+        }
+    }
+}
+
+/// The run of one rank: which epoch, where it stands among the job's ranks, from where.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunConfig {
+    /// The epoch.
+    pub epoch: u64,
+    /// This rank.
+    pub rank: u64,
+    /// Number of ranks (0 is taken as 1).
+    pub world_size: u64,
+    /// Ranks per node (0 is taken as 1); divides `world_size`.
+    pub ranks_per_node: u64,
+    /// The last partial window and the last round of rows: padded or dropped.
+    pub policy: RemainderPolicy,
+    /// Resume from a saved state instead of the epoch's start.
+    pub resume: Option<TokenState>,
+}
+
+/// Why a token stream cannot be planned or read.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum TokenStreamError {
+    /// A setting is out of range.
+    #[error("invalid token stream settings: {0}")]
+    Config(String),
+    /// The plan refused (weights, topology, a state of another epoch).
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// A boundary token was asked for where it cannot be placed without reading every
+    /// document: some documents of the source carry it and some do not, or it is unknown.
+    #[error("{source_name}: {detail}")]
+    Boundary {
+        /// The source (cache path).
+        source_name: String,
+        /// What is known of its documents.
+        detail: String,
+    },
+    /// A document longer than `seq_len` with `long_docs = "refuse"`.
+    #[error(
+        "{source_name}: document {sample_id} has {tokens} tokens (with its boundary tokens), more \
+         than seq_len {seq_len}, and long_docs is \"refuse\""
+    )]
+    LongDocument {
+        /// The source (cache path).
+        source_name: String,
+        /// The document's sample id.
+        sample_id: u64,
+        /// Its tokens, boundary tokens included.
+        tokens: u64,
+        /// The bin size.
+        seq_len: u64,
+    },
+    /// A source with a share of the epoch has no tokens to give.
+    #[error("{source_name}: a share of the epoch's tokens but no tokens")]
+    EmptySource {
+        /// The source (cache path).
+        source_name: String,
+    },
+    /// Reading a document failed (the source's error, which names the cache and sample).
+    #[error(transparent)]
+    Read(Box<dyn std::error::Error + Send + Sync>),
+    /// The process's interrupt hook asked a wait to stop.
+    #[error("interrupted while waiting for rows (step {step})")]
+    Interrupted {
+        /// The step that was being waited for.
+        step: u64,
+    },
+    /// A loading thread stopped (it panicked).
+    #[error("a token loading thread stopped")]
+    WorkerStopped,
+}
+
+impl TokenStreamError {
+    /// A read failure of the source (its error names the cache and the sample).
+    pub fn read(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Read(Box::new(error))
+    }
+}

@@ -1,0 +1,53 @@
+//! Token streams for language-model training: the documents of token caches, in an epoch's
+//! order, become rows of `seq_len` input tokens with their document boundaries.
+//!
+//! What it is for: [`TokenPlan`] plans one rank's rows of an epoch from the documents'
+//! lengths alone. Sources (caches) are mixed by shares of the epoch's tokens ([`TokenConfig`]
+//! `weights`, `tokens_per_epoch`), each source's documents in the order `dsrt-plan` gives its
+//! samples, merged by token time so that every prefix of the epoch holds each source's share
+//! to within one document. `PackMode::Concat` joins them (with the BOS/EOS a source lacks) and
+//! cuts windows of `seq_len + 1` tokens, each starting at the last token of the one before;
+//! `FirstFit` and `BestFit` pack whole documents into bins over a bounded number of open
+//! bins. Rows are permuted within blocks, dealt to nodes and ranks as `dsrt-plan`'s
+//! `Partition` deals positions (every rank the same count, each shard read by one node but where
+//! two nodes' shares meet), and a [`TokenState`] of a few integers per node resumes the epoch on
+//! any topology. A [`RowCursor`] finds the pieces of documents each row holds by walking the
+//! lengths; where a window starts is computed, never stored, so memory grows with shards and
+//! caches, not with documents or windows.
+//!
+//! [`CacheSource`] is the [`DocumentSource`] of token caches (`dsrt-tokens`): lengths from the
+//! mapped `n_tokens` column, tokens from the shards; [`SyntheticSource`] computes both, for
+//! plans and tests at the scale of real corpora.
+//!
+//! What it is not for: the token cache layout (`dsrt-tokens`) or the order of samples
+//! (`dsrt-plan`).
+//!
+//! Layering: above `dsrt-plan`, `dsrt-dataset` and `dsrt-tokens`; re-exported by the
+//! `datasetrt` facade as `datasetrt::token_stream`.
+#![forbid(unsafe_code)]
+
+mod batch;
+mod cache_source;
+mod config;
+mod loader;
+mod merge;
+mod pack;
+mod plan;
+mod report;
+mod rows;
+mod source;
+mod stream;
+mod synthetic;
+
+pub use batch::{BatchPiece, BatchPool, Column, Expanded, SharedColumn, TokenBatch, IGNORE_INDEX};
+pub use cache_source::CacheSource;
+pub use config::{
+    LongDocs, PackMode, RunConfig, TokenConfig, TokenState, TokenStreamError, DEFAULT_PACKING_BINS,
+    DEFAULT_WINDOW_BLOCK, MAX_SEQ_LEN,
+};
+pub use loader::{LoaderOptions, TokenLoader};
+pub use plan::TokenPlan;
+pub use report::{RowShuffle, SourceReport, TokenNodeReport, TokenReport};
+pub use rows::{Piece, RowBlock, RowCursor, RowSpec};
+pub use source::{Coverage, DocumentSource, End, StoredTokens};
+pub use synthetic::{SyntheticSource, SyntheticSpec};

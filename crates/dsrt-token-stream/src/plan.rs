@@ -1,0 +1,548 @@
+//! One rank's plan of an epoch of rows: the sources' budgets, the merged document stream, the
+//! rows it makes, and which of them the rank reads.
+
+// Token counts below 2^63; counts of rows and intervals fit usize on 64-bit targets.
+#![allow(clippy::cast_possible_truncation)]
+
+use crate::merge::Merge;
+use crate::pack::Packer;
+use crate::source::{Coverage, DocumentSource, End};
+use crate::stream::SourceStream;
+use crate::{PackMode, RunConfig, TokenConfig, TokenState, TokenStreamError};
+use dsrt_plan::{
+    mix, weighted_shares, IterState, Partition, Permutation, PlanError, RemainderPolicy, Topology,
+};
+use std::ops::Range;
+
+/// Concatenation: the documents of each source just before a node boundary form a segment of
+/// their own, read in layout order (the run the boundary splits), because the next node's first
+/// window reaches back into them; without it they would be random documents of the whole
+/// window, and their shards one more shard read by two nodes per source and boundary.
+const TAIL_DOCUMENTS: u64 = 16;
+
+/// Mixed into the seeds of the row blocks' permutations.
+const BLOCK_DOMAIN: u64 = 0x626c_6f63_6b73; // "blocks"
+
+/// The boundary tokens added to every document of one source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Boundary {
+    /// The BOS put before each document, when its documents do not begin with it.
+    pub(crate) bos: Option<u32>,
+    /// The EOS put after each document, when its documents do not end with it.
+    pub(crate) eos: Option<u32>,
+}
+
+impl Boundary {
+    /// Tokens added to each document.
+    pub(crate) fn added(self) -> u64 {
+        u64::from(self.bos.is_some()) + u64::from(self.eos.is_some())
+    }
+}
+
+/// One rank's plan of one epoch of rows (see the crate's documentation): computed from the
+/// sources' shapes and lengths, never materialized. `Send + Sync`: a rank's loading threads
+/// share one, each reading through its own [`crate::RowCursor`].
+#[derive(Debug, Clone)]
+pub struct TokenPlan {
+    pub(crate) config: TokenConfig,
+    epoch: u64,
+    pub(crate) merge: Merge,
+    pub(crate) boundary: Vec<Boundary>,
+    /// Each source's token budget.
+    budgets: Vec<u64>,
+    /// Rows (windows or bins, padding bins included) in the epoch.
+    rows: u64,
+    /// Packing: rows per interval (its bins, then empty ones), and each interval's real bins
+    /// and the tokens they hold.
+    per_interval: u64,
+    pub(crate) interval_bins: Vec<u64>,
+    interval_used: Vec<u64>,
+    start: TokenState,
+    topology: Topology,
+    policy: RemainderPolicy,
+    partition: Partition,
+}
+
+impl TokenPlan {
+    /// Plans epoch `run.epoch` of `source` for rank `run.rank`, from the epoch's start or from
+    /// `run.resume`. Concatenation plans in time and memory that grow with shards and caches;
+    /// packing also walks the epoch's document lengths once (no token is read), to count its
+    /// bins.
+    pub fn new<S: DocumentSource>(
+        source: &S,
+        config: &TokenConfig,
+        run: &RunConfig,
+    ) -> Result<Self, TokenStreamError> {
+        config.check()?;
+        let topology = Topology::new(run.world_size.max(1), run.ranks_per_node.max(1))?;
+        if let Some(state) = &run.resume {
+            state.check_settings(config.seq_len, config.mode)?;
+        }
+        let epoch = run.epoch;
+        let sources = source.sources();
+        let boundary = (0..sources)
+            .map(|c| boundary_of(source, c, config))
+            .collect::<Result<Vec<_>, _>>()?;
+        let measured = (0..sources)
+            .map(|c| SourceStream::measure(source, c, config, epoch, boundary[c].added()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let natural: Vec<u64> = measured.iter().map(SourceStream::natural_tokens).collect();
+        let budgets = budgets(config, &natural)?;
+        let streams = measured
+            .into_iter()
+            .zip(&budgets)
+            .map(|(stream, &budget)| stream.with_budget(source, config, epoch, budget))
+            .collect::<Result<Vec<_>, _>>()?;
+        let total: u64 = streams.iter().map(SourceStream::total).sum();
+        let seq_len = config.seq_len;
+        let mut plan = match config.mode {
+            PackMode::Concat => {
+                let padded = total.div_ceil(seq_len);
+                let dropped = total.saturating_sub(1) / seq_len;
+                // The epoch's last partial window is kept or dropped by the run that started
+                // the epoch; a resume under the other policy keeps that choice.
+                let rows = match (&run.resume, run.policy) {
+                    (Some(state), _) if [padded, dropped].contains(&state.rows.epoch_len) => {
+                        state.rows.epoch_len
+                    }
+                    (_, RemainderPolicy::Pad) => padded,
+                    (_, RemainderPolicy::Drop) => dropped,
+                };
+                let start = start_state(config, epoch, rows, topology, run)?;
+                // A cut between windows is a time: the fraction of the epoch's tokens before it.
+                let times: Vec<(u128, u128)> = start
+                    .rows
+                    .cuts
+                    .iter()
+                    .map(|&cut| (u128::from(cut) * u128::from(seq_len), u128::from(total)))
+                    .collect();
+                let merge = merge_cut_at(source, streams, &times, TAIL_DOCUMENTS);
+                Self::assemble(config, epoch, merge, boundary, budgets, rows, start, run)?
+            }
+            PackMode::FirstFit | PackMode::BestFit => {
+                // Packing restarts at each node boundary of the epoch's first run (equal token
+                // shares), so no bin spans two nodes; each interval is padded with empty rows
+                // to the same count.
+                let nodes = match &run.resume {
+                    Some(state) if state.rows.epoch_len > 0 => state.rows.cuts.len() as u64 + 1,
+                    Some(_) => 1,
+                    None => topology.nodes(),
+                };
+                let times: Vec<(u128, u128)> = (1..nodes)
+                    .map(|i| (u128::from(i), u128::from(nodes)))
+                    .collect();
+                let merge = merge_cut_at(source, streams, &times, 0);
+                let (bins, used) = count_bins(source, config, &merge)?;
+                let per_interval = match &run.resume {
+                    // The rows per share are the started run's (its policy padded the shares
+                    // to their most bins or dropped them to their fewest).
+                    Some(state) => {
+                        let per = state.rows.epoch_len / nodes;
+                        if per * nodes != state.rows.epoch_len {
+                            return Err(PlanError::State(format!(
+                                "the state's {} rows do not divide into its {nodes} node shares",
+                                state.rows.epoch_len
+                            ))
+                            .into());
+                        }
+                        per
+                    }
+                    None => {
+                        let rpn = topology.ranks_per_node;
+                        match run.policy {
+                            RemainderPolicy::Pad => {
+                                bins.iter().copied().max().unwrap_or(0).div_ceil(rpn) * rpn
+                            }
+                            RemainderPolicy::Drop => {
+                                bins.iter().copied().min().unwrap_or(0) / rpn * rpn
+                            }
+                        }
+                    }
+                };
+                let rows = per_interval * nodes;
+                let start = start_state(config, epoch, rows, topology, run)?;
+                let mut plan =
+                    Self::assemble(config, epoch, merge, boundary, budgets, rows, start, run)?;
+                plan.per_interval = per_interval;
+                plan.interval_bins = bins;
+                plan.interval_used = used;
+                plan
+            }
+        };
+        plan.config.tokens_per_epoch = Some(plan.budgets.iter().sum());
+        Ok(plan)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        config: &TokenConfig,
+        epoch: u64,
+        merge: Merge,
+        boundary: Vec<Boundary>,
+        budgets: Vec<u64>,
+        rows: u64,
+        start: TokenState,
+        run: &RunConfig,
+    ) -> Result<Self, TokenStreamError> {
+        let topology = Topology::new(run.world_size.max(1), run.ranks_per_node.max(1))?;
+        let partition = Partition::new(run.rank, topology, run.policy, &start.rows)?;
+        Ok(Self {
+            config: config.clone(),
+            epoch,
+            merge,
+            boundary,
+            budgets,
+            rows,
+            per_interval: 0,
+            interval_bins: Vec::new(),
+            interval_used: Vec::new(),
+            start,
+            topology,
+            policy: run.policy,
+            partition,
+        })
+    }
+
+    /// The settings (`tokens_per_epoch` set to the budgets' sum).
+    pub fn config(&self) -> &TokenConfig {
+        &self.config
+    }
+
+    /// The epoch.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Rows (windows or bins) in the epoch, before they are dealt to ranks.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Rows this rank reads: the same on every rank.
+    pub fn len(&self) -> u64 {
+        self.partition.len()
+    }
+
+    /// Whether this rank reads no row.
+    pub fn is_empty(&self) -> bool {
+        self.partition.is_empty()
+    }
+
+    /// Tokens of the epoch's documents (boundary tokens included).
+    pub fn total_tokens(&self) -> u64 {
+        self.merge.total()
+    }
+
+    /// Each source's token budget (its share of `tokens_per_epoch`).
+    pub fn budgets(&self) -> &[u64] {
+        &self.budgets
+    }
+
+    /// Each source's tokens in the epoch: its budget, plus less than one document.
+    pub fn source_tokens(&self) -> Vec<u64> {
+        self.merge.streams.iter().map(SourceStream::total).collect()
+    }
+
+    /// Each source's documents in the epoch.
+    pub fn source_documents(&self) -> Vec<u64> {
+        self.merge.streams.iter().map(SourceStream::end).collect()
+    }
+
+    /// The boundary tokens added to each document of each source: `(BOS, EOS)`, where added.
+    pub fn boundary_tokens(&self) -> Vec<(Option<u32>, Option<u32>)> {
+        self.boundary.iter().map(|b| (b.bos, b.eos)).collect()
+    }
+
+    /// Packing: each node share's bins (rows with documents).
+    pub fn bins_per_share(&self) -> &[u64] {
+        &self.interval_bins
+    }
+
+    /// Tokens of padding in the epoch's rows before they are dealt to ranks: inputs past the
+    /// last token (concat, pad), the unfilled room of bins and the empty bins that even out the
+    /// node shares (packing).
+    pub fn padded_tokens(&self) -> u64 {
+        let seq_len = self.config.seq_len;
+        if self.config.mode == PackMode::Concat {
+            return (self.rows * seq_len).saturating_sub(self.total_tokens());
+        }
+        let kept_used: u64 = self.kept_bins().map(|(_, used)| used).sum();
+        self.rows * seq_len - kept_used
+    }
+
+    /// Tokens of the epoch's documents no row holds: the last partial window (concat, drop) or
+    /// the bins past the node shares' common count (packing, drop).
+    pub fn dropped_tokens(&self) -> u64 {
+        let seq_len = self.config.seq_len;
+        if self.config.mode == PackMode::Concat {
+            return self.total_tokens().saturating_sub(self.rows * seq_len);
+        }
+        let kept_used: u64 = self.kept_bins().map(|(_, used)| used).sum();
+        self.interval_used.iter().sum::<u64>() - kept_used
+    }
+
+    /// Per interval, the bins kept and their tokens (approximately, for dropped shares: bins
+    /// past the common count hold the mean).
+    fn kept_bins(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.interval_bins
+            .iter()
+            .zip(&self.interval_used)
+            .map(|(&bins, &used)| {
+                let kept = bins.min(self.per_interval);
+                let used = if bins == 0 {
+                    0
+                } else {
+                    (u128::from(used) * u128::from(kept) / u128::from(bins)) as u64
+                };
+                (kept, used)
+            })
+    }
+
+    /// The state the run started from (the epoch's start, or the resumed state).
+    pub fn start_state(&self) -> &TokenState {
+        &self.start
+    }
+
+    /// The state once every rank has read `steps` rows of this plan: resume from it on any
+    /// topology, with any number of workers. Ranks in lockstep produce equal states.
+    pub fn state_after(&self, steps: u64) -> TokenState {
+        TokenState {
+            seq_len: self.config.seq_len,
+            mode: self.config.mode,
+            rows: self.partition.state_after(&self.start.rows, steps),
+        }
+    }
+
+    /// The same plan for rank `rank` of its topology.
+    pub fn for_rank(&self, rank: u64) -> Result<Self, TokenStreamError> {
+        let mut plan = self.clone();
+        plan.partition = Partition::new(rank, self.topology, self.policy, &self.start.rows)?;
+        Ok(plan)
+    }
+
+    /// This rank's share: its topology, node and positions.
+    pub fn partition(&self) -> &Partition {
+        &self.partition
+    }
+
+    /// The topology.
+    pub fn topology(&self) -> Topology {
+        self.topology
+    }
+
+    /// Padding or dropping.
+    pub fn policy(&self) -> RemainderPolicy {
+        self.policy
+    }
+
+    /// Memory the plan holds (the sources' plans, their run totals, the interval bounds).
+    pub fn bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self.merge.bytes()
+            + (self.budgets.capacity()
+                + self.interval_bins.capacity()
+                + self.interval_used.capacity())
+                * 8
+    }
+
+    /// The row (window or bin index) at position `slot` of the epoch: the positions of each
+    /// block of `window_block` rows (blocks start at every node boundary of the epoch's first
+    /// run) are a permutation of that block's rows.
+    pub fn row_at(&self, slot: u64) -> u64 {
+        let block = self.block_of(slot);
+        if block.end - block.start <= 1 {
+            return slot;
+        }
+        let seed = mix(&[self.config.seed, self.epoch, BLOCK_DOMAIN, block.start]);
+        block.start + Permutation::new(seed, block.end - block.start).apply(slot - block.start)
+    }
+
+    /// The block of rows (and of positions) that `slot` lies in.
+    pub fn block_of(&self, slot: u64) -> Range<u64> {
+        let cuts = &self.start.rows.cuts;
+        let after = cuts.partition_point(|&c| c <= slot);
+        let segment_start = if after == 0 { 0 } else { cuts[after - 1] };
+        let segment_end = cuts.get(after).copied().unwrap_or(self.rows);
+        let size = self.config.window_block.max(1);
+        let start = segment_start + (slot - segment_start) / size * size;
+        start..(start + size).min(segment_end)
+    }
+
+    /// Packing: the node share (interval) of row `row` and its index there.
+    pub(crate) fn bin_of(&self, row: u64) -> (usize, u64) {
+        let per = self.per_interval.max(1);
+        ((row / per) as usize, row % per)
+    }
+
+    /// Packing: the rows of each node share.
+    pub(crate) fn per_interval(&self) -> u64 {
+        self.per_interval
+    }
+}
+
+/// Each source's token budget: its tokens (no weights), or its share of `tokens_per_epoch`
+/// (default: all the sources' tokens) by weight; with `tokens_per_epoch` and no weights, in
+/// proportion to the sources' tokens.
+fn budgets(config: &TokenConfig, natural: &[u64]) -> Result<Vec<u64>, TokenStreamError> {
+    let all: u64 = natural.iter().sum();
+    Ok(match (&config.weights, config.tokens_per_epoch) {
+        (None, None) => natural.to_vec(),
+        (None, Some(total)) => {
+            #[allow(clippy::cast_precision_loss)] // proportions
+            let weights: Vec<f64> = natural.iter().map(|&t| t as f64).collect();
+            weighted_shares(&weights, total)?
+        }
+        (Some(weights), total) => {
+            if weights.len() != natural.len() {
+                return Err(PlanError::Weights(format!(
+                    "{} weights for {} caches",
+                    weights.len(),
+                    natural.len()
+                ))
+                .into());
+            }
+            weighted_shares(weights, total.unwrap_or(all))?
+        }
+    })
+}
+
+/// The state a run starts from, checked against the epoch's rows.
+fn start_state(
+    config: &TokenConfig,
+    epoch: u64,
+    rows: u64,
+    topology: Topology,
+    run: &RunConfig,
+) -> Result<TokenState, TokenStreamError> {
+    let state = match &run.resume {
+        Some(state) => state.clone(),
+        None => TokenState {
+            seq_len: config.seq_len,
+            mode: config.mode,
+            rows: IterState::start(config.seed, epoch, rows, topology, run.policy),
+        },
+    };
+    state.rows.check(config.seed, epoch, rows)?;
+    Ok(state)
+}
+
+/// Cuts every stream where its share of the epoch reaches each time `numerator / denominator`
+/// (increasing, below 1), and `tail` documents before, and merges them with an interval
+/// starting at each time.
+fn merge_cut_at<S: DocumentSource>(
+    source: &S,
+    streams: Vec<SourceStream>,
+    times: &[(u128, u128)],
+    tail: u64,
+) -> Merge {
+    let mut cuts: Vec<Vec<u64>> = Vec::with_capacity(times.len());
+    let mut per_stream: Vec<Vec<u64>> = vec![Vec::with_capacity(times.len()); streams.len()];
+    for &(numerator, denominator) in times {
+        let positions: Vec<u64> = streams
+            .iter()
+            .enumerate()
+            .map(|(c, stream)| {
+                let target = (numerator * u128::from(stream.total())).div_ceil(denominator.max(1));
+                let k = stream.first_reaching_layout(source, target as u64, &mut stream.cursor());
+                per_stream[c].push(k);
+                if tail > 0 && k > tail {
+                    per_stream[c].push(k - tail);
+                }
+                k
+            })
+            .collect();
+        cuts.push(positions);
+    }
+    let streams = streams
+        .into_iter()
+        .zip(per_stream)
+        .map(|(stream, cuts)| stream.with_cuts(&cuts))
+        .collect();
+    Merge::new(source, streams, cuts)
+}
+
+/// The tokens added to source `c`'s documents, from what it records of their ends.
+fn boundary_of<S: DocumentSource>(
+    source: &S,
+    c: usize,
+    config: &TokenConfig,
+) -> Result<Boundary, TokenStreamError> {
+    Ok(Boundary {
+        bos: match config.bos_id {
+            Some(id) => added(source, c, End::Start, id)?,
+            None => None,
+        },
+        eos: match config.eos_id {
+            Some(id) => added(source, c, End::End, id)?,
+            None => None,
+        },
+    })
+}
+
+/// `Some(token)` where no document of source `c` has `token` at `end`, `None` where every
+/// one does; an error otherwise, since a window's start would then depend on every document's
+/// tokens, not only on the lengths.
+fn added<S: DocumentSource>(
+    source: &S,
+    c: usize,
+    end: End,
+    token: u32,
+) -> Result<Option<u32>, TokenStreamError> {
+    let (name, verb) = match end {
+        End::Start => ("BOS", "begin"),
+        End::End => ("EOS", "end"),
+    };
+    match source.coverage(c, end, token)? {
+        Coverage::All => Ok(None),
+        Coverage::None => Ok(Some(token)),
+        Coverage::Some { count, of } => Err(TokenStreamError::Boundary {
+            source_name: source.name(c),
+            detail: format!(
+                "{count} of {of} documents {verb} with the {name} {token} and the others do not; \
+                 a boundary token is added only where every document or none carries it (where \
+                 a window starts is computed from the documents' lengths, never from their \
+                 tokens): write the cache with the token on every document, or leave the \
+                 {name} unset"
+            ),
+        }),
+        Coverage::Unknown => Err(TokenStreamError::Boundary {
+            source_name: source.name(c),
+            detail: format!(
+                "the cache does not record how many of its documents {verb} with the {name} \
+                 {token}, so whether to add one cannot be decided from the lengths alone; leave \
+                 the {name} unset, or rewrite the cache with a token writer that records it"
+            ),
+        }),
+    }
+}
+
+/// Packing: the bins of each interval and the tokens they hold, from one walk of the
+/// epoch's lengths; a document `long_docs = "refuse"` cannot take is an error naming it.
+fn count_bins<S: DocumentSource>(
+    source: &S,
+    config: &TokenConfig,
+    merge: &Merge,
+) -> Result<(Vec<u64>, Vec<u64>), TokenStreamError> {
+    let mut cursor = merge.cursor(source);
+    let mut packer = Packer::new(config.mode, config.seq_len, config.packing_bins, false);
+    let mut bins = Vec::with_capacity(merge.intervals());
+    let mut used = Vec::with_capacity(merge.intervals());
+    for interval in 0..merge.intervals() {
+        cursor.enter_interval(merge, source, interval);
+        packer.reset();
+        let (mut count, mut tokens) = (0u64, 0u64);
+        let mut emit = |bin: crate::pack::Emitted<'_>| {
+            count += 1;
+            tokens += bin.used;
+        };
+        while let Some(doc) = cursor.next_within(merge, source) {
+            for piece in crate::rows::items(config, source, &doc)? {
+                packer.add(piece, &mut emit);
+            }
+        }
+        packer.finish(&mut emit);
+        bins.push(count);
+        used.push(tokens);
+    }
+    Ok((bins, used))
+}

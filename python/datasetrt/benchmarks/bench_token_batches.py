@@ -1,0 +1,201 @@
+"""Batches of training rows delivered to the training process: datasetrt's token stream
+against LitData's ``TokensLoader`` and against a floor, on the same tokens (docs/tokens.md).
+
+The data: 30,000 documents of long-tailed lengths (mean about 2,000 tokens, ids below 50,257),
+about 60 M tokens, written once as a datasetrt token cache (``TokenWriter``, uint16 ids) and
+once by ``litdata.optimize`` with ``TokensLoader`` (each document a 1-D tensor of the same
+ids); both in the page cache. Every arm delivers batches of 64 rows of 2,048 inputs (windows of
+2,049 tokens) to this process and touches each tensor it gets; the figure is input tokens per
+second over ``--batches`` batches after 5 untimed ones.
+
+- ``dsrt``: ``datasetrt.torch.TokenStreamingDataset(seq_len=2048, mode="concat",
+  batch_size=64)`` in ``DataLoader(batch_size=None, num_workers=W)``; each batch's
+  ``input_ids``, ``labels``, ``position_ids``, ``cu_seqlens`` and ``loss_mask`` tensors. With
+  ``W = 0`` two Rust threads read ahead and derive the columns; with ``W = 2`` each worker
+  sends its batches compact (token ids and pieces) and the training process derives the
+  columns.
+- ``litdata``: ``litdata.StreamingDataset(dir, item_loader=TokensLoader(block_size=2049),
+  shuffle=True)`` in ``litdata.StreamingDataLoader(batch_size=64, num_workers=W)``; its one
+  tensor of windows (no labels, positions or boundaries). ``litdata-seq``: the same with
+  ``shuffle=False`` (chunks and windows in stored order), in case that is its faster setting.
+- ``floor``: one process copying 64 random 2,049-token windows of the whole token array (an
+  in-memory NumPy uint16 array) into a preallocated int64 tensor per batch.
+
+Targets: ``dsrt`` (its faster ``W``) >= 3x ``litdata`` (its fastest ``W`` and shuffle), and
+again with ``W = 2`` on both sides (LitData's faster shuffle setting); ``dsrt`` (faster
+``W``) >= 0.5x ``floor``. Each round runs every arm once, in an order rotating from round to
+round; the report is each arm's tokens/s per round and the ratios per round.
+
+Needs ``litdata`` (``requirements-bench.txt``; not a test requirement):
+``python bench_token_batches.py [--rounds 3] [--batches 200] [--work DIR] [--arms ...]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+import datasetrt
+from datasetrt.torch import TokenStreamingDataset
+
+SEQ_LEN = 2048
+BATCH = 64
+VOCAB = 50_257
+DOCS = 30_000
+
+
+def make_documents(seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    lengths = np.minimum(1 + rng.lognormal(np.log(1200), 1.0, DOCS), 60_000).astype(np.int64)
+    return [rng.integers(0, VOCAB, n, dtype=np.uint16) for n in lengths]
+
+
+def write_dsrt(docs: list[np.ndarray], out: Path) -> None:
+    with datasetrt.TokenWriter(out, source="bench", vocab_size=VOCAB) as writer:
+        for doc in docs:
+            writer.add(doc)
+
+
+def _litdata_item(doc: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(doc.astype(np.int32))
+
+
+def write_litdata(docs: list[np.ndarray], out: Path) -> None:
+    import litdata
+    from litdata.streaming.item_loader import TokensLoader
+
+    litdata.optimize(
+        fn=_litdata_item,
+        inputs=docs,
+        output_dir=str(out),
+        chunk_size=(SEQ_LEN + 1) * 1024,
+        item_loader=TokensLoader(),
+        num_workers=1,
+    )
+
+
+def touch_dsrt(batch) -> int:
+    for name in ("input_ids", "labels", "position_ids", "loss_mask"):
+        batch[name][0, 0].item()
+    batch["cu_seqlens"][-1].item()
+    return int(batch["input_ids"].shape[0]) * SEQ_LEN
+
+
+def run_dsrt(cache: Path, workers: int, batches: int) -> float:
+    ds = TokenStreamingDataset(
+        [str(cache)], seq_len=SEQ_LEN, batch_size=BATCH, rank=0, world_size=1, threads=2
+    )
+    loader = DataLoader(ds, batch_size=None, num_workers=workers)
+    return timed(iter(loader), touch_dsrt, batches)
+
+
+def run_litdata(out: Path, workers: int, batches: int, shuffle: bool = True) -> float:
+    from litdata import StreamingDataLoader, StreamingDataset
+    from litdata.streaming.item_loader import TokensLoader
+
+    ds = StreamingDataset(
+        str(out),
+        item_loader=TokensLoader(block_size=SEQ_LEN + 1),
+        shuffle=shuffle,
+        drop_last=True,
+    )
+    loader = StreamingDataLoader(ds, batch_size=BATCH, num_workers=workers)
+
+    def touch(batch) -> int:
+        batch[0, 0].item()
+        return int(batch.shape[0]) * SEQ_LEN
+
+    return timed(iter(loader), touch, batches)
+
+
+def run_floor(tokens: np.ndarray, batches: int) -> float:
+    rng = np.random.default_rng(1)
+    out = np.empty((BATCH, SEQ_LEN + 1), dtype=np.int64)
+
+    def floor_batches():
+        while True:
+            for i, start in enumerate(rng.integers(0, len(tokens) - SEQ_LEN - 1, BATCH)):
+                out[i] = tokens[start : start + SEQ_LEN + 1]
+            yield torch.from_numpy(out)
+
+    def touch(batch) -> int:
+        batch[0, 0].item()
+        return BATCH * SEQ_LEN
+
+    return timed(floor_batches(), touch, batches)
+
+
+def timed(batches, touch, count: int) -> float:
+    for _ in range(5):
+        touch(next(batches))
+    started = time.perf_counter()
+    tokens = 0
+    for _ in range(count):
+        tokens += touch(next(batches))
+    return tokens / (time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--batches", type=int, default=200)
+    parser.add_argument("--work", type=Path, default=None)
+    parser.add_argument(
+        "--arms", default="dsrt0,dsrt2,litdata0,litdata2,litdata0-seq,litdata2-seq,floor"
+    )
+    args = parser.parse_args()
+    arms = args.arms.split(",")
+    work = args.work or Path(tempfile.mkdtemp(prefix="bench-token-batches-"))
+    docs = make_documents()
+    total = sum(len(d) for d in docs)
+    print(f"{len(docs)} documents, {total} tokens")
+    cache, lit = work / "dsrt", work / "litdata"
+    if not cache.exists():
+        write_dsrt(docs, cache)
+    if any(a.startswith("litdata") for a in arms) and not lit.exists():
+        write_litdata(docs, lit)
+    tokens = np.concatenate(docs)
+    runners = {
+        "dsrt0": lambda: run_dsrt(cache, 0, args.batches),
+        "dsrt2": lambda: run_dsrt(cache, 2, args.batches),
+        "litdata0": lambda: run_litdata(lit, 0, args.batches),
+        "litdata2": lambda: run_litdata(lit, 2, args.batches),
+        "litdata0-seq": lambda: run_litdata(lit, 0, args.batches, shuffle=False),
+        "litdata2-seq": lambda: run_litdata(lit, 2, args.batches, shuffle=False),
+        "floor": lambda: run_floor(tokens, args.batches),
+    }
+    results: dict[str, list[float]] = {a: [] for a in arms}
+    for r in range(args.rounds):
+        order = arms[r % len(arms) :] + arms[: r % len(arms)]
+        for arm in order:
+            rate = runners[arm]()
+            results[arm].append(rate)
+            print(f"round {r}: {arm:12} {rate / 1e6:8.1f} M tokens/s", flush=True)
+        row = {a: results[a][-1] for a in arms}
+        ratios = []
+        lit_rates = {a: rate for a, rate in row.items() if a.startswith("litdata")}
+        if {"dsrt0", "dsrt2"} <= row.keys() and lit_rates:
+            best = max(row["dsrt0"], row["dsrt2"])
+            ratios.append(f"best/best {best / max(lit_rates.values()):.2f}")
+            lit2 = [rate for a, rate in lit_rates.items() if a.startswith("litdata2")]
+            if lit2:
+                ratios.append(f"2w/2w {row['dsrt2'] / max(lit2):.2f}")
+        if {"dsrt0", "dsrt2", "floor"} <= row.keys():
+            ratios.append(f"best/floor {max(row['dsrt0'], row['dsrt2']) / row['floor']:.2f}")
+        print(f"round {r}: " + ", ".join(ratios), flush=True)
+    for arm in arms if args.rounds else []:
+        print(f"{arm:12} median {statistics.median(results[arm]) / 1e6:8.1f} M tokens/s")
+    if args.work is None:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
