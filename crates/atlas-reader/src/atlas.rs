@@ -389,8 +389,11 @@ impl Atlas {
                     window,
                     location.clone(),
                 ));
+                // An Atlas writer writes each chunk once, so every block ends with a chunk: a
+                // block claiming more is refused at open, not decoded whole.
                 let config = ReadConfig {
                     cache: Some(Arc::clone(&self.cache)),
+                    exact_blocks: true,
                     ..ReadConfig::default()
                 };
                 let opened = ArrayFile::open(view.clone(), location, config).await;
