@@ -126,6 +126,9 @@ impl Atlas {
     /// [`Atlas::with_committer`].
     pub async fn open(store: impl IntoAtlasStore, prefix: &Path) -> Result<Self, AtlasError> {
         let (store, local_dir) = store.into_atlas_store(prefix);
+        if let Some(dir) = &local_dir {
+            crate::local::check_local_collection(dir)?;
+        }
         let atlas = Self::open_dyn(store, prefix).await?;
         Ok(match local_dir {
             Some(dir) => {
@@ -220,6 +223,7 @@ impl Atlas {
             source,
         };
         let canonical = std::fs::canonicalize(dir).map_err(io)?;
+        crate::local::check_local_collection(&canonical)?;
         let store = object_store::local::LocalFileSystem::new_with_prefix(&canonical)?;
         let atlas = Self::open_dyn(Arc::new(store), &Path::default()).await?;
         Ok(atlas.with_committer(Arc::new(crate::local::LocalFlockCommitter::new(canonical))))
