@@ -466,12 +466,48 @@ fn shape_bug(e: atlas::ndarray::ShapeError) -> CliError {
     CliError::Usage(format!("demo data: {e}"))
 }
 
-/// Where `demo` writes: a local directory (created if missing) or an object-store URL.
-fn demo_target(out: &str) -> Result<(Arc<dyn ObjectStore>, Path), CliError> {
+/// Where `demo` writes: a new or empty local directory (created if missing) or an
+/// object-store prefix that holds nothing. A collection is write-once, and a `deleted.mask`
+/// left beside a new `data.atlas` would hide its datasets, so anything already there is
+/// refused before a byte is written.
+async fn demo_target(out: &str) -> Result<(Arc<dyn ObjectStore>, Path), CliError> {
     let dir = match place(out)? {
         Place::Local(dir) => dir,
-        Place::Remote(store, prefix) => return Ok((store, prefix)),
+        Place::Remote(store, prefix) => {
+            let listed = store
+                .list_with_delimiter(Some(&prefix))
+                .await
+                .map_err(|source| CliError::Store {
+                    collection: out.to_owned(),
+                    source,
+                })?;
+            let first = listed
+                .objects
+                .first()
+                .map(|o| o.location.to_string())
+                .or_else(|| listed.common_prefixes.first().map(ToString::to_string));
+            if let Some(found) = first {
+                return Err(CliError::OutputNotEmpty {
+                    path: out.to_owned(),
+                    found,
+                });
+            }
+            return Ok((store, prefix));
+        }
     };
+    match std::fs::read_dir(&dir) {
+        Ok(mut entries) => {
+            if let Some(entry) = entries.next() {
+                let entry = entry.map_err(CliError::io(out, "listing the directory"))?;
+                return Err(CliError::OutputNotEmpty {
+                    path: out.to_owned(),
+                    found: entry.file_name().to_string_lossy().into_owned(),
+                });
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(CliError::io(out, "listing the directory")(e)),
+    }
     std::fs::create_dir_all(&dir).map_err(CliError::io(out, "creating the directory"))?;
     let store = LocalFileSystem::new_with_prefix(&dir).map_err(|source| CliError::Store {
         collection: out.to_owned(),
@@ -481,7 +517,7 @@ fn demo_target(out: &str) -> Result<(Arc<dyn ObjectStore>, Path), CliError> {
 }
 
 async fn demo(out: &str, datasets: usize) -> Result<Output, CliError> {
-    let (store, prefix) = demo_target(out)?;
+    let (store, prefix) = demo_target(out).await?;
     let mut writer = AtlasWriter::new(store, &prefix, WriterOptions::default());
     for i in 0..datasets {
         let base = i as f32;
