@@ -28,10 +28,13 @@
 //! disk; the peak heap covers writing and `finish`.
 #![allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)] // reporting arithmetic
 
-use atlas::format::wire;
+use atlas::format::{
+    wire, Codec, CollectionFooter, DType, FooterBuilder, IndexPairs, InternedSchema,
+    CONTAINER_OBJECT, FOOTER_BUDGET_BASE, FOOTER_BUDGET_PER_STORED_BYTE, HEADER_SIZE,
+};
 use atlas::ndarray::{ArrayD, IxDyn};
 use atlas::object_store::{local::LocalFileSystem, path::Path, ObjectStore};
-use atlas::{ArraySpec, AtlasWriter, Attr, DatasetSpec, FillValue, WriterOptions};
+use atlas::{ArraySpec, Atlas, AtlasWriter, Attr, DatasetSpec, FillValue, WriterOptions};
 use datasetrt::raw::{INDEX_FILE_NAME, METADATA_FILE_NAME};
 use datasetrt::{Cache, OpenOptions};
 use dsrt_atlas_benches::atlas::footer_frame;
@@ -372,8 +375,271 @@ fn atlas_writer() {
     println!("\n{}\n", marginal(&rows, "dataset"));
 }
 
+/// One footer shape for the budget table: a name, and the footer it builds.
+struct BudgetCase {
+    name: &'static str,
+    footer: CollectionFooter,
+    segments_end: u64,
+}
+
+/// A footer of `datasets` datasets named by `name`, whose dataset `i` has schema
+/// `schema_of(i)` (built on first use by `schema`), over `variables` segments of 1 byte.
+fn budget_case(
+    name: &'static str,
+    datasets: usize,
+    variables: &[String],
+    dataset_name: impl Fn(usize) -> String,
+    schema_of: impl Fn(usize, &mut FooterBuilder) -> InternedSchema,
+) -> BudgetCase {
+    let mut builder = FooterBuilder::new();
+    for variable in variables {
+        builder.intern_string(variable).expect("pool has room");
+    }
+    for i in 0..datasets {
+        let schema = schema_of(i, &mut builder);
+        let schema = builder.intern_schema(schema).expect("pool has room");
+        builder
+            .add_dataset(&dataset_name(i), schema)
+            .expect("names are distinct");
+    }
+    let mut offset = HEADER_SIZE;
+    for variable in variables.iter().map(String::as_str).chain(["_datasets"]) {
+        builder
+            .add_variable(variable, offset, 1)
+            .expect("variables are distinct");
+        offset += 1;
+    }
+    BudgetCase {
+        name,
+        footer: builder.finish(Codec::Zstd, 0),
+        segments_end: offset,
+    }
+}
+
+/// A schema of the arrays `arrays` (f32) and the dataset attributes `attrs` (i64), each key
+/// also carried by the first array.
+fn budget_schema(builder: &mut FooterBuilder, arrays: &[&str], attrs: &[String]) -> InternedSchema {
+    let f32 = builder
+        .intern_dtype(&DType::Float32)
+        .expect("pool has room");
+    let i64 = builder.intern_dtype(&DType::Int64).expect("pool has room");
+    let mut schema = InternedSchema::default();
+    for array in arrays {
+        let name = builder.intern_string(array).expect("pool has room");
+        schema.arrays.push((name, f32));
+    }
+    let mut keys = IndexPairs::default();
+    for key in attrs {
+        let key = builder.intern_string(key).expect("pool has room");
+        schema.attrs.push((key, i64));
+        keys.push((key, i64));
+    }
+    if !attrs.is_empty() && !arrays.is_empty() {
+        schema.array_attrs.push((0, keys));
+    }
+    schema
+}
+
+/// The honest extremes the footer budget's multiple is chosen from
+/// (`FOOTER_BUDGET_PER_STORED_BYTE`): many datasets with short, shortest and long names, many
+/// schemas, many attributes, many variables.
+fn budget_cases() -> Vec<BudgetCase> {
+    let five: Vec<String> = ["t2m", "u10", "v10", "msl", "tp"]
+        .map(String::from)
+        .to_vec();
+    let five_refs: Vec<&str> = five.iter().map(String::as_str).collect();
+    let station = |i: usize| format!("station_{i:06}_2024");
+    // The CMIP-style path of a file, 200 bytes, differing only in its counter: the most
+    // compressible long names a collection is likely to hold.
+    let path = |i: usize| {
+        let name = format!(
+            "CMIP6/ScenarioMIP/NCAR/CESM2/ssp585/r1i1p1f1/Amon/tas/gn/v20190730/\
+             tas_Amon_CESM2_ssp585_r1i1p1f1_gn_{i:09}_regridded_to_1deg_bilinear_with_the_\
+             land_sea_mask_applied_version_2_final_release_candidate.nc"
+        );
+        format!("{name:_<200}")
+    };
+    // The shortest distinct names: base 36 counters.
+    let shortest = |mut i: usize| {
+        let mut name = Vec::new();
+        loop {
+            name.push(b"0123456789abcdefghijklmnopqrstuvwxyz"[i % 36]);
+            i /= 36;
+            if i == 0 {
+                break;
+            }
+        }
+        String::from_utf8(name).expect("ascii")
+    };
+    let keys: Vec<String> = (0..20).map(|k| format!("attribute_key_{k:02}")).collect();
+    let many_keys: Vec<String> = (0..200).map(|k| format!("attribute_{k:03}")).collect();
+    let many_variables: Vec<String> = (0..2_000)
+        .map(|v| format!("variable_with_a_long_descriptive_name_{v:04}"))
+        .collect();
+    let one_schema = |_: usize, b: &mut FooterBuilder| budget_schema(b, &five_refs, &[]);
+    vec![
+        budget_case(
+            "100,000 datasets, short names",
+            100_000,
+            &five,
+            station,
+            one_schema,
+        ),
+        budget_case(
+            "1,000,000 datasets, short names",
+            1_000_000,
+            &five,
+            station,
+            one_schema,
+        ),
+        budget_case(
+            "1,000,000 datasets, shortest names",
+            1_000_000,
+            &five,
+            shortest,
+            one_schema,
+        ),
+        budget_case(
+            "100,000 datasets, 200-byte names",
+            100_000,
+            &five,
+            path,
+            one_schema,
+        ),
+        budget_case(
+            "1,000,000 datasets, 200-byte names",
+            1_000_000,
+            &five,
+            path,
+            one_schema,
+        ),
+        budget_case(
+            "100,000 datasets, 100,000 schemas (own key set each)",
+            100_000,
+            &five,
+            station,
+            |i, b| {
+                let own: Vec<String> = (0..20)
+                    .filter(|k| (i + 1) >> k & 1 == 1)
+                    .map(|k| keys[k].clone())
+                    .collect();
+                budget_schema(b, &five_refs, &own)
+            },
+        ),
+        budget_case(
+            "10,000 datasets, 10,000 schemas of 200 attributes",
+            10_000,
+            &five,
+            station,
+            |i, b| {
+                // 199 of the 200 keys, a different one left out per 200 datasets, plus the
+                // dataset's own key: every schema differs.
+                let mut own: Vec<String> = many_keys
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, _)| *k != i % 200)
+                    .map(|(_, key)| key.clone())
+                    .collect();
+                own.push(format!("own_{i}"));
+                budget_schema(b, &five_refs, &own)
+            },
+        ),
+        budget_case(
+            "100,000 datasets over 2,000 long-named variables",
+            100_000,
+            &many_variables,
+            station,
+            |i, b| {
+                let arrays: Vec<&str> = (0..4)
+                    .map(|a| many_variables[(i * 7 + a * 500) % 2_000].as_str())
+                    .collect();
+                budget_schema(b, &arrays, &[])
+            },
+        ),
+    ]
+}
+
+/// `Atlas::open` of each honest extreme: stored and decoded footer sizes, what the open charged
+/// to the footer's budget, and the measured peak heap, each per stored byte.
+fn atlas_footer_budget() {
+    use atlas::format::trailer::{encode_header, encode_trailer};
+    use atlas::object_store::memory::InMemory;
+    use atlas::object_store::{ObjectStoreExt, PutPayload};
+    println!(
+        "### Atlas footer budget: honest extremes (`Atlas::open`, `InMemory`, segments of 1 byte)\n"
+    );
+    println!(
+        "| footer | stored | decoded | decoded / stored | charged | charged / stored | \
+         peak heap of the open | peak / stored | share of the limit |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let runtime = dsrt_atlas_benches::atlas::runtime();
+    for case in budget_cases() {
+        let msgpack = wire::to_msgpack(&case.footer);
+        let frame = wire::encode_footer(&case.footer);
+        let mut container = encode_header().to_vec();
+        container.resize(case.segments_end as usize, 0);
+        container.extend_from_slice(&frame);
+        container.extend_from_slice(&encode_trailer(frame.len() as u64));
+        drop(case.footer);
+        let store = Arc::new(InMemory::new());
+        let prefix = Path::from("budget");
+        runtime
+            .block_on(store.put(
+                &prefix.clone().join(CONTAINER_OBJECT),
+                PutPayload::from(container),
+            ))
+            .expect("put");
+        let store: Arc<dyn ObjectStore> = store;
+        let probe = Probe::start();
+        let atlas = runtime
+            .block_on(Atlas::open(Arc::clone(&store), &prefix))
+            .expect("an honest footer opens");
+        let heap = probe.finish();
+        let budget = atlas.footer_budget();
+        let stored = frame.len() as f64;
+        println!(
+            "| {} | {} | {} | {:.1} | {} | {:.1} | {} | {:.1} | {:.0} % |",
+            case.name,
+            bytes(frame.len() as u64),
+            bytes(msgpack.len() as u64),
+            msgpack.len() as f64 / stored,
+            bytes(budget.used()),
+            budget.used() as f64 / stored,
+            bytes(heap.peak as u64),
+            heap.peak as f64 / stored,
+            100.0 * budget.used() as f64 / budget.limit() as f64,
+        );
+        assert!(
+            heap.peak as u64 <= budget.used() + (1 << 20),
+            "{}: the open's peak heap ({}) exceeds what it charged ({}) by more than 1 MiB",
+            case.name,
+            heap.peak,
+            budget.used()
+        );
+    }
+    println!(
+        "\nLimit: {} MiB + {} x stored bytes.\n",
+        FOOTER_BUDGET_BASE >> 20,
+        FOOTER_BUDGET_PER_STORED_BYTE
+    );
+}
+
 fn main() {
-    datasetrt_open();
-    atlas_footer_decode();
-    atlas_writer();
+    // `memory_scaling [open] [footer] [writer] [footer-budget]`: the sections to run (all by
+    // default).
+    let only: Vec<String> = std::env::args().skip(1).collect();
+    let run = |section: &str| only.is_empty() || only.iter().any(|s| s == section);
+    if run("open") {
+        datasetrt_open();
+    }
+    if run("footer") {
+        atlas_footer_decode();
+    }
+    if run("writer") {
+        atlas_writer();
+    }
+    if run("footer-budget") {
+        atlas_footer_budget();
+    }
 }

@@ -59,6 +59,11 @@ pub struct ReadConfig {
     /// A cache to share across files. Entries are keyed by `(path, block)`,
     /// so files do not collide. When `Some`, the two budgets above are ignored.
     pub cache: Option<Arc<BlockCache>>,
+    /// Refuse, at open, a block whose table entry claims more decoded bytes
+    /// than its chunks reach (patched in; off by default, as in 0.15.0). A file
+    /// whose chunks were each written once never has one; with this off, such
+    /// a block is decoded whole to read any chunk in it.
+    pub exact_blocks: bool,
 }
 
 impl Default for ReadConfig {
@@ -67,6 +72,7 @@ impl Default for ReadConfig {
             cache_capacity: DEFAULT_CACHE_CAPACITY,
             io_cache_capacity: DEFAULT_IO_CACHE_CAPACITY,
             cache: None,
+            exact_blocks: false,
         }
     }
 }
@@ -219,7 +225,11 @@ impl ArrayFile {
     ) -> Result<Self> {
         let key: Arc<str> = Arc::from(path.as_ref());
         let storage: Arc<dyn Storage> = Arc::new(ObjectStoreBackend::new(store, path));
-        Self::open_storage(storage, key, config.resolve_cache()).await
+        let file = Self::open_storage(storage, key, config.resolve_cache()).await?;
+        if config.exact_blocks {
+            file.check_exact_blocks()?;
+        }
+        Ok(file)
     }
 
     /// Opens a file from any [`Storage`]. `path` is only the cache key.
@@ -354,6 +364,47 @@ impl ArrayFile {
             key_ids,
             columns,
         })
+    }
+}
+
+impl ArrayFile {
+    /// Patched in, for [`ReadConfig::exact_blocks`] (0.15.0 decoded a block to whatever size
+    /// its table entry claimed, so a block of one 128-byte chunk could decode to gigabytes): a
+    /// block must decode to exactly where the last chunk it holds ends. A writer appends chunks
+    /// to a block back to back and records the block's size when it flushes, so a block it
+    /// wrote ends with a chunk, unless a later write replaced that chunk (the replacement goes
+    /// elsewhere and the old bytes stay); a file whose chunks were each written once (every
+    /// Atlas segment) has no other kind of block. Refused, naming the block and the array
+    /// whose chunk ends last in it.
+    fn check_exact_blocks(&self) -> Result<()> {
+        // `(end, array)`: where the last chunk in each block ends, and whose it is.
+        let mut extents: Vec<(u64, Option<usize>)> = vec![(0, None); self.blocks.len()];
+        for (i, info) in self.arrays.iter().enumerate() {
+            for entry in &info.chunks {
+                let address = &entry.address;
+                let end = u64::from(address.offset) + u64::from(address.size);
+                if let Some(extent) = extents.get_mut(address.block_id.0 as usize) {
+                    if extent.1.is_none() || end > extent.0 {
+                        *extent = (end.max(extent.0), Some(i));
+                    }
+                }
+            }
+        }
+        for (index, (block, &(end, array))) in self.blocks.iter().zip(&extents).enumerate() {
+            if block.uncompressed_size > end {
+                let holder = match array.and_then(|i| self.arrays.get(i)) {
+                    Some(info) => {
+                        format!("its last chunk, of array '{}', ends at {end}", info.name)
+                    }
+                    None => "no chunk lies in it".to_owned(),
+                };
+                return Err(Error::InvalidFooter(format!(
+                    "block {index} claims to decode to {} bytes, but {holder}",
+                    block.uncompressed_size
+                )));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -649,6 +700,45 @@ mod tests {
             .await
             .unwrap();
         (file, storage)
+    }
+
+    #[tokio::test]
+    async fn exact_blocks_refuses_a_block_that_runs_past_its_last_chunk() {
+        // Chunks of two i32 in blocks of 16 bytes: chunks 0 and 1 fill block 0; rewriting
+        // chunk 1 puts its new bytes in block 1 and leaves block 0 ending in bytes no chunk
+        // addresses. Read as 0.15.0 reads it by default; refused with `exact_blocks`.
+        let store: Arc<dyn object_store::ObjectStore> =
+            Arc::new(object_store::memory::InMemory::new());
+        let path = object_store::path::Path::from("rewritten");
+        let mut w = ArrayWriter::new(WriterConfig {
+            block_target_size: 16,
+            ..WriterConfig::new(NoCompression)
+        });
+        w.define_array::<i32>("a", vec![], vec![4], Some(vec![2]), None)
+            .unwrap();
+        let all = Array::from_vec(vec![1i32, 2, 3, 4]).into_dyn();
+        w.write_array("a", vec![0], all.view()).unwrap();
+        let one = Array::from_vec(vec![9i32]).into_dyn();
+        w.write_array("a", vec![3], one.view()).unwrap();
+        w.finish(Arc::clone(&store), path.clone()).await.unwrap();
+        let lenient = ArrayFile::open(Arc::clone(&store), path.clone(), ReadConfig::default())
+            .await
+            .unwrap();
+        let values = lenient
+            .read_array::<i32>("a", vec![], vec![])
+            .await
+            .unwrap();
+        assert_eq!(values.iter().copied().collect::<Vec<_>>(), [1, 2, 3, 9]);
+        let exact = ReadConfig {
+            exact_blocks: true,
+            ..ReadConfig::default()
+        };
+        let error = ArrayFile::open(store, path, exact).await.unwrap_err();
+        assert!(
+            matches!(&error, Error::InvalidFooter(m) if m
+                == "block 0 claims to decode to 16 bytes, but its last chunk, of array 'a', ends at 8"),
+            "{error:?}"
+        );
     }
 
     async fn reopen(storage: Arc<InMemoryStorage>, cache: Option<Arc<BlockCache>>) -> ArrayFile {

@@ -18,6 +18,7 @@ use indicatif::HumanBytes;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
+use terminal_text::{escape, Escaped};
 
 pub(crate) async fn run(command: Command, as_json: bool) -> Result<(), CliError> {
     let out = match command {
@@ -116,7 +117,7 @@ fn info(atlas: &Atlas) -> Output {
     let mut table = table(&["SEGMENT", "OFFSET", "SIZE"], &[1, 2]);
     for (name, v) in atlas.variables() {
         table.add_row(vec![
-            name.to_owned(),
+            escape(name).into_owned(),
             v.seg_offset.to_string(),
             HumanBytes(v.seg_len).to_string(),
         ]);
@@ -133,7 +134,10 @@ fn info(atlas: &Atlas) -> Output {
         "dtypes": footer.dtype_pool.len(),
         "segments": segments,
     }))
-    .line(format!("container      {}", atlas.container_path()))
+    .line(format!(
+        "container      {}",
+        Escaped(atlas.container_path().as_ref())
+    ))
     .line(format!(
         "format version {}   codec {}   created {} ms",
         footer.version, footer.codec, footer.created_unix_ms
@@ -161,10 +165,15 @@ fn ls(atlas: &Atlas) -> Output {
             .arrays()
             .map(|a| format!("{}:{}", a.name(), a.dtype()))
             .collect();
+        let shown: Vec<String> = dataset
+            .schema()
+            .arrays()
+            .map(|a| format!("{}:{}", Escaped(a.name()), a.dtype()))
+            .collect();
         table.add_row(vec![
             dataset.ordinal().to_string(),
-            dataset.name().to_owned(),
-            arrays.join(", "),
+            escape(dataset.name()).into_owned(),
+            shown.join(", "),
         ]);
         rows.push(json!({"ordinal": dataset.ordinal(), "name": dataset.name(), "arrays": arrays}));
     }
@@ -189,7 +198,7 @@ async fn stats(atlas: &Atlas, variable: &str) -> Result<Output, CliError> {
         &[1, 2, 3, 4, 5],
     );
     table.add_row(vec![
-        variable.to_owned(),
+        escape(variable).into_owned(),
         s.datasets.to_string(),
         min.to_string(),
         max.to_string(),
@@ -205,10 +214,13 @@ async fn stats(atlas: &Atlas, variable: &str) -> Result<Output, CliError> {
 
 async fn attrs(atlas: &Atlas, key: &str) -> Result<Output, CliError> {
     let values = atlas.attributes_by_dataset(key).await?;
-    let mut table = table(&["DATASET", key], &[]);
+    let mut table = table(&["DATASET", &escape(key)], &[]);
     let mut rows = serde_json::Map::new();
     for (dataset, value) in values {
-        table.add_row(vec![dataset.clone(), attr_text(&value)]);
+        table.add_row(vec![
+            escape(&dataset).into_owned(),
+            escape(&attr_text(&value)).into_owned(),
+        ]);
         rows.insert(dataset, attr_json(&value));
     }
     Ok(Output::new(Value::Object(rows)).table(&table))
@@ -316,11 +328,19 @@ impl Target<'_> {
         let shape = array.shape().to_vec();
         let Some(path) = &self.npy else {
             let values: Vec<Value> = array.iter().map(to_json).collect();
-            let text: Vec<String> = values.iter().map(Value::to_string).collect();
+            // JSON text escapes C0 controls but not DEL, C1 controls or bidi overrides.
+            let text: Vec<String> = values
+                .iter()
+                .map(|v| escape(&v.to_string()).into_owned())
+                .collect();
             return Ok(Output::new(
                 json!({"dataset": dataset, "array": variable, "shape": shape, "values": values}),
             )
-            .line(format!("{dataset}/{variable} shape {shape:?}"))
+            .line(format!(
+                "{}/{} shape {shape:?}",
+                Escaped(dataset),
+                Escaped(variable)
+            ))
             .line(text.join(" ")));
         };
         // C order whatever the array's memory layout.
@@ -343,8 +363,11 @@ impl Target<'_> {
             "npy": shown, "bytes": bytes.len()}),
         )
         .line(format!(
-            "{dataset}/{variable} shape {shape:?}: {} to {shown}",
-            HumanBytes(bytes.len() as u64)
+            "{}/{} shape {shape:?}: {} to {}",
+            Escaped(dataset),
+            Escaped(variable),
+            HumanBytes(bytes.len() as u64),
+            Escaped(&shown)
         )))
     }
 }
@@ -426,11 +449,14 @@ fn verify_output(
         for p in &problems {
             let location = p["location"].as_str().unwrap_or_default();
             let error = p["error"].as_str().unwrap_or_default();
-            out = out.line(format!("  {location}: {error}"));
+            out = out.line(format!("  {}: {}", Escaped(location), Escaped(error)));
         }
     }
     for s in &skipped {
-        out = out.line(format!("  skipped (element type not decodable here): {s}"));
+        out = out.line(format!(
+            "  skipped (element type not decodable here): {}",
+            Escaped(s)
+        ));
     }
     out
 }
@@ -440,12 +466,48 @@ fn shape_bug(e: atlas::ndarray::ShapeError) -> CliError {
     CliError::Usage(format!("demo data: {e}"))
 }
 
-/// Where `demo` writes: a local directory (created if missing) or an object-store URL.
-fn demo_target(out: &str) -> Result<(Arc<dyn ObjectStore>, Path), CliError> {
+/// Where `demo` writes: a new or empty local directory (created if missing) or an
+/// object-store prefix that holds nothing. A collection is write-once, and a `deleted.mask`
+/// left beside a new `data.atlas` would hide its datasets, so anything already there is
+/// refused before a byte is written.
+async fn demo_target(out: &str) -> Result<(Arc<dyn ObjectStore>, Path), CliError> {
     let dir = match place(out)? {
         Place::Local(dir) => dir,
-        Place::Remote(store, prefix) => return Ok((store, prefix)),
+        Place::Remote(store, prefix) => {
+            let listed = store
+                .list_with_delimiter(Some(&prefix))
+                .await
+                .map_err(|source| CliError::Store {
+                    collection: out.to_owned(),
+                    source,
+                })?;
+            let first = listed
+                .objects
+                .first()
+                .map(|o| o.location.to_string())
+                .or_else(|| listed.common_prefixes.first().map(ToString::to_string));
+            if let Some(found) = first {
+                return Err(CliError::OutputNotEmpty {
+                    path: out.to_owned(),
+                    found,
+                });
+            }
+            return Ok((store, prefix));
+        }
     };
+    match std::fs::read_dir(&dir) {
+        Ok(mut entries) => {
+            if let Some(entry) = entries.next() {
+                let entry = entry.map_err(CliError::io(out, "listing the directory"))?;
+                return Err(CliError::OutputNotEmpty {
+                    path: out.to_owned(),
+                    found: entry.file_name().to_string_lossy().into_owned(),
+                });
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(CliError::io(out, "listing the directory")(e)),
+    }
     std::fs::create_dir_all(&dir).map_err(CliError::io(out, "creating the directory"))?;
     let store = LocalFileSystem::new_with_prefix(&dir).map_err(|source| CliError::Store {
         collection: out.to_owned(),
@@ -455,7 +517,7 @@ fn demo_target(out: &str) -> Result<(Arc<dyn ObjectStore>, Path), CliError> {
 }
 
 async fn demo(out: &str, datasets: usize) -> Result<Output, CliError> {
-    let (store, prefix) = demo_target(out)?;
+    let (store, prefix) = demo_target(out).await?;
     let mut writer = AtlasWriter::new(store, &prefix, WriterOptions::default());
     for i in 0..datasets {
         let base = i as f32;

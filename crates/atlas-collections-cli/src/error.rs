@@ -49,6 +49,17 @@ pub(crate) enum CliError {
         #[source]
         source: io::Error,
     },
+    /// `demo` was pointed at a directory or prefix that already holds something.
+    #[error(
+        "{path}: not empty (it holds {found}); atlas demo writes a new collection into an empty \
+         or new directory or prefix, and a collection is write-once"
+    )]
+    OutputNotEmpty {
+        /// The output argument.
+        path: String,
+        /// One entry found there.
+        found: String,
+    },
     /// Publishing an output file (`read --npy`) failed; the text names the file and the step.
     #[error(transparent)]
     Publish(#[from] durable_fs::PublishError),

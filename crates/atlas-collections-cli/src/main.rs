@@ -134,7 +134,8 @@ fn report(error: &CliError) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if !error.already_reported() {
-        eprintln!("atlas: {error}");
+        // Messages quote names read from the collection: nothing in them may act on a terminal.
+        eprintln!("atlas: {}", terminal_text::Escaped(&error.to_string()));
     }
     ExitCode::from(error.exit_status())
 }

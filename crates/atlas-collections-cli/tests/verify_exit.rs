@@ -285,17 +285,23 @@ fn an_unreachable_store_exits_75() {
 #[test]
 fn ctrl_c_exits_130() {
     use std::time::{Duration, Instant};
-    let dir = tempfile::tempdir().unwrap();
-    // Opening a FIFO for reading blocks until a writer comes: the command hangs in the open.
-    let fifo = dir.path().join("data.atlas");
-    assert!(Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success());
+    // A store that accepts connections and never answers: the command waits in the open. (A
+    // FIFO in place of `data.atlas` no longer blocks: it is refused before any read.)
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            held.push(stream);
+        }
+    });
     let mut child = Command::new(env!("CARGO_BIN_EXE_atlas"))
-        .arg("info")
-        .arg(dir.path())
+        .args(["info", "s3://bucket/collection"])
+        .env("AWS_ENDPOINT_URL", &endpoint)
+        .env("AWS_ALLOW_HTTP", "true")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_REGION", "us-east-1")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -303,7 +309,7 @@ fn ctrl_c_exits_130() {
     std::thread::sleep(Duration::from_millis(500));
     assert!(
         child.try_wait().unwrap().is_none(),
-        "the open should be blocked on the FIFO"
+        "the open should be waiting for the store"
     );
     let killed = Command::new("kill")
         .args(["-INT", &child.id().to_string()])

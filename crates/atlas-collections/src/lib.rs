@@ -45,11 +45,11 @@
 pub use array_format::{FillValue, StatValue, TimestampNs};
 pub use atlas_model::{validate_name, Attr, NameError, NameKind};
 pub use atlas_reader::{
-    ArrayLayout, ArrayMeta, ArraySchema, Atlas, AtlasError, AttrCondition, CollectionStats,
-    CommitOutcome, Comparison, ConditionalPutCommitter, DatasetSchema, DatasetStats, DatasetView,
-    DeleteReport, IntoAtlasStore, LocalFlockCommitter, MaskCommitter, MergeFn, Run, SchemaView,
-    SelectValue, Selection, Stat, StatCondition, VerifyDepth, VerifyProblem, VerifyReport,
-    MAX_VERIFY_CHUNK_ELEMENTS,
+    check_local_collection, ArrayLayout, ArrayMeta, ArraySchema, Atlas, AtlasError, AttrCondition,
+    CollectionStats, CommitOutcome, Comparison, ConditionalPutCommitter, DatasetSchema,
+    DatasetStats, DatasetView, DeleteReport, IntoAtlasStore, LocalFlockCommitter, MaskCommitter,
+    MergeFn, Run, SchemaView, SelectValue, Selection, Stat, StatCondition, VerifyDepth,
+    VerifyProblem, VerifyReport, MAX_VERIFY_CHUNK_ELEMENTS,
 };
 pub use atlas_writer::{
     ArraySpec, AtlasWriter, DatasetSpec, WriteError, WriteSummary, WriterOptions,
@@ -63,10 +63,11 @@ pub use object_store;
 pub mod format {
     pub use atlas_footer::builder::BuildError;
     pub use atlas_footer::{
-        Codec, CollectionFooter, DType, DatasetMap, FooterBuilder, FooterError, FooterLocation,
-        IndexPairs, InlineList, InsertError, InternedSchema, Trailer, VariableEntry,
-        CONTAINER_OBJECT, DATASETS_SEGMENT, FOOTER_ZSTD_LEVEL, FORMAT_VERSION, HEADER_SIZE, MAGIC,
-        MASK_OBJECT, MAX_DECODED_FOOTER, TAIL_PROBE, TRAILER_SIZE,
+        Codec, CollectionFooter, DType, DatasetMap, FooterBudget, FooterBuilder, FooterError,
+        FooterLocation, IndexPairs, InlineList, InsertError, InternedSchema, Trailer,
+        VariableEntry, CONTAINER_OBJECT, DATASETS_SEGMENT, FOOTER_BUDGET_BASE,
+        FOOTER_BUDGET_PER_STORED_BYTE, FOOTER_ZSTD_LEVEL, FORMAT_VERSION, HEADER_SIZE, MAGIC,
+        MASK_OBJECT, MAX_DECODED_FOOTER, MAX_FOOTER_SIZE, TAIL_PROBE, TRAILER_SIZE,
     };
     pub use atlas_mask::{DeletedSet, MaskError};
 
@@ -81,7 +82,8 @@ pub mod format {
     /// The footer's wire form: msgpack, in a zstd frame.
     pub mod wire {
         pub use atlas_footer::wire::{
-            decode_and_validate, decode_footer, encode_footer, from_msgpack, to_msgpack,
+            decode_and_validate, decode_and_validate_within, decode_footer, encode_footer,
+            from_msgpack, to_msgpack,
         };
     }
 

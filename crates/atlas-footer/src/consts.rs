@@ -13,6 +13,10 @@ pub const TAIL_PROBE: u64 = 64 * 1024;
 /// Largest decoded footer a reader accepts. The zstd frame's content size is untrusted, so the
 /// decoder stops here instead of growing with whatever the frame claims.
 pub const MAX_DECODED_FOOTER: u64 = 1 << 30;
+/// Largest footer frame a reader fetches: zstd's bound for a frame of [`MAX_DECODED_FOOTER`]
+/// bytes (the content plus 1/256, plus a megabyte for headers). A trailer claiming more is
+/// refused before the range is requested.
+pub const MAX_FOOTER_SIZE: u64 = MAX_DECODED_FOOTER + (MAX_DECODED_FOOTER >> 8) + (1 << 20);
 /// Name of the container object under a collection prefix.
 pub const CONTAINER_OBJECT: &str = "data.atlas";
 /// Name of the deletion mask object under a collection prefix.

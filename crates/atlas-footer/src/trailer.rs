@@ -10,7 +10,7 @@
 //! end-4    b"ATLS"
 //! ```
 
-use crate::consts::{FORMAT_VERSION, HEADER_SIZE, MAGIC, TRAILER_SIZE};
+use crate::consts::{FORMAT_VERSION, HEADER_SIZE, MAGIC, MAX_FOOTER_SIZE, TRAILER_SIZE};
 use crate::error::FooterError;
 use dsrt_atlas_codec::le;
 use std::ops::Range;
@@ -105,6 +105,16 @@ pub fn locate_footer(container_size: u64, trailer: Trailer) -> Result<FooterLoca
         .footer_size
         .checked_add(overhead)
         .is_some_and(|needed| needed <= container_size);
+    if trailer.footer_size > MAX_FOOTER_SIZE {
+        return Err(FooterError::corrupt(
+            "trailer.footer_size",
+            format!(
+                "{} is larger than any footer frame ({MAX_FOOTER_SIZE} bytes holds the most a \
+                 footer may decode to)",
+                trailer.footer_size
+            ),
+        ));
+    }
     if !fits || trailer.footer_size == 0 {
         return Err(FooterError::corrupt(
             "trailer.footer_size",
@@ -194,6 +204,21 @@ mod tests {
         .is_err());
         assert!(locate_footer(100, Trailer { footer_size: 0 }).is_err());
         assert!(locate_footer(100, Trailer { footer_size: 76 }).is_ok());
+        // A frame larger than any footer can need is refused before its range is fetched,
+        // whatever the container's size.
+        let huge = crate::consts::MAX_FOOTER_SIZE + 1;
+        let error = locate_footer(u64::MAX, Trailer { footer_size: huge }).unwrap_err();
+        assert!(
+            error.to_string().contains("larger than any footer frame"),
+            "{error}"
+        );
+        assert!(locate_footer(
+            u64::MAX,
+            Trailer {
+                footer_size: huge - 1
+            }
+        )
+        .is_ok());
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! it reads the pair (the datasets are nearly all of a large footer, so this saves a second
 //! pass over them) and hands the result to the same rule here.
 
+use crate::budget::heap_of;
 use crate::consts::{DATASETS_SEGMENT, FORMAT_VERSION, HEADER_SIZE};
 use crate::error::FooterError;
 use crate::footer::{CollectionFooter, IndexPairs, InternedSchema};
@@ -27,6 +28,13 @@ impl VariableIndex {
             .copied()
             .flatten()
     }
+}
+
+/// Heap bytes validation allocates for `footer`: the variable index (one entry per string) and
+/// one mark per variable. [`crate::wire::decode_and_validate_within`] charges them first.
+pub fn validation_bytes(footer: &CollectionFooter) -> u64 {
+    heap_of::<Option<u32>>(footer.string_pool.len() as u64)
+        + heap_of::<usize>(footer.variables.len() as u64)
 }
 
 /// Checks every rule of the pinned page's "Footer validation" and returns the variable index.
@@ -63,8 +71,12 @@ pub(crate) fn validate_with(
         ));
     }
     let variables = validate_variables(footer, segments_end)?;
+    let datasets_segment = has_datasets_segment(footer, &variables);
+    // `seen[v]` is one more than the last schema that named variable `v`: how a repeated array
+    // name is found in one pass, whatever a schema's length.
+    let mut seen = vec![0usize; footer.variables.len()];
     for (i, schema) in footer.schema_pool.iter().enumerate() {
-        validate_schema(footer, &variables, i, schema)?;
+        validate_schema(footer, &variables, datasets_segment, &mut seen, i, schema)?;
     }
     if let Some(ordinal) = first_bad_schema {
         return Err(dataset_schema_error(footer, ordinal));
@@ -133,30 +145,34 @@ fn validate_variables(
 fn validate_schema(
     footer: &CollectionFooter,
     variables: &VariableIndex,
+    datasets_segment: bool,
+    seen: &mut [usize],
     i: usize,
     schema: &InternedSchema,
 ) -> Result<(), FooterError> {
     let at = format!("schema_pool[{i}]");
     check_pairs(footer, &schema.arrays, &format!("{at}.arrays"))?;
     for (j, (name, _)) in schema.arrays.iter().enumerate() {
-        if variables.variable_of(*name).is_none() {
+        let Some(variable) = variables.variable_of(*name) else {
             return Err(FooterError::corrupt(
                 format!("{at}.arrays[{j}].name"),
                 "names no segment",
             ));
-        }
-        if schema.arrays[..j]
-            .iter()
-            .any(|(earlier, _)| earlier == name)
-        {
+        };
+        // A name maps to one variable, so a repeated name is a variable seen twice.
+        let stamp = seen.get_mut(variable as usize);
+        if stamp.as_deref() == Some(&(i + 1)) {
             return Err(FooterError::corrupt(
                 format!("{at}.arrays[{j}].name"),
                 "repeats an earlier array",
             ));
         }
+        if let Some(stamp) = stamp {
+            *stamp = i + 1;
+        }
     }
     check_pairs(footer, &schema.attrs, &format!("{at}.attrs"))?;
-    if !schema.attrs.is_empty() && !has_datasets_segment(footer, variables) {
+    if !schema.attrs.is_empty() && !datasets_segment {
         return Err(FooterError::corrupt(
             format!("{at}.attrs"),
             format!("dataset attributes declared but no {DATASETS_SEGMENT} segment exists"),

@@ -53,6 +53,7 @@ impl Location {
             Self::Local(dir) => {
                 let io = |source| AtlasIo(dir.display().to_string(), source);
                 let canonical = std::fs::canonicalize(&dir).map_err(|e| Failure::from(io(e)))?;
+                atlas::check_local_collection(&canonical)?;
                 let local = LocalFileSystem::new_with_prefix(&canonical)
                     .map_err(|e| Failure::Atlas(e.into()))?;
                 let counting = CountingStore::with_capacity(Arc::new(local), RECENT_REQUESTS);

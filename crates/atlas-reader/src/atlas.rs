@@ -3,12 +3,14 @@
 use crate::delete::{ConditionalPutCommitter, MaskCommitter};
 use crate::error::AtlasError;
 use crate::open::{fetch_mask, mask_from, read_container};
-use crate::view::{resolve_schemas, DatasetView, ResolvedSchema};
+use crate::view::{resolve_schemas, resolved_schemas_bytes, DatasetView, ResolvedSchema};
 use array_format::{
     ArrayFile, BlockCache, ReadConfig, DEFAULT_CACHE_CAPACITY, DEFAULT_IO_CACHE_CAPACITY,
 };
+use atlas_footer::budget::{heap_bytes, heap_of};
+use atlas_footer::validate::VariableIndex;
 use atlas_footer::{
-    CollectionFooter, VariableEntry, CONTAINER_OBJECT, DATASETS_SEGMENT, MASK_OBJECT,
+    CollectionFooter, FooterBudget, VariableEntry, CONTAINER_OBJECT, DATASETS_SEGMENT, MASK_OBJECT,
 };
 use atlas_mask::DeletedSet;
 use atlas_store::SegmentView;
@@ -89,6 +91,8 @@ pub struct Atlas {
     resident: AtomicU64,
     pub(crate) committer: Arc<dyn MaskCommitter>,
     datasets_segment: Option<u32>,
+    /// What the footer cost this open, against its limit.
+    footer_budget: FooterBudget,
 }
 
 /// One variable's segment: its name resolved at open, and a cell so that it is opened at most
@@ -122,6 +126,9 @@ impl Atlas {
     /// [`Atlas::with_committer`].
     pub async fn open(store: impl IntoAtlasStore, prefix: &Path) -> Result<Self, AtlasError> {
         let (store, local_dir) = store.into_atlas_store(prefix);
+        if let Some(dir) = &local_dir {
+            crate::local::check_local_collection(dir)?;
+        }
         let atlas = Self::open_dyn(store, prefix).await?;
         Ok(match local_dir {
             Some(dir) => {
@@ -141,7 +148,16 @@ impl Atlas {
             read_container(store.as_ref(), &container),
             fetch_mask(store.as_ref(), &mask_path)
         );
-        let opened = opened?;
+        let mut opened = opened?;
+        // Everything built below from the footer is charged to the footer's budget first, so a
+        // footer that decodes small but names a great deal is refused before it is built.
+        let tables = open_tables_bytes(&opened.footer);
+        opened
+            .budget
+            .charge(tables, || {
+                "the open's tables (segments, schemas)".to_owned()
+            })
+            .map_err(|e| AtlasError::from_footer(container.as_ref(), e))?;
         let deleted = mask_from(
             &mask_path,
             mask_bytes?.as_deref(),
@@ -173,7 +189,7 @@ impl Atlas {
             })
             .collect::<Result<Vec<_>, AtlasError>>()?;
         let mut segments = segments;
-        count_segment_arrays(&opened.footer, &mut segments);
+        count_segment_arrays(&opened.footer, &opened.variables, &mut segments);
         let datasets_segment = segments
             .iter()
             .position(|s| s.name == DATASETS_SEGMENT)
@@ -194,6 +210,7 @@ impl Atlas {
             resident: AtomicU64::new(0),
             committer,
             datasets_segment,
+            footer_budget: opened.budget,
         })
     }
 
@@ -206,6 +223,7 @@ impl Atlas {
             source,
         };
         let canonical = std::fs::canonicalize(dir).map_err(io)?;
+        crate::local::check_local_collection(&canonical)?;
         let store = object_store::local::LocalFileSystem::new_with_prefix(&canonical)?;
         let atlas = Self::open_dyn(Arc::new(store), &Path::default()).await?;
         Ok(atlas.with_committer(Arc::new(crate::local::LocalFlockCommitter::new(canonical))))
@@ -225,6 +243,13 @@ impl Atlas {
     /// The validated footer.
     pub fn footer(&self) -> &CollectionFooter {
         &self.footer
+    }
+
+    /// The memory the footer cost this open (the decoded bytes, the footer, the tables built
+    /// from it), against the most a footer of its stored size may cost
+    /// ([`FooterBudget::for_footer_size`]); a footer that would cost more is refused.
+    pub fn footer_budget(&self) -> &FooterBudget {
+        &self.footer_budget
     }
 
     /// The container's path.
@@ -368,8 +393,11 @@ impl Atlas {
                     window,
                     location.clone(),
                 ));
+                // An Atlas writer writes each chunk once, so every block ends with a chunk: a
+                // block claiming more is refused at open, not decoded whole.
                 let config = ReadConfig {
                     cache: Some(Arc::clone(&self.cache)),
+                    exact_blocks: true,
                     ..ReadConfig::default()
                 };
                 let opened = ArrayFile::open(view.clone(), location, config).await;
@@ -426,28 +454,45 @@ fn tail_window(arrays: u64) -> u64 {
 
 /// Counts, for each segment, the arrays it holds: each dataset has one array in the segment of
 /// every array name its schema lists, and one in `_datasets` when it has attributes.
-fn count_segment_arrays(footer: &CollectionFooter, segments: &mut [Segment]) {
+fn count_segment_arrays(
+    footer: &CollectionFooter,
+    variables: &VariableIndex,
+    segments: &mut [Segment],
+) {
     let mut datasets_per_schema = vec![0u64; footer.schema_pool.len()];
     for &schema in footer.datasets.schemas() {
         if let Some(count) = datasets_per_schema.get_mut(schema as usize) {
             *count += 1;
         }
     }
-    let segment_of_name: std::collections::HashMap<u32, usize> = footer
-        .variables
-        .iter()
-        .enumerate()
-        .map(|(i, v)| (v.name, i))
-        .collect();
     let datasets_segment = segments.iter().position(|s| s.name == DATASETS_SEGMENT);
     for (schema, &count) in footer.schema_pool.iter().zip(&datasets_per_schema) {
         for &(name, _) in schema.arrays.iter() {
-            if let Some(&i) = segment_of_name.get(&name) {
-                segments[i].arrays += count;
+            let segment = variables
+                .variable_of(name)
+                .and_then(|v| segments.get_mut(v as usize));
+            if let Some(segment) = segment {
+                segment.arrays += count;
             }
         }
         if let (Some(i), false) = (datasets_segment, schema.attrs.is_empty()) {
             segments[i].arrays += count;
         }
     }
+}
+
+/// Heap bytes an open builds from `footer` besides the footer itself: one [`Segment`] (with its
+/// name) per variable, the datasets per schema, the resolved schemas and the deleted set.
+fn open_tables_bytes(footer: &CollectionFooter) -> u64 {
+    let names: u64 = footer
+        .variables
+        .iter()
+        .filter_map(|v| footer.string(v.name))
+        .map(|name| heap_bytes(name.len() as u64))
+        .sum();
+    heap_of::<Segment>(footer.variables.len() as u64)
+        + names
+        + heap_of::<u64>(footer.schema_pool.len() as u64)
+        + resolved_schemas_bytes(footer)
+        + heap_of::<u64>(footer.datasets.len().div_ceil(64) as u64)
 }

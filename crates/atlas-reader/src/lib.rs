@@ -34,7 +34,7 @@ pub use atlas::{Atlas, IntoAtlasStore};
 pub use atlas_model::Attr;
 pub use delete::{CommitOutcome, ConditionalPutCommitter, DeleteReport, MaskCommitter, MergeFn};
 pub use error::AtlasError;
-pub use local::LocalFlockCommitter;
+pub use local::{check_local_collection, LocalFlockCommitter};
 /// Test hooks: stop a local delete at a chosen step (the crash-safety tests). Only with the
 /// `test-hooks` feature; not part of the supported API.
 #[cfg(feature = "test-hooks")]

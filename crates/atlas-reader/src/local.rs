@@ -10,7 +10,7 @@
 
 use crate::delete::{CommitOutcome, MaskCommitter, MergeFn};
 use crate::error::AtlasError;
-use atlas_footer::MASK_OBJECT;
+use atlas_footer::{CONTAINER_OBJECT, MASK_OBJECT};
 use durable_fs::{DirLock, DurableFile, FileSystem, LockMode, Published, StdFileSystem};
 use futures::future::BoxFuture;
 use std::io::ErrorKind;
@@ -138,6 +138,80 @@ fn step(hook: Option<&StepHook>, step: CommitStep) {
     }
 }
 
+/// Refuses a local collection that would hang or mislead a reader, before any read: `dir` must
+/// be a directory, and `data.atlas` and `deleted.mask`, where they exist, regular files (or
+/// links to them). A FIFO in their place would block the open for ever (object_store's
+/// `LocalFileSystem` opens it for reading, which waits for a writer), a directory would read as
+/// a missing object, a device as endless bytes. A missing `dir` or `data.atlas` is left to the
+/// open, which reports it as it does on any store.
+///
+/// [`Atlas::open_local`](crate::Atlas::open_local) and [`Atlas::open`](crate::Atlas::open) of an
+/// `Arc<LocalFileSystem>` call it; so must any other code that opens a local directory through
+/// a store of its own making.
+pub fn check_local_collection(dir: &Path) -> Result<(), AtlasError> {
+    match std::fs::metadata(dir) {
+        Ok(meta) if !meta.is_dir() => {
+            return Err(AtlasError::NotAnAtlasCollection {
+                path: dir.display().to_string(),
+                reason: format!("{}, not a collection directory", file_kind(&meta)),
+            });
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_error(dir)(e)),
+    }
+    let container = dir.join(CONTAINER_OBJECT);
+    if let Some(kind) = not_a_regular_file(&container)? {
+        return Err(AtlasError::NotAnAtlasCollection {
+            path: container.display().to_string(),
+            reason: format!("{kind}, not a regular file"),
+        });
+    }
+    let mask = dir.join(MASK_OBJECT);
+    if let Some(kind) = not_a_regular_file(&mask)? {
+        return Err(AtlasError::Mask {
+            path: mask.display().to_string(),
+            source: atlas_mask::MaskError::NotAMask(format!("{kind}, not a regular file")),
+        });
+    }
+    Ok(())
+}
+
+/// What `path` is when it exists and is not a regular file (links followed).
+fn not_a_regular_file(path: &Path) -> Result<Option<&'static str>, AtlasError> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() => Ok(None),
+        Ok(meta) => Ok(Some(file_kind(&meta))),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_error(path)(e)),
+    }
+}
+
+/// A file's kind, for an error message.
+fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    let kind = meta.file_type();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a FIFO";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+        if kind.is_block_device() || kind.is_char_device() {
+            return "a device";
+        }
+    }
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_file() {
+        "a regular file"
+    } else {
+        "not a regular file"
+    }
+}
+
 /// Blocking: opens and locks the collection directory (the returned file holds the lock until
 /// it is dropped), removes temp files a crashed commit left, and reads the current mask.
 fn lock_and_read(
@@ -149,6 +223,8 @@ fn lock_and_read(
     let locked = DirLock::acquire(dir, LockMode::Exclusive).map_err(io_error(dir))?;
     step(hook, CommitStep::Locked);
     remove_stale_temps(dir);
+    // Checked again under the lock: a FIFO put in place since the open would hang the read.
+    check_local_collection(dir)?;
     let mask = dir.join(MASK_OBJECT);
     let current = match std::fs::read(&mask) {
         Ok(bytes) => Some(bytes),

@@ -4,8 +4,8 @@
 use crate::error::AtlasError;
 use atlas_footer::trailer::{check_header, locate_footer, parse_trailer, slice_of_probe};
 use atlas_footer::validate::VariableIndex;
-use atlas_footer::wire::decode_and_validate;
-use atlas_footer::{CollectionFooter, TAIL_PROBE};
+use atlas_footer::wire::decode_and_validate_within;
+use atlas_footer::{CollectionFooter, FooterBudget, TAIL_PROBE};
 use atlas_mask::DeletedSet;
 use bytes::Bytes;
 use object_store::path::Path;
@@ -15,6 +15,8 @@ use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 pub(crate) struct OpenedContainer {
     pub(crate) footer: CollectionFooter,
     pub(crate) variables: VariableIndex,
+    /// What the footer may still cost: the open charges the tables it builds from it here.
+    pub(crate) budget: FooterBudget,
 }
 
 /// Reads and validates the footer: one suffix GET, and a second range only if the footer is
@@ -51,9 +53,15 @@ pub(crate) async fn read_container(
         Some(slice) => probe.slice_ref(slice),
         None => store.get_range(container, location.footer.clone()).await?,
     };
-    let (footer, variables) = decode_and_validate(&frame, location.segments_end)
-        .map_err(|e| AtlasError::from_footer(at, e))?;
-    Ok(OpenedContainer { footer, variables })
+    let mut budget = FooterBudget::for_footer_size(trailer.footer_size);
+    let (footer, variables) =
+        decode_and_validate_within(&frame, location.segments_end, &mut budget)
+            .map_err(|e| AtlasError::from_footer(at, e))?;
+    Ok(OpenedContainer {
+        footer,
+        variables,
+        budget,
+    })
 }
 
 /// Reads `deleted.mask`: absent means nothing is deleted.

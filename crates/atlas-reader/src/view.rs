@@ -3,6 +3,7 @@
 use crate::atlas::Atlas;
 use crate::error::AtlasError;
 use array_format::{ArrayElement, ArrayFile, ArrayInfo, FillValue};
+use atlas_footer::budget::{heap_bytes, heap_of};
 use atlas_footer::validate::VariableIndex;
 use atlas_footer::{CollectionFooter, DType, IndexPairs};
 use atlas_model::from_segment_dtype;
@@ -26,74 +27,160 @@ struct ResolvedArray {
     attrs: Vec<(SmolStr, DType)>,
 }
 
+/// Heap bytes [`resolve_schemas`] allocates for `footer`, counted before it runs so that the
+/// open can charge them to the footer's budget: one shared name per pool string, and per
+/// schema its arrays and attributes, each with a copy of its dtype.
+pub(crate) fn resolved_schemas_bytes(footer: &CollectionFooter) -> u64 {
+    let names = heap_of::<SmolStr>(footer.string_pool.len() as u64)
+        + footer
+            .string_pool
+            .iter()
+            .map(|name| shared_name_bytes(name.len()))
+            .sum::<u64>();
+    // A pair's dtype is cloned: its nested children are boxes of their own.
+    let dtype_boxes: Vec<u64> = footer.dtype_pool.iter().map(nested_bytes).collect();
+    let pair = |&(_, dtype): &(u32, u32)| dtype_boxes.get(dtype as usize).copied().unwrap_or(0);
+    let attr_list = |pairs: &[(u32, u32)]| {
+        heap_of::<(SmolStr, DType)>(pairs.len() as u64) + pairs.iter().map(pair).sum::<u64>()
+    };
+    let schemas = footer
+        .schema_pool
+        .iter()
+        .map(|schema| {
+            let array_attrs: u64 = schema
+                .array_attrs
+                .iter()
+                .map(|(_, pairs)| attr_list(pairs))
+                .sum();
+            heap_of::<ResolvedArray>(schema.arrays.len() as u64)
+                + schema.arrays.iter().map(pair).sum::<u64>()
+                + attr_list(&schema.attrs)
+                + array_attrs
+        })
+        .sum::<u64>();
+    names
+        + heap_of::<u64>(dtype_boxes.len() as u64)
+        + heap_of::<usize>(widest_schema(footer) as u64)
+        + heap_of::<ResolvedSchema>(footer.schema_pool.len() as u64)
+        + schemas
+}
+
+/// The most arrays one schema declares.
+fn widest_schema(footer: &CollectionFooter) -> usize {
+    footer
+        .schema_pool
+        .iter()
+        .map(|schema| schema.arrays.len())
+        .max()
+        .unwrap_or(0)
+}
+
+/// Heap bytes of a `SmolStr` of `len` bytes: inline up to 23, else one `Arc<str>`.
+fn shared_name_bytes(len: usize) -> u64 {
+    if len <= 23 {
+        0
+    } else {
+        heap_bytes(len as u64 + 16)
+    }
+}
+
+/// Heap bytes of the boxes a clone of `dtype` allocates (one per nested child).
+fn nested_bytes(dtype: &DType) -> u64 {
+    match dtype {
+        DType::List { child } | DType::FixedSizeList { child, .. } => {
+            heap_of::<DType>(1) + nested_bytes(child)
+        }
+        _ => 0,
+    }
+}
+
 /// Resolves every schema of the pool; an index that does not resolve is `CorruptCollection`
-/// (a validated footer has none).
+/// (a validated footer has none). Each pool string becomes one `SmolStr` that every schema
+/// naming it shares, and each list is allocated at its final length, so what this builds is
+/// what [`resolved_schemas_bytes`] counted; one pass over each schema's pairs.
 pub(crate) fn resolve_schemas(
     container: &str,
     footer: &CollectionFooter,
     variables: &VariableIndex,
 ) -> Result<Vec<ResolvedSchema>, AtlasError> {
-    footer
-        .schema_pool
-        .iter()
-        .enumerate()
-        .map(|(i, schema)| {
-            let at = format!("schema_pool[{i}]");
-            let arrays = schema
-                .arrays
-                .iter()
-                .enumerate()
-                .map(|(position, &(name, dtype))| {
-                    let field = format!("{at}.arrays[{position}]");
-                    let (name_text, dtype) =
-                        resolve_pair(container, footer, (name, dtype), &field)?;
-                    let variable = variables.variable_of(name).ok_or_else(|| {
-                        AtlasError::corrupt(container, field.clone(), "names no segment")
-                    })?;
-                    let attrs = schema
-                        .array_attrs
-                        .iter()
-                        .filter(|(p, _)| usize::try_from(*p).ok() == Some(position))
-                        .flat_map(|(_, pairs)| pairs.iter())
-                        .map(|&pair| {
-                            resolve_pair(container, footer, pair, &format!("{at}.array_attrs"))
-                        })
-                        .collect::<Result<_, _>>()?;
-                    Ok(ResolvedArray {
-                        name: name_text,
-                        dtype,
-                        variable,
-                        attrs,
-                    })
-                })
-                .collect::<Result<_, AtlasError>>()?;
-            Ok(ResolvedSchema {
-                arrays,
-                attrs: resolve_pairs(container, footer, &schema.attrs, &format!("{at}.attrs"))?,
-            })
-        })
-        .collect()
+    let names: Vec<SmolStr> = footer.string_pool.iter().map(SmolStr::new).collect();
+    let mut resolved = Vec::with_capacity(footer.schema_pool.len());
+    // Attribute pairs per array position of the schema at hand, reused across schemas.
+    let mut attr_counts: Vec<usize> = Vec::with_capacity(widest_schema(footer));
+    for (i, schema) in footer.schema_pool.iter().enumerate() {
+        let at = format!("schema_pool[{i}]");
+        attr_counts.clear();
+        attr_counts.resize(schema.arrays.len(), 0);
+        for (position, pairs) in schema.array_attrs.iter() {
+            if let Some(count) = attr_counts.get_mut(*position as usize) {
+                *count += pairs.len();
+            }
+        }
+        let mut arrays = Vec::with_capacity(schema.arrays.len());
+        for (position, &(name, dtype)) in schema.arrays.iter().enumerate() {
+            let field = format!("{at}.arrays[{position}]");
+            let (name_text, dtype) =
+                resolve_pair(container, footer, &names, (name, dtype), &field)?;
+            let variable = variables
+                .variable_of(name)
+                .ok_or_else(|| AtlasError::corrupt(container, field.clone(), "names no segment"))?;
+            arrays.push(ResolvedArray {
+                name: name_text,
+                dtype,
+                variable,
+                attrs: Vec::with_capacity(attr_counts.get(position).copied().unwrap_or(0)),
+            });
+        }
+        for (j, (position, pairs)) in schema.array_attrs.iter().enumerate() {
+            let field = format!("{at}.array_attrs[{j}]");
+            let array = usize::try_from(*position)
+                .ok()
+                .and_then(|p| arrays.get_mut(p))
+                .ok_or_else(|| {
+                    AtlasError::corrupt(container, field.clone(), "names no array of the schema")
+                })?;
+            for &pair in pairs.iter() {
+                array
+                    .attrs
+                    .push(resolve_pair(container, footer, &names, pair, &field)?);
+            }
+        }
+        resolved.push(ResolvedSchema {
+            arrays,
+            attrs: resolve_pairs(
+                container,
+                footer,
+                &names,
+                &schema.attrs,
+                &format!("{at}.attrs"),
+            )?,
+        });
+    }
+    Ok(resolved)
 }
 
 fn resolve_pairs(
     container: &str,
     footer: &CollectionFooter,
+    names: &[SmolStr],
     pairs: &IndexPairs,
     field: &str,
 ) -> Result<Vec<(SmolStr, DType)>, AtlasError> {
-    pairs
-        .iter()
-        .map(|&pair| resolve_pair(container, footer, pair, field))
-        .collect()
+    let mut resolved = Vec::with_capacity(pairs.len());
+    for &pair in pairs.iter() {
+        resolved.push(resolve_pair(container, footer, names, pair, field)?);
+    }
+    Ok(resolved)
 }
 
 fn resolve_pair(
     container: &str,
     footer: &CollectionFooter,
+    names: &[SmolStr],
     (name, dtype): (u32, u32),
     field: &str,
 ) -> Result<(SmolStr, DType), AtlasError> {
-    let name = footer.string(name).ok_or_else(|| {
+    let name = names.get(name as usize).ok_or_else(|| {
         AtlasError::corrupt(
             container,
             field,
@@ -107,7 +194,7 @@ fn resolve_pair(
             format!("dtype index {dtype} is past the pool"),
         )
     })?;
-    Ok((SmolStr::new(name), dtype.clone()))
+    Ok((name.clone(), dtype.clone()))
 }
 
 /// One live dataset of an open collection.

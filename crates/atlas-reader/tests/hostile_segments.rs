@@ -133,7 +133,37 @@ async fn a_block_claiming_a_tebibyte_is_refused_without_allocating_it() {
     let (_, _, uncompressed) = block_entry(&bytes);
     put_u64(&mut bytes, uncompressed, 1 << 40);
     let error = read_error(bytes).await;
-    assert_corrupt_segment(&error, "zstd");
+    assert_corrupt_segment(
+        &error,
+        "block 0 claims to decode to 1099511627776 bytes, but its last chunk, of array 'd', \
+         ends at 4004",
+    );
+}
+
+#[tokio::test]
+async fn a_block_claiming_a_byte_past_its_chunks_is_refused_at_open() {
+    // A block decodes to at most what its chunk table says it holds: one byte more than the
+    // only chunk reaches is refused before any block is read (the decode would otherwise run
+    // to the claim: 1.5 GiB for a 128-byte array in the CLI test of the same).
+    let mut bytes = container().await;
+    let (_, _, uncompressed) = block_entry(&bytes);
+    put_u64(&mut bytes, uncompressed, BLOCK_BYTES + 1);
+    let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+    let path: Path = prefix().join("data.atlas");
+    store.put(&path, PutPayload::from(bytes)).await.unwrap();
+    let atlas = Atlas::open(store, &prefix()).await.unwrap();
+    let error = atlas
+        .dataset("d")
+        .unwrap()
+        .array_layout("v")
+        .await
+        .unwrap_err();
+    assert_corrupt_segment(&error, "block 0 claims to decode to 4005 bytes");
+    assert!(error.to_string().contains("array 'd'"), "{error}");
+    let report = atlas.verify(atlas_reader::VerifyDepth::Full).await;
+    assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+    let problem = report.problems[0].error.to_string();
+    assert!(problem.contains("block 0 claims"), "{problem}");
 }
 
 #[tokio::test]

@@ -1,7 +1,9 @@
 //! zstd frames with a bounded decoder.
 //!
-//! A frame's content size is untrusted, so decoding streams into a buffer that may grow only
-//! up to a caller limit; a frame that would exceed it is an error, not an allocation. A frame
+//! A frame's content size is untrusted, so a frame whose size is not trusted is first decoded
+//! into a fixed scratch buffer to learn its size (stopping past a caller limit, with a window no
+//! larger than that limit), then into a buffer of exactly that size; a frame that would exceed
+//! the limit is an error, not an allocation. A frame
 //! that declares a size within the limit and within [`MAX_TRUSTED_RATIO`] times its own length
 //! is first decoded in one call into a buffer of exactly that size (no window buffer, no copy,
 //! no regrowth); if that fails for any reason the stream decode runs, so the result (bytes or
@@ -58,17 +60,53 @@ pub fn decompress(frame: &[u8], limit: u64) -> Result<Vec<u8>, ZstdError> {
     stream_decompress(frame, limit)
 }
 
+/// Scratch space the measuring pass of a stream decode writes into.
+const SCRATCH: usize = 128 * 1024;
+
+/// Decodes a frame whose size is not declared (or not trusted) in two passes: the first
+/// decodes into a fixed scratch buffer to learn the size, stopping past `limit`; the second
+/// decodes into a buffer of exactly that size. A frame that decodes past the limit costs time
+/// (at most `limit` bytes of decoding) but no memory; one within it costs one exact buffer,
+/// never the doubling growth of a buffer of unknown final size.
 fn stream_decompress(frame: &[u8], limit: u64) -> Result<Vec<u8>, ZstdError> {
-    let decoder = zstd::stream::read::Decoder::new(frame).map_err(ZstdError::Corrupt)?;
-    let mut out = Vec::new();
-    decoder
-        .take(limit.saturating_add(1))
-        .read_to_end(&mut out)
-        .map_err(ZstdError::Corrupt)?;
-    if out.len() as u64 > limit {
-        return Err(ZstdError::TooLarge { limit });
-    }
+    let size = stream_len(frame, limit)?;
+    let mut out = vec![0u8; usize::try_from(size).map_err(|_| ZstdError::TooLarge { limit })?];
+    let mut decoder = stream_decoder(frame, limit)?;
+    decoder.read_exact(&mut out).map_err(ZstdError::Corrupt)?;
     Ok(out)
+}
+
+/// A stream decoder of `frame` whose window may not exceed what `limit` bytes need: a window
+/// larger than everything the frame may decode to is never needed, and the decoder would
+/// allocate it up front (zstd's own ceiling is 2^27).
+fn stream_decoder(frame: &[u8], limit: u64) -> Result<impl Read + '_, ZstdError> {
+    let mut decoder =
+        zstd::stream::read::Decoder::with_buffer(frame).map_err(ZstdError::Corrupt)?;
+    let window_log = (64 - limit.max(1 << 10).saturating_sub(1).leading_zeros()).min(27);
+    decoder
+        .window_log_max(window_log)
+        .map_err(ZstdError::Corrupt)?;
+    Ok(decoder)
+}
+
+/// How many bytes `frame` decodes to, or `TooLarge` once it passes `limit`.
+fn stream_len(frame: &[u8], limit: u64) -> Result<u64, ZstdError> {
+    let mut decoder = stream_decoder(frame, limit)?;
+    let mut scratch = vec![0u8; SCRATCH];
+    let mut total = 0u64;
+    loop {
+        match decoder.read(&mut scratch) {
+            Ok(0) => return Ok(total),
+            Ok(n) => {
+                total += n as u64;
+                if total > limit {
+                    return Err(ZstdError::TooLarge { limit });
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(ZstdError::Corrupt(e)),
+        }
+    }
 }
 
 #[cfg(test)]

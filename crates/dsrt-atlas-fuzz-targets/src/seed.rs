@@ -116,16 +116,7 @@ pub fn seeds(root: &Path) -> std::io::Result<Vec<Seed>> {
     push("trailer", "data.atlas".into(), container.clone());
     let tail = &container[container.len().saturating_sub(16)..];
     push("trailer", "trailer-only".into(), tail.to_vec());
-    let trailer =
-        atlas::format::trailer::parse_trailer(&container).map_err(std::io::Error::other)?;
-    let location = atlas::format::trailer::locate_footer(container.len() as u64, trailer)
-        .map_err(std::io::Error::other)?;
-    let frame = atlas::format::trailer::slice_of_probe(
-        &container,
-        container.len() as u64,
-        &location.footer,
-    )
-    .ok_or_else(|| std::io::Error::other("footer range"))?;
+    let frame = footer_frame(&container)?;
     push("footer", "frame.zst".into(), prefixed(0, frame));
     let footer = wire::decode_footer(frame).map_err(std::io::Error::other)?;
     push(
@@ -133,5 +124,47 @@ pub fn seeds(root: &Path) -> std::io::Result<Vec<Seed>> {
         "footer.msgpack".into(),
         prefixed(1, &wire::to_msgpack(&footer)),
     );
+
+    // Hostile kinds: small inputs that ask for far more memory than they hold,
+    // each refused within its footer budget or at the segment's open.
+    for (name, container) in hostile_containers()? {
+        if name != "block-bomb" {
+            let frame = footer_frame(&container)?;
+            push("footer", format!("hostile-{name}.zst"), prefixed(0, frame));
+        }
+        push(
+            "collection",
+            format!("hostile-{name}.atlas"),
+            prefixed(2, &container),
+        );
+    }
     Ok(out)
+}
+
+/// The footer frame of a whole container, found through its trailer.
+fn footer_frame(container: &[u8]) -> std::io::Result<&[u8]> {
+    let trailer =
+        atlas::format::trailer::parse_trailer(container).map_err(std::io::Error::other)?;
+    let location = atlas::format::trailer::locate_footer(container.len() as u64, trailer)
+        .map_err(std::io::Error::other)?;
+    atlas::format::trailer::slice_of_probe(container, container.len() as u64, &location.footer)
+        .ok_or_else(|| std::io::Error::other("footer range"))
+}
+
+/// The hostile containers of `dsrt_atlas_fixtures::hostile` at seed size (each under 40 KB).
+fn hostile_containers() -> std::io::Result<Vec<(&'static str, Vec<u8>)>> {
+    use dsrt_atlas_fixtures::hostile;
+    Ok(vec![
+        ("empty-strings", hostile::empty_string_pool(16 << 20)),
+        ("empty-schemas", hostile::empty_schema_pool(2 << 20)),
+        ("zero-footer", hostile::zero_footer(1 << 30)),
+        (
+            "deep-attribute-types",
+            hostile::deep_attribute_types(1 << 20, 30),
+        ),
+        (
+            "block-bomb",
+            hostile::block_bomb(1 << 28).map_err(std::io::Error::other)?,
+        ),
+    ])
 }
