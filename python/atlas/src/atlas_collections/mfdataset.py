@@ -481,12 +481,13 @@ def _plan(
     }
     # Indexes decoded dataset by dataset (encoded differently) are decoded already.
     predecoded = {n for n, v in variables.items() if v.decode_each and n in out_vars}
-    decoded_vars, decoded_attrs, _ = conventions.decode_cf_variables(
+    decoded, decoded_attrs, _ = conventions.decode_cf_variables(
         {n: v for n, v in out_vars.items() if n not in predecoded},
         ds_attrs,
         decode_coords=False,
         **options,
     )
+    decoded_vars = dict(decoded)
     for name in predecoded:
         template = variables[name].decoded
         if template is None:  # read nowhere above: decode the first dataset's piece now
