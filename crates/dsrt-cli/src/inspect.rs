@@ -10,6 +10,7 @@ use datasetrt::{Cache, CompressionAlgo, Manifest, OpenOptions, Schema, ShardEntr
 use serde::Serialize;
 use std::fmt::{self, Write as _};
 use std::path::{Path, PathBuf};
+use terminal_text::escape;
 
 /// Arguments of `dsrt inspect`.
 #[derive(Debug, Args)]
@@ -144,12 +145,13 @@ impl fmt::Display for Inspection<'_> {
         writeln!(f, "schema      {} columns", self.schema.len())?;
         for column in self.schema.columns() {
             let nullable = if column.nullable { ", nullable" } else { "" };
-            writeln!(f, "  {:<20} {}{nullable}", column.name, column.ty)?;
+            let name = escape(&column.name);
+            writeln!(f, "  {name:<20} {}{nullable}", column.ty)?;
         }
         if let Some(tokens) = &self.tokens {
             let field = |name: &str| match &tokens[name] {
                 serde_json::Value::Null => "-".to_owned(),
-                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::String(s) => escape(s).into_owned(),
                 other => other.to_string(),
             };
             writeln!(

@@ -7,6 +7,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use std::fmt;
 use std::io::{self, Write};
 use std::time::Duration;
+use terminal_text::Escaped;
 
 /// Writes `text` to stdout.
 pub(crate) fn print(text: impl fmt::Display) -> Result<(), CliError> {
@@ -28,7 +29,10 @@ pub(crate) fn print_json(value: &impl Serialize) -> Result<(), CliError> {
 /// Writes `dsrt: <message>` to stderr. A failing stderr is ignored: there is nowhere left to
 /// say so, and `eprintln!` would panic.
 pub(crate) fn warn(message: fmt::Arguments<'_>) {
-    let _ = writeln!(io::stderr().lock(), "dsrt: {message}");
+    // Messages quote names read from files (columns, shards, keys): nothing in them may act
+    // on the terminal.
+    let message = message.to_string();
+    let _ = writeln!(io::stderr().lock(), "dsrt: {}", Escaped(&message));
 }
 
 /// One metadata row as a JSON object whose keys follow the schema's column order.

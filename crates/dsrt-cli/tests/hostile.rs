@@ -462,3 +462,45 @@ fn hostile_metadata_arrow_gets_a_typed_error_and_prints_no_panic() {
     );
     assert!(took < Duration::from_secs(5), "{took:?}");
 }
+
+#[test]
+fn names_that_carry_terminal_escapes_are_escaped_in_human_output_and_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c");
+    let evil = "\u{1b}]0;pwned\u{7}\u{1b}[2Jcol\r\u{202e}";
+    let schema = Schema::new(vec![Column::new(evil, ColumnType::Int64, false)]).unwrap();
+    let mut writer = CacheWriter::create(&path, WriterOptions::new("s", schema)).unwrap();
+    writer
+        .add(b"payload", &Row::new().with(evil, 1i64))
+        .unwrap();
+    writer.finish().unwrap();
+    let run = dsrt_in(dir.path(), &["inspect", "c"]).ok();
+    let stdout = run.stdout_text();
+    assert!(!stdout.contains('\u{1b}'), "{stdout:?}");
+    assert!(!stdout.contains('\r') && !stdout.contains('\u{202e}'));
+    assert!(
+        stdout.contains(r#""\u{1b}]0;pwned\u{7}\u{1b}[2Jcol\r\u{202e}""#),
+        "{stdout}"
+    );
+    // The JSON output keeps the name exact (JSON escapes it itself).
+    let json = dsrt_in(dir.path(), &["inspect", "c", "--json"]).ok();
+    assert!(
+        json.stdout_text().contains(r"\u001b]0;pwned"),
+        "{}",
+        json.stdout_text()
+    );
+    assert!(json
+        .json()
+        .to_string()
+        .contains(&serde_json::to_string(evil).unwrap()));
+
+    // An error quoting a name from the cache (a shard named with an escape sequence).
+    let manifest_path = path.join("manifest.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+    manifest["shards"][0]["name"] = "\u{1b}[31mred.bin".into();
+    std::fs::write(&manifest_path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    let run = dsrt_in(dir.path(), &["inspect", "c"]).fails(1);
+    assert!(!run.stderr.contains('\u{1b}'), "{:?}", run.stderr);
+    assert!(run.stderr.contains(r"\u{1b}[31mred.bin"), "{}", run.stderr);
+}
