@@ -3,8 +3,8 @@
 //! Each function returns the bytes of a whole `data.atlas`, built in milliseconds: the zstd
 //! frames that decode to hundreds of megabytes are written by hand as run-length blocks
 //! ([`rle_frame`]), never by compressing that much. The tests of the reader, the `atlas` CLI and
-//! the fuzz seeds (`cargo xtask fuzz-seed`) use them; `docs/hostile-inputs-atlas.md` lists what
-//! each now gets. The Python tests build the same kinds in Python
+//! the fuzz seeds (`cargo xtask fuzz-seed`) use them; `docs/reliability.md` ("Hostile inputs",
+//! Atlas) lists what each now gets. The Python tests build the same kinds in Python
 //! (`python/atlas/tests/hostile.py`).
 
 use atlas::format::trailer::{encode_header, encode_trailer};

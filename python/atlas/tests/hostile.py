@@ -1,7 +1,7 @@
 """Hostile Atlas containers, built in Python for the tests: small files that ask a reader for far
 more memory than they hold. The same kinds as ``crates/dsrt-atlas-fixtures/src/hostile.rs``
-(which the Rust tests and the fuzz seeds use); ``docs/hostile-inputs-atlas.md`` lists what
-each gets.
+(which the Rust tests and the fuzz seeds use); ``docs/reliability.md`` ("Hostile inputs",
+Atlas) lists what each gets.
 
 zstd frames that decode to hundreds of megabytes are written by hand as run-length blocks (four
 bytes per 128 KiB), never by compressing that much, so every file takes milliseconds to make.

@@ -5,7 +5,7 @@ plus 256 MiB, within seconds, without a panic.
 Each child opens (and, for the block bomb, reads) one collection and reports the error and how
 much its peak RSS grew. The address-space limit is calibrated in the same run: the peak virtual
 size of a child that opens and reads an honest collection, plus 256 MiB. The files come from
-``hostile.py``; ``docs/hostile-inputs-atlas.md`` lists what each gets.
+``hostile.py``; ``docs/reliability.md`` ("Hostile inputs", Atlas) lists what each gets.
 """
 
 from __future__ import annotations
