@@ -1,6 +1,6 @@
 //! `Collection`: an open collection, its lookups, reads, statistics and deletes.
 
-use crate::errors::{block_on, Failure};
+use crate::errors::{run, Error, Failure};
 use crate::location::Location;
 use crate::values::{attr_to_py, dtype_tag, fill_to_py, stat_to_py};
 use atlas::format::DType;
@@ -158,7 +158,7 @@ impl Collection {
     #[staticmethod]
     fn open(py: Python<'_>, location: String) -> PyResult<Self> {
         let target = location.clone();
-        let (atlas, counter) = block_on(py, &location, async move {
+        let (atlas, counter) = run(py, &location, async move {
             Location::parse(&target)?.open().await
         })?;
         Ok(Self {
@@ -196,13 +196,8 @@ impl Collection {
 
     /// `([(array, dtype tag, [attribute keys])], [dataset attribute keys])`, from the footer.
     #[allow(clippy::type_complexity)]
-    fn schema(
-        &self,
-        py: Python<'_>,
-        name: &str,
-    ) -> PyResult<(Vec<(String, String, Vec<String>)>, Vec<String>)> {
-        let view =
-            dataset(&self.atlas, name).map_err(|f| crate::errors::to_py(py, &self.location, f))?;
+    fn schema(&self, name: &str) -> PyResult<(Vec<(String, String, Vec<String>)>, Vec<String>)> {
+        let view = dataset(&self.atlas, name).map_err(|f| Error::at(&self.location, f))?;
         let schema = view.schema();
         let arrays = schema
             .arrays()
@@ -227,8 +222,11 @@ impl Collection {
         array: &str,
     ) -> PyResult<(String, Vec<u32>, Vec<u32>, Vec<String>, Bound<'py, PyAny>)> {
         let atlas = &self.atlas;
-        let layout = block_on(py, &self.location, async move {
-            Ok(dataset(atlas, name)?.array_layout(array).await?)
+        let layout = run(py, &self.location, async move {
+            dataset(atlas, name)?
+                .array_layout(array)
+                .await
+                .map_err(Failure::from)
         })?;
         Ok((
             dtype_tag(&layout.dtype),
@@ -249,7 +247,7 @@ impl Collection {
         shape: Vec<usize>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let atlas = &self.atlas;
-        let data = block_on(py, &self.location, async move {
+        let data = run(py, &self.location, async move {
             read(dataset(atlas, name)?, array, start, shape).await
         })?;
         data.into_py(py)
@@ -263,12 +261,12 @@ impl Collection {
         array: &str,
     ) -> PyResult<Vec<Bound<'py, PyTuple>>> {
         let atlas = &self.atlas;
-        let all = block_on(py, &self.location, async move {
+        let all = run(py, &self.location, async move {
             let mut out = Vec::with_capacity(names.len());
             for name in &names {
                 out.push(read(dataset(atlas, name)?, array, Vec::new(), Vec::new()).await?);
             }
-            Ok(out)
+            Ok::<_, Failure>(out)
         })?;
         all.into_iter().map(|d| d.into_py(py)).collect()
     }
@@ -283,7 +281,7 @@ impl Collection {
         names: Vec<String>,
     ) -> PyResult<(Bound<'py, PyTuple>, Vec<Vec<usize>>)> {
         let atlas = &self.atlas;
-        let (data, shapes) = block_on(py, &self.location, async move {
+        let (data, shapes) = run(py, &self.location, async move {
             crate::run::read_run(atlas, array, &names).await
         })?;
         Ok((data.into_py(py)?, shapes))
@@ -298,7 +296,7 @@ impl Collection {
         names: Vec<String>,
     ) -> PyResult<Vec<(Vec<u32>, Vec<String>, Vec<(String, Bound<'py, PyTuple>)>)>> {
         let atlas = &self.atlas;
-        let layouts = block_on(py, &self.location, async move {
+        let layouts = run(py, &self.location, async move {
             crate::run::run_layouts(atlas, array, &names).await
         })?;
         layouts
@@ -321,8 +319,11 @@ impl Collection {
         name: &str,
     ) -> PyResult<Vec<(String, Bound<'py, PyTuple>)>> {
         let atlas = &self.atlas;
-        let attrs = block_on(py, &self.location, async move {
-            Ok(dataset(atlas, name)?.attributes().await?)
+        let attrs = run(py, &self.location, async move {
+            dataset(atlas, name)?
+                .attributes()
+                .await
+                .map_err(Failure::from)
         })?;
         attrs
             .into_iter()
@@ -338,8 +339,11 @@ impl Collection {
         array: &str,
     ) -> PyResult<Vec<(String, Bound<'py, PyTuple>)>> {
         let atlas = &self.atlas;
-        let attrs = block_on(py, &self.location, async move {
-            Ok(dataset(atlas, name)?.array_attributes(array).await?)
+        let attrs = run(py, &self.location, async move {
+            dataset(atlas, name)?
+                .array_attributes(array)
+                .await
+                .map_err(Failure::from)
         })?;
         attrs
             .into_iter()
@@ -354,8 +358,8 @@ impl Collection {
         key: &str,
     ) -> PyResult<Vec<(String, Bound<'py, PyTuple>)>> {
         let atlas = &self.atlas;
-        let rows = block_on(py, &self.location, async move {
-            Ok(atlas.attributes_by_dataset(key).await?)
+        let rows = run(py, &self.location, async move {
+            atlas.attributes_by_dataset(key).await
         })?;
         rows.into_iter()
             .map(|(k, v)| Ok((k, attr_to_py(py, &v)?)))
@@ -365,9 +369,11 @@ impl Collection {
     /// `array`'s stored statistics folded over every live dataset.
     fn stats<'py>(&self, py: Python<'py>, array: &str) -> PyResult<Bound<'py, PyDict>> {
         let atlas = &self.atlas;
-        let total = block_on(py, &self.location, async move {
-            Ok(atlas.array_stats(array).await?)
-        })?;
+        let total = run(
+            py,
+            &self.location,
+            async move { atlas.array_stats(array).await },
+        )?;
         let dict = PyDict::new(py);
         dict.set_item("datasets", total.datasets)?;
         dict.set_item("min", stat_to_py(py, total.min.as_ref())?)?;
@@ -384,8 +390,8 @@ impl Collection {
         array: &str,
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let atlas = &self.atlas;
-        let rows = block_on(py, &self.location, async move {
-            Ok(atlas.array_stats_by_dataset(array).await?)
+        let rows = run(py, &self.location, async move {
+            atlas.array_stats_by_dataset(array).await
         })?;
         rows.iter().map(|r| stats_row(py, r)).collect()
     }
@@ -398,8 +404,11 @@ impl Collection {
         array: &str,
     ) -> PyResult<Bound<'py, PyDict>> {
         let atlas = &self.atlas;
-        let row = block_on(py, &self.location, async move {
-            Ok(dataset(atlas, name)?.array_stats(array).await?)
+        let row = run(py, &self.location, async move {
+            dataset(atlas, name)?
+                .array_stats(array)
+                .await
+                .map_err(Failure::from)
         })?;
         stats_row(py, &row)
     }
@@ -431,22 +440,26 @@ impl Collection {
             })
             .collect::<PyResult<Vec<_>>>()?;
         let atlas = &self.atlas;
-        block_on(py, &self.location, async move {
+        run(py, &self.location, async move {
             let selection = crate::select::selection(attrs, stats)?;
             let ordinals = atlas.select(&selection).await?;
-            Ok(ordinals
-                .into_iter()
-                .filter_map(|o| atlas.footer().datasets.name(o as usize).map(str::to_owned))
-                .collect())
+            Ok::<_, Failure>(
+                ordinals
+                    .into_iter()
+                    .filter_map(|o| atlas.footer().datasets.name(o as usize).map(str::to_owned))
+                    .collect(),
+            )
         })
     }
 
     /// Hides the named datasets (read-merge-commit of `deleted.mask`, retried on conflict).
     fn delete<'py>(&self, py: Python<'py>, names: Vec<String>) -> PyResult<Bound<'py, PyDict>> {
         let atlas = &self.atlas;
-        let report = block_on(py, &self.location, async move {
-            Ok(atlas.delete(&names).await?)
-        })?;
+        let report = run(
+            py,
+            &self.location,
+            async move { atlas.delete(&names).await },
+        )?;
         let dict = PyDict::new(py);
         dict.set_item("newly_deleted", report.newly_deleted)?;
         dict.set_item("total_deleted", report.total_deleted)?;

@@ -20,11 +20,13 @@
 //!
 //! Layering: above the `atlas-collections` facade and `object-access`.
 #![forbid(unsafe_code)]
+// The binding's one error type holds any error of the library as it is: it is made once per
+// failed Python call and becomes an exception at once, so its size costs nothing.
+#![allow(clippy::result_large_err)]
 
 mod collection;
 mod errors;
 mod location;
-mod logging;
 mod run;
 mod select;
 #[cfg(feature = "test-hooks")]
@@ -38,7 +40,8 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _atlas(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
-    logging::forward_to_python(m.py())?;
+    py_support::forward_logs(m.py())?;
+    py_support::install_interrupt_hook();
     m.add_class::<collection::Collection>()?;
     m.add_class::<writer::Writer>()?;
     m.add_function(wrap_pyfunction!(writer::check_name, m)?)?;

@@ -1,6 +1,6 @@
 //! `Writer`: datasets of NumPy arrays in, one `data.atlas` out, published only by `finish`.
 
-use crate::errors::{block_on, detached, to_py, Failure};
+use crate::errors::{enter, run, Error, Failure};
 use crate::location::Location;
 use crate::values::{attr_from_py, fill_from_py};
 use atlas::format::{Codec, CONTAINER_OBJECT};
@@ -167,7 +167,8 @@ pub(crate) fn check_name(py: Python<'_>, kind: &str, name: &str) -> PyResult<()>
             )))
         }
     };
-    validate_name(kind, name).map_err(|e| to_py(py, name, Failure::Name(e)))
+    let _ = py;
+    Ok(validate_name(kind, name).map_err(|e| Error::at(name, e))?)
 }
 
 #[pymethods]
@@ -195,7 +196,7 @@ impl Writer {
         }
         let target_location = location.clone();
         let (store, prefix, created_dir) =
-            block_on(py, &location, async move { target(&target_location).await })?;
+            run(py, &location, async move { target(&target_location).await })?;
         Ok(Self {
             state: Mutex::new(Some(AtlasWriter::new(store, &prefix, options))),
             location,
@@ -227,14 +228,14 @@ impl Writer {
             spec = spec.attr(key, value);
         }
         let state = &self.state;
-        detached(py, &self.location, move || {
+        enter(py, &self.location, move || {
             let mut guard = state.lock().unwrap_or_else(PoisonError::into_inner);
             let writer = guard.as_mut().ok_or_else(|| {
                 Failure::Write(atlas::WriteError::Poisoned(
                     "the writer is finished or aborted".to_owned(),
                 ))
             })?;
-            Ok(writer.write_dataset(spec)?)
+            writer.write_dataset(spec).map_err(Failure::from)
         })
     }
 
@@ -256,11 +257,7 @@ impl Writer {
             .take();
         let writer = writer
             .ok_or_else(|| PyValueError::new_err("the writer is already finished or aborted"))?;
-        let summary = block_on(
-            py,
-            &self.location,
-            async move { Ok(writer.finish().await?) },
-        );
+        let summary = run(py, &self.location, writer.finish());
         let summary = match summary {
             Ok(summary) => summary,
             Err(e) => {

@@ -1,7 +1,7 @@
 //! `datasetrt.Cache` and `datasetrt.Sample`.
 
 use crate::arrow::ArrowBatch;
-use crate::errors::{cache_error, detach, remote_error};
+use crate::errors::{enter, Error};
 use crate::remote::{Location, RawRemoteArgs, RemoteArgs};
 use crate::values::{row_dict, schema_to_arrow};
 use arrow_array::Array;
@@ -79,11 +79,8 @@ pub(crate) type Batch = (Vec<u8>, Vec<Located>);
 
 /// Checks many samples (mapped reads, the GIL released), decoding compressed payloads into
 /// one buffer; uncompressed payloads are not touched.
-pub(crate) fn read_batch(
-    py: Python<'_>,
-    items: &[(&Cache, u64)],
-) -> PyResult<Result<Batch, CacheError>> {
-    detach(py, || {
+pub(crate) fn read_batch(py: Python<'_>, items: &[(&Cache, u64)]) -> PyResult<Batch> {
+    enter(py, || {
         let mut buf = SampleBuf::new();
         let mut out = Vec::new();
         let mut located = Vec::with_capacity(items.len());
@@ -91,7 +88,7 @@ pub(crate) fn read_batch(
             let payload = cache.read_mapped_location(sample, &mut buf)?;
             located.push(Located::appended(payload, &mut out));
         }
-        Ok((out, located))
+        Ok::<_, CacheError>((out, located))
     })
 }
 
@@ -100,11 +97,8 @@ pub(crate) type Copied = (Vec<u8>, Vec<Range<usize>>);
 
 /// Reads many samples (mapped reads, the GIL released) into one contiguous buffer; returns it
 /// and each payload's range.
-pub(crate) fn read_copied(
-    py: Python<'_>,
-    items: &[(&Cache, u64)],
-) -> PyResult<Result<Copied, CacheError>> {
-    detach(py, || {
+pub(crate) fn read_copied(py: Python<'_>, items: &[(&Cache, u64)]) -> PyResult<Copied> {
+    enter(py, || {
         let mut buf = SampleBuf::new();
         let mut out = Vec::new();
         let mut ranges = Vec::with_capacity(items.len());
@@ -114,7 +108,7 @@ pub(crate) fn read_copied(
             out.extend_from_slice(payload);
             ranges.push(at..out.len());
         }
-        Ok((out, ranges))
+        Ok::<_, CacheError>((out, ranges))
     })
 }
 
@@ -140,15 +134,14 @@ pub(crate) fn read_one<'py>(
     sample: u64,
 ) -> PyResult<Bound<'py, PyAny>> {
     let inner = cache.get();
-    let read: Result<Located, CacheError> = detach(py, || {
+    let located = enter(py, || {
         SCRATCH.with(|scratch| {
             let (buf, out) = &mut *scratch.borrow_mut();
             let payload = inner.read_mapped_location(sample, buf)?;
             out.clear();
-            Ok(Located::appended(payload, out))
+            Ok::<_, CacheError>(Located::appended(payload, out))
         })
     })?;
-    let located = read.map_err(|e| cache_error(py, &e))?;
     // The GIL is held again on the same thread: the scratch buffer still holds the payload.
     SCRATCH.with(|scratch| payload_object(py, &scratch.borrow().1, &located))
 }
@@ -160,15 +153,13 @@ pub(crate) fn normalise(index: i64, len: u64) -> PyResult<u64> {
     } else {
         i128::from(index)
     };
-    if resolved < 0 || resolved >= i128::from(len) {
-        let message = format!("sample index {index} out of range for a cache of {len} samples");
-        return Err(Python::attach(|py| {
-            crate::errors::sample_index(py, message)
-        }));
+    match u64::try_from(resolved) {
+        Ok(sample) if sample < len => Ok(sample),
+        _ => Err(Error::SampleIndex(format!(
+            "sample index {index} out of range for a cache of {len} samples"
+        ))
+        .into()),
     }
-    u64::try_from(resolved).map_err(|_| {
-        Python::attach(|py| crate::errors::sample_index(py, "sample index out of range".to_owned()))
-    })
 }
 
 /// One sample: `sample_id`, `payload` (bytes) and `metadata` (a dict, built when first asked
@@ -218,9 +209,7 @@ impl PySample {
     #[getter]
     fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let cache = self.cache.get();
-        let row = cache
-            .metadata_row(self.sample_id)
-            .map_err(|e| cache_error(py, &e))?;
+        let row = cache.metadata_row(self.sample_id).map_err(Error::from)?;
         row_dict(py, cache.schema(), row.values())
     }
 
@@ -370,12 +359,11 @@ impl PyCache {
         let cache = match &location {
             Location::Text(text) => {
                 let options = args.options();
-                detach(py, || dsrt_remote::open_cache(text, &options))?
-                    .map_err(|e| remote_error(py, &e))?
+                enter(py, || dsrt_remote::open_cache(text, &options))?
             }
             Location::Path(dir) => {
                 let options = OpenOptions { validate_cache };
-                detach(py, || Cache::open(dir, options))?.map_err(|e| cache_error(py, &e))?
+                enter(py, || Cache::open(dir, options))?
             }
         };
         Ok(Self {
@@ -407,7 +395,7 @@ impl PyCache {
             .map(|&i| normalise(i, len))
             .collect::<PyResult<Vec<u64>>>()?;
         let items: Vec<(&Cache, u64)> = samples.iter().map(|&s| (cache, s)).collect();
-        let (data, located) = read_batch(py, &items)?.map_err(|e| cache_error(py, &e))?;
+        let (data, located) = read_batch(py, &items)?;
         let list = PyList::empty(py);
         for (&sample, at) in samples.iter().zip(&located) {
             let payload = payload_object(py, &data, at)?;
@@ -421,12 +409,14 @@ impl PyCache {
     /// cache into pieces that each read one shard.
     fn shard_runs(&self, py: Python<'_>) -> PyResult<Vec<(u64, u64, u64)>> {
         let cache = self.cache.get();
-        detach(py, || {
-            cache
-                .index()
-                .shard_runs()
-                .map(|run| (run.shard, run.samples.start, run.samples.end))
-                .collect()
+        enter(py, || {
+            Ok::<_, Error>(
+                cache
+                    .index()
+                    .shard_runs()
+                    .map(|run| (run.shard, run.samples.start, run.samples.end))
+                    .collect(),
+            )
         })
     }
 
@@ -450,7 +440,7 @@ impl PyCache {
             )));
         }
         let items: Vec<(&Cache, u64)> = (start..stop).map(|s| (cache, s)).collect();
-        let (data, ranges) = read_copied(py, &items)?.map_err(|e| cache_error(py, &e))?;
+        let (data, ranges) = read_copied(py, &items)?;
         let offsets = crate::arrow::offsets_of(ranges.iter().map(ExactSizeIterator::len))?;
         let payload =
             arrow_array::LargeBinaryArray::new(offsets, arrow_buffer::Buffer::from_vec(data), None);

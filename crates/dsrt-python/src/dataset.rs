@@ -1,9 +1,7 @@
 //! `datasetrt.Dataset`, `datasetrt.SampleTable` and the manifest-update report.
 
 use crate::cache::{payload_object, read_batch, read_one, CacheRef, PyCache, PySample};
-use crate::errors::{
-    cache_error, dataset_error, detach, entry_dict, manifest_update_error, remote_error,
-};
+use crate::errors::{enter, entry_dict, Error};
 use crate::remote::{Location, RawRemoteArgs, RemoteArgs};
 use crate::values::row_dict;
 use datasetrt::{Cache, CancelToken, Dataset, OpenOptions, SampleKey, SampleTable};
@@ -59,9 +57,8 @@ pub(crate) struct PyDataset {
 
 impl PyDataset {
     fn locate(&self, cache_id: u64) -> PyResult<usize> {
-        self.dataset
-            .position(cache_id)
-            .ok_or_else(|| Python::attach(|py| crate::errors::unknown_cache(py, cache_id)))
+        let position = self.dataset.position(cache_id);
+        Ok(position.ok_or(Error::UnknownCache(cache_id))?)
     }
 
     pub(crate) fn cache_ref(&self, position: usize) -> CacheRef {
@@ -87,9 +84,7 @@ impl PyDataset {
                 "sample id {sample_id} out of range for cache {} of {len} samples",
                 self.dataset.caches()[position].cache_id
             );
-            return Err(Python::attach(|py| {
-                crate::errors::sample_index(py, message)
-            }));
+            return Err(Error::SampleIndex(message).into());
         }
         Ok(())
     }
@@ -146,8 +141,7 @@ impl PyDataset {
         let dataset = match texts {
             Some(texts) => {
                 let options = args.options();
-                detach(py, || dsrt_remote::open_dataset(&texts, &options))?
-                    .map_err(|e| remote_error(py, &e))?
+                enter(py, || dsrt_remote::open_dataset(&texts, &options))?
             }
             // A path that is not UTF-8 can only be a local directory: all of them are opened
             // as local directories, as before URLs were accepted.
@@ -160,7 +154,7 @@ impl PyDataset {
                     })
                     .collect();
                 let options = OpenOptions { validate_cache };
-                detach(py, || Dataset::open(&dirs, options))?.map_err(|e| dataset_error(py, &e))?
+                enter(py, || Dataset::open(&dirs, options))?
             }
         };
         Ok(Self {
@@ -201,7 +195,7 @@ impl PyDataset {
             .iter()
             .map(|&(p, s)| (&self.dataset.caches()[p].cache, s))
             .collect();
-        let (data, at) = read_batch(py, &items)?.map_err(|e| cache_error(py, &e))?;
+        let (data, at) = read_batch(py, &items)?;
         let list = PyList::empty(py);
         for (&(position, sample_id), at) in located.iter().zip(&at) {
             let payload = payload_object(py, &data, at)?;
@@ -329,10 +323,7 @@ impl PyDataset {
                 return false;
             }
             let result = (|| -> PyResult<bool> {
-                let cache = self
-                    .dataset
-                    .cache(row.key.cache_id)
-                    .map_err(|e| dataset_error(py, &e))?;
+                let cache = self.dataset.cache(row.key.cache_id).map_err(Error::from)?;
                 let schema = cache.schema();
                 let values = (0..schema.len())
                     .map(|i| row.get_index(i).unwrap_or(datasetrt::ValueRef::Null));
@@ -373,13 +364,10 @@ impl PyDataset {
     #[pyo3(signature = (version = 3))]
     fn update_manifests(&self, py: Python<'_>, version: u64) -> PyResult<PyUpdateReport> {
         let dataset = Arc::clone(&self.dataset);
-        let result = detach(py, move || {
+        let report = enter(py, move || {
             dataset.update_manifests(version, &CancelToken::new())
         })?;
-        match result {
-            Ok(report) => PyUpdateReport::from_report(py, &report),
-            Err(e) => Err(manifest_update_error(py, &e)),
-        }
+        PyUpdateReport::from_report(py, &report)
     }
 
     /// Pickles as its paths or URLs and options: the caches are reopened in the receiving
@@ -531,13 +519,13 @@ impl PySampleTable {
     /// `sample_id`).
     #[staticmethod]
     fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let table = detach(py, || SampleTable::load(&path))?.map_err(|e| dataset_error(py, &e))?;
+        let table = enter(py, || SampleTable::load(&path))?;
         Ok(Self { table })
     }
 
     /// Saves the table crash-safely (temporary file, fsync, rename, directory fsync).
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
-        detach(py, || self.table.save(&path))?.map_err(|e| dataset_error(py, &e))
+        enter(py, || self.table.save(&path))
     }
 
     /// The keys as a list of `(cache_id, sample_id)` pairs.

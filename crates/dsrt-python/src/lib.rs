@@ -14,14 +14,15 @@
 //! Layering: on top of the `datasetrt` facade and `dsrt-remote`; built by maturin (see
 //! `python/datasetrt/pyproject.toml`), tested by pytest through `cargo xtask test`.
 #![forbid(unsafe_code)]
+// The binding's one error type holds any error of the library as it is: it is made once per
+// failed Python call and becomes an exception at once, so its size costs nothing.
+#![allow(clippy::result_large_err)]
 
 mod arrow;
 mod cache;
 mod dataset;
 mod errors;
-mod interrupt;
 mod loader;
-mod logging;
 mod pack;
 mod remote;
 #[cfg(feature = "test-hooks")]
@@ -43,7 +44,7 @@ fn update_manifests(
     paths: Vec<PathBuf>,
     version: u64,
 ) -> PyResult<dataset::PyUpdateReport> {
-    let result = errors::detach(py, || {
+    let report = errors::enter(py, || {
         datasetrt::update_manifests(
             &paths,
             version,
@@ -51,10 +52,7 @@ fn update_manifests(
             &datasetrt::CancelToken::new(),
         )
     })?;
-    match result {
-        Ok(report) => dataset::PyUpdateReport::from_report(py, &report),
-        Err(e) => Err(errors::manifest_update_error(py, &e)),
-    }
+    dataset::PyUpdateReport::from_report(py, &report)
 }
 
 /// The v3 cache id a writer derives from `source` (the same function as the Rust writer's).
@@ -65,9 +63,9 @@ fn cache_id_for_source(source: &str) -> u64 {
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    logging::forward_to_python(m.py())?;
-    interrupt::install();
-    errors::register(m)?;
+    py_support::forward_logs(m.py())?;
+    py_support::install_interrupt_hook();
+    py_support::ExceptionClass::register_all(m, &errors::CLASSES)?;
     #[cfg(feature = "test-hooks")]
     testing::register(m)?;
     m.add_class::<cache::PyCache>()?;

@@ -3,7 +3,7 @@
 use crate::arrow::{arrow_batch, offsets_of, ArrowBatch};
 use crate::cache::{payload_object, read_batch, read_copied, Located, PySample};
 use crate::dataset::PyDataset;
-use crate::errors::{cache_error, dataset_error, detach};
+use crate::errors::{enter, Error};
 use arrow_array::builder::StringBuilder;
 use arrow_array::types::Int32Type;
 use arrow_array::{
@@ -119,14 +119,10 @@ fn loaded_sample(
     dataset: &Arc<Dataset>,
     sample: datasetrt::LoadedSample,
 ) -> PyResult<PySample> {
-    let position = dataset.position(sample.key.cache_id).ok_or_else(|| {
-        dataset_error(
-            py,
-            &DatasetError::UnknownCache {
-                cache_id: sample.key.cache_id,
-            },
-        )
-    })?;
+    let cache_id = sample.key.cache_id;
+    let position = dataset
+        .position(cache_id)
+        .ok_or(Error::Dataset(DatasetError::UnknownCache { cache_id }))?;
     Ok(PySample {
         cache: crate::cache::CacheRef::InDataset(Arc::clone(dataset), position),
         cache_id: Some(sample.key.cache_id),
@@ -166,13 +162,15 @@ impl PyLoader {
 
     fn rebuild(&self, py: Python<'_>, config: LoaderConfig) -> PyResult<()> {
         let dataset = Arc::clone(&self.dataset);
-        let fresh =
-            detach(py, move || Loader::new(dataset, config))?.map_err(|e| dataset_error(py, &e))?;
+        let fresh = enter(py, move || Loader::new(dataset, config))?;
         let mut guard = self.lock(py)?;
         let old = std::mem::replace(&mut *guard, fresh);
         drop(guard);
         // Joining the old workers may wait for a chunk in flight.
-        detach(py, move || drop(old))
+        enter(py, move || {
+            drop(old);
+            Ok::<_, Error>(())
+        })
     }
 }
 
@@ -219,8 +217,7 @@ impl PyLoader {
         };
         let config = base.clone();
         let shared = Arc::clone(&dataset);
-        let loader =
-            detach(py, move || Loader::new(shared, config))?.map_err(|e| dataset_error(py, &e))?;
+        let loader = enter(py, move || Loader::new(shared, config))?;
         Ok(Self {
             dataset,
             base,
@@ -236,13 +233,10 @@ impl PyLoader {
         let next = {
             let mut guard = self.lock(py)?;
             let loader = &mut *guard;
-            detach(py, || loader.next())?
+            enter(py, || loader.next().transpose())?
         };
-        match next {
-            None => Ok(None),
-            Some(Ok(sample)) => loaded_sample(py, &self.dataset, sample).map(Some),
-            Some(Err(e)) => Err(dataset_error(py, &e)),
-        }
+        next.map(|sample| loaded_sample(py, &self.dataset, sample))
+            .transpose()
     }
 
     /// Reads up to `n` next samples in one call (GIL released while waiting); an empty list
@@ -251,11 +245,10 @@ impl PyLoader {
         let batch: Vec<_> = {
             let mut guard = self.lock(py)?;
             let loader = &mut *guard;
-            detach(py, || loader.by_ref().take(n).collect())?
+            enter(py, || loader.by_ref().take(n).collect::<Result<_, _>>())?
         };
         let list = PyList::empty(py);
-        for item in batch {
-            let sample = item.map_err(|e| dataset_error(py, &e))?;
+        for sample in batch {
             list.append(loaded_sample(py, &self.dataset, sample)?)?;
         }
         Ok(list)
@@ -503,15 +496,14 @@ impl PyRankPlan {
         )?;
         let policy = self::policy(policy)?;
         let topology = Topology::new(world_size, ranks_per_node)
-            .map_err(|e| dataset_error(py, &DatasetError::Plan(e)))?;
+            .map_err(|e| Error::Dataset(DatasetError::Plan(e)))?;
         let resume = state.map(state_from_dict).transpose()?;
         let shared = Arc::clone(&dataset);
-        let (plan, start) = detach(py, move || {
+        let (plan, start) = enter(py, move || {
             shared.plan_for(&config, epoch, topology, policy, resume.as_ref())
-        })?
-        .map_err(|e| dataset_error(py, &e))?;
+        })?;
         let partition = Partition::new(rank, topology, policy, &start)
-            .map_err(|e| dataset_error(py, &DatasetError::Plan(e)))?;
+            .map_err(|e| Error::Dataset(DatasetError::Plan(e)))?;
         let cursor = Mutex::new(plan.cursor());
         Ok(Self {
             dataset,
@@ -548,11 +540,12 @@ impl PyRankPlan {
         }
         let stop = stop.min(self.partition.len());
         let start = start.min(stop);
-        detach(py, || {
+        enter(py, || {
             self.hints
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .hint(&self.dataset, &self.plan, &self.partition, start..stop);
+            Ok::<_, Error>(())
         })
     }
 
@@ -591,7 +584,7 @@ impl PyRankPlan {
     fn read_columnar(&self, py: Python<'_>, steps: &Bound<'_, PyAny>) -> PyResult<ArrowBatch> {
         let steps = steps_arg(steps)?;
         let (located, items) = self.locate_items(&steps)?;
-        let (data, ranges) = read_copied(py, &items)?.map_err(|e| cache_error(py, &e))?;
+        let (data, ranges) = read_copied(py, &items)?;
         let offsets = offsets_of(ranges.iter().map(ExactSizeIterator::len))?;
         let payload = LargeBinaryArray::new(offsets, Buffer::from_vec(data), None);
         let mut columns: Vec<(Field, ArrayRef)> = vec![(
@@ -613,7 +606,7 @@ impl PyRankPlan {
         let steps = steps_arg(steps)?;
         let (located, items) = self.locate_items(&steps)?;
         let dataset = &self.dataset;
-        let (data, at) = read_batch(py, &items)?.map_err(|e| cache_error(py, &e))?;
+        let (data, at) = read_batch(py, &items)?;
         // (cache, shard) -> its key in the dictionary of paths.
         let mut keys: std::collections::HashMap<(usize, u64), i32> =
             std::collections::HashMap::new();
@@ -706,7 +699,7 @@ impl PyRankPlan {
     fn read<'py>(&self, py: Python<'py>, steps: Vec<u64>) -> PyResult<Bound<'py, PyList>> {
         let (located, items) = self.locate_items(&steps)?;
         let dataset = &self.dataset;
-        let (data, at) = read_batch(py, &items)?.map_err(|e| cache_error(py, &e))?;
+        let (data, at) = read_batch(py, &items)?;
         let list = PyList::empty(py);
         for ((&step, &(cache, sample, position, padding)), at) in
             steps.iter().zip(&located).zip(&at)

@@ -1,7 +1,7 @@
 //! `datasetrt.pack_dir`, `pack_imagefolder`, `pack_parquet` and `pack_webdataset`: the
 //! parallel converters of `datasetrt::pack`, the GIL released for the whole run.
 
-use crate::errors::{detach, pack_error};
+use crate::errors::enter;
 use crate::writer::{compression_arg, summary_dict};
 use datasetrt::pack::{
     pack, Convert, FileTree, ImageFolder, PackError, PackOptions, TableOptions, Tables, WebDataset,
@@ -60,24 +60,19 @@ fn run_tree<'py, C: Convert + Send>(
     jobs: Option<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let compression = compression_arg(compression)?;
-    let result = detach(py, move || {
+    let (summary, skipped) = enter(py, move || {
         let convert = scan()?;
         let options = WriterOptions::new(source, schema(&convert))
             .compression(compression)
             .max_shard_bytes(max_shard_bytes);
         let summary = pack_into(&convert, &out, options, jobs)?;
-        Ok((summary, skipped.map(|count| count(&convert))))
+        Ok::<_, PackError>((summary, skipped.map(|count| count(&convert))))
     })?;
-    match result {
-        Ok((summary, skipped)) => {
-            let dict = summary_dict(py, &summary)?;
-            if let Some(skipped) = skipped {
-                dict.set_item("skipped", skipped)?;
-            }
-            Ok(dict)
-        }
-        Err(error) => Err(pack_error(py, &error)),
+    let dict = summary_dict(py, &summary)?;
+    if let Some(skipped) = skipped {
+        dict.set_item("skipped", skipped)?;
     }
+    Ok(dict)
 }
 
 /// One path or a sequence of them.

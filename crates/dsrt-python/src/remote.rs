@@ -1,8 +1,10 @@
 //! Locations (paths or object-store URLs), the remote-open options of `Cache` and `Dataset`,
 //! and `datasetrt.publish`.
 
-use crate::errors::{detach, remote_error};
-use dsrt_remote::{PublishOptions, RemoteOptions, RemotePrefix, ShardFetch, StoreLocation};
+use crate::errors::{enter, Error};
+use dsrt_remote::{
+    PublishOptions, RemoteError, RemoteOptions, RemotePrefix, ShardFetch, StoreLocation,
+};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyString};
@@ -361,15 +363,14 @@ pub(crate) fn publish<'py>(
     url: &str,
     overwrite_partial: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let remote = remote_prefix(py, url, "publish", "write a local cache with CacheWriter")?;
+    let remote = remote_prefix(url, "publish", "write a local cache with CacheWriter")?;
     let options = PublishOptions {
         overwrite_partial,
         ..PublishOptions::default()
     };
-    let report = detach(py, || {
+    let report = enter(py, || {
         dsrt_remote::publish_cache(&local_dir, &remote, &options)
-    })?
-    .map_err(|e| remote_error(py, &e))?;
+    })?;
     let dict = PyDict::new(py);
     dict.set_item("url", &report.url)?;
     dict.set_item("files", report.files)?;
@@ -389,13 +390,8 @@ pub(crate) fn _parse_size(text: &str) -> PyResult<u64> {
 
 /// The store prefix `url` names, or ValueError if it is a local path: `function` needs a
 /// store (`instead` says what to use for a local directory).
-fn remote_prefix(
-    py: Python<'_>,
-    url: &str,
-    function: &str,
-    instead: &str,
-) -> PyResult<RemotePrefix> {
-    let location = StoreLocation::parse(url).map_err(|e| remote_error(py, &e.into()))?;
+fn remote_prefix(url: &str, function: &str, instead: &str) -> PyResult<RemotePrefix> {
+    let location = StoreLocation::parse(url).map_err(|e| Error::from(RemoteError::from(e)))?;
     match location {
         StoreLocation::Remote(remote) => Ok(remote),
         StoreLocation::Local(_) => Err(PyValueError::new_err(format!(
@@ -411,11 +407,10 @@ fn remote_prefix(
 /// datasink checks before a job writes anything.
 #[pyfunction]
 pub(crate) fn _check_publish_target(py: Python<'_>, url: &str) -> PyResult<()> {
-    let remote = remote_prefix(py, url, "_check_publish_target", "check the directory")?;
-    detach(py, || {
+    let remote = remote_prefix(url, "_check_publish_target", "check the directory")?;
+    enter(py, || {
         dsrt_remote::check_publish_target(&remote, &PublishOptions::default())
-    })?
-    .map_err(|e| remote_error(py, &e))
+    })
 }
 
 /// `_merge_remote_parts(url, parts, *, source, schema, version=3)`: joins the caches published
@@ -437,7 +432,6 @@ pub(crate) fn _merge_remote_parts<'py>(
     let options = datasetrt::WriterOptions::new(source, schema)
         .manifest_version(crate::writer::manifest_version(version)?);
     let to = remote_prefix(
-        py,
         url,
         "_merge_remote_parts",
         "join local parts with _merge_parts",
@@ -446,15 +440,14 @@ pub(crate) fn _merge_remote_parts<'py>(
         .iter()
         .map(|(part, payload_bytes)| {
             Ok(dsrt_remote::RemotePart {
-                prefix: remote_prefix(py, part, "_merge_remote_parts", "publish the part first")?,
+                prefix: remote_prefix(part, "_merge_remote_parts", "publish the part first")?,
                 payload_bytes: *payload_bytes,
             })
         })
         .collect::<PyResult<Vec<_>>>()?;
-    let joined = detach(py, || {
+    let joined = enter(py, || {
         dsrt_remote::merge_remote_parts(&to, &parts, &options, &PublishOptions::default())
-    })?
-    .map_err(|e| remote_error(py, &e))?;
+    })?;
     let dict = crate::writer::summary_dict(py, &joined.cache)?;
     dict.set_item("path", to.url())?;
     dict.set_item("manifest_atomic", joined.manifest_atomic)?;
@@ -465,8 +458,8 @@ pub(crate) fn _merge_remote_parts<'py>(
 /// (`dsrt_remote::remove_prefix`): a job's staging prefix.
 #[pyfunction]
 pub(crate) fn _remove_remote_prefix(py: Python<'_>, url: &str) -> PyResult<()> {
-    let remote = remote_prefix(py, url, "_remove_remote_prefix", "remove the directory")?;
-    detach(py, || dsrt_remote::remove_prefix(&remote))?.map_err(|e| remote_error(py, &e))
+    let remote = remote_prefix(url, "_remove_remote_prefix", "remove the directory")?;
+    enter(py, || dsrt_remote::remove_prefix(&remote))
 }
 
 /// `_remove_unpublished_remote(url)`: deletes the shards, index.bin and metadata.arrow an
@@ -474,12 +467,6 @@ pub(crate) fn _remove_remote_prefix(py: Python<'_>, url: &str) -> PyResult<()> {
 /// (`dsrt_remote::remove_unpublished_remote`).
 #[pyfunction]
 pub(crate) fn _remove_unpublished_remote(py: Python<'_>, url: &str) -> PyResult<()> {
-    let remote = remote_prefix(
-        py,
-        url,
-        "_remove_unpublished_remote",
-        "use _remove_unpublished",
-    )?;
-    detach(py, || dsrt_remote::remove_unpublished_remote(&remote))?
-        .map_err(|e| remote_error(py, &e))
+    let remote = remote_prefix(url, "_remove_unpublished_remote", "use _remove_unpublished")?;
+    enter(py, || dsrt_remote::remove_unpublished_remote(&remote))
 }

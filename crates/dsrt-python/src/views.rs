@@ -10,7 +10,7 @@
 //! mappings this module keeps alive are bounded as the pool's are.
 
 use crate::arrow::ArrowBatch;
-use crate::errors::{io_file_error, obj, path_obj, with_attrs, CorruptCacheError};
+use crate::errors::{enter, Error};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type};
 use arrow_array::{Array, DictionaryArray, Int64Array, LargeBinaryArray, RecordBatch};
@@ -202,13 +202,16 @@ pub(crate) fn _shard_view<'py>(
     if let Some(view) = known.flatten() {
         return Ok(view.into_bound(py));
     }
-    let (found, map) = py
-        .detach(|| datasetrt::map_file(&path))
-        .map_err(|e| io_file_error(py, &path, &e))?;
+    let (found, map) = enter(py, || {
+        datasetrt::map_file(&path).map_err(|source| Error::ShardFile {
+            path: path.clone(),
+            source,
+        })
+    })?;
     let found = identity_of(&found);
     if identity.is_some_and(|expected| expected != found) {
         let reason = "the shard file changed after a DataLoader worker checked it".to_owned();
-        return Err(changed(py, &path, reason));
+        return Err(changed(&path, reason));
     }
     let view = whole_view(py, &map)?;
     let dropped = lock(&BY_PATH)
@@ -218,13 +221,9 @@ pub(crate) fn _shard_view<'py>(
     Ok(view)
 }
 
-fn changed(py: Python<'_>, path: &Path, reason: String) -> PyErr {
-    let message = format!("{}: {reason}", path.display());
-    with_attrs::<CorruptCacheError>(
-        py,
-        message,
-        &[("path", path_obj(py, path)), ("reason", obj(py, reason))],
-    )
+fn changed(path: &Path, reason: String) -> PyErr {
+    let path = path.to_path_buf();
+    Error::ShardChanged { path, reason }.into()
 }
 
 /// `_clear_shard_views()`: forgets every view `_shard_view` keeps, as a fresh process would
@@ -403,7 +402,7 @@ pub(crate) fn _located_payloads<'py>(
                         lens.get(at).copied().unwrap_or(0)
                     );
                     let path = PathBuf::from(paths.value(at.min(paths.len().saturating_sub(1))));
-                    return Err(changed(py, &path, reason));
+                    return Err(changed(&path, reason));
                 }
             }
         } else {

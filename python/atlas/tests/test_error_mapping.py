@@ -53,6 +53,7 @@ EXPECTED = {
     "Failure::Exists": ("CollectionExistsError", "collection_exists"),
     "Failure::Location": ("StorageError", "location"),
     "Failure::Unsupported": ("UnsupportedDTypeError", "unsupported_dtype"),
+    "Failure::Panicked": ("AtlasPanicError", "panic"),
 }
 
 # Retryable: the transport (a store's `Generic` failure, which array-format reports to a segment
