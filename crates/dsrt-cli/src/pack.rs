@@ -171,7 +171,7 @@ pub(crate) struct PackArgs {
     /// Payload compression.
     #[arg(long, value_enum, default_value_t = Compression::None)]
     compression: Compression,
-    /// Shard rotation target: bytes, or with a KiB, MiB or GiB suffix.
+    /// Shard rotation target: a byte size (64MB is 64 * 10^6 bytes, 64MiB 64 * 2^20).
     #[arg(long, value_name = "N", value_parser = parse_byte_size, default_value_t = DEFAULT_MAX_SHARD_BYTES)]
     max_shard_bytes: u64,
     /// Print the summary as one JSON object.

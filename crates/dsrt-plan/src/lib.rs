@@ -31,7 +31,7 @@ mod rng;
 mod state;
 mod stream;
 
-pub use config::{PlanConfig, PlanError, Sampling, Shuffle};
+pub use config::{PlanConfig, PlanError, Sampling, Shuffle, UnknownName};
 pub use order::{CacheShape, EpochPlan, PlanCursor, PlannedSample};
 pub use partition::{Partition, RemainderPolicy, Topology};
 pub use report::{NodeReport, PlanReport, ReportOptions, ShuffleQuality, DEFAULT_PREFETCH_SHARDS};
