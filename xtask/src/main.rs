@@ -10,6 +10,8 @@
 //! Layering: outside the library stack; it runs cargo and reads cargo's output. The command
 //! line is parsed with clap, so every task and flag answers `--help`.
 #![forbid(unsafe_code)]
+#![allow(clippy::print_stdout)] // a test or tool that owns its output
+#![allow(clippy::print_stderr)] // a test or tool that owns its output
 
 mod bench;
 mod deny;

@@ -16,6 +16,8 @@
 //! `store_args` flags). One module per subcommand; a new subcommand is a new module and one
 //! line in [`Command`].
 #![forbid(unsafe_code)]
+#![allow(clippy::print_stdout)] // a test or tool that owns its output
+#![allow(clippy::print_stderr)] // a test or tool that owns its output
 
 mod byte_size;
 mod cache_open;
