@@ -329,6 +329,7 @@ impl AtlasError {
     /// One error of every variant, for tests that check each is reported (the bindings'
     /// exception classes). Adding a variant fails to compile here until it is listed. `Store`,
     /// `Segment` and `Io` come twice, one whose retry may help and one whose retry cannot.
+    #[cfg(any(test, feature = "test-hooks"))]
     #[doc(hidden)]
     pub fn examples() -> Vec<Self> {
         let container = || "runs/data.atlas".to_owned();
