@@ -3,24 +3,19 @@
 //! per key) into a new cache, with a progress bar on a terminal and a summary at the end.
 
 mod from_dir;
-mod infer;
-mod input_error;
 mod jsonl;
-mod payload;
 mod remote_out;
 mod summary;
 mod target;
 
-pub(crate) use input_error::InputError;
-pub(crate) use jsonl::{JsonlJob, JsonlSource};
-pub(crate) use payload::PayloadEncoding;
+pub(crate) use jsonl::{JsonlInput, JsonlJob, PayloadEncodingArg};
 pub(crate) use summary::PackReport;
 
 use crate::byte_size::parse_byte_size;
 use crate::error::CliError;
 use crate::output::{print, print_json};
 use clap::{ArgGroup, Args, ValueEnum};
-use datasetrt::pack::{TableOptions, WebDatasetOptions};
+use datasetrt::pack::{JsonlOptions, TableOptions, WebDatasetOptions};
 use datasetrt::{CompressionAlgo, Schema, WriterOptions, DEFAULT_MAX_SHARD_BYTES};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -151,7 +146,7 @@ pub(crate) struct PackArgs {
     payload_field: Option<String>,
     /// How the payload field is read (default: path).
     #[arg(long, value_enum, value_name = "ENCODING", requires = "jsonl")]
-    payload_encoding: Option<PayloadEncoding>,
+    payload_encoding: Option<PayloadEncodingArg>,
     /// Metadata schema as a JSON array of {"name", "type", "nullable"} (the manifest's
     /// metadata_schema form) instead of inferring it.
     #[arg(long, value_name = "SCHEMA.json", requires = "jsonl")]
@@ -276,17 +271,28 @@ fn jsonl_job(args: &PackArgs, file: &Path) -> Result<JsonlJob, CliError> {
         .payload_field
         .clone()
         .ok_or_else(|| CliError::Invalid("--jsonl needs --payload-field FIELD".into()))?;
+    let encoding = args.payload_encoding.unwrap_or(PayloadEncodingArg::Path);
+    let mut options = JsonlOptions::new(payload_field.clone()).encoding(encoding.into());
     let schema = args.schema.as_deref().map(read_schema_file).transpose()?;
-    let source = if file == Path::new("-") {
-        JsonlSource::stdin()
-    } else {
-        JsonlSource::file(file)
+    if let Some(schema) = &schema {
+        if schema.position(&payload_field).is_some() {
+            return Err(CliError::Invalid(format!(
+                "the schema has a column {payload_field:?}, which is the payload field; metadata columns are the other fields"
+            )));
+        }
+    }
+    let infer = schema.is_none();
+    if let Some(schema) = schema {
+        options = options.schema(schema);
+    }
+    let input = match file == Path::new("-") {
+        true => JsonlInput::Stdin,
+        false => JsonlInput::File(file.to_path_buf()),
     };
     Ok(JsonlJob {
-        source,
-        payload_field,
-        encoding: args.payload_encoding.unwrap_or(PayloadEncoding::Path),
-        schema,
+        input,
+        options,
+        infer,
     })
 }
 

@@ -8,8 +8,10 @@
 //! writes, and no file of it names a job. The converters of file trees ([`FileTree`]: one
 //! sample per regular file) and of ImageFolder layouts ([`ImageFolder`]: `root/<class>/<file>`)
 //! live here, as do those of tables ([`Tables`]: Parquet files and Hugging Face `save_to_disk`
-//! datasets, one sample per row) and of WebDataset tar shards ([`WebDataset`]: one sample per
-//! key).
+//! datasets, one sample per row), of WebDataset tar shards ([`WebDataset`]: one sample per
+//! key) and of JSONL ([`Jsonl`]: one sample per line, its payload a path, base64 or text, the
+//! other fields metadata typed by inference), which the `dsrt pack` command and the Python
+//! package's `pack_*` functions both run.
 //!
 //! What it is not for: the cache format (`dsrt-writer` writes it) or where the output goes (a
 //! directory or a store prefix: the caller's, as is removing a cache a failed run left).
@@ -20,6 +22,7 @@
 
 mod error;
 mod hf;
+mod jsonl;
 mod parquet;
 mod pipeline;
 mod planned;
@@ -29,8 +32,9 @@ mod webdataset;
 
 pub use durable_fs::CancelToken;
 pub use error::PackError;
+pub use jsonl::{Jsonl, JsonlOptions, JsonlSource, LineChunk, PayloadEncoding};
 pub use pipeline::{pack, writer_io_threads, Convert, Emit, PackOptions, PackStats};
 pub use planned::{PlanAhead, PlannedSampleFn};
-pub use table::{TableOptions, TableUnit, Tables};
+pub use table::{table_schema, TableOptions, TableUnit, Tables};
 pub use tree::{list_files, FileTree, ImageFolder};
 pub use webdataset::{SkippedSample, WebDataset, WebDatasetOptions};

@@ -7,73 +7,47 @@ use datasetrt::{
     ManifestUpdateError, UpdateCause, UpdateOutcome, WriteError,
 };
 use dsrt_remote::RemoteError;
-use py_support::{Base, BindingError, ErrorFields, ExceptionClass, Fields};
+use py_support::{BindingError, ErrorFields, ExceptionClass, Fields};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use std::path::{Path, PathBuf};
 
-const MODULE: &str = "datasetrt";
-
-pub(crate) static ERROR: ExceptionClass = ExceptionClass::new(MODULE, "Error", &[Base::Exception],
-    "Base class of every DatasetRT error. Attributes: `path` (the file or directory concerned, or None) and `reason` (what is wrong).");
-pub(crate) static CACHE_ERROR: ExceptionClass = ExceptionClass::new(MODULE, "CacheError", &[Base::Of(&ERROR)],
-    "A cache cannot be opened or a sample cannot be served. `kind` names the check that failed: not_a_directory, incomplete, manifest, index, metadata, missing_shard, shard_length, checksum, record or io.");
-static RESOURCE_ERROR: ExceptionClass = ExceptionClass::new(MODULE, "ResourceError", &[Base::Of(&CACHE_ERROR)],
-    "The process ran out of file descriptors or memory mappings opening or mapping a cache file: a resource limit, not a fault of the cache. `resource` is \"descriptors\" or \"mappings\", `max_open_shards` the bound on idle shard files kept open (datasetrt.set_max_open_shards, DSRT_MAX_OPEN_SHARDS); raise the limit (ulimit -n, vm.max_map_count) or lower the bound.");
-static INCOMPLETE_CACHE_ERROR: ExceptionClass = ExceptionClass::new(MODULE, "IncompleteCacheError", &[Base::Of(&CACHE_ERROR)],
-    "The directory has no manifest.json: the cache was never published (or its writer was interrupted).");
-static CHECKSUM_ERROR: ExceptionClass = ExceptionClass::new(MODULE, "ChecksumError", &[Base::Of(&CACHE_ERROR)],
-    "A file's SHA-256 differs from the manifest's (checked with validate_cache=True). `file` names it.");
-static CORRUPT_CACHE_ERROR: ExceptionClass = ExceptionClass::new(MODULE, "CorruptCacheError", &[Base::Of(&CACHE_ERROR)],
-    "A cache file is malformed or disagrees with another: manifest, index, metadata, shard or record.");
-static DATASET_ERROR: ExceptionClass = ExceptionClass::new(MODULE, "DatasetError", &[Base::Of(&ERROR)],
-    "A dataset, key, sample table or iteration plan is unusable (duplicate cache ids or paths, unknown cache id, bad sample table, invalid plan or resume state).");
-static MANIFEST_UPDATE_ERROR: ExceptionClass = ExceptionClass::new(MODULE, "ManifestUpdateError", &[Base::Of(&ERROR)],
-    "update_manifests stopped. `done` lists the caches completed before (dicts like the report's entries), `failed` is the cache being processed (None when the whole request was refused before writing anything), `kind` and `reason` give the cause, and `causes` maps every cache path named by the cause to the reason.");
-static WRITE_ERROR: ExceptionClass = ExceptionClass::new(MODULE, "WriteError", &[Base::Of(&ERROR)],
-    "A cache could not be written. `kind` names what failed: target_not_empty, invalid_option, row, payload_too_large, io, metadata, poisoned, publish or durability_unknown.");
-static REMOTE_ERROR: ExceptionClass = ExceptionClass::new(MODULE, "RemoteError", &[Base::Of(&ERROR)],
-    "A cache on object storage (an s3://, gs://, az://, http(s):// URL) could not be opened, read or published, for a reason on the store's side or in the local cache directory. `url` names the object or prefix concerned, `kind` the failure (location, not_found, store, integrity, manifest_changed, cache_limit, local_cache, manifest, too_large, short_range, already_published, prefix_not_empty, upload, ...), `retryable` says whether trying again later may help; a failed read also sets `file` (the shard, e.g. shards/000001.bin) and `cache` (the cache's URL).");
-static REMOTE_INTEGRITY_ERROR: ExceptionClass = ExceptionClass::new(MODULE, "RemoteIntegrityError", &[Base::Of(&REMOTE_ERROR)],
-    "A file downloaded from object storage does not match its manifest entry (size or SHA-256); nothing of it was kept in the local cache.");
-static MANIFEST_CHANGED_ERROR: ExceptionClass = ExceptionClass::new(MODULE, "ManifestChangedError", &[Base::Of(&REMOTE_ERROR)],
-    "The remote manifest.json changed since the cache was opened (the cache was replaced while in use); reopen it.");
-static CACHE_LIMIT_ERROR: ExceptionClass = ExceptionClass::new(MODULE, "CacheLimitError", &[Base::Of(&REMOTE_ERROR)],
-    "The local cache directory's byte limit (cache_limit) cannot hold the cache's largest shard. `needed` and `limit` give the bytes.");
-static INTERNAL_ERROR: ExceptionClass = ExceptionClass::new(
-    MODULE,
-    "InternalError",
-    &[Base::Of(&ERROR)],
-    "A bug: the Rust code panicked. The message carries the panic's text.",
-);
-static UNKNOWN_CACHE_ERROR: ExceptionClass = ExceptionClass::new(MODULE, "UnknownCacheError", &[Base::Of(&DATASET_ERROR), Base::KeyError],
-    "A key names a cache id that is not in the dataset. Also a KeyError. `kind` is \"unknown_cache\", `cache_id` the id.");
-static SAMPLE_INDEX_ERROR: ExceptionClass = ExceptionClass::new(
-    MODULE,
-    "SampleIndexError",
-    &[Base::Of(&DATASET_ERROR), Base::IndexError],
-    "A sample index or id past a cache's end. Also an IndexError. `kind` is \"sample_index\".",
-);
-
-/// Every class, as the module exports them.
-pub(crate) const CLASSES: [&ExceptionClass; 16] = [
-    &ERROR,
-    &CACHE_ERROR,
-    &RESOURCE_ERROR,
-    &INCOMPLETE_CACHE_ERROR,
-    &CHECKSUM_ERROR,
-    &CORRUPT_CACHE_ERROR,
-    &DATASET_ERROR,
-    &MANIFEST_UPDATE_ERROR,
-    &WRITE_ERROR,
-    &REMOTE_ERROR,
-    &REMOTE_INTEGRITY_ERROR,
-    &MANIFEST_CHANGED_ERROR,
-    &CACHE_LIMIT_ERROR,
-    &INTERNAL_ERROR,
-    &UNKNOWN_CACHE_ERROR,
-    &SAMPLE_INDEX_ERROR,
-];
+py_support::exception_classes! {
+    pub(crate) CLASSES in "datasetrt" {
+        ERROR = "Error" (Exception):
+            "Base class of every DatasetRT error. Attributes: `path` (the file or directory concerned, or None) and `reason` (what is wrong).";
+        CACHE_ERROR = "CacheError" (ERROR):
+            "A cache cannot be opened or a sample cannot be served. `kind` names the check that failed: not_a_directory, incomplete, manifest, index, metadata, missing_shard, shard_length, checksum, record or io.";
+        RESOURCE_ERROR = "ResourceError" (CACHE_ERROR):
+            "The process ran out of file descriptors or memory mappings opening or mapping a cache file: a resource limit, not a fault of the cache. `resource` is \"descriptors\" or \"mappings\", `max_open_shards` the bound on idle shard files kept open (datasetrt.set_max_open_shards, DSRT_MAX_OPEN_SHARDS); raise the limit (ulimit -n, vm.max_map_count) or lower the bound.";
+        INCOMPLETE_CACHE_ERROR = "IncompleteCacheError" (CACHE_ERROR):
+            "The directory has no manifest.json: the cache was never published (or its writer was interrupted).";
+        CHECKSUM_ERROR = "ChecksumError" (CACHE_ERROR):
+            "A file's SHA-256 differs from the manifest's (checked with validate_cache=True). `file` names it.";
+        CORRUPT_CACHE_ERROR = "CorruptCacheError" (CACHE_ERROR):
+            "A cache file is malformed or disagrees with another: manifest, index, metadata, shard or record.";
+        DATASET_ERROR = "DatasetError" (ERROR):
+            "A dataset, key, sample table or iteration plan is unusable (duplicate cache ids or paths, unknown cache id, bad sample table, invalid plan or resume state).";
+        MANIFEST_UPDATE_ERROR = "ManifestUpdateError" (ERROR):
+            "update_manifests stopped. `done` lists the caches completed before (dicts like the report's entries), `failed` is the cache being processed (None when the whole request was refused before writing anything), `kind` and `reason` give the cause, and `causes` maps every cache path named by the cause to the reason.";
+        WRITE_ERROR = "WriteError" (ERROR):
+            "A cache could not be written. `kind` names what failed: target_not_empty, invalid_option, row, payload_too_large, io, metadata, poisoned, publish or durability_unknown.";
+        REMOTE_ERROR = "RemoteError" (ERROR):
+            "A cache on object storage (an s3://, gs://, az://, http(s):// URL) could not be opened, read or published, for a reason on the store's side or in the local cache directory. `url` names the object or prefix concerned, `kind` the failure (location, not_found, store, integrity, manifest_changed, cache_limit, local_cache, manifest, too_large, short_range, already_published, prefix_not_empty, upload, ...), `retryable` says whether trying again later may help; a failed read also sets `file` (the shard, e.g. shards/000001.bin) and `cache` (the cache's URL).";
+        REMOTE_INTEGRITY_ERROR = "RemoteIntegrityError" (REMOTE_ERROR):
+            "A file downloaded from object storage does not match its manifest entry (size or SHA-256); nothing of it was kept in the local cache.";
+        MANIFEST_CHANGED_ERROR = "ManifestChangedError" (REMOTE_ERROR):
+            "The remote manifest.json changed since the cache was opened (the cache was replaced while in use); reopen it.";
+        CACHE_LIMIT_ERROR = "CacheLimitError" (REMOTE_ERROR):
+            "The local cache directory's byte limit (cache_limit) cannot hold the cache's largest shard. `needed` and `limit` give the bytes.";
+        INTERNAL_ERROR = "InternalError" (ERROR):
+            "A bug: the Rust code panicked. The message carries the panic's text.";
+        UNKNOWN_CACHE_ERROR = "UnknownCacheError" (DATASET_ERROR, KeyError):
+            "A key names a cache id that is not in the dataset. Also a KeyError. `kind` is \"unknown_cache\", `cache_id` the id.";
+        SAMPLE_INDEX_ERROR = "SampleIndexError" (DATASET_ERROR, IndexError):
+            "A sample index or id past a cache's end. Also an IndexError. `kind` is \"sample_index\".";
+    }
+}
 
 /// Everything a call of this module raises, one variant per Rust error type (nested errors
 /// unwrapped when they are made, so each variant is what Python sees).
@@ -435,4 +409,40 @@ pub(crate) fn entry_dict<'py>(
     dict.set_item("outcome", outcome)?;
     dict.set_item("error", error)?;
     Ok(dict)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_remote_read_is_a_remote_error_naming_its_shard_and_cache() {
+        Python::initialize();
+        Python::attach(|py| {
+            let store = RemoteError::ShortRange {
+                url: "s3://b/c/shards/000001.bin".into(),
+                offset: 0,
+                expected: 8,
+                found: 2,
+            };
+            let read = CacheError::io(
+                Path::new("/lc/x"),
+                CacheFile::Shard(1),
+                std::io::Error::other(store),
+            );
+            let error: PyErr = Error::from(read).into();
+            let value = error.value(py);
+            assert!(error.get_type(py).is(REMOTE_ERROR.get(py).unwrap()));
+            let cache: String = value.getattr("cache").unwrap().extract().unwrap();
+            let file: String = value.getattr("file").unwrap().extract().unwrap();
+            assert_eq!(
+                (cache.as_str(), file.as_str()),
+                ("s3://b/c", "shards/000001.bin")
+            );
+            assert!(value.getattr("retryable").unwrap().is_truthy().unwrap());
+            let unknown: PyErr = Error::UnknownCache(9).into();
+            assert!(unknown.is_instance_of::<pyo3::exceptions::PyKeyError>(py));
+            assert!(unknown.is_instance(py, &DATASET_ERROR.get(py).unwrap()));
+        });
+    }
 }

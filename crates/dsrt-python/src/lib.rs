@@ -23,6 +23,7 @@ mod cache;
 mod dataset;
 mod errors;
 mod loader;
+mod options;
 mod pack;
 mod remote;
 #[cfg(feature = "test-hooks")]
@@ -77,12 +78,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::PyLoader>()?;
     m.add_class::<loader::PyRankPlan>()?;
     m.add_function(wrap_pyfunction!(update_manifests, m)?)?;
-    m.add_function(wrap_pyfunction!(pack::pack_dir, m)?)?;
-    m.add_function(wrap_pyfunction!(pack::pack_imagefolder, m)?)?;
+    m.add_function(wrap_pyfunction!(pack::_pack, m)?)?;
     m.add_function(wrap_pyfunction!(writer::_merge_parts, m)?)?;
+    m.add_function(wrap_pyfunction!(writer::_cache_schema, m)?)?;
     m.add_function(wrap_pyfunction!(writer::_remove_unpublished, m)?)?;
-    m.add_function(wrap_pyfunction!(pack::pack_parquet, m)?)?;
-    m.add_function(wrap_pyfunction!(pack::pack_webdataset, m)?)?;
     m.add_function(wrap_pyfunction!(cache_id_for_source, m)?)?;
     m.add_function(wrap_pyfunction!(remote::publish, m)?)?;
     m.add_function(wrap_pyfunction!(remote::_check_publish_target, m)?)?;

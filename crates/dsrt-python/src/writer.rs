@@ -275,3 +275,31 @@ pub(crate) fn _remove_unpublished(py: Python<'_>, path: PathBuf, created: bool) 
         Ok::<_, Error>(())
     })
 }
+
+/// `_cache_schema(schema, payload_column, metadata_columns=None)`: the cache columns a table of
+/// Arrow schema `schema` (an IPC-serialized schema, `pyarrow.Schema.serialize()`) packs into,
+/// as a schema dict (`{"label": "int64?", ...}`), by the rule `pack_parquet` applies
+/// (`datasetrt::pack::table_schema`): what `datasetrt.ray` types a dataset's columns with.
+#[pyfunction]
+#[pyo3(signature = (schema, payload_column, metadata_columns = None))]
+pub(crate) fn _cache_schema(
+    schema: &[u8],
+    payload_column: String,
+    metadata_columns: Option<Vec<String>>,
+) -> PyResult<Vec<(String, String)>> {
+    let schema = arrow_ipc::convert::try_schema_from_ipc_buffer(schema)
+        .map_err(|e| PyValueError::new_err(format!("not an Arrow schema: {e}")))?;
+    let mut options = datasetrt::pack::TableOptions::new(payload_column);
+    if let Some(columns) = metadata_columns {
+        options = options.metadata_columns(columns);
+    }
+    let cache =
+        datasetrt::pack::table_schema(&schema, &options, "the dataset").map_err(Error::from)?;
+    let spec =
+        |c: &datasetrt::Column| format!("{}{}", c.ty.as_str(), if c.nullable { "?" } else { "" });
+    Ok(cache
+        .columns()
+        .iter()
+        .map(|c| (c.name.clone(), spec(c)))
+        .collect())
+}

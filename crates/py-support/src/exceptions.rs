@@ -166,6 +166,48 @@ pub fn raise<E: ErrorFields + ?Sized>(py: Python<'_>, error: &E) -> PyErr {
     }
 }
 
+/// Declares a module's exception classes, each a static [`ExceptionClass`], and `$all`, the
+/// array of every one in order (what [`ExceptionClass::register_all`] takes):
+///
+/// ```ignore
+/// py_support::exception_classes! {
+///     pub(crate) CLASSES in "pkg.errors" {
+///         ERROR = "Error" (Exception): "Base class of every error.";
+///         MISSING = "MissingError" (ERROR, KeyError): "A lookup that missed.";
+///     }
+/// }
+/// ```
+///
+/// A base is `Exception`, `KeyError`, `IndexError`, `ValueError`, `TypeError`, or another
+/// class of the list.
+#[macro_export]
+macro_rules! exception_classes {
+    (@base Exception) => { $crate::Base::Exception };
+    (@base KeyError) => { $crate::Base::KeyError };
+    (@base IndexError) => { $crate::Base::IndexError };
+    (@base ValueError) => { $crate::Base::ValueError };
+    (@base TypeError) => { $crate::Base::TypeError };
+    (@base $class:ident) => { $crate::Base::Of(&$class) };
+    (@count) => { 0 };
+    (@count $first:ident $($rest:ident)*) => { 1 + $crate::exception_classes!(@count $($rest)*) };
+    ($vis:vis $all:ident in $module:literal {
+        $($class:ident = $name:literal ($($base:ident),+): $doc:literal;)*
+    }) => {
+        $(
+            #[doc = $doc]
+            $vis static $class: $crate::ExceptionClass = $crate::ExceptionClass::new(
+                $module,
+                $name,
+                &[$($crate::exception_classes!(@base $base)),+],
+                $doc,
+            );
+        )*
+        /// Every class, in the order the module exports them.
+        $vis const $all: [&$crate::ExceptionClass; $crate::exception_classes!(@count $($class)*)] =
+            [$(&$class),*];
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,8 @@ native module ``datasetrt._native``; ``datasetrt.torch`` adds a PyTorch ``Iterab
   ImageFolder's ``root/<class>/<file>`` with labels) on several threads, into the same bytes
   for every number of threads; :func:`pack_parquet` does so for Parquet files and Hugging Face
   ``save_to_disk`` directories (one sample per row), :func:`pack_webdataset` for WebDataset tar
-  shards (one sample per key).
+  shards (one sample per key) and :func:`pack_jsonl` for JSONL (one sample per line, as
+  ``dsrt pack --jsonl`` packs it, byte for byte).
 - :func:`convert` runs a function of yours over a list of inputs in worker processes, into one
   cache that is the same bytes for every number of workers.
 - :class:`Loader` iterates one rank's share of an epoch reproducibly, resumably.
@@ -60,14 +61,11 @@ from ._native import (
     cache_id_for_source,
     max_open_shards,
     open_shard_handles,
-    pack_dir,
-    pack_imagefolder,
-    pack_parquet,
-    pack_webdataset,
     publish,
     set_max_open_shards,
     update_manifests,
 )
+from ._pack import pack_dir, pack_imagefolder, pack_jsonl, pack_parquet, pack_webdataset
 
 __all__ = [
     "DEFAULT_MAX_SHARD_BYTES",
@@ -101,6 +99,7 @@ __all__ = [
     "open_shard_handles",
     "pack_dir",
     "pack_imagefolder",
+    "pack_jsonl",
     "pack_parquet",
     "pack_webdataset",
     "publish",
