@@ -1,7 +1,7 @@
 //! One function per subcommand.
 
 use crate::error::CliError;
-use crate::location::{open, place, Place};
+use crate::location::{open, place};
 use crate::npy::{self, NpyElement};
 use crate::{Command, ReadArgs};
 use atlas::format::DType;
@@ -15,6 +15,7 @@ use atlas::{
 };
 use comfy_table::{presets, CellAlignment, Table};
 use indicatif::HumanBytes;
+use object_access::StoreLocation;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -443,8 +444,8 @@ fn shape_bug(e: atlas::ndarray::ShapeError) -> CliError {
 /// Where `demo` writes: a local directory (created if missing) or an object-store URL.
 fn demo_target(out: &str) -> Result<(Arc<dyn ObjectStore>, Path), CliError> {
     let dir = match place(out)? {
-        Place::Local(dir) => dir,
-        Place::Remote(store, prefix) => return Ok((store, prefix)),
+        StoreLocation::Local(dir) => dir,
+        StoreLocation::Remote(remote) => return Ok((remote.store(), remote.prefix().clone())),
     };
     std::fs::create_dir_all(&dir).map_err(CliError::io(out, "creating the directory"))?;
     let store = LocalFileSystem::new_with_prefix(&dir).map_err(|source| CliError::Store {

@@ -3,131 +3,49 @@
 //! the pattern).
 
 use atlas::{AtlasError, NameError, WriteError};
-use py_support::{Base, BindingError, ErrorFields, ExceptionClass, Fields};
+use py_support::{BindingError, ErrorFields, ExceptionClass, Fields};
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyString, PySuper, PyType};
 use std::future::Future;
 
-/// The module users import the classes from, and pickle finds them in.
-const MODULE: &str = "atlas_collections.errors";
-
-static ATLAS_ERROR: ExceptionClass = ExceptionClass::new(
-    MODULE,
-    "AtlasError",
-    &[Base::Exception],
-    "Base class of every error this package raises.",
-);
-static BASE: [Base; 1] = [Base::Of(&ATLAS_ERROR)];
-static NOT_A_COLLECTION: ExceptionClass = ExceptionClass::new(
-    MODULE,
-    "NotACollectionError",
-    &BASE,
-    "Nothing at the location is an Atlas container (Rust: ``NotAnAtlasCollection``).",
-);
-static UNSUPPORTED_VERSION: ExceptionClass = ExceptionClass::new(
-    MODULE,
-    "UnsupportedVersionError",
-    &BASE,
-    "An Atlas container of another format version (``found``, ``expected``).",
-);
-static CORRUPT_COLLECTION: ExceptionClass = ExceptionClass::new(
-    MODULE,
-    "CorruptCollectionError",
-    &BASE,
-    "The container, a segment or the mask is damaged; ``field`` names where.",
-);
-static STORAGE: ExceptionClass = ExceptionClass::new(MODULE, "StorageError", &BASE,
-    "The store or the transport failed. ``retryable`` says whether the same call may succeed\nif made again (Rust: ``AtlasError::is_retryable``).");
-static DATASET_NOT_FOUND: ExceptionClass = ExceptionClass::new(
-    MODULE,
-    "DatasetNotFoundError",
-    &[Base::Of(&ATLAS_ERROR), Base::KeyError],
-    "No live dataset of this ``name``.",
-);
-static ARRAY_NOT_FOUND: ExceptionClass = ExceptionClass::new(
-    MODULE,
-    "ArrayNotFoundError",
-    &[Base::Of(&ATLAS_ERROR), Base::KeyError],
-    "The ``dataset`` declares no array ``name``.",
-);
-static SELECTION: ExceptionClass = ExceptionClass::new(
-    MODULE,
-    "SelectionError",
-    &[Base::Of(&ATLAS_ERROR), Base::IndexError],
-    "An index or selection that does not fit the array.",
-);
-static QUERY: ExceptionClass = ExceptionClass::new(MODULE, "QueryError", &[Base::Of(&ATLAS_ERROR), Base::ValueError],
-    "A selection (``Collection.select``) the collection cannot answer; ``field`` names the\ncondition (``attrs[\"key\"]``, ``where[i] (...)``).");
-static INVALID_NAME: ExceptionClass = ExceptionClass::new(
-    MODULE,
-    "InvalidNameError",
-    &[Base::Of(&ATLAS_ERROR), Base::ValueError],
-    "A name broke the naming rule (non-empty, no leading ``_``); ``kind`` says what it names.",
-);
-static DUPLICATE_NAME: ExceptionClass = ExceptionClass::new(
-    MODULE,
-    "DuplicateNameError",
-    &[Base::Of(&ATLAS_ERROR), Base::ValueError],
-    "A dataset name, an array name of one dataset, or an attribute key was given twice.",
-);
-static LAYOUT: ExceptionClass = ExceptionClass::new(
-    MODULE,
-    "LayoutError",
-    &[Base::Of(&ATLAS_ERROR), Base::ValueError],
-    "An array's layout (chunks, dimension names) does not fit its shape.",
-);
-static UNSUPPORTED_DTYPE: ExceptionClass = ExceptionClass::new(
-    MODULE,
-    "UnsupportedDTypeError",
-    &[Base::Of(&ATLAS_ERROR), Base::TypeError],
-    "A value of a type the format cannot hold (see the dtype mapping in the docs).",
-);
-static COLLECTION_EXISTS: ExceptionClass = ExceptionClass::new(
-    MODULE,
-    "CollectionExistsError",
-    &BASE,
-    "The writer's location already holds a ``data.atlas``: collections are write-once.",
-);
-static WRITE: ExceptionClass = ExceptionClass::new(
-    MODULE,
-    "WriteError",
-    &BASE,
-    "A write failed (array-format, the footer, or a writer stopped by an earlier failure).",
-);
-static IMPORT_REFUSED: ExceptionClass = ExceptionClass::new(
-    MODULE,
-    "ImportRefusedError",
-    &[Base::Of(&ATLAS_ERROR), Base::ValueError],
-    "A NetCDF import refused a ``file`` (and ``variable``, when one is at fault).",
-);
-static PANIC: ExceptionClass = ExceptionClass::new(
-    MODULE,
-    "AtlasPanicError",
-    &BASE,
-    "A bug: the Rust side panicked. The call had no effect that a retry could rely on.",
-);
-
-/// Every class, in the order of `atlas_collections.errors.__all__`.
-const CLASSES: [&ExceptionClass; 17] = [
-    &ATLAS_ERROR,
-    &NOT_A_COLLECTION,
-    &UNSUPPORTED_VERSION,
-    &CORRUPT_COLLECTION,
-    &STORAGE,
-    &DATASET_NOT_FOUND,
-    &ARRAY_NOT_FOUND,
-    &SELECTION,
-    &QUERY,
-    &INVALID_NAME,
-    &DUPLICATE_NAME,
-    &LAYOUT,
-    &UNSUPPORTED_DTYPE,
-    &COLLECTION_EXISTS,
-    &WRITE,
-    &IMPORT_REFUSED,
-    &PANIC,
-];
+// The classes say they belong to `atlas_collections.errors`, the module users import them
+// from and pickle finds them in, in the order of its `__all__`.
+py_support::exception_classes! {
+    CLASSES in "atlas_collections.errors" {
+        ATLAS_ERROR = "AtlasError" (Exception): "Base class of every error this package raises.";
+        NOT_A_COLLECTION = "NotACollectionError" (ATLAS_ERROR):
+            "Nothing at the location is an Atlas container (Rust: ``NotAnAtlasCollection``).";
+        UNSUPPORTED_VERSION = "UnsupportedVersionError" (ATLAS_ERROR):
+            "An Atlas container of another format version (``found``, ``expected``).";
+        CORRUPT_COLLECTION = "CorruptCollectionError" (ATLAS_ERROR):
+            "The container, a segment or the mask is damaged; ``field`` names where.";
+        STORAGE = "StorageError" (ATLAS_ERROR):
+            "The store or the transport failed. ``retryable`` says whether the same call may succeed\nif made again (Rust: ``AtlasError::is_retryable``).";
+        DATASET_NOT_FOUND = "DatasetNotFoundError" (ATLAS_ERROR, KeyError):
+            "No live dataset of this ``name``.";
+        ARRAY_NOT_FOUND = "ArrayNotFoundError" (ATLAS_ERROR, KeyError):
+            "The ``dataset`` declares no array ``name``.";
+        SELECTION = "SelectionError" (ATLAS_ERROR, IndexError):
+            "An index or selection that does not fit the array.";
+        QUERY = "QueryError" (ATLAS_ERROR, ValueError):
+            "A selection (``Collection.select``) the collection cannot answer; ``field`` names the\ncondition (``attrs[\"key\"]``, ``where[i] (...)``).";
+        INVALID_NAME = "InvalidNameError" (ATLAS_ERROR, ValueError):
+            "A name broke the naming rule (non-empty, no leading ``_``); ``kind`` says what it names.";
+        DUPLICATE_NAME = "DuplicateNameError" (ATLAS_ERROR, ValueError):
+            "A dataset name, an array name of one dataset, or an attribute key was given twice.";
+        LAYOUT = "LayoutError" (ATLAS_ERROR, ValueError):
+            "An array's layout (chunks, dimension names) does not fit its shape.";
+        UNSUPPORTED_DTYPE = "UnsupportedDTypeError" (ATLAS_ERROR, TypeError):
+            "A value of a type the format cannot hold (see the dtype mapping in the docs).";
+        COLLECTION_EXISTS = "CollectionExistsError" (ATLAS_ERROR):
+            "The writer's location already holds a ``data.atlas``: collections are write-once.";
+        WRITE = "WriteError" (ATLAS_ERROR):
+            "A write failed (array-format, the footer, or a writer stopped by an earlier failure).";
+        IMPORT_REFUSED = "ImportRefusedError" (ATLAS_ERROR, ValueError):
+            "A NetCDF import refused a ``file`` (and ``variable``, when one is at fault).";
+        PANIC = "AtlasPanicError" (ATLAS_ERROR):
+            "A bug: the Rust side panicked. The call had no effect that a retry could rely on.";
+    }
+}
 
 /// The class of a read, open or delete error.
 fn atlas_class(error: &AtlasError) -> &'static ExceptionClass {
@@ -139,6 +57,7 @@ fn atlas_class(error: &AtlasError) -> &'static ExceptionClass {
         AtlasError::ArrayNotFound { .. } => &ARRAY_NOT_FOUND,
         AtlasError::InvalidSelection { .. } => &SELECTION,
         AtlasError::InvalidQuery { .. } => &QUERY,
+        AtlasError::UnsupportedDType { .. } => &UNSUPPORTED_DTYPE,
         AtlasError::Store(_)
         | AtlasError::Segment { .. }
         | AtlasError::Io { .. }
@@ -177,8 +96,6 @@ pub(crate) enum Failure {
     Exists(String),
     /// The location could not be understood or reached before any Atlas call.
     Location(String),
-    /// A value this package cannot carry (an element type, a selection).
-    Unsupported(String),
     /// A Rust panic.
     Panicked(String),
 }
@@ -272,7 +189,6 @@ impl ErrorFields for Error {
             Failure::Name(_) => &INVALID_NAME,
             Failure::Exists(_) => &COLLECTION_EXISTS,
             Failure::Location(_) => &STORAGE,
-            Failure::Unsupported(_) => &UNSUPPORTED_DTYPE,
             Failure::Panicked(_) => &PANIC,
         }
     }
@@ -284,7 +200,7 @@ impl ErrorFields for Error {
             Failure::Name(e) => e.to_string(),
             Failure::Atlas(e) => format!("{collection}: {e}"),
             Failure::Write(e) => format!("{collection}: {e}"),
-            Failure::Exists(reason) | Failure::Location(reason) | Failure::Unsupported(reason) => {
+            Failure::Exists(reason) | Failure::Location(reason) => {
                 format!("{collection}: {reason}")
             }
             Failure::Panicked(message) if collection.is_empty() => {
@@ -307,7 +223,6 @@ impl ErrorFields for Error {
             Failure::Name(e) => (e.reason.to_owned(), e.kind.as_str(), false),
             Failure::Exists(reason) => (reason.clone(), "collection_exists", false),
             Failure::Location(reason) => (reason.clone(), "location", false),
-            Failure::Unsupported(reason) => (reason.clone(), "unsupported_dtype", false),
             Failure::Panicked(message) => (message.clone(), "panic", false),
         };
         // A panic caught by `py_support::enter` knows no collection.
@@ -345,101 +260,34 @@ impl ErrorFields for Error {
     }
 }
 
-/// `AtlasError.__init__(message, *, path=None, reason=None, **fields)`: the message is the
-/// exception's one argument (and `str()`), `reason` defaults to it, and every other keyword
-/// becomes an attribute, so Python code raises these classes with the fields it knows.
-#[pyfunction]
-#[pyo3(
-    signature = (this, message, *, path = None, reason = None, **fields),
-    text_signature = "(self, message, *, path=None, reason=None, **fields)"
-)]
-fn atlas_error_init(
-    this: &Bound<'_, PyAny>,
-    message: Bound<'_, PyAny>,
-    path: Option<Bound<'_, PyAny>>,
-    reason: Option<Bound<'_, PyAny>>,
-    fields: Option<Bound<'_, PyDict>>,
-) -> PyResult<()> {
-    let base = ATLAS_ERROR.get(this.py())?;
-    // The next class in the instance's order (`KeyError` for `DatasetNotFoundError`) sets
-    // `args`, as a subclass's `super().__init__` would.
-    PySuper::new(&base, this)?.call_method1("__init__", (&message,))?;
-    this.setattr("message", &message)?;
-    this.setattr("path", path)?;
-    this.setattr("reason", reason.unwrap_or(message))?;
-    if let Some(fields) = fields {
-        for (key, value) in fields.iter() {
-            this.setattr(key.cast_into::<PyString>()?, value)?;
-        }
-    }
-    Ok(())
-}
-
-/// `AtlasError.__str__`: the message as given, where `KeyError` would print its repr.
-#[pyfunction]
-#[pyo3(text_signature = "(self)")]
-fn atlas_error_str<'py>(this: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    this.getattr("message")
-}
-
-/// A function of this module as a method of a class. Only Python functions bind to the
-/// instance they are looked up on; the exception classes are not written in Python, so their
-/// methods bind through this, as a function's `__get__` would.
-#[pyclass(frozen, module = "atlas_collections._atlas")]
-struct Method(Py<PyAny>);
-
-#[pymethods]
-impl Method {
-    fn __get__(
-        &self,
-        py: Python<'_>,
-        instance: &Bound<'_, PyAny>,
-        _owner: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        if instance.is_none() {
-            return Ok(self.0.clone_ref(py));
-        }
-        static METHOD_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-        let method_type = METHOD_TYPE.import(py, "types", "MethodType")?;
-        Ok(method_type.call1((&self.0, instance))?.unbind())
-    }
-}
-
-/// Gives `AtlasError` its constructor and `__str__`, and the class defaults: `retryable` is
-/// False unless a conversion says otherwise, and the classes that stand for one Rust variant
-/// carry its `kind` also when Python code raised them.
-fn install_methods(py: Python<'_>) -> PyResult<()> {
-    let base = ATLAS_ERROR.get(py)?;
-    let init = wrap_pyfunction!(atlas_error_init, py)?;
-    base.setattr("__init__", Method(init.into_any().unbind()))?;
-    let str_ = wrap_pyfunction!(atlas_error_str, py)?;
-    base.setattr("__str__", Method(str_.into_any().unbind()))?;
-    base.setattr("retryable", false)?;
+/// Makes every class and registers it on the native module, with the class defaults:
+/// `retryable` is False unless a conversion says otherwise, and the classes that stand for one
+/// Rust variant carry its `kind` also when Python code raised them. (`atlas_collections.errors`
+/// gives the base its constructor and `str()`.)
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    ExceptionClass::register_all(m, &CLASSES)?;
+    ATLAS_ERROR.get(py)?.setattr("retryable", false)?;
+    let (name, reason) = (String::new(), String::new());
     let kinds = [
-        AtlasError::DatasetNotFound(String::new()),
+        AtlasError::DatasetNotFound(name.clone()),
         AtlasError::ArrayNotFound {
-            dataset: String::new(),
-            array: String::new(),
+            dataset: name.clone(),
+            array: name.clone(),
         },
         AtlasError::InvalidSelection {
-            array: String::new(),
-            reason: String::new(),
+            array: name.clone(),
+            reason: reason.clone(),
         },
         AtlasError::InvalidQuery {
-            condition: String::new(),
-            reason: String::new(),
+            condition: name,
+            reason,
         },
     ];
     for error in kinds {
         atlas_class(&error).get(py)?.setattr("kind", error.kind())?;
     }
     Ok(())
-}
-
-/// Makes every class, registers it on the native module, and gives the base its methods.
-pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    install_methods(m.py())?;
-    ExceptionClass::register_all(m, &CLASSES)
 }
 
 /// `(name, dataset)` of an error about a dataset and an array: `name` is the array when there
@@ -458,4 +306,33 @@ fn looked_up<'a>(
 fn object_under(collection: &str, path: &str) -> String {
     let name = path.rsplit('/').next().unwrap_or(path);
     format!("{}/{name}", collection.trim_end_matches('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_names_its_object_under_the_collection_and_carries_its_fields() {
+        Python::initialize();
+        Python::attach(|py| {
+            let missing = AtlasError::NotAnAtlasCollection {
+                path: "runs/data.atlas".into(),
+                reason: "no such object".into(),
+            };
+            let error: PyErr = Error::at("s3://bucket/runs", missing).into();
+            let value = error.value(py);
+            assert!(error.get_type(py).is(NOT_A_COLLECTION.get(py).unwrap()));
+            let path: String = value.getattr("path").unwrap().extract().unwrap();
+            assert_eq!(path, "s3://bucket/runs/data.atlas");
+            let retryable: bool = value.getattr("retryable").unwrap().extract().unwrap();
+            assert!(!retryable);
+            let lookup: PyErr = Error::at("/c", AtlasError::DatasetNotFound("jan".into())).into();
+            assert!(lookup.is_instance_of::<pyo3::exceptions::PyKeyError>(py));
+            let name: String = lookup.value(py).getattr("name").unwrap().extract().unwrap();
+            assert_eq!(name, "jan");
+            let panic: PyErr = Error::panicked("boom".into()).into();
+            assert!(panic.value(py).getattr("path").unwrap().is_none());
+        });
+    }
 }

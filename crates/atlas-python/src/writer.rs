@@ -1,7 +1,6 @@
 //! `Writer`: datasets of NumPy arrays in, one `data.atlas` out, published only by `finish`.
 
 use crate::errors::{enter, run, Error, Failure};
-use crate::location::Location;
 use crate::values::{attr_from_py, fill_from_py};
 use atlas::format::{Codec, CONTAINER_OBJECT};
 use atlas::ndarray::{ArrayD, IxDyn};
@@ -12,6 +11,7 @@ use atlas::{
     validate_name, ArraySpec, AtlasWriter, Attr, DatasetSpec, NameKind, TimestampNs, WriterOptions,
 };
 use numpy::{Element, PyReadonlyArrayDyn};
+use object_access::StoreLocation;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -49,8 +49,8 @@ async fn target(location: &str) -> Result<(Arc<dyn ObjectStore>, Path, Option<Pa
             "already holds {CONTAINER_OBJECT}; a collection is write-once"
         ))
     };
-    match Location::parse(location)? {
-        Location::Local(dir) => {
+    match StoreLocation::parse(location).map_err(|e| Failure::Location(e.reason()))? {
+        StoreLocation::Local(dir) => {
             let created = if dir.exists() {
                 None
             } else {
@@ -65,7 +65,8 @@ async fn target(location: &str) -> Result<(Arc<dyn ObjectStore>, Path, Option<Pa
                 .map_err(|e| Failure::Location(e.to_string()))?;
             Ok((Arc::new(store), Path::default(), created))
         }
-        Location::Url(store, prefix) => {
+        StoreLocation::Remote(remote) => {
+            let (store, prefix) = (remote.store(), remote.prefix().clone());
             let container = prefix.clone().join(CONTAINER_OBJECT);
             match store.head(&container).await {
                 Ok(_) => Err(exists()),
