@@ -11,7 +11,7 @@ use std::io::Read;
 use std::path::PathBuf;
 
 /// How a line's payload field is read. (A new way of reading one, a token array say, is one
-/// more variant here and one more arm of [`PayloadReader::load`].)
+/// more variant here and one more arm of the reader's `load`.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum PayloadEncoding {
