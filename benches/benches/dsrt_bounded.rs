@@ -19,6 +19,8 @@
 //! `cargo bench -p dsrt-atlas-benches --bench dsrt_bounded [-- ROUNDS]` (default 15 rounds);
 //! `BENCH_CLOCK=cpu` times process CPU instead of the wall clock. The all-open arm needs a
 //! hard open-file limit above 10,100.
+#![allow(clippy::print_stdout)] // a test or tool that owns its output
+#![allow(clippy::print_stderr)] // a test or tool that owns its output
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // bench code
 #![allow(clippy::cast_precision_loss)] // ratios of durations
 

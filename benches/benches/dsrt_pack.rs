@@ -25,6 +25,8 @@
 //! `[DSRT_BENCH_DROP_CACHES=1] cargo bench -p dsrt-atlas-benches --bench dsrt_pack [-- ROUNDS]`
 //! (default 5 rounds; see `settle` for the variable). The input is written under `TMPDIR`
 //! (about 1.4 GB) and removed at the end.
+#![allow(clippy::print_stdout)] // a test or tool that owns its output
+#![allow(clippy::print_stderr)] // a test or tool that owns its output
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // bench code
 #![allow(clippy::cast_precision_loss)] // rates and ratios
 

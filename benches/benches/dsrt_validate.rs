@@ -7,6 +7,8 @@
 //! clock, `baseline_one_core_read_and_hash / 2 / cache_open_validated >= 0.75`; on the CPU
 //! clock (`BENCH_CLOCK=cpu`, the process's CPU time over all threads), where 2 cores do the
 //! same work in the same CPU time, `baseline / cache_open_validated >= 0.75`.
+#![allow(clippy::print_stdout)] // a test or tool that owns its output
+#![allow(clippy::print_stderr)] // a test or tool that owns its output
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};

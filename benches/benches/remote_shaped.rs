@@ -20,6 +20,8 @@
 //!   to first byte. Target: at most that.
 //!
 //! `cargo bench -p dsrt-atlas-benches --bench remote_shaped [-- ROUNDS]` (default 3).
+#![allow(clippy::print_stdout)] // a test or tool that owns its output
+#![allow(clippy::print_stderr)] // a test or tool that owns its output
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // bench code
 #![allow(clippy::cast_precision_loss)] // rates
 

@@ -9,6 +9,8 @@
 //! Layering: a leaf of the workspace; it depends on the facades and `dsrt-remote` (and, for
 //! one bench, on `atlas-mask`, whose codec the facade does not re-export).
 #![forbid(unsafe_code)]
+// A tool that owns its output and drives its own runtime.
+#![allow(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods)]
 // Fixture sizes are small known values; `as` conversions here cannot truncate.
 #![allow(clippy::cast_possible_truncation)]
 pub mod atlas;

@@ -26,6 +26,7 @@
 //! Atlas writer: the datasets `atlas demo` writes, at 10,000, 100,000 and 1,000,000 datasets
 //! (`MEMORY_SCALING_WRITER_SIZES=10000,100000` to choose), written by `AtlasWriter` to local
 //! disk; the peak heap covers writing and `finish`.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a tool that owns its output
 #![allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)] // reporting arithmetic
 
 use atlas::format::{

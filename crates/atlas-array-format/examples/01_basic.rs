@@ -3,6 +3,7 @@
 //! ```sh
 //! cargo run --example 01_basic
 //! ```
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 
 use std::sync::Arc;
 

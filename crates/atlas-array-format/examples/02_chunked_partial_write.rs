@@ -7,6 +7,7 @@
 //! ```sh
 //! cargo run --example 02_chunked_partial_write
 //! ```
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 
 use std::sync::Arc;
 

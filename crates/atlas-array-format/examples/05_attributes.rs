@@ -3,6 +3,7 @@
 //! ```sh
 //! cargo run --example 05_attributes
 //! ```
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 
 use std::sync::Arc;
 

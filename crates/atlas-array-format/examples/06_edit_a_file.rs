@@ -7,6 +7,7 @@
 //! ```sh
 //! cargo run --example 06_edit_a_file
 //! ```
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 
 use std::sync::Arc;
 

@@ -3,6 +3,7 @@
 //! ```sh
 //! cargo run --example 07_on_disk
 //! ```
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 
 use std::sync::Arc;
 

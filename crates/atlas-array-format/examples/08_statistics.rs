@@ -7,6 +7,7 @@
 //! ```sh
 //! cargo run --example 08_statistics
 //! ```
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 
 use std::sync::Arc;
 

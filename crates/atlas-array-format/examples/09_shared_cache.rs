@@ -8,6 +8,7 @@
 //! ```sh
 //! cargo run --example 09_shared_cache
 //! ```
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 
 use std::sync::Arc;
 

@@ -9,6 +9,7 @@
 //! ```sh
 //! cargo run --example 10_file_metadata
 //! ```
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 
 use std::sync::Arc;
 

@@ -21,6 +21,7 @@
 //! # In-memory (recreated every run, useful for CPU-only profiling)
 //! cargo flamegraph --example profile_parallel -- memory lz4
 //! ```
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -78,6 +78,8 @@
 //! [`BlockId`]: address::BlockId
 //! [`object_store`]: https://docs.rs/object_store
 
+// Its unit tests run on tokio runtimes of their own.
+#![cfg_attr(test, allow(clippy::disallowed_methods))]
 #![warn(missing_docs)]
 
 // ── Layer 0: Core types ─────────────────────────────────────────────

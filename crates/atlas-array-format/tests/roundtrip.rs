@@ -1,5 +1,6 @@
 //! End-to-end tests through the public API: write with `ArrayWriter`, finish,
 //! read with `ArrayFile`, reopen from disk, and rewrite a file to change it.
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 
 use std::sync::Arc;
 

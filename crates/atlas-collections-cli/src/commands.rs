@@ -1,7 +1,7 @@
 //! One function per subcommand.
 
 use crate::error::CliError;
-use crate::location::{open, place, Place};
+use crate::location::{open, place};
 use crate::npy::{self, NpyElement};
 use crate::{Command, ReadArgs};
 use atlas::format::DType;
@@ -15,6 +15,7 @@ use atlas::{
 };
 use comfy_table::{presets, CellAlignment, Table};
 use indicatif::HumanBytes;
+use object_access::StoreLocation;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -472,8 +473,9 @@ fn shape_bug(e: atlas::ndarray::ShapeError) -> CliError {
 /// refused before a byte is written.
 async fn demo_target(out: &str) -> Result<(Arc<dyn ObjectStore>, Path), CliError> {
     let dir = match place(out)? {
-        Place::Local(dir) => dir,
-        Place::Remote(store, prefix) => {
+        StoreLocation::Local(dir) => dir,
+        StoreLocation::Remote(remote) => {
+            let (store, prefix) = (remote.store(), remote.prefix().clone());
             let listed = store
                 .list_with_delimiter(Some(&prefix))
                 .await

@@ -6,6 +6,8 @@
 //! kind (see [`error`]): 1 a runtime error or a failed verification, 2 a usage error, 130
 //! interrupted, as for `dsrt`.
 #![forbid(unsafe_code)]
+#![allow(clippy::print_stderr)] // a test or tool that owns its output
+#![allow(clippy::print_stdout)] // a test or tool that owns its output
 
 mod commands;
 mod error;

@@ -46,6 +46,7 @@ pub struct NameError {
 impl NameError {
     /// One error for every kind of name, for tests that check each is reported (the bindings'
     /// exception classes). Adding a [`NameKind`] fails to compile here until it is listed.
+    #[cfg(any(test, feature = "test-hooks"))]
     #[doc(hidden)]
     pub fn examples() -> Vec<Self> {
         let all = vec![

@@ -1,16 +1,19 @@
 //! `Collection`: an open collection, its lookups, reads, statistics and deletes.
 
-use crate::errors::{block_on, Failure};
-use crate::location::Location;
+use crate::errors::{run, Error, Failure};
 use crate::values::{attr_to_py, dtype_tag, fill_to_py, stat_to_py};
-use atlas::format::DType;
-use atlas::ndarray::ArrayD;
 use atlas::store::{CountingStore, RequestKind};
-use atlas::{Atlas, AtlasError, DatasetStats, DatasetView, TimestampNs};
+use atlas::{ArrayData, Atlas, AtlasError, DatasetStats, DatasetView};
 use numpy::IntoPyArray;
+use object_access::StoreLocation;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use std::sync::Arc;
+
+/// The requests an open collection keeps for `Collection.requests()`: the counts cover every
+/// request, the list the most recent this many, so a collection read a million times stays
+/// the same size.
+const RECENT_REQUESTS: usize = 1024;
 
 /// An open collection (`atlas_collections._atlas.Collection`); the Python `Collection` class
 /// wraps it. Every method that may make a request releases the GIL while it runs.
@@ -21,123 +24,55 @@ pub(crate) struct Collection {
     location: String,
 }
 
-/// Array data read from a segment, before it becomes a NumPy array or a list.
-pub(crate) enum Data {
-    I8(ArrayD<i8>),
-    I16(ArrayD<i16>),
-    I32(ArrayD<i32>),
-    I64(ArrayD<i64>),
-    U8(ArrayD<u8>),
-    U16(ArrayD<u16>),
-    U32(ArrayD<u32>),
-    U64(ArrayD<u64>),
-    F32(ArrayD<f32>),
-    F64(ArrayD<f64>),
-    /// Nanoseconds since the epoch; NumPy views them as `datetime64[ns]`.
-    Time(ArrayD<i64>),
-    /// Row-major strings and the shape.
-    Text(Vec<String>, Vec<usize>),
-    /// Row-major byte strings and the shape.
-    Bytes(Vec<Vec<u8>>, Vec<usize>),
-}
-
-impl Data {
-    /// `(tag, value)`: a NumPy array for the fixed-width types, `(flat list, shape)` for
-    /// strings and byte strings.
-    pub(crate) fn into_py<'py>(self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        fn tagged<'py>(
-            py: Python<'py>,
-            tag: &str,
-            value: Bound<'py, PyAny>,
-        ) -> PyResult<Bound<'py, PyTuple>> {
-            PyTuple::new(py, [tag.into_pyobject(py)?.into_any(), value])
-        }
-        match self {
-            Data::I8(a) => tagged(py, "int8", a.into_pyarray(py).into_any()),
-            Data::I16(a) => tagged(py, "int16", a.into_pyarray(py).into_any()),
-            Data::I32(a) => tagged(py, "int32", a.into_pyarray(py).into_any()),
-            Data::I64(a) => tagged(py, "int64", a.into_pyarray(py).into_any()),
-            Data::U8(a) => tagged(py, "uint8", a.into_pyarray(py).into_any()),
-            Data::U16(a) => tagged(py, "uint16", a.into_pyarray(py).into_any()),
-            Data::U32(a) => tagged(py, "uint32", a.into_pyarray(py).into_any()),
-            Data::U64(a) => tagged(py, "uint64", a.into_pyarray(py).into_any()),
-            Data::F32(a) => tagged(py, "float32", a.into_pyarray(py).into_any()),
-            Data::F64(a) => tagged(py, "float64", a.into_pyarray(py).into_any()),
-            Data::Time(a) => tagged(py, "timestamp_ns", a.into_pyarray(py).into_any()),
-            Data::Text(items, shape) => {
-                let list = PyList::new(py, items)?;
-                tagged(py, "string", (list, shape).into_pyobject(py)?.into_any())
-            }
-            Data::Bytes(items, shape) => {
-                let list = PyList::new(py, items.iter().map(|b| PyBytes::new(py, b)))?;
-                tagged(py, "binary", (list, shape).into_pyobject(py)?.into_any())
-            }
-        }
+/// `(tag, value)` of read data: a NumPy array for the fixed-width types, `(flat list, shape)`
+/// for strings and byte strings; timestamps as nanoseconds, which NumPy views as
+/// `datetime64[ns]`.
+fn data_to_py(py: Python<'_>, data: ArrayData) -> PyResult<Bound<'_, PyTuple>> {
+    fn tagged<'py>(
+        py: Python<'py>,
+        tag: &str,
+        value: Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, [tag.into_pyobject(py)?.into_any(), value])
     }
-}
-
-/// Reads `shape` elements from `start` of `array` in `view`, typed by its declared dtype.
-async fn read(
-    view: DatasetView<'_>,
-    array: &str,
-    start: Vec<usize>,
-    shape: Vec<usize>,
-) -> Result<Data, Failure> {
-    let dtype = view
-        .schema()
-        .array(array)
-        .map(|a| a.dtype().clone())
-        .ok_or_else(|| AtlasError::ArrayNotFound {
-            dataset: view.name().to_owned(),
-            array: array.to_owned(),
-        })?;
-    macro_rules! typed {
-        ($variant:ident, $t:ty) => {
-            Data::$variant(
-                view.read_array::<$t>(array, start, shape)
-                    .await?
-                    .into_owned(),
-            )
+    macro_rules! numpy {
+        ($tag:literal, $a:expr) => {
+            tagged(py, $tag, $a.into_pyarray(py).into_any())
         };
     }
-    Ok(match dtype {
-        DType::Int8 => typed!(I8, i8),
-        DType::Int16 => typed!(I16, i16),
-        DType::Int32 => typed!(I32, i32),
-        DType::Int64 => typed!(I64, i64),
-        DType::UInt8 => typed!(U8, u8),
-        DType::UInt16 => typed!(U16, u16),
-        DType::UInt32 => typed!(U32, u32),
-        DType::UInt64 => typed!(U64, u64),
-        DType::Float32 => typed!(F32, f32),
-        DType::Float64 => typed!(F64, f64),
-        DType::TimestampNs => {
-            let values = view.read_array::<TimestampNs>(array, start, shape).await?;
-            Data::Time(values.map(|t| i64::from(*t)))
+    match data {
+        ArrayData::Int8(a) => numpy!("int8", a),
+        ArrayData::Int16(a) => numpy!("int16", a),
+        ArrayData::Int32(a) => numpy!("int32", a),
+        ArrayData::Int64(a) => numpy!("int64", a),
+        ArrayData::UInt8(a) => numpy!("uint8", a),
+        ArrayData::UInt16(a) => numpy!("uint16", a),
+        ArrayData::UInt32(a) => numpy!("uint32", a),
+        ArrayData::UInt64(a) => numpy!("uint64", a),
+        ArrayData::Float32(a) => numpy!("float32", a),
+        ArrayData::Float64(a) => numpy!("float64", a),
+        ArrayData::TimestampNs(a) => numpy!("timestamp_ns", a.mapv(i64::from)),
+        ArrayData::String(a) => {
+            let list = PyList::new(py, a.iter())?;
+            tagged(
+                py,
+                "string",
+                (list, a.shape().to_vec()).into_pyobject(py)?.into_any(),
+            )
         }
-        DType::String => {
-            let values = view.read_array::<String>(array, start, shape).await?;
-            let shape = values.shape().to_vec();
-            Data::Text(values.iter().cloned().collect(), shape)
+        ArrayData::Binary(a) => {
+            let list = PyList::new(py, a.iter().map(|b| PyBytes::new(py, b)))?;
+            tagged(
+                py,
+                "binary",
+                (list, a.shape().to_vec()).into_pyobject(py)?.into_any(),
+            )
         }
-        DType::Binary => {
-            let values = view.read_array::<Vec<u8>>(array, start, shape).await?;
-            let shape = values.shape().to_vec();
-            Data::Bytes(values.iter().cloned().collect(), shape)
-        }
-        other => {
-            return Err(Failure::Unsupported(format!(
-                "array '{array}' of dataset '{}' holds {other}, which array-format 0.15.0 \
-                 cannot read as a typed array",
-                view.name()
-            )))
-        }
-    })
+    }
 }
 
 fn dataset<'a>(atlas: &'a Atlas, name: &str) -> Result<DatasetView<'a>, Failure> {
-    atlas
-        .dataset(name)
+    (atlas.dataset(name))
         .ok_or_else(|| Failure::Atlas(AtlasError::DatasetNotFound(name.to_owned())))
 }
 
@@ -152,10 +87,22 @@ fn stats_row<'py>(py: Python<'py>, row: &DatasetStats) -> PyResult<Bound<'py, Py
     Ok(dict)
 }
 
+/// `[(key, (tag, value))]` of attributes.
+fn attrs_to_py<'py>(
+    py: Python<'py>,
+    attrs: &[(String, atlas::Attr)],
+) -> PyResult<Vec<(String, Bound<'py, PyTuple>)>> {
+    attrs
+        .iter()
+        .map(|(k, v)| Ok((k.clone(), attr_to_py(py, v)?)))
+        .collect()
+}
+
 #[pymethods]
 impl Collection {
-    /// Opens the collection at `location`: a directory, a `file://` URL or an object-store URL,
-    /// whose store `options` (object_store's option names) override the environment's.
+    /// Opens the collection at `location`: a directory, a `file://` URL or an object-store
+    /// URL (`Atlas::open_location`, as the `atlas` command opens one), whose store `options`
+    /// (object_store's option names) override the environment's, behind a request counter.
     #[staticmethod]
     #[pyo3(signature = (location, options = None))]
     fn open(
@@ -163,13 +110,21 @@ impl Collection {
         location: String,
         options: Option<Vec<(String, String)>>,
     ) -> PyResult<Self> {
-        let target = location.clone();
         let options = options.unwrap_or_default();
-        let (atlas, counter) = block_on(py, &location, async move {
-            Location::parse_with_options(&target, &options)?
-                .open()
-                .await
+        let place = StoreLocation::parse_with_options(&location, &options)
+            .map_err(|e| Error::at(&location, Failure::Location(e.reason())))?;
+        let (atlas, counter) = run(py, &location, async move {
+            let mut counter = None;
+            let atlas = Atlas::open_location(&place, |store| {
+                let counting = CountingStore::with_capacity(store, RECENT_REQUESTS);
+                counter = Some(counting.clone());
+                Arc::new(counting)
+            })
+            .await?;
+            Ok::<_, Failure>((atlas, counter))
         })?;
+        let counter =
+            counter.ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("no store"))?;
         Ok(Self {
             atlas: Arc::new(atlas),
             counter,
@@ -205,26 +160,16 @@ impl Collection {
 
     /// `([(array, dtype tag, [attribute keys])], [dataset attribute keys])`, from the footer.
     #[allow(clippy::type_complexity)]
-    fn schema(
-        &self,
-        py: Python<'_>,
-        name: &str,
-    ) -> PyResult<(Vec<(String, String, Vec<String>)>, Vec<String>)> {
-        let view =
-            dataset(&self.atlas, name).map_err(|f| crate::errors::to_py(py, &self.location, f))?;
+    fn schema(&self, name: &str) -> PyResult<(Vec<(String, String, Vec<String>)>, Vec<String>)> {
+        let view = dataset(&self.atlas, name).map_err(|f| Error::at(&self.location, f))?;
         let schema = view.schema();
-        let arrays = schema
-            .arrays()
+        let arrays = (schema.arrays())
             .map(|a| {
-                (
-                    a.name().to_owned(),
-                    dtype_tag(a.dtype()),
-                    a.attrs().map(|(k, _)| k.to_owned()).collect(),
-                )
+                let keys = a.attrs().map(|(k, _)| k.to_owned()).collect();
+                (a.name().to_owned(), dtype_tag(a.dtype()), keys)
             })
             .collect();
-        let attrs = schema.attrs().map(|(k, _)| k.to_owned()).collect();
-        Ok((arrays, attrs))
+        Ok((arrays, schema.attrs().map(|(k, _)| k.to_owned()).collect()))
     }
 
     /// `(dtype tag, shape, chunk shape, dimension names, fill value)` of one array.
@@ -236,15 +181,20 @@ impl Collection {
         array: &str,
     ) -> PyResult<(String, Vec<u32>, Vec<u32>, Vec<String>, Bound<'py, PyAny>)> {
         let atlas = &self.atlas;
-        let layout = block_on(py, &self.location, async move {
-            Ok(dataset(atlas, name)?.array_layout(array).await?)
+        let layout = run(py, &self.location, async move {
+            dataset(atlas, name)?
+                .array_layout(array)
+                .await
+                .map_err(Failure::from)
         })?;
+        let fill = fill_to_py(py, layout.fill_value.as_ref())?;
+        let tag = dtype_tag(&layout.dtype);
         Ok((
-            dtype_tag(&layout.dtype),
+            tag,
             layout.shape,
             layout.chunk_shape,
             layout.dimension_names,
-            fill_to_py(py, layout.fill_value.as_ref())?,
+            fill,
         ))
     }
 
@@ -258,10 +208,13 @@ impl Collection {
         shape: Vec<usize>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let atlas = &self.atlas;
-        let data = block_on(py, &self.location, async move {
-            read(dataset(atlas, name)?, array, start, shape).await
+        let data = run(py, &self.location, async move {
+            dataset(atlas, name)?
+                .read_data(array, start, shape)
+                .await
+                .map_err(Failure::from)
         })?;
-        data.into_py(py)
+        data_to_py(py, data)
     }
 
     /// Reads `array` whole from each dataset in `names`, in one call.
@@ -272,14 +225,18 @@ impl Collection {
         array: &str,
     ) -> PyResult<Vec<Bound<'py, PyTuple>>> {
         let atlas = &self.atlas;
-        let all = block_on(py, &self.location, async move {
+        let all = run(py, &self.location, async move {
             let mut out = Vec::with_capacity(names.len());
             for name in &names {
-                out.push(read(dataset(atlas, name)?, array, Vec::new(), Vec::new()).await?);
+                out.push(
+                    dataset(atlas, name)?
+                        .read_data(array, Vec::new(), Vec::new())
+                        .await?,
+                );
             }
-            Ok(out)
+            Ok::<_, Failure>(out)
         })?;
-        all.into_iter().map(|d| d.into_py(py)).collect()
+        all.into_iter().map(|d| data_to_py(py, d)).collect()
     }
 
     /// Reads `array` whole from each dataset in `names` through one run read
@@ -292,13 +249,24 @@ impl Collection {
         names: Vec<String>,
     ) -> PyResult<(Bound<'py, PyTuple>, Vec<Vec<usize>>)> {
         let atlas = &self.atlas;
-        let (data, shapes) = block_on(py, &self.location, async move {
-            crate::run::read_run(atlas, array, &names).await
+        let read = run(py, &self.location, async move {
+            let ordinals = (names.iter())
+                .map(|name| Ok(dataset(atlas, name)?.ordinal()))
+                .collect::<Result<Vec<u32>, Failure>>()?;
+            Ok::<_, Failure>(atlas.read_run_data(array, &ordinals).await?)
         })?;
-        Ok((data.into_py(py)?, shapes))
+        let empty = || {
+            (
+                ArrayData::Float64(atlas::ndarray::Array1::zeros(0).into_dyn()),
+                Vec::new(),
+            )
+        };
+        let (data, shapes) = read.unwrap_or_else(empty);
+        Ok((data_to_py(py, data)?, shapes))
     }
 
-    /// `[(shape, dimension names, [(key, (tag, value))])]` of `array` in each of `names`.
+    /// `[(shape, dimension names, [(key, (tag, value))])]` of `array` in each of `names`, in
+    /// one pass over the segment (opened once; the footer is in memory, so no data is read).
     #[allow(clippy::type_complexity)]
     fn run_layouts<'py>(
         &self,
@@ -307,19 +275,21 @@ impl Collection {
         names: Vec<String>,
     ) -> PyResult<Vec<(Vec<u32>, Vec<String>, Vec<(String, Bound<'py, PyTuple>)>)>> {
         let atlas = &self.atlas;
-        let layouts = block_on(py, &self.location, async move {
-            crate::run::run_layouts(atlas, array, &names).await
+        let layouts = run(py, &self.location, async move {
+            let mut out = Vec::with_capacity(names.len());
+            for name in &names {
+                let view = dataset(atlas, name)?;
+                let layout = view.array_layout(array).await?;
+                out.push((
+                    layout.shape,
+                    layout.dimension_names,
+                    view.array_attributes(array).await?,
+                ));
+            }
+            Ok::<_, Failure>(out)
         })?;
-        layouts
-            .into_iter()
-            .map(|l| {
-                let attrs = l
-                    .attrs
-                    .iter()
-                    .map(|(k, v)| Ok((k.clone(), attr_to_py(py, v)?)))
-                    .collect::<PyResult<_>>()?;
-                Ok((l.shape, l.dims, attrs))
-            })
+        (layouts.into_iter())
+            .map(|(shape, dims, attrs)| Ok((shape, dims, attrs_to_py(py, &attrs)?)))
             .collect()
     }
 
@@ -330,13 +300,13 @@ impl Collection {
         name: &str,
     ) -> PyResult<Vec<(String, Bound<'py, PyTuple>)>> {
         let atlas = &self.atlas;
-        let attrs = block_on(py, &self.location, async move {
-            Ok(dataset(atlas, name)?.attributes().await?)
+        let attrs = run(py, &self.location, async move {
+            dataset(atlas, name)?
+                .attributes()
+                .await
+                .map_err(Failure::from)
         })?;
-        attrs
-            .into_iter()
-            .map(|(k, v)| Ok((k, attr_to_py(py, &v)?)))
-            .collect()
+        attrs_to_py(py, &attrs)
     }
 
     /// An array's attributes as `[(key, (tag, value))]`.
@@ -347,13 +317,13 @@ impl Collection {
         array: &str,
     ) -> PyResult<Vec<(String, Bound<'py, PyTuple>)>> {
         let atlas = &self.atlas;
-        let attrs = block_on(py, &self.location, async move {
-            Ok(dataset(atlas, name)?.array_attributes(array).await?)
+        let attrs = run(py, &self.location, async move {
+            dataset(atlas, name)?
+                .array_attributes(array)
+                .await
+                .map_err(Failure::from)
         })?;
-        attrs
-            .into_iter()
-            .map(|(k, v)| Ok((k, attr_to_py(py, &v)?)))
-            .collect()
+        attrs_to_py(py, &attrs)
     }
 
     /// Dataset attribute `key` of every live dataset that has it: `[(dataset, (tag, value))]`.
@@ -363,20 +333,13 @@ impl Collection {
         key: &str,
     ) -> PyResult<Vec<(String, Bound<'py, PyTuple>)>> {
         let atlas = &self.atlas;
-        let rows = block_on(py, &self.location, async move {
-            Ok(atlas.attributes_by_dataset(key).await?)
-        })?;
-        rows.into_iter()
-            .map(|(k, v)| Ok((k, attr_to_py(py, &v)?)))
-            .collect()
+        let rows = run(py, &self.location, atlas.attributes_by_dataset(key))?;
+        attrs_to_py(py, &rows)
     }
 
     /// `array`'s stored statistics folded over every live dataset.
     fn stats<'py>(&self, py: Python<'py>, array: &str) -> PyResult<Bound<'py, PyDict>> {
-        let atlas = &self.atlas;
-        let total = block_on(py, &self.location, async move {
-            Ok(atlas.array_stats(array).await?)
-        })?;
+        let total = run(py, &self.location, self.atlas.array_stats(array))?;
         let dict = PyDict::new(py);
         dict.set_item("datasets", total.datasets)?;
         dict.set_item("min", stat_to_py(py, total.min.as_ref())?)?;
@@ -392,10 +355,7 @@ impl Collection {
         py: Python<'py>,
         array: &str,
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        let atlas = &self.atlas;
-        let rows = block_on(py, &self.location, async move {
-            Ok(atlas.array_stats_by_dataset(array).await?)
-        })?;
+        let rows = run(py, &self.location, self.atlas.array_stats_by_dataset(array))?;
         rows.iter().map(|r| stats_row(py, r)).collect()
     }
 
@@ -407,8 +367,11 @@ impl Collection {
         array: &str,
     ) -> PyResult<Bound<'py, PyDict>> {
         let atlas = &self.atlas;
-        let row = block_on(py, &self.location, async move {
-            Ok(dataset(atlas, name)?.array_stats(array).await?)
+        let row = run(py, &self.location, async move {
+            dataset(atlas, name)?
+                .array_stats(array)
+                .await
+                .map_err(Failure::from)
         })?;
         stats_row(py, &row)
     }
@@ -423,39 +386,19 @@ impl Collection {
         attrs: Vec<(String, Vec<(String, Bound<'_, PyAny>)>)>,
         stats: Vec<(String, String, String, (String, Bound<'_, PyAny>))>,
     ) -> PyResult<Vec<String>> {
-        let attrs = attrs
-            .into_iter()
-            .map(|(key, values)| {
-                let values = values
-                    .iter()
-                    .map(|(tag, v)| crate::select::value_from_py(tag, v))
-                    .collect::<PyResult<Vec<_>>>()?;
-                Ok((key, values))
-            })
-            .collect::<PyResult<Vec<_>>>()?;
-        let stats = stats
-            .into_iter()
-            .map(|(array, stat, op, (tag, v))| {
-                Ok((array, stat, op, crate::select::value_from_py(&tag, &v)?))
-            })
-            .collect::<PyResult<Vec<_>>>()?;
+        let selection = crate::select::selection(&self.location, attrs, stats)?;
         let atlas = &self.atlas;
-        block_on(py, &self.location, async move {
-            let selection = crate::select::selection(attrs, stats)?;
-            let ordinals = atlas.select(&selection).await?;
-            Ok(ordinals
-                .into_iter()
-                .filter_map(|o| atlas.footer().datasets.name(o as usize).map(str::to_owned))
-                .collect())
-        })
+        let ordinals = run(py, &self.location, atlas.select(&selection))?;
+        let names = &atlas.footer().datasets;
+        Ok(ordinals
+            .into_iter()
+            .filter_map(|o| names.name(o as usize).map(str::to_owned))
+            .collect())
     }
 
     /// Hides the named datasets (read-merge-commit of `deleted.mask`, retried on conflict).
     fn delete<'py>(&self, py: Python<'py>, names: Vec<String>) -> PyResult<Bound<'py, PyDict>> {
-        let atlas = &self.atlas;
-        let report = block_on(py, &self.location, async move {
-            Ok(atlas.delete(&names).await?)
-        })?;
+        let report = run(py, &self.location, self.atlas.delete(&names))?;
         let dict = PyDict::new(py);
         dict.set_item("newly_deleted", report.newly_deleted)?;
         dict.set_item("total_deleted", report.total_deleted)?;
@@ -470,21 +413,19 @@ impl Collection {
 
     /// Those requests as `[(kind, object path)]`.
     fn requests(&self) -> Vec<(String, String)> {
+        let kind = |kind: RequestKind| match kind {
+            RequestKind::Get => "GET".to_owned(),
+            RequestKind::GetRange(range) => format!("GET {range}"),
+            RequestKind::Head => "HEAD".to_owned(),
+            RequestKind::Put => "PUT".to_owned(),
+            RequestKind::PutMultipart => "PUT multipart".to_owned(),
+            RequestKind::List => "LIST".to_owned(),
+            RequestKind::Other => "other".to_owned(),
+        };
         self.counter
             .requests()
             .into_iter()
-            .map(|r| {
-                let kind = match r.kind {
-                    RequestKind::Get => "GET".to_owned(),
-                    RequestKind::GetRange(range) => format!("GET {range}"),
-                    RequestKind::Head => "HEAD".to_owned(),
-                    RequestKind::Put => "PUT".to_owned(),
-                    RequestKind::PutMultipart => "PUT multipart".to_owned(),
-                    RequestKind::List => "LIST".to_owned(),
-                    RequestKind::Other => "other".to_owned(),
-                };
-                (kind, r.path)
-            })
+            .map(|r| (kind(r.kind), r.path))
             .collect()
     }
 
@@ -499,10 +440,10 @@ impl Collection {
     }
 
     fn __repr__(&self) -> String {
+        let count = self.atlas.dataset_count();
         format!(
-            "<atlas_collections Collection {:?}: {} datasets>",
-            self.location,
-            self.atlas.dataset_count()
+            "<atlas_collections Collection {:?}: {count} datasets>",
+            self.location
         )
     }
 }

@@ -1,31 +1,24 @@
 //! The native half of the `atlas-collections` Python package (`atlas_collections._atlas`).
 //!
 //! What it is for: opening, reading, deleting from and writing Atlas collections from Python,
-//! through the `atlas-rust` facade. The pure-Python half (`python/atlas/atlas_collections`)
-//! wraps these functions in the user-facing classes, the xarray backend and the NetCDF
-//! importer; this crate stays a thin, typed layer:
+//! through the `atlas-collections` facade, as a thin, typed layer: locations are read by
+//! object-access and opened by `Atlas::open_location` (as the `atlas` command opens them);
+//! every request runs through `py_support::enter_async` on object-access's runtime, the GIL
+//! released and Ctrl-C let through; each Rust error becomes its class of
+//! `atlas_collections.errors` (`errors.rs`, the table), a panic `AtlasPanicError`; `tracing`
+//! events of INFO and above go to Python's `logging`.
 //!
-//! - requests on object-access's runtime, one per process (rebuilt in a forked child, where
-//!   the parent's worker threads do not exist), and locations parsed by object-access as the
-//!   `atlas` command and the `datasetrt` package parse theirs;
-//! - `tracing` events of INFO and above forwarded to Python's `logging`;
-//! - every request and every decode runs with the GIL released (`Python::detach`);
-//! - the exception classes of `atlas_collections.errors` are made here (that module
-//!   re-exports them); every `AtlasError`, `WriteError` and `NameError` becomes an instance of
-//!   the matching class, carrying the path, the reason, the variant's `kind` and whether a
-//!   retry may help, each from the error's own accessors; a Rust panic becomes
-//!   `AtlasPanicError` instead of tearing the interpreter down.
+//! What it is not for: NumPy dtype policy, indexing, xarray or NetCDF (the pure-Python half,
+//! `python/atlas/src/atlas_collections`), or reading by type (`atlas::ArrayData`).
 //!
-//! What it is not for: NumPy dtype policy, indexing, xarray or NetCDF (all in Python).
-//!
-//! Layering: above the `atlas-collections` facade and `object-access`.
+//! Layering: above the `atlas-collections` facade, `object-access` and `py-support`.
 #![forbid(unsafe_code)]
+// The binding's one error type holds any error of the library as it is: it is made once per
+// failed Python call and becomes an exception at once, so its size costs nothing.
+#![allow(clippy::result_large_err)]
 
 mod collection;
 mod errors;
-mod location;
-mod logging;
-mod run;
 mod select;
 #[cfg(feature = "test-hooks")]
 mod testing;
@@ -38,7 +31,8 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _atlas(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
-    logging::forward_to_python(m.py())?;
+    py_support::forward_logs(m.py())?;
+    py_support::install_interrupt_hook();
     m.add_class::<collection::Collection>()?;
     m.add_class::<writer::Writer>()?;
     m.add_function(wrap_pyfunction!(writer::check_name, m)?)?;

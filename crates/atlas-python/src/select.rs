@@ -1,15 +1,15 @@
 //! `Collection.select`'s arguments, from the tagged values the Python side sends, into the
 //! reader's typed [`Selection`].
 
-use crate::errors::Failure;
+use crate::errors::Error;
 use atlas::{SelectValue, Selection};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
 /// A condition value from `(tag, value)`: the Python side has already told `bool` from `int`
 /// and turned NumPy scalars and datetimes into these tags.
-pub(crate) fn value_from_py(tag: &str, value: &Bound<'_, PyAny>) -> PyResult<SelectValue> {
-    Ok(match tag {
+fn value_from_py((tag, value): &(String, Bound<'_, PyAny>)) -> PyResult<SelectValue> {
+    Ok(match tag.as_str() {
         "bool" => SelectValue::Bool(value.extract()?),
         "int" => SelectValue::Int(value.extract()?),
         "float" => SelectValue::Float(value.extract()?),
@@ -17,27 +17,33 @@ pub(crate) fn value_from_py(tag: &str, value: &Bound<'_, PyAny>) -> PyResult<Sel
         "bytes" => SelectValue::Binary(value.extract()?),
         "timestamp_ns" => SelectValue::TimestampNs(value.extract()?),
         other => {
-            return Err(PyTypeError::new_err(format!(
-                "unknown select value tag {other:?}"
-            )))
+            let message = format!("unknown select value tag {other:?}");
+            return Err(PyTypeError::new_err(message));
         }
     })
 }
 
-/// The attribute conditions `[(key, [value])]` and the statistic conditions
-/// `[(array, stat, op, value)]` as one selection; an unknown statistic or operator is the
-/// reader's `InvalidQuery`.
+/// The attribute conditions `[(key, [(tag, value)])]` and the statistic conditions
+/// `[(array, stat, op, (tag, value))]` as one selection of the collection at `location`; an
+/// unknown statistic or operator is the reader's `InvalidQuery`.
+#[allow(clippy::type_complexity)]
 pub(crate) fn selection(
-    attrs: Vec<(String, Vec<SelectValue>)>,
-    stats: Vec<(String, String, String, SelectValue)>,
-) -> Result<Selection, Failure> {
-    let mut selection = attrs
-        .into_iter()
-        .fold(Selection::new(), |s, (key, accepted)| {
-            s.attr_in(key, accepted)
-        });
+    location: &str,
+    attrs: Vec<(String, Vec<(String, Bound<'_, PyAny>)>)>,
+    stats: Vec<(String, String, String, (String, Bound<'_, PyAny>))>,
+) -> PyResult<Selection> {
+    let mut selection = Selection::new();
+    for (key, values) in attrs {
+        let accepted = values
+            .iter()
+            .map(value_from_py)
+            .collect::<PyResult<Vec<_>>>()?;
+        selection = selection.attr_in(key, accepted);
+    }
     for (array, stat, op, value) in stats {
-        selection = selection.stat_named(array, &stat, &op, value)?;
+        let value = value_from_py(&value)?;
+        selection =
+            (selection.stat_named(array, &stat, &op, value)).map_err(|e| Error::at(location, e))?;
     }
     Ok(selection)
 }

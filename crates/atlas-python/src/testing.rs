@@ -1,27 +1,25 @@
 //! Hooks for the test suite, built only with the `test-hooks` feature (the wheel
 //! `cargo xtask test` builds): `atlas_collections._atlas._testing`, never in a release wheel.
 
-use crate::errors::{self, Failure};
+use crate::errors::{enter, Error, Failure};
+use py_support::{variant_name, ErrorExamples};
 use pyo3::prelude::*;
 
-/// Sets `m._testing` (an attribute, not an entry of `__all__`: the module's public surface is
-/// the same with or without the hooks).
+/// Sets `m._testing`.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let testing = PyModule::new(m.py(), "_testing")?;
-    testing.add_function(wrap_pyfunction!(panic_for_tests, &testing)?)?;
-    testing.add_function(wrap_pyfunction!(error_examples, &testing)?)?;
-    m.setattr("_testing", testing)
+    py_support::add_testing(m, |testing| {
+        testing.add_function(wrap_pyfunction!(panic_for_tests, testing)?)?;
+        testing.add_function(wrap_pyfunction!(error_examples, testing)?)
+    })
 }
 
 /// Panics inside the GIL-free call path, so the tests can check that a Rust panic surfaces as
 /// `atlas_collections.errors.AtlasPanicError` and leaves the interpreter working.
 #[pyfunction]
 fn panic_for_tests(py: Python<'_>, message: String) -> PyResult<()> {
-    errors::detached(
-        py,
-        "panic_for_tests",
-        move || -> Result<(), errors::Failure> { panic!("{message}") },
-    )
+    enter(py, "panic_for_tests", move || -> Result<(), Failure> {
+        panic!("{message}")
+    })
 }
 
 /// The collection the examples are converted for: a URL, so that an error about one of its
@@ -35,9 +33,8 @@ const EXAMPLE_COLLECTION: &str = "s3://bucket/runs";
 /// comes twice names what tells the two apart: `AtlasError::Store(Generic)`.
 #[pyfunction]
 fn error_examples(py: Python<'_>) -> Vec<(String, Py<PyAny>)> {
-    let mut out = Vec::new();
-    let mut push =
-        |name: String, error: PyErr| out.push((name, error.value(py).clone().into_any().unbind()));
+    let mut out = ErrorExamples::new(py);
+    let at = |failure: Failure| Error::at(EXAMPLE_COLLECTION, failure);
     for error in atlas::AtlasError::examples() {
         let detail = match &error {
             atlas::AtlasError::Store(source) => Some(leading_word(source)),
@@ -45,8 +42,8 @@ fn error_examples(py: Python<'_>) -> Vec<(String, Py<PyAny>)> {
             atlas::AtlasError::Io { source, .. } => Some(format!("{:?}", source.kind())),
             _ => None,
         };
-        let name = named("AtlasError", &error, detail);
-        push(name, errors::atlas_error(py, EXAMPLE_COLLECTION, error));
+        let name = variant_name("AtlasError", &error, detail.as_deref());
+        out.push(name, &at(Failure::Atlas(error)));
     }
     for error in atlas::WriteError::examples() {
         let detail = match &error {
@@ -54,27 +51,17 @@ fn error_examples(py: Python<'_>) -> Vec<(String, Py<PyAny>)> {
             atlas::WriteError::Segment { source, .. } => Some(leading_word(source)),
             _ => None,
         };
-        let name = named("WriteError", &error, detail);
-        push(name, errors::write_error(py, EXAMPLE_COLLECTION, &error));
+        let name = variant_name("WriteError", &error, detail.as_deref());
+        out.push(name, &at(error.into()));
     }
     for error in atlas::NameError::examples() {
         let name = format!("NameError({:?})", error.kind);
-        push(name, errors::name_error(py, EXAMPLE_COLLECTION, &error));
+        out.push(name, &at(Failure::Name(error)));
     }
     for failure in failure_examples() {
-        let name = named("Failure", &failure, None);
-        push(name, errors::to_py(py, EXAMPLE_COLLECTION, failure));
+        out.push(variant_name("Failure", &failure, None), &at(failure));
     }
-    out
-}
-
-/// `Type::Variant`, or `Type::Variant(detail)`, from the error's `Debug`.
-fn named(type_name: &str, error: &impl std::fmt::Debug, detail: Option<String>) -> String {
-    let variant = leading_word(error);
-    match detail {
-        Some(detail) => format!("{type_name}::{variant}({detail})"),
-        None => format!("{type_name}::{variant}"),
-    }
+    out.finish()
 }
 
 /// The first word of a value's `Debug`: an enum's variant.
@@ -99,7 +86,7 @@ fn failure_examples() -> Vec<Failure> {
         }),
         Failure::Exists("already holds data.atlas; a collection is write-once".to_owned()),
         Failure::Location("unknown scheme 'nosuch'".to_owned()),
-        Failure::Unsupported("array 'c' holds Complex64".to_owned()),
+        Failure::Panicked("index out of bounds".to_owned()),
     ];
     for failure in &all {
         match failure {
@@ -108,7 +95,7 @@ fn failure_examples() -> Vec<Failure> {
             | Failure::Name(_)
             | Failure::Exists(_)
             | Failure::Location(_)
-            | Failure::Unsupported(_) => {}
+            | Failure::Panicked(_) => {}
         }
     }
     all

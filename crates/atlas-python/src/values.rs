@@ -42,82 +42,58 @@ fn pair<'py, V: IntoPyObject<'py>>(
     PyTuple::new(py, [tag.into_pyobject(py)?.into_any(), value])
 }
 
-/// An attribute value as `(tag, value)`.
-pub(crate) fn attr_to_py<'py>(py: Python<'py>, attr: &Attr) -> PyResult<Bound<'py, PyTuple>> {
-    match attr {
-        Attr::Bool(v) => pair(py, "Bool", *v),
-        Attr::Int8(v) => pair(py, "Int8", *v),
-        Attr::Int16(v) => pair(py, "Int16", *v),
-        Attr::Int32(v) => pair(py, "Int32", *v),
-        Attr::Int64(v) => pair(py, "Int64", *v),
-        Attr::UInt8(v) => pair(py, "UInt8", *v),
-        Attr::UInt16(v) => pair(py, "UInt16", *v),
-        Attr::UInt32(v) => pair(py, "UInt32", *v),
-        Attr::UInt64(v) => pair(py, "UInt64", *v),
-        Attr::Float32(v) => pair(py, "Float32", *v),
-        Attr::Float64(v) => pair(py, "Float64", *v),
-        Attr::String(v) => pair(py, "String", v.as_str()),
-        Attr::Binary(v) => pair(py, "Binary", pyo3::types::PyBytes::new(py, v)),
-        Attr::BoolList(v) => pair(py, "BoolList", v.clone()),
-        Attr::Int8List(v) => pair(py, "Int8List", v.clone()),
-        Attr::Int16List(v) => pair(py, "Int16List", v.clone()),
-        Attr::Int32List(v) => pair(py, "Int32List", v.clone()),
-        Attr::Int64List(v) => pair(py, "Int64List", v.clone()),
-        // A `Vec<u8>` would cross as `bytes`; a list of ints keeps it a list.
-        Attr::UInt8List(v) => pair(
-            py,
-            "UInt8List",
-            v.iter().map(|&b| u16::from(b)).collect::<Vec<_>>(),
-        ),
-        Attr::UInt16List(v) => pair(py, "UInt16List", v.clone()),
-        Attr::UInt32List(v) => pair(py, "UInt32List", v.clone()),
-        Attr::UInt64List(v) => pair(py, "UInt64List", v.clone()),
-        Attr::Float32List(v) => pair(py, "Float32List", v.clone()),
-        Attr::Float64List(v) => pair(py, "Float64List", v.clone()),
-        Attr::StringList(v) => pair(py, "StringList", v.clone()),
-        Attr::BinaryList(v) => {
-            let items: Vec<_> = v.iter().map(|b| pyo3::types::PyBytes::new(py, b)).collect();
-            pair(py, "BinaryList", items)
+/// `attr_to_py` and `attr_from_py` over every variant of [`Attr`], each tagged with its name.
+macro_rules! attr_conversions {
+    ($($variant:ident),*) => {
+        /// An attribute value as `(tag, value)`.
+        pub(crate) fn attr_to_py<'py>(py: Python<'py>, attr: &Attr) -> PyResult<Bound<'py, PyTuple>> {
+            match attr {
+                // A `Vec<u8>` would cross as `bytes`; a list of ints keeps it a list.
+                Attr::UInt8List(v) => pair(py, "UInt8List", v.iter().map(|&b| u16::from(b)).collect::<Vec<_>>()),
+                $(Attr::$variant(v) => pair(py, stringify!($variant), v),)*
+            }
         }
-    }
+
+        /// An attribute value from `(tag, value)`.
+        pub(crate) fn attr_from_py(tag: &str, value: &Bound<'_, PyAny>) -> PyResult<Attr> {
+            Ok(match tag {
+                "UInt8List" => Attr::UInt8List(value.extract()?),
+                $(stringify!($variant) => Attr::$variant(value.extract()?),)*
+                other => {
+                    return Err(PyTypeError::new_err(format!("unknown attribute tag {other:?}")))
+                }
+            })
+        }
+    };
 }
 
-/// An attribute value from `(tag, value)`.
-pub(crate) fn attr_from_py(tag: &str, value: &Bound<'_, PyAny>) -> PyResult<Attr> {
-    Ok(match tag {
-        "Bool" => Attr::Bool(value.extract()?),
-        "Int8" => Attr::Int8(value.extract()?),
-        "Int16" => Attr::Int16(value.extract()?),
-        "Int32" => Attr::Int32(value.extract()?),
-        "Int64" => Attr::Int64(value.extract()?),
-        "UInt8" => Attr::UInt8(value.extract()?),
-        "UInt16" => Attr::UInt16(value.extract()?),
-        "UInt32" => Attr::UInt32(value.extract()?),
-        "UInt64" => Attr::UInt64(value.extract()?),
-        "Float32" => Attr::Float32(value.extract()?),
-        "Float64" => Attr::Float64(value.extract()?),
-        "String" => Attr::String(value.extract()?),
-        "Binary" => Attr::Binary(value.extract()?),
-        "BoolList" => Attr::BoolList(value.extract()?),
-        "Int8List" => Attr::Int8List(value.extract()?),
-        "Int16List" => Attr::Int16List(value.extract()?),
-        "Int32List" => Attr::Int32List(value.extract()?),
-        "Int64List" => Attr::Int64List(value.extract()?),
-        "UInt8List" => Attr::UInt8List(value.extract()?),
-        "UInt16List" => Attr::UInt16List(value.extract()?),
-        "UInt32List" => Attr::UInt32List(value.extract()?),
-        "UInt64List" => Attr::UInt64List(value.extract()?),
-        "Float32List" => Attr::Float32List(value.extract()?),
-        "Float64List" => Attr::Float64List(value.extract()?),
-        "StringList" => Attr::StringList(value.extract()?),
-        "BinaryList" => Attr::BinaryList(value.extract()?),
-        other => {
-            return Err(PyTypeError::new_err(format!(
-                "unknown attribute tag {other:?}"
-            )))
-        }
-    })
-}
+attr_conversions!(
+    Bool,
+    Int8,
+    Int16,
+    Int32,
+    Int64,
+    UInt8,
+    UInt16,
+    UInt32,
+    UInt64,
+    Float32,
+    Float64,
+    String,
+    Binary,
+    BoolList,
+    Int8List,
+    Int16List,
+    Int32List,
+    Int64List,
+    UInt16List,
+    UInt32List,
+    UInt64List,
+    Float32List,
+    Float64List,
+    StringList,
+    BinaryList
+);
 
 /// A statistic as `(tag, value)`: `Int`, `UInt`, `Float`, `Bytes` or `TimestampNs`.
 pub(crate) fn stat_to_py<'py>(
@@ -167,4 +143,41 @@ pub(crate) fn fill_from_py(tag: &str, value: &Bound<'_, PyAny>) -> PyResult<Fill
             )))
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_attribute_type_crosses_and_comes_back_with_its_width() {
+        Python::initialize();
+        Python::attach(|py| {
+            let values = [
+                Attr::Bool(true),
+                Attr::Int8(-3),
+                Attr::UInt64(u64::MAX),
+                Attr::Float32(0.5),
+                Attr::String("K".into()),
+                Attr::Binary(vec![0, 255]),
+                Attr::UInt8List(vec![1, 2]),
+                Attr::Int16List(vec![-1, 300]),
+                Attr::StringList(vec!["a".into()]),
+                Attr::BinaryList(vec![vec![7]]),
+            ];
+            for attr in values {
+                let tagged = attr_to_py(py, &attr).unwrap();
+                let (tag, value): (String, Bound<'_, PyAny>) = tagged.extract().unwrap();
+                assert_eq!(attr_from_py(&tag, &value).unwrap(), attr, "{tag}");
+                let kind = value.get_type().name().unwrap().to_string();
+                match attr {
+                    Attr::Binary(_) => assert_eq!(kind, "bytes"),
+                    Attr::UInt8List(_) => assert_eq!(kind, "list"),
+                    _ => {}
+                }
+            }
+            let unknown = attr_from_py("Complex", &py.None().into_bound(py)).unwrap_err();
+            assert!(unknown.to_string().contains("unknown attribute tag"));
+        });
+    }
 }

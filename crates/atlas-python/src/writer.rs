@@ -1,7 +1,6 @@
 //! `Writer`: datasets of NumPy arrays in, one `data.atlas` out, published only by `finish`.
 
-use crate::errors::{block_on, detached, to_py, Failure};
-use crate::location::Location;
+use crate::errors::{enter, run, Error, Failure};
 use crate::values::{attr_from_py, fill_from_py};
 use atlas::format::{Codec, CONTAINER_OBJECT};
 use atlas::ndarray::{ArrayD, IxDyn};
@@ -12,6 +11,7 @@ use atlas::{
     validate_name, ArraySpec, AtlasWriter, Attr, DatasetSpec, NameKind, TimestampNs, WriterOptions,
 };
 use numpy::{Element, PyReadonlyArrayDyn};
+use object_access::StoreLocation;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -49,8 +49,8 @@ async fn target(location: &str) -> Result<(Arc<dyn ObjectStore>, Path, Option<Pa
             "already holds {CONTAINER_OBJECT}; a collection is write-once"
         ))
     };
-    match Location::parse(location)? {
-        Location::Local(dir) => {
+    match StoreLocation::parse(location).map_err(|e| Failure::Location(e.reason()))? {
+        StoreLocation::Local(dir) => {
             let created = if dir.exists() {
                 None
             } else {
@@ -65,7 +65,8 @@ async fn target(location: &str) -> Result<(Arc<dyn ObjectStore>, Path, Option<Pa
                 .map_err(|e| Failure::Location(e.to_string()))?;
             Ok((Arc::new(store), Path::default(), created))
         }
-        Location::Url(store, prefix) => {
+        StoreLocation::Remote(remote) => {
+            let (store, prefix) = (remote.store(), remote.prefix().clone());
             let container = prefix.clone().join(CONTAINER_OBJECT);
             match store.head(&container).await {
                 Ok(_) => Err(exists()),
@@ -167,7 +168,8 @@ pub(crate) fn check_name(py: Python<'_>, kind: &str, name: &str) -> PyResult<()>
             )))
         }
     };
-    validate_name(kind, name).map_err(|e| to_py(py, name, Failure::Name(e)))
+    let _ = py;
+    Ok(validate_name(kind, name).map_err(|e| Error::at(name, e))?)
 }
 
 #[pymethods]
@@ -195,7 +197,7 @@ impl Writer {
         }
         let target_location = location.clone();
         let (store, prefix, created_dir) =
-            block_on(py, &location, async move { target(&target_location).await })?;
+            run(py, &location, async move { target(&target_location).await })?;
         Ok(Self {
             state: Mutex::new(Some(AtlasWriter::new(store, &prefix, options))),
             location,
@@ -227,14 +229,14 @@ impl Writer {
             spec = spec.attr(key, value);
         }
         let state = &self.state;
-        detached(py, &self.location, move || {
+        enter(py, &self.location, move || {
             let mut guard = state.lock().unwrap_or_else(PoisonError::into_inner);
             let writer = guard.as_mut().ok_or_else(|| {
                 Failure::Write(atlas::WriteError::Poisoned(
                     "the writer is finished or aborted".to_owned(),
                 ))
             })?;
-            Ok(writer.write_dataset(spec)?)
+            writer.write_dataset(spec).map_err(Failure::from)
         })
     }
 
@@ -256,11 +258,7 @@ impl Writer {
             .take();
         let writer = writer
             .ok_or_else(|| PyValueError::new_err("the writer is already finished or aborted"))?;
-        let summary = block_on(
-            py,
-            &self.location,
-            async move { Ok(writer.finish().await?) },
-        );
+        let summary = run(py, &self.location, writer.finish());
         let summary = match summary {
             Ok(summary) => summary,
             Err(e) => {

@@ -14,6 +14,7 @@ use atlas_footer::{
 };
 use atlas_mask::DeletedSet;
 use atlas_store::SegmentView;
+use object_access::StoreLocation;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::ObjectStore;
@@ -216,16 +217,42 @@ impl Atlas {
 
     /// Opens a collection in a local directory. Deletes hold an advisory `flock` on the
     /// directory across read-merge-write, so concurrent deleters on one host lose nothing.
+    /// A directory that does not exist is `NotAnAtlasCollection` ([`Atlas::open_location`]).
     pub async fn open_local(dir: impl AsRef<std::path::Path>) -> Result<Self, AtlasError> {
-        let dir = dir.as_ref();
-        let io = |source| AtlasError::Io {
-            path: dir.display().to_string(),
-            source,
+        let location = StoreLocation::Local(dir.as_ref().to_path_buf());
+        Self::open_location(&location, |store| store).await
+    }
+
+    /// Opens the collection a location names (a directory, or a prefix of an object store, as
+    /// [`StoreLocation::parse`] reads a path or URL: the one reading of the `atlas` command and
+    /// the Python package), every request going through `wrap(store)` (a request counter, or
+    /// the store as it is). A directory deletes through its `flock`
+    /// ([`LocalFlockCommitter`](crate::LocalFlockCommitter)), a store through conditional PUT.
+    /// A directory that does not exist holds no container: `NotAnAtlasCollection` naming
+    /// `<dir>/data.atlas`, as an empty prefix of a store is.
+    pub async fn open_location(
+        location: &StoreLocation,
+        wrap: impl FnOnce(Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore>,
+    ) -> Result<Self, AtlasError> {
+        let (dir, prefix) = match location {
+            StoreLocation::Remote(remote) => {
+                return Self::open_dyn(wrap(remote.store()), remote.prefix()).await
+            }
+            StoreLocation::Local(dir) => (dir, Path::default()),
         };
-        let canonical = std::fs::canonicalize(dir).map_err(io)?;
+        let canonical = std::fs::canonicalize(dir).map_err(|source| match source.kind() {
+            std::io::ErrorKind::NotFound => AtlasError::NotAnAtlasCollection {
+                path: dir.join(CONTAINER_OBJECT).display().to_string(),
+                reason: "no such directory".to_owned(),
+            },
+            _ => AtlasError::Io {
+                path: dir.display().to_string(),
+                source,
+            },
+        })?;
         crate::local::check_local_collection(&canonical)?;
-        let store = object_store::local::LocalFileSystem::new_with_prefix(&canonical)?;
-        let atlas = Self::open_dyn(Arc::new(store), &Path::default()).await?;
+        let store = LocalFileSystem::new_with_prefix(&canonical)?;
+        let atlas = Self::open_dyn(wrap(Arc::new(store)), &prefix).await?;
         Ok(atlas.with_committer(Arc::new(crate::local::LocalFlockCommitter::new(canonical))))
     }
 

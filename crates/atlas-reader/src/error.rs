@@ -60,6 +60,17 @@ pub enum AtlasError {
         /// The type asked for.
         requested: DType,
     },
+    /// A read of an array by its declared type ([`DatasetView::read_data`](crate::DatasetView::read_data))
+    /// whose type array-format 0.15.0 stores but cannot read as a typed array.
+    #[error(
+        "array '{array}' holds {dtype}, which array-format 0.15.0 cannot read as a typed array"
+    )]
+    UnsupportedDType {
+        /// The array.
+        array: String,
+        /// Its element type.
+        dtype: DType,
+    },
     /// A read's start or shape does not fit the array.
     #[error("array '{array}': {reason}")]
     InvalidSelection {
@@ -144,6 +155,7 @@ impl AtlasError {
             | Self::NoSuchArray(_)
             | Self::ArrayNotFound { .. }
             | Self::TypeMismatch { .. }
+            | Self::UnsupportedDType { .. }
             | Self::InvalidSelection { .. }
             | Self::InvalidQuery { .. }
             | Self::Mask { .. } => false,
@@ -161,6 +173,7 @@ impl AtlasError {
             Self::NoSuchArray(_) => "no_such_array",
             Self::ArrayNotFound { .. } => "array_not_found",
             Self::TypeMismatch { .. } => "type_mismatch",
+            Self::UnsupportedDType { .. } => "unsupported_dtype",
             Self::InvalidSelection { .. } => "invalid_selection",
             Self::InvalidQuery { .. } => "invalid_query",
             Self::Mask { .. } => "mask",
@@ -192,6 +205,7 @@ impl AtlasError {
             Self::Io { source, .. } => source.to_string(),
             Self::NoSuchArray(_)
             | Self::TypeMismatch { .. }
+            | Self::UnsupportedDType { .. }
             | Self::DeleteConflict { .. }
             | Self::Segment { .. }
             | Self::Store(_) => self.to_string(),
@@ -212,6 +226,7 @@ impl AtlasError {
             | Self::NoSuchArray(_)
             | Self::ArrayNotFound { .. }
             | Self::TypeMismatch { .. }
+            | Self::UnsupportedDType { .. }
             | Self::InvalidSelection { .. }
             | Self::InvalidQuery { .. }
             | Self::DeleteConflict { .. }
@@ -257,6 +272,7 @@ impl AtlasError {
             | Self::NoSuchArray(_)
             | Self::ArrayNotFound { .. }
             | Self::TypeMismatch { .. }
+            | Self::UnsupportedDType { .. }
             | Self::InvalidSelection { .. }
             | Self::InvalidQuery { .. }
             | Self::DeleteConflict { .. }
@@ -278,6 +294,7 @@ impl AtlasError {
             | Self::NoSuchArray(_)
             | Self::ArrayNotFound { .. }
             | Self::TypeMismatch { .. }
+            | Self::UnsupportedDType { .. }
             | Self::InvalidSelection { .. }
             | Self::DeleteConflict { .. }
             | Self::Segment { .. }
@@ -296,6 +313,7 @@ impl AtlasError {
             | Self::CorruptCollection { .. }
             | Self::NoSuchArray(_)
             | Self::TypeMismatch { .. }
+            | Self::UnsupportedDType { .. }
             | Self::InvalidSelection { .. }
             | Self::InvalidQuery { .. }
             | Self::Mask { .. }
@@ -312,6 +330,7 @@ impl AtlasError {
             Self::NoSuchArray(array)
             | Self::ArrayNotFound { array, .. }
             | Self::TypeMismatch { array, .. }
+            | Self::UnsupportedDType { array, .. }
             | Self::InvalidSelection { array, .. } => Some(array),
             Self::InvalidQuery { .. }
             | Self::NotAnAtlasCollection { .. }
@@ -329,6 +348,7 @@ impl AtlasError {
     /// One error of every variant, for tests that check each is reported (the bindings'
     /// exception classes). Adding a variant fails to compile here until it is listed. `Store`,
     /// `Segment` and `Io` come twice, one whose retry may help and one whose retry cannot.
+    #[cfg(any(test, feature = "test-hooks"))]
     #[doc(hidden)]
     pub fn examples() -> Vec<Self> {
         let container = || "runs/data.atlas".to_owned();
@@ -357,6 +377,10 @@ impl AtlasError {
                 array: "t2m".to_owned(),
                 declared: DType::Float32,
                 requested: DType::Int64,
+            },
+            Self::UnsupportedDType {
+                array: "mask".to_owned(),
+                dtype: DType::Bool,
             },
             Self::InvalidSelection {
                 array: "t2m".to_owned(),
@@ -405,6 +429,7 @@ impl AtlasError {
                 | Self::NoSuchArray(_)
                 | Self::ArrayNotFound { .. }
                 | Self::TypeMismatch { .. }
+                | Self::UnsupportedDType { .. }
                 | Self::InvalidSelection { .. }
                 | Self::InvalidQuery { .. }
                 | Self::Mask { .. }

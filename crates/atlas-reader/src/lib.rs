@@ -27,6 +27,7 @@ mod open;
 mod run;
 mod select;
 mod stats;
+mod typed; // reads typed by the declared element type: `ArrayData`
 mod verify;
 mod view;
 
@@ -42,5 +43,6 @@ pub use local::{CommitStep, StepHook};
 pub use run::Run;
 pub use select::{AttrCondition, Comparison, SelectValue, Selection, Stat, StatCondition};
 pub use stats::{CollectionStats, DatasetStats};
+pub use typed::ArrayData;
 pub use verify::{VerifyDepth, VerifyProblem, VerifyReport, MAX_VERIFY_CHUNK_ELEMENTS};
 pub use view::{ArrayLayout, ArrayMeta, ArraySchema, DatasetSchema, DatasetView, SchemaView};

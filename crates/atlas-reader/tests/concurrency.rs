@@ -2,6 +2,7 @@
 //! threads each driving its own runtime, all at once and in different orders. Every array,
 //! statistic and attribute read concurrently equals what an independent sequential reader
 //! sees. (`open_budget.rs` shows racing readers open a segment once.)
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: small known values
 
 mod common;

@@ -1,4 +1,5 @@
 //! Deletes: the mask hides datasets everywhere, and concurrent deleters lose nothing.
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code: small known values.
 
 mod common;

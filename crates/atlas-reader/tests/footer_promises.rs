@@ -1,6 +1,7 @@
 //! Lookups that fail say so: an unknown array is an error, and a segment that disagrees with
 //! the footer (an entry the footer does not name, an attribute the footer declares and the
 //! segment lacks) is a corrupt collection, never empty or skipped results.
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: small known values
 
 mod common;

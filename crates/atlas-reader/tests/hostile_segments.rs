@@ -3,6 +3,7 @@
 //! grid. array-format 0.15.0 as published aborted, panicked or wrapped on each of these (see
 //! `crates/atlas-array-format/HARDENING.md`); with the patched reader each is a non-retryable `CorruptCollection` that
 //! names the segment, and nothing is allocated by the hostile size.
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: small known values
 
 mod common;

@@ -3,6 +3,7 @@
 //! `EINTR`, as a signal delivered to the waiting thread does.
 //!
 //! `harness = false`: `main` runs the child when [`ROLE`] is set, so it is not a test.
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code: small known values.
 
 mod common;

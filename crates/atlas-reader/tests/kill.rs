@@ -8,6 +8,7 @@
 //! parent kills it at exactly that point instead of at a racy moment.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code: small known values.
 #![cfg_attr(not(unix), allow(dead_code, unused_imports))]
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 
 mod common;
 use dsrt_atlas_test_runner as runner;

@@ -1,6 +1,7 @@
 //! The local delete committer waits for the collection's directory lock off the async threads:
 //! while another holder keeps the `flock`, a delete on a one-thread runtime must leave that
 //! thread free to run other tasks (it waits on Tokio's blocking pool instead).
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 #![cfg(target_os = "linux")] // Reads /proc/locks to see the delete waiting for the lock.
 #![allow(clippy::unwrap_used)] // Test code.
 

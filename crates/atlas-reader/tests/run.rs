@@ -1,5 +1,6 @@
 //! `Atlas::read_run`: one array of many datasets read together equals the datasets read one by
 //! one, refuses what a single read refuses, and fetches its blocks in few ranged requests.
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code: small known values.
 
 mod common;

@@ -8,6 +8,7 @@
 //! Run by hand without `ATLAS_S3_TEST_BUCKET`, a test fails and says how to start the server.
 //! Only loopback endpoints are accepted. Every test runs under a time limit, the client
 //! has bounded retries and timeouts, and each test writes under a prefix of its own.
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code: small known values.
 
 mod common;

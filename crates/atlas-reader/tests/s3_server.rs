@@ -3,6 +3,7 @@
 //! `If-None-Match: *` PUTs of one new key give exactly one success, and 8 concurrent `If-Match`
 //! updates from the same e-tag give exactly one; ten rounds each. `cargo xtask test` runs this
 //! first and refuses to run the other S3 tests when it fails. `#[ignore]`d: it needs the server.
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 #![allow(clippy::unwrap_used)] // Test code.
 
 mod common;

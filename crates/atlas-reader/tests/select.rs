@@ -1,6 +1,7 @@
 //! Selection by attributes and stored statistics: the answer equals a brute-force evaluation
 //! over 2,000 written datasets, deleted ones excluded, within one request per segment involved;
 //! malformed selections are refused before any request.
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code: small known values.
 
 mod common;

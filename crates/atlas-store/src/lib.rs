@@ -19,6 +19,7 @@
 //! Layering: below `atlas-writer` and `atlas-reader`, beside `atlas-footer` and `atlas-mask`; it
 //! depends on no other `atlas-*` crate.
 #![forbid(unsafe_code)]
+#![cfg_attr(test, allow(clippy::disallowed_methods))] // its unit tests run on runtimes of their own
 
 mod counting;
 mod segment_view;

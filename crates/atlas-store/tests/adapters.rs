@@ -1,4 +1,5 @@
 //! The adapters against InMemory.
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code: small known values.
 
 use atlas_store::{

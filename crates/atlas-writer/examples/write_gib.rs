@@ -10,6 +10,9 @@
 //! cargo run --release -p atlas-writer --example write_gib
 //! WRITE_GIB_DATASETS=512 cargo run --release -p atlas-writer --example write_gib
 //! ```
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
+#![allow(clippy::print_stdout)] // a test or tool that owns its output
+#![allow(clippy::print_stderr)] // a test or tool that owns its output
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Example: small known values.
 
 use atlas_writer::{ArraySpec, AtlasWriter, DatasetSpec, WriterOptions};

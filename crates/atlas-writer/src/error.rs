@@ -166,6 +166,7 @@ impl WriteError {
     /// One error of every variant, for tests that check each is reported (the bindings'
     /// exception classes). Adding a variant fails to compile here until it is listed. `Store`
     /// and `Segment` come twice, one whose retry may help and one whose retry cannot.
+    #[cfg(any(test, feature = "test-hooks"))]
     #[doc(hidden)]
     pub fn examples() -> Vec<Self> {
         let all = vec![

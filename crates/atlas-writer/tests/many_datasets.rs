@@ -8,6 +8,7 @@
 //! single-chunk arrays, written and declared-only arrays, fill values, dimension names,
 //! attributes shared across datasets and unique to one, string and list attributes, datasets
 //! with different schemas, and names whose order differs from their sort order.
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 #![allow(
     clippy::unwrap_used,
     clippy::cast_possible_truncation,

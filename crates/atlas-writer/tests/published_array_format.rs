@@ -2,6 +2,7 @@
 //! copy of 0.15.0 whose reader is hardened; this test proves its writer is still 0.15.0 to the
 //! byte: a collection written by `AtlasWriter` holds, in every segment, exactly the bytes the
 //! published crate from the registry writes for the same arrays, attributes and codec.
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code: small known values.
 
 mod common;

@@ -34,8 +34,10 @@
 #![forbid(unsafe_code)]
 
 pub use dsrt_dataset::{
-    Dataset, DatasetCache, DatasetError, LoadedSample, Loader, LoaderConfig, SampleKey,
-    SampleTable, SelectRow, ShardHints, DEFAULT_PREFETCH_BYTES, HINT_SHARDS,
+    read_arrow, read_copied, read_located, BatchRow, Dataset, DatasetCache, DatasetError,
+    LoadedSample, Loader, LoaderConfig, LocatedColumns, LocatedPayloads, PastEnd, PayloadAt,
+    PayloadRange, SampleKey, SampleTable, SelectRow, ShardHints, DEFAULT_PREFETCH_BYTES,
+    HINT_SHARDS,
 };
 pub use dsrt_manifest::{
     cache_id_for_source, CacheDescription, CompressionAlgo, ExtraKeys, Manifest, ManifestError,
@@ -49,18 +51,18 @@ pub use dsrt_migrate::{
 pub use dsrt_plan::{
     CacheShape, EpochPlan, IterState, NodeReport, Partition, PlanConfig, PlanCursor, PlanError,
     PlanReport, PlannedSample, RemainderPolicy, ReportOptions, Sampling, Shuffle, ShuffleQuality,
-    Topology, DEFAULT_PREFETCH_SHARDS,
+    Topology, UnknownName, DEFAULT_PREFETCH_SHARDS,
 };
 pub use dsrt_reader::{
     map_file, Cache, CacheError, CacheFile, Exhausted, FileIdentity, FileMap, HandlePool,
-    MappedPayload, OpenOptions, Sample, SampleBuf, SampleRef,
+    MappedPayload, OpenOptions, PooledTable, Sample, SampleBuf, SampleRef,
 };
 pub use dsrt_schema::{
     Column, ColumnType, Row, RowError, RowProblem, Schema, SchemaError, Value, ValueRef,
 };
 pub use dsrt_writer::{
-    merge_parts, remove_unpublished, CacheSummary, CacheWriter, ManifestVersion, PartCache,
-    WriteError, WriterOptions, DEFAULT_MAX_SHARD_BYTES,
+    merge_parts, parse_byte_size, remove_unpublished, ByteSizeError, CacheSummary, CacheWriter,
+    ManifestVersion, PartCache, WriteError, WriterOptions, DEFAULT_MAX_SHARD_BYTES,
 };
 pub use durable_fs::{CancelToken, FileSystem, StdFileSystem};
 

@@ -11,6 +11,9 @@
 //!
 //! Layering: a test-support crate above both facades and the `fixtures` crate.
 #![forbid(unsafe_code)]
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
+#![allow(clippy::print_stdout)] // a test or tool that owns its output
+#![allow(clippy::print_stderr)] // a test or tool that owns its output
 
 mod atlas_targets;
 mod dsrt_targets;

@@ -7,6 +7,7 @@
 //! allocation over 64 MiB; framing damage and truncation of `data.atlas` are always typed
 //! errors.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 
 mod common;
 

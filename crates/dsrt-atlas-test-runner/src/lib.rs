@@ -21,6 +21,8 @@
 //! compare two outputs that must be identical, and [`assert_one_kind_per_variant`], the check of
 //! every error type's `kind()`.
 #![forbid(unsafe_code)]
+#![allow(clippy::print_stdout)] // a test or tool that owns its output
+#![allow(clippy::print_stderr)] // a test or tool that owns its output
 
 mod interrupt;
 mod kinds;

@@ -1,35 +1,15 @@
-//! Byte sizes on the command line: `4096`, `64KiB`, `256MiB`, `1GiB` (`--max-shard-bytes`,
-//! `--cache-limit`).
+//! Byte sizes on the command line (`--max-shard-bytes`, `--cache-limit`): the one grammar of
+//! `datasetrt::parse_byte_size` (`10MB` is ten million bytes, `10MiB` ten times 2^20, as in
+//! Python), zero refused.
 
-/// Parses `4096`, `64KiB`, `256MiB` or `1GiB` (binary units); refuses zero, which the
-/// writer would refuse only after the input was read, and in which no shard fits.
+/// Parses a byte size; refuses zero, which the writer would refuse only after the input was
+/// read, in which no shard fits, and which would leave the shard cache no room.
 pub(crate) fn parse_byte_size(text: &str) -> Result<u64, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (digits, unit) = text.split_at(split);
-    let multiplier: u64 = match unit.trim() {
-        "" | "B" => 1,
-        "KiB" => 1 << 10,
-        "MiB" => 1 << 20,
-        "GiB" => 1 << 30,
-        other => {
-            return Err(format!(
-                "unknown unit {other:?}; use bytes or KiB, MiB, GiB"
-            ))
-        }
-    };
-    let number: u64 = digits
-        .parse()
-        .map_err(|_| format!("{text:?} is not a byte count"))?;
-    let bytes = number
-        .checked_mul(multiplier)
-        .ok_or_else(|| format!("{text} is too large"))?;
-    if bytes == 0 {
-        return Err("must be greater than 0".into());
+    match datasetrt::parse_byte_size(text) {
+        Ok(0) => Err("must be greater than 0".into()),
+        Ok(bytes) => Ok(bytes),
+        Err(error) => Err(error.to_string()),
     }
-    Ok(bytes)
 }
 
 #[cfg(test)]
@@ -37,13 +17,12 @@ mod tests {
     use super::parse_byte_size;
 
     #[test]
-    fn byte_sizes_parse_with_binary_units() {
+    fn the_shared_grammar_without_zero() {
         assert_eq!(parse_byte_size("4096"), Ok(4096));
         assert_eq!(parse_byte_size("64KiB"), Ok(64 << 10));
         assert_eq!(parse_byte_size("256 MiB"), Ok(256 << 20));
-        assert_eq!(parse_byte_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_byte_size("12MB"), Ok(12_000_000));
         assert!(parse_byte_size("0").is_err());
-        assert!(parse_byte_size("12MB").is_err());
         assert!(parse_byte_size("-1").is_err());
         assert!(parse_byte_size("").is_err());
         assert!(parse_byte_size("99999999999GiB").is_err());

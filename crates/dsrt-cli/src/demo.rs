@@ -5,8 +5,9 @@
 use crate::cache_open::open_cache;
 use crate::error::CliError;
 use crate::output::{print, RowJson};
-use crate::pack::{pack_jsonl, JsonlJob, JsonlSource, PackReport, PackTarget, PayloadEncoding};
+use crate::pack::{pack_jsonl, JsonlInput, JsonlJob, PackReport, PackTarget};
 use clap::Args;
+use datasetrt::pack::{JsonlOptions, PayloadEncoding};
 use datasetrt::{Cache, CompressionAlgo, OpenOptions, SampleBuf};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -67,14 +68,12 @@ pub(crate) fn run(args: &DemoArgs) -> Result<(), CliError> {
 
 fn pack_demo(out: &Path) -> Result<PackReport, CliError> {
     let job = JsonlJob {
-        source: JsonlSource::Embedded {
+        input: JsonlInput::Embedded {
             name: "embedded samples.jsonl",
             text: SAMPLES,
         },
-        payload_field: "text".to_owned(),
-        encoding: PayloadEncoding::Text,
-        schema: None,
-        tokens: None,
+        options: JsonlOptions::new("text").encoding(PayloadEncoding::Text),
+        infer: true,
     };
     let target = PackTarget {
         out: out.to_path_buf(),

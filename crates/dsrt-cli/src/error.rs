@@ -1,6 +1,5 @@
 //! The CLI's error type: every failure a subcommand can end with, each naming what it is about.
 
-use crate::pack::InputError;
 use datasetrt::{CacheError, WriteError};
 use dsrt_remote::RemoteError;
 use std::io;
@@ -28,9 +27,6 @@ pub(crate) enum CliError {
     /// Writing a cache failed; the library's text names the cache and the sample or column.
     #[error(transparent)]
     Write(#[from] WriteError),
-    /// A line of the JSONL input cannot become a sample.
-    #[error(transparent)]
-    Input(#[from] InputError),
     /// A file operation outside the cache failed.
     #[error("{path}: {action}: {source}")]
     Io {

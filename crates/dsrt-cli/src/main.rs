@@ -16,6 +16,11 @@
 //! `store_args` flags). One module per subcommand; a new subcommand is a new module and one
 //! line in [`Command`].
 #![forbid(unsafe_code)]
+// A tool that owns its output.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+// Argument doc comments are the --help text, plain text where `DIR/<class>` and `[,N]` are
+// literal, not rustdoc markup.
+#![allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
 
 mod byte_size;
 mod cache_open;

@@ -3,24 +3,21 @@
 //! per key) into a new cache, with a progress bar on a terminal and a summary at the end.
 
 mod from_dir;
-mod infer;
-mod input_error;
 mod jsonl;
-mod payload;
 mod remote_out;
 mod summary;
 mod target;
 
-pub(crate) use input_error::InputError;
-pub(crate) use jsonl::{JsonlJob, JsonlSource};
-pub(crate) use payload::PayloadEncoding;
+pub(crate) use jsonl::{JsonlInput, JsonlJob, PayloadEncodingArg};
 pub(crate) use summary::PackReport;
 
 use crate::byte_size::parse_byte_size;
 use crate::error::CliError;
 use crate::output::{print, print_json};
 use clap::{ArgGroup, Args, ValueEnum};
-use datasetrt::pack::{TableOptions, TextOptions, TextTokenizer, TokenColumn, WebDatasetOptions};
+use datasetrt::pack::{
+    JsonlOptions, TableOptions, TextOptions, TextTokenizer, TokenColumn, WebDatasetOptions,
+};
 use datasetrt::tokens::{TokenDtype, TokenInfo};
 use datasetrt::{CompressionAlgo, Schema, WriterOptions, DEFAULT_MAX_SHARD_BYTES};
 use std::path::{Path, PathBuf};
@@ -198,7 +195,7 @@ pub(crate) struct PackArgs {
     payload_field: Option<String>,
     /// How the payload field is read (default: path).
     #[arg(long, value_enum, value_name = "ENCODING", requires = "jsonl")]
-    payload_encoding: Option<PayloadEncoding>,
+    payload_encoding: Option<PayloadEncodingArg>,
     /// Metadata schema as a JSON array of {"name", "type", "nullable"} (the manifest's
     /// metadata_schema form) instead of inferring it.
     #[arg(long, value_name = "SCHEMA.json", requires = "jsonl")]
@@ -218,7 +215,7 @@ pub(crate) struct PackArgs {
     /// Payload compression.
     #[arg(long, value_enum, default_value_t = Compression::None)]
     compression: Compression,
-    /// Shard rotation target: bytes, or with a KiB, MiB or GiB suffix.
+    /// Shard rotation target: a byte size (64MB is 64 * 10^6 bytes, 64MiB 64 * 2^20).
     #[arg(long, value_name = "N", value_parser = parse_byte_size, default_value_t = DEFAULT_MAX_SHARD_BYTES)]
     max_shard_bytes: u64,
     /// Print the summary as one JSON object.
@@ -404,18 +401,31 @@ fn jsonl_job(args: &PackArgs, file: &Path) -> Result<JsonlJob, CliError> {
             ))
         }
     };
+    let encoding = args.payload_encoding.unwrap_or(PayloadEncodingArg::Path);
+    let mut options = JsonlOptions::new(payload_field.clone()).encoding(encoding.into());
+    if let Some((_, column)) = tokens {
+        options = options.tokens(column);
+    }
     let schema = args.schema.as_deref().map(read_schema_file).transpose()?;
-    let source = if file == Path::new("-") {
-        JsonlSource::stdin()
-    } else {
-        JsonlSource::file(file)
+    if let Some(schema) = &schema {
+        if schema.position(&payload_field).is_some() {
+            return Err(CliError::Invalid(format!(
+                "the schema has a column {payload_field:?}, which is the payload field; metadata columns are the other fields"
+            )));
+        }
+    }
+    let infer = schema.is_none();
+    if let Some(schema) = schema {
+        options = options.schema(schema);
+    }
+    let input = match file == Path::new("-") {
+        true => JsonlInput::Stdin,
+        false => JsonlInput::File(file.to_path_buf()),
     };
     Ok(JsonlJob {
-        source,
-        payload_field,
-        encoding: args.payload_encoding.unwrap_or(PayloadEncoding::Path),
-        schema,
-        tokens: tokens.map(|(_, column)| column),
+        input,
+        options,
+        infer,
     })
 }
 

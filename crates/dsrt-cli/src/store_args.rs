@@ -17,8 +17,8 @@ pub(crate) struct StoreArgs {
     /// ~/.cache/datasetrt/shard-cache]; it must be new, empty or a shard cache already
     #[arg(long, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
-    /// Most bytes --cache-dir may hold: bytes, or with a KiB, MiB or GiB suffix; a cache whose
-    /// largest shard does not fit is refused [default: 100GiB]
+    /// Most bytes --cache-dir may hold: a byte size (10GB is 10^10 bytes, 10GiB 10 * 2^30); a
+    /// cache whose largest shard does not fit is refused [default: 100GiB]
     #[arg(long, value_name = "SIZE", value_parser = parse_byte_size)]
     cache_limit: Option<u64>,
     /// How a shard that is not local yet is read: `whole` downloads it into --cache-dir,
@@ -137,7 +137,8 @@ mod tests {
         let parse =
             |args: &[&str]| Cli::try_parse_from(std::iter::once("t").chain(args.iter().copied()));
         assert!(parse(&["--cache-limit", "0"]).is_err());
-        assert!(parse(&["--cache-limit", "10MB"]).is_err());
+        assert!(parse(&["--cache-limit", "10XB"]).is_err());
+        assert_eq!(options(&["--cache-limit", "10MB"]).cache_limit, 10_000_000);
         assert!(parse(&["--fetch", "some"]).is_err());
     }
 }

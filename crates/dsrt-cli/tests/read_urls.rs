@@ -123,7 +123,7 @@ fn store_flags_are_checked_like_other_flags() {
     let dir = packed();
     for args in [
         &["inspect", "c", "--cache-limit", "0"][..],
-        &["cat", "c", "0", "--cache-limit", "12MB"],
+        &["cat", "c", "0", "--cache-limit", "12XB"],
         &["verify", "c", "--fetch", "sometimes"],
         &["iterate", "c", "--cache-dir"],
     ] {

@@ -75,6 +75,11 @@ pub enum DatasetError {
     /// Saving a sample table failed; any previous file at the path is intact.
     #[error("saving sample table: {0}")]
     TableWrite(#[from] durable_fs::PublishError),
+    /// A batch of samples cannot be made into an Arrow record batch (a range outside the
+    /// cache, a metadata column that clashes with a batch column, a shard path that is not
+    /// UTF-8).
+    #[error("building a batch: {0}")]
+    Batch(String),
 }
 
 impl DatasetError {
@@ -93,6 +98,7 @@ impl DatasetError {
             Self::WorkerStopped => "worker_stopped",
             Self::Interrupted { .. } => "interrupted",
             Self::TableWrite(_) => "table_write",
+            Self::Batch(_) => "batch",
         }
     }
 
@@ -110,12 +116,14 @@ impl DatasetError {
             | Self::Plan(_)
             | Self::SkippedAfterError { .. }
             | Self::WorkerStopped
-            | Self::Interrupted { .. } => None,
+            | Self::Interrupted { .. }
+            | Self::Batch(_) => None,
         }
     }
 
     /// One error of every variant, for tests that check each is reported (the bindings'
     /// exception classes). Adding a variant fails to compile here until it is listed.
+    #[cfg(any(test, feature = "test-hooks"))]
     #[doc(hidden)]
     pub fn examples() -> Vec<Self> {
         let all = vec![
@@ -152,6 +160,7 @@ impl DatasetError {
                 step: durable_fs::PublishStep::Rename,
                 source: std::io::Error::other("example"),
             }),
+            Self::Batch("samples 4..9 are not within the cache's 5".to_owned()),
         ];
         for error in &all {
             match error {
@@ -165,7 +174,8 @@ impl DatasetError {
                 | Self::SkippedAfterError { .. }
                 | Self::WorkerStopped
                 | Self::Interrupted { .. }
-                | Self::TableWrite(_) => {}
+                | Self::TableWrite(_)
+                | Self::Batch(_) => {}
             }
         }
         all

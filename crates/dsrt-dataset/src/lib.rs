@@ -17,6 +17,7 @@
 //! Layering: above `dsrt-reader`, `dsrt-plan` and `dsrt-migrate`; re-exported by the `datasetrt` facade.
 #![forbid(unsafe_code)]
 
+mod batch; // many samples at once: payloads located or gathered, Arrow record batches
 mod buffers;
 mod dataset;
 mod error;
@@ -24,6 +25,10 @@ mod hints;
 mod loader;
 mod table;
 
+pub use batch::{
+    read_arrow, read_copied, read_located, BatchRow, LocatedColumns, LocatedPayloads, PastEnd,
+    PayloadAt, PayloadRange,
+};
 pub use dataset::{Dataset, DatasetCache, SelectRow};
 pub use error::DatasetError;
 pub use hints::{ShardHints, HINT_SHARDS};

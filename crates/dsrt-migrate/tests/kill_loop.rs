@@ -10,6 +10,8 @@
 //! test) re-run with `DSRT_MIGRATE_KILL_LOOP_CHILD` set. Unix only (it reads the kill signal).
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
 #![cfg_attr(not(unix), allow(dead_code, unused_imports))]
+#![allow(clippy::print_stdout)] // a test or tool that owns its output
+#![allow(clippy::print_stderr)] // a test or tool that owns its output
 
 use dsrt_atlas_test_runner as runner;
 

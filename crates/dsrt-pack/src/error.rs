@@ -215,6 +215,7 @@ impl PackError {
 
     /// One error of every variant, for tests that check each is reported (the bindings'
     /// exception classes). Adding a variant fails to compile here until it is listed.
+    #[cfg(any(test, feature = "test-hooks"))]
     #[doc(hidden)]
     pub fn examples() -> Vec<Self> {
         let all = vec![

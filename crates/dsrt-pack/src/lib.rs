@@ -12,7 +12,9 @@
 //! key). Token inputs write token caches (`dsrt-tokens`): [`TableOptions::tokens`] takes a
 //! list column of ids or a text column tokenized in the workers ([`TextTokenizer`], the Hugging
 //! Face `tokenizers` crate), and [`Megatron`] imports a Megatron-LM indexed dataset, one sample
-//! per document.
+//! per document. JSONL ([`Jsonl`]: one sample per line, its payload a path, base64 or text,
+//! the other fields metadata typed by inference) is converted here too, so the `dsrt pack`
+//! command and the Python package's `pack_*` functions run the same converters.
 //!
 //! What it is not for: the cache format (`dsrt-writer` writes it) or where the output goes (a
 //! directory or a store prefix: the caller's, as is removing a cache a failed run left).
@@ -23,6 +25,7 @@
 
 mod error;
 mod hf;
+mod jsonl;
 mod megatron;
 mod parquet;
 mod pipeline;
@@ -34,10 +37,11 @@ mod webdataset;
 
 pub use durable_fs::CancelToken;
 pub use error::PackError;
+pub use jsonl::{Jsonl, JsonlOptions, JsonlSource, LineChunk, PayloadEncoding};
 pub use megatron::{Megatron, MegatronUnit};
 pub use pipeline::{pack, writer_io_threads, Convert, Emit, PackOptions, PackStats};
 pub use planned::{PlanAhead, PlannedSampleFn};
-pub use table::{TableOptions, TableUnit, Tables};
+pub use table::{table_schema, TableOptions, TableUnit, Tables};
 pub use tokens::{TextOptions, TextTokenizer, TokenColumn};
 pub use tree::{list_files, FileTree, ImageFolder};
 pub use webdataset::{SkippedSample, WebDataset, WebDatasetOptions};

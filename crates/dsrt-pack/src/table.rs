@@ -589,6 +589,114 @@ impl MetadataColumn {
     }
 }
 
+/// The cache schema a table of `schema` packs into, `(name, type, nullable)` per metadata
+/// column: the payload column present and binary, string or a struct with a binary `bytes`
+/// field; the metadata columns (those `options` chooses, else every other) each of a type
+/// that widens into a cache type ([`cache_type`]). `input` names the table in a refusal.
+fn cache_columns(
+    schema: &ArrowSchema,
+    options: &TableOptions,
+    input: &str,
+) -> Result<Vec<(String, ColumnType, bool)>, PackError> {
+    let refuse = |column: &str, reason: String| PackError::Column {
+        input: input.to_owned(),
+        column: column.to_owned(),
+        reason,
+    };
+    let payload = &options.payload_column;
+    let field = schema.field_with_name(payload).map_err(|_| {
+        refuse(
+            payload,
+            format!(
+                "no such column (the payload column; the file has {})",
+                names(schema)
+            ),
+        )
+    })?;
+    let ty = field.data_type();
+    match &options.tokens {
+        Some(TokenColumn::Ids(_)) if list_value_type(ty).is_none() => {
+            return Err(refuse(
+                payload,
+                format!(
+                    "the token column is {ty}; it must be a list, large list or fixed-size list \
+                     of integers"
+                ),
+            ))
+        }
+        Some(TokenColumn::Text(_))
+            if !matches!(
+                ty,
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+            ) =>
+        {
+            return Err(refuse(
+                payload,
+                format!("the text column is {ty}; it must be string"),
+            ))
+        }
+        Some(_) => {}
+        None if !payload_type_ok(ty) => {
+            return Err(refuse(
+                payload,
+                format!(
+                    "the payload column is {ty}; it must be binary, large_binary or string (or a \
+                     struct with a binary `bytes` field, as Hugging Face's Image and Audio \
+                     features store)"
+                ),
+            ))
+        }
+        None => {}
+    }
+    let chosen: Vec<&Field> = match &options.metadata_columns {
+        Some(list) => list
+            .iter()
+            .map(|name| {
+                if name == payload {
+                    return Err(refuse(name, "is the payload column, not metadata".into()));
+                }
+                schema.field_with_name(name).map_err(|_| {
+                    refuse(
+                        name,
+                        format!("no such column (the file has {})", names(schema)),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?,
+        None => schema
+            .fields()
+            .iter()
+            .filter(|f| f.name() != payload)
+            .map(AsRef::as_ref)
+            .collect(),
+    };
+    let mut columns = Vec::with_capacity(chosen.len());
+    for field in chosen {
+        let ty = cache_type(field.data_type()).map_err(|reason| refuse(field.name(), reason))?;
+        columns.push((field.name().clone(), ty, field.is_nullable()));
+    }
+    Ok(columns)
+}
+
+/// The cache schema a table of `schema` packs into, by the rule [`Tables`] applies to every
+/// file (see [`TableOptions`]); for tables that come from elsewhere (the blocks of a Ray
+/// dataset), so every Arrow table becomes the same cache columns. `input` names the table in a
+/// refusal.
+pub fn table_schema(
+    schema: &ArrowSchema,
+    options: &TableOptions,
+    input: &str,
+) -> Result<Schema, PackError> {
+    let columns = cache_columns(schema, options, input)?;
+    let columns = columns
+        .into_iter()
+        .map(|(name, ty, nullable)| Column::new(name, ty, nullable));
+    Schema::new(columns.collect()).map_err(|e| PackError::Input {
+        input: input.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
 /// The columns of every file checked against the options and against each other.
 struct SchemaCheck<'a> {
     options: &'a TableOptions,
@@ -615,83 +723,13 @@ impl<'a> SchemaCheck<'a> {
             column: column.to_owned(),
             reason,
         };
-        let payload = &self.options.payload_column;
-        let field = schema.field_with_name(payload).map_err(|_| {
-            refuse(
-                payload,
-                format!(
-                    "no such column (the payload column; the file has {})",
-                    names(schema)
-                ),
-            )
-        })?;
-        if let Some(tokens) = &self.options.tokens {
-            let ty = field.data_type();
-            match tokens {
-                TokenColumn::Ids(_) => match list_value_type(ty) {
-                    Some(values) => {
-                        self.token_values.get_or_insert_with(|| values.clone());
-                    }
-                    None => {
-                        return Err(refuse(
-                            payload,
-                            format!(
-                                "the token column is {ty}; it must be a list, large list or \
-                                 fixed-size list of integers"
-                            ),
-                        ))
-                    }
-                },
-                TokenColumn::Text(_) => {
-                    if !matches!(
-                        ty,
-                        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
-                    ) {
-                        return Err(refuse(
-                            payload,
-                            format!("the text column is {ty}; it must be string"),
-                        ));
-                    }
-                }
+        let columns = cache_columns(schema, self.options, &path.display().to_string())?;
+        if let Some(TokenColumn::Ids(_)) = &self.options.tokens {
+            let values = (schema.field_with_name(&self.options.payload_column).ok())
+                .and_then(|field| list_value_type(field.data_type()));
+            if let Some(values) = values {
+                self.token_values.get_or_insert_with(|| values.clone());
             }
-        } else if !payload_type_ok(field.data_type()) {
-            return Err(refuse(
-                payload,
-                format!(
-                    "the payload column is {}; it must be binary, large_binary or string (or a \
-                     struct with a binary `bytes` field, as Hugging Face's Image and Audio \
-                     features store)",
-                    field.data_type()
-                ),
-            ));
-        }
-        let chosen: Vec<&Field> = match &self.options.metadata_columns {
-            Some(list) => list
-                .iter()
-                .map(|name| {
-                    if name == payload {
-                        return Err(refuse(name, "is the payload column, not metadata".into()));
-                    }
-                    schema.field_with_name(name).map_err(|_| {
-                        refuse(
-                            name,
-                            format!("no such column (the file has {})", names(schema)),
-                        )
-                    })
-                })
-                .collect::<Result<_, _>>()?,
-            None => schema
-                .fields()
-                .iter()
-                .filter(|f| f.name() != payload)
-                .map(AsRef::as_ref)
-                .collect(),
-        };
-        let mut columns = Vec::with_capacity(chosen.len());
-        for field in chosen {
-            let ty =
-                cache_type(field.data_type()).map_err(|reason| refuse(field.name(), reason))?;
-            columns.push((field.name().clone(), ty, field.is_nullable()));
         }
         match &mut self.columns {
             None => {
@@ -783,5 +821,55 @@ fn names(schema: &ArrowSchema) -> String {
         "no columns".into()
     } else {
         names.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod schema_tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn a_table_from_elsewhere_gets_the_columns_a_parquet_file_would() {
+        let dict = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+        let schema = ArrowSchema::new(vec![
+            Field::new("image", DataType::LargeBinary, false),
+            Field::new("id", DataType::UInt64, false),
+            Field::new("split", dict, true),
+            Field::new("score", DataType::Float32, true),
+        ]);
+        let options = TableOptions::new("image");
+        let cache = table_schema(&schema, &options, "the dataset").unwrap();
+        let got: Vec<(&str, ColumnType, bool)> = (cache.columns().iter())
+            .map(|c| (c.name.as_str(), c.ty, c.nullable))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("id", ColumnType::Int64, false),
+                ("split", ColumnType::Utf8, true),
+                ("score", ColumnType::Float64, true)
+            ]
+        );
+        let item = Arc::new(Field::new("item", DataType::Utf8, true));
+        let listed = ArrowSchema::new(vec![
+            Field::new("image", DataType::Binary, false),
+            Field::new("tags", DataType::List(item), true),
+        ]);
+        let refused = table_schema(&listed, &options, "the dataset").unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .starts_with("the dataset: column \"tags\": type "),
+            "{refused}"
+        );
+        let refused =
+            table_schema(&listed, &TableOptions::new("picture"), "the dataset").unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("column \"picture\": no such column"),
+            "{refused}"
+        );
     }
 }

@@ -95,3 +95,75 @@ pub enum PlanError {
     #[error("iterator state does not match this plan: {0}")]
     State(String),
 }
+
+/// A setting given by a name that is not one of its names (`shuffle="random"`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{setting} must be {expected}, not {given:?}")]
+pub struct UnknownName {
+    /// The setting (`shuffle`, `policy`).
+    pub setting: &'static str,
+    /// Its names, as a message lists them.
+    pub expected: &'static str,
+    /// The name given.
+    pub given: String,
+}
+
+impl Shuffle {
+    /// The shuffle a name means, as the Python package and the CLI spell them: `local` (with
+    /// `window_shards`), `full`, `sequential` (or `none`).
+    pub fn from_name(name: &str, window_shards: usize) -> Result<Self, UnknownName> {
+        match name {
+            "local" => Ok(Self::Local { window_shards }),
+            "full" => Ok(Self::Full),
+            "sequential" | "none" => Ok(Self::Sequential),
+            other => Err(UnknownName {
+                setting: "shuffle",
+                expected: "\"local\", \"full\" or \"sequential\"",
+                given: other.to_owned(),
+            }),
+        }
+    }
+}
+
+impl std::str::FromStr for crate::RemainderPolicy {
+    type Err = UnknownName;
+
+    /// `pad` or `drop`.
+    fn from_str(name: &str) -> Result<Self, UnknownName> {
+        match name {
+            "pad" => Ok(Self::Pad),
+            "drop" => Ok(Self::Drop),
+            other => Err(UnknownName {
+                setting: "policy",
+                expected: "\"pad\" or \"drop\"",
+                given: other.to_owned(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::*;
+    use crate::RemainderPolicy;
+
+    #[test]
+    fn settings_by_name_and_unknown_names_refused_with_the_names() {
+        assert_eq!(
+            Shuffle::from_name("local", 3),
+            Ok(Shuffle::Local { window_shards: 3 })
+        );
+        assert_eq!(Shuffle::from_name("none", 3), Ok(Shuffle::Sequential));
+        assert_eq!("drop".parse(), Ok(RemainderPolicy::Drop));
+        let error = Shuffle::from_name("random", 4).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "shuffle must be \"local\", \"full\" or \"sequential\", not \"random\""
+        );
+        let error = "keep".parse::<RemainderPolicy>().unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "policy must be \"pad\" or \"drop\", not \"keep\""
+        );
+    }
+}

@@ -37,7 +37,7 @@ mod rng;
 mod state;
 mod stream;
 
-pub use config::{PlanConfig, PlanError, Sampling, Shuffle};
+pub use config::{PlanConfig, PlanError, Sampling, Shuffle, UnknownName};
 pub use order::{weighted_shares, CacheShape, EpochPlan, PlanCursor, PlannedSample};
 pub use partition::{Partition, RemainderPolicy, Topology};
 pub use report::{

@@ -10,14 +10,11 @@
 //! training process that way), so no layout private to this package crosses a process.
 
 use arrow_array::ffi::to_ffi;
-use arrow_array::{Array, ArrayRef, RecordBatch, StructArray};
-use arrow_buffer::{OffsetBuffer, ScalarBuffer};
+use arrow_array::{Array, RecordBatch, StructArray};
 use arrow_schema::ffi::FFI_ArrowSchema;
-use arrow_schema::{Field, Schema};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyCapsule, PyList, PyTuple};
-use std::sync::Arc;
 
 /// An Arrow record batch owned by Rust: `pyarrow.record_batch(batch)` reads it without a
 /// copy (Arrow PyCapsule interface). Pickles as an Arrow IPC stream.
@@ -128,6 +125,17 @@ pub(crate) fn _arrow_batch_from_ipc(py: Python<'_>, data: &[u8]) -> PyResult<Arr
     Ok(ArrowBatch { batch })
 }
 
+/// A record batch of `columns`, as Python gets it.
+pub(crate) fn arrow_batch(
+    columns: Vec<(arrow_schema::Field, arrow_array::ArrayRef)>,
+) -> PyResult<ArrowBatch> {
+    let (fields, arrays): (Vec<_>, Vec<_>) = columns.into_iter().unzip();
+    let schema = std::sync::Arc::new(arrow_schema::Schema::new(fields));
+    let batch = RecordBatch::try_new(schema, arrays)
+        .map_err(|e| PyValueError::new_err(format!("building a batch: {e}")))?;
+    Ok(ArrowBatch { batch })
+}
+
 /// `batches` (all of `schema`) as one `pyarrow.Table` over the same buffers.
 pub(crate) fn table<'py>(
     py: Python<'py>,
@@ -147,34 +155,4 @@ pub(crate) fn table<'py>(
     }
     pa.getattr("Table")?
         .call_method1("from_batches", (exported,))
-}
-
-/// The address and length of the bytes `array` (a binary array) holds, for a view of them.
-pub(crate) fn values_address(array: &arrow_array::LargeBinaryArray) -> (usize, usize) {
-    let values = array.values();
-    (values.as_ptr() as usize, values.len())
-}
-
-/// A record batch of `columns`, as Python gets it.
-pub(crate) fn arrow_batch(columns: Vec<(Field, ArrayRef)>) -> PyResult<ArrowBatch> {
-    let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) = columns.into_iter().unzip();
-    let schema = Arc::new(Schema::new(fields));
-    let batch = RecordBatch::try_new(schema, arrays)
-        .map_err(|e| PyValueError::new_err(format!("building a batch: {e}")))?;
-    Ok(ArrowBatch { batch })
-}
-
-/// Offsets of values laid one after another, `lens` bytes each, as a binary array's offsets.
-pub(crate) fn offsets_of(lens: impl Iterator<Item = usize>) -> PyResult<OffsetBuffer<i64>> {
-    let mut offsets = Vec::with_capacity(lens.size_hint().0 + 1);
-    let mut end = 0i64;
-    offsets.push(end);
-    for len in lens {
-        end = i64::try_from(len)
-            .ok()
-            .and_then(|len| end.checked_add(len))
-            .ok_or_else(|| PyValueError::new_err("a batch past the int64 range of offsets"))?;
-        offsets.push(end);
-    }
-    Ok(OffsetBuffer::new(ScalarBuffer::from(offsets)))
 }

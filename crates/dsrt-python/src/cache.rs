@@ -1,17 +1,15 @@
 //! `datasetrt.Cache` and `datasetrt.Sample`.
 
 use crate::arrow::ArrowBatch;
-use crate::errors::{cache_error, detach, remote_error};
-use crate::remote::{Location, RawRemoteArgs, RemoteArgs};
+use crate::errors::{enter, Error};
+use crate::options::{Kwargs, RemoteArgs};
+use crate::remote::Location;
 use crate::values::{row_dict, schema_to_arrow};
-use arrow_array::Array;
-use datasetrt::{Cache, CacheError, Dataset, FileMap, MappedPayload, OpenOptions, SampleBuf};
-use pyo3::exceptions::PyTypeError;
+use datasetrt::{Cache, CacheError, Dataset, OpenOptions, PayloadAt, SampleBuf};
+use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use std::cell::RefCell;
-use std::ops::Range;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 /// A cache, owned alone or as one of a dataset's caches.
@@ -37,294 +35,105 @@ thread_local! {
     static SCRATCH: RefCell<(SampleBuf, Vec<u8>)> = RefCell::new((SampleBuf::new(), Vec::new()));
 }
 
-/// Where one read put its payload: in place in a shard (zero-copy) or in the batch buffer.
-pub(crate) enum Located {
-    /// Stored uncompressed: `len` bytes at `offset` of shard `shard`, which `map` maps.
-    InShard {
-        shard: u64,
-        offset: u64,
-        len: usize,
-        map: FileMap,
-    },
-    /// Decoded into the batch buffer at this range.
-    Buffer(Range<usize>),
-}
-
-impl Located {
-    /// Where `payload` is: in its shard, or appended (decoded) to `out`.
-    fn appended(payload: MappedPayload<'_>, out: &mut Vec<u8>) -> Self {
-        match payload {
-            MappedPayload::InShard {
-                shard,
-                offset,
-                len,
-                map,
-            } => Self::InShard {
-                shard,
-                offset,
-                len,
-                map,
-            },
-            MappedPayload::Decoded(payload) => {
-                let at = out.len();
-                out.extend_from_slice(payload);
-                Self::Buffer(at..out.len())
-            }
-        }
-    }
-}
-
-/// Many reads: each payload's location and the buffer holding the decoded ones.
-pub(crate) type Batch = (Vec<u8>, Vec<Located>);
-
-/// Checks many samples (mapped reads, the GIL released), decoding compressed payloads into
-/// one buffer; uncompressed payloads are not touched.
-pub(crate) fn read_batch(
-    py: Python<'_>,
-    items: &[(&Cache, u64)],
-) -> PyResult<Result<Batch, CacheError>> {
-    detach(py, || {
-        let mut buf = SampleBuf::new();
-        let mut out = Vec::new();
-        let mut located = Vec::with_capacity(items.len());
-        for &(cache, sample) in items {
-            let payload = cache.read_mapped_location(sample, &mut buf)?;
-            located.push(Located::appended(payload, &mut out));
-        }
-        Ok((out, located))
-    })
-}
-
-/// Payloads copied into one buffer, and each one's range in it.
-pub(crate) type Copied = (Vec<u8>, Vec<Range<usize>>);
-
-/// Reads many samples (mapped reads, the GIL released) into one contiguous buffer; returns it
-/// and each payload's range.
-pub(crate) fn read_copied(
-    py: Python<'_>,
-    items: &[(&Cache, u64)],
-) -> PyResult<Result<Copied, CacheError>> {
-    detach(py, || {
-        let mut buf = SampleBuf::new();
-        let mut out = Vec::new();
-        let mut ranges = Vec::with_capacity(items.len());
-        for &(cache, sample) in items {
-            let payload = cache.read_mapped(sample, &mut buf)?.payload;
-            let at = out.len();
-            out.extend_from_slice(payload);
-            ranges.push(at..out.len());
-        }
-        Ok((out, ranges))
-    })
-}
-
-/// The payload object of one located read: a memoryview of the mapped shard (uncompressed) or
-/// `bytes` (decoded).
+/// The payload object of one located read: a memoryview of the mapped shard (stored
+/// uncompressed) or `bytes` (decoded into `decoded`).
 pub(crate) fn payload_object<'py>(
     py: Python<'py>,
-    buffer: &[u8],
-    located: &Located,
+    decoded: &[u8],
+    place: &PayloadAt,
 ) -> PyResult<Bound<'py, PyAny>> {
-    match located {
-        Located::InShard {
+    match place {
+        PayloadAt::InShard {
             offset, len, map, ..
         } => crate::views::payload_view(py, map, *offset, *len),
-        Located::Buffer(range) => Ok(PyBytes::new(py, &buffer[range.clone()]).into_any()),
+        PayloadAt::Decoded(range) => Ok(PyBytes::new(py, &decoded[range.clone()]).into_any()),
     }
 }
 
-/// Reads one sample (see [`read_batch`]) and returns its payload object.
+/// Reads one sample (GIL released) and returns its payload object.
 pub(crate) fn read_one<'py>(
     py: Python<'py>,
     cache: &CacheRef,
     sample: u64,
 ) -> PyResult<Bound<'py, PyAny>> {
     let inner = cache.get();
-    let read: Result<Located, CacheError> = detach(py, || {
+    let place = enter(py, || {
         SCRATCH.with(|scratch| {
             let (buf, out) = &mut *scratch.borrow_mut();
             let payload = inner.read_mapped_location(sample, buf)?;
             out.clear();
-            Ok(Located::appended(payload, out))
+            Ok::<_, CacheError>(PayloadAt::appended(payload, out))
         })
     })?;
-    let located = read.map_err(|e| cache_error(py, &e))?;
     // The GIL is held again on the same thread: the scratch buffer still holds the payload.
-    SCRATCH.with(|scratch| payload_object(py, &scratch.borrow().1, &located))
+    SCRATCH.with(|scratch| payload_object(py, &scratch.borrow().1, &place))
+}
+
+/// Reads `items` in one call (GIL released) and returns their samples, made by `sample`.
+pub(crate) fn read_samples<'py, T>(
+    py: Python<'py>,
+    items: &[(&Cache, u64)],
+    mut sample: impl FnMut(usize, Bound<'py, PyAny>) -> T,
+) -> PyResult<Vec<T>> {
+    let read = enter(py, || datasetrt::read_located(items))?;
+    (read.places.iter().enumerate())
+        .map(|(i, place)| Ok(sample(i, payload_object(py, &read.decoded, place)?)))
+        .collect()
 }
 
 /// Normalises a Python index (negative counts from the end).
 pub(crate) fn normalise(index: i64, len: u64) -> PyResult<u64> {
-    let resolved = if index < 0 {
-        i128::from(len) + i128::from(index)
-    } else {
-        i128::from(index)
+    let resolved = match index < 0 {
+        true => i128::from(len) + i128::from(index),
+        false => i128::from(index),
     };
-    if resolved < 0 || resolved >= i128::from(len) {
-        let message = format!("sample index {index} out of range for a cache of {len} samples");
-        return Err(Python::attach(|py| {
-            crate::errors::sample_index(py, message)
-        }));
+    match u64::try_from(resolved) {
+        Ok(sample) if sample < len => Ok(sample),
+        _ => Err(Error::SampleIndex(format!(
+            "sample index {index} out of range for a cache of {len} samples"
+        ))
+        .into()),
     }
-    u64::try_from(resolved).map_err(|_| {
-        Python::attach(|py| crate::errors::sample_index(py, "sample index out of range".to_owned()))
-    })
 }
 
-/// One sample: `sample_id`, `payload` (bytes) and `metadata` (a dict, built when first asked
-/// for). Samples from a dataset or a loader also carry `cache_id` and `key`; samples from a
-/// loader carry `step`, `global_position` and `padding`.
+/// One sample: `sample_id`, `payload` and `metadata` (a dict, built when asked for). Samples
+/// of a dataset or a loader also carry `cache_id` and `key`; a loader's also `step`,
+/// `global_position` and `padding`.
 #[pyclass(module = "datasetrt", name = "Sample", frozen)]
 pub(crate) struct PySample {
     pub(crate) cache: CacheRef,
+    /// The id of the sample's cache in its dataset (None for a sample of a lone Cache).
+    #[pyo3(get)]
     pub(crate) cache_id: Option<u64>,
+    /// The sample's id (its row) within its cache.
+    #[pyo3(get)]
     pub(crate) sample_id: u64,
+    /// The payload, decompressed: a read-only `memoryview` of the mapped shard when it is
+    /// stored uncompressed (zero-copy; it keeps the mapping alive), else `bytes`.
+    #[pyo3(get)]
     pub(crate) payload: Py<PyAny>,
+    /// The loader step (within the rank's epoch), or None outside a loader.
+    #[pyo3(get)]
     pub(crate) step: Option<u64>,
+    /// Position in the epoch's global order, or None outside a loader.
+    #[pyo3(get)]
     pub(crate) global_position: Option<u64>,
+    /// Whether a loader repeated this sample to pad the last round.
+    #[pyo3(get)]
     pub(crate) padding: bool,
 }
 
-#[pymethods]
 impl PySample {
-    /// The sample's id (its row) within its cache.
-    #[getter]
-    fn sample_id(&self) -> u64 {
-        self.sample_id
-    }
-
-    /// The id of the sample's cache in its dataset (None for a sample read from a lone Cache).
-    #[getter]
-    fn cache_id(&self) -> Option<u64> {
-        self.cache_id
-    }
-
-    /// `(cache_id, sample_id)`, the sample's address in its dataset (None from a lone Cache).
-    #[getter]
-    fn key(&self) -> Option<(u64, u64)> {
-        self.cache_id.map(|c| (c, self.sample_id))
-    }
-
-    /// The payload, decompressed: a read-only `memoryview` of the mapped shard when it is
-    /// stored uncompressed (zero-copy; it keeps the mapping alive), else `bytes`. Both are
-    /// bytes-like (buffer protocol); `bytes(sample.payload)` copies it.
-    #[getter]
-    fn payload(&self, py: Python<'_>) -> Py<PyAny> {
-        self.payload.clone_ref(py)
-    }
-
-    /// The metadata row as a dict of Python values (from metadata.arrow, checked equal to the
-    /// record's embedded copy when the sample was read). Built on each access.
-    #[getter]
-    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let cache = self.cache.get();
-        let row = cache
-            .metadata_row(self.sample_id)
-            .map_err(|e| cache_error(py, &e))?;
-        row_dict(py, cache.schema(), row.values())
-    }
-
-    /// This loader step (within the rank's epoch), or None outside a loader.
-    #[getter]
-    fn step(&self) -> Option<u64> {
-        self.step
-    }
-
-    /// Position in the epoch's global order, or None outside a loader.
-    #[getter]
-    fn global_position(&self) -> Option<u64> {
-        self.global_position
-    }
-
-    /// Whether a loader repeated this sample to pad the last round (so every rank yields the
-    /// same count).
-    #[getter]
-    fn padding(&self) -> bool {
-        self.padding
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> String {
-        let len = self.payload.bind(py).len().unwrap_or(0);
-        match self.cache_id {
-            Some(c) => format!(
-                "Sample(cache_id={c}, sample_id={}, payload=<{len} bytes>)",
-                self.sample_id
-            ),
-            None => format!(
-                "Sample(sample_id={}, payload=<{len} bytes>)",
-                self.sample_id
-            ),
-        }
-    }
-}
-
-/// Opens a cache (manifest.json, metadata.arrow, index.bin, shards/) and serves its samples in
-/// O(1).
-///
-/// `Cache(path_or_url, *, validate_cache=False, cache_dir=None, cache_limit=None,
-/// fetch="whole", prefetch_shards=8, read_while_downloading=True, attempts=5,
-/// first_backoff=0.1, wait_for_room=600.0)`: `path_or_url` is a cache directory (str or os.PathLike, or a `file://`
-/// URL) or an object-store URL (`s3://bucket/prefix`; the store is configured from the
-/// environment, `AWS_*` for s3://). The cache is checked before the first sample is served
-/// (manifest, row counts, index bounds, shard presence and lengths, the Arrow schema);
-/// `validate_cache=True` also compares every file's SHA-256 with the manifest (for a remote
-/// cache: index.bin and metadata.arrow; its shards are always checked when downloaded).
-/// Raises a `CacheError` subclass naming the path and the reason.
-///
-/// Remote caches: manifest.json, index.bin and metadata.arrow are fetched at open into the
-/// local cache directory `cache_dir` (default `$DSRT_CACHE_DIR`, else `~/.cache/datasetrt/shard-cache`;
-/// shared by every process of the node that uses it), which holds at most `cache_limit` bytes
-/// (an int, or a string such as "20GB" or "512MiB"; default 100 GiB; a limit smaller than the
-/// cache's largest shard raises CacheLimitError at open). `fetch="whole"` downloads a shard
-/// whole on its first read, checked against its SHA-256 before it becomes visible, and reads
-/// it locally after; `fetch="range"` reads each record with one range request and caches no
-/// shard (sparse random access). With `fetch="whole"`: `prefetch_shards` background
-/// downloads are kept in flight ahead of a Loader (0: none); `read_while_downloading` (on by
-/// default) serves the first records (those read before the first returns, at most 8) by
-/// range requests while their shards download (checked against metadata.arrow, not against
-/// the shard's SHA-256, as a local cache's records are without `validate_cache`; ignored with
-/// `validate_cache=True`; the shards are still checked before they enter the local cache). A
-/// failed download is tried `attempts` times in all (an int >= 1), waiting `first_backoff`
-/// seconds (0 to 10) before the second attempt, doubling up to 10 s; a download waits up to
-/// `wait_for_room` seconds for room in the local cache (or for another process's download of
-/// the same shard). Payloads of a remote cache are `bytes`. Store failures raise
-/// `RemoteError` (or `RemoteIntegrityError`, `ManifestChangedError`, `CacheLimitError`),
-/// naming the URL and, for a read, the shard. The remote options are checked (a wrong type
-/// raises TypeError, a value out of range ValueError, naming the option) and otherwise
-/// ignored for a local cache.
-///
-/// `len(cache)`, `cache[i]` (negative indices count from the end; out of range raises
-/// IndexError), `cache.read_many(indices)`, `cache.metadata()` (a pyarrow.Table),
-/// `cache.manifest` (a dict) and `cache.schema` (a pyarrow.Schema). Safe to share between
-/// threads; reads release the GIL.
-#[pyclass(module = "datasetrt", name = "Cache", frozen)]
-pub(crate) struct PyCache {
-    pub(crate) cache: CacheRef,
-    pub(crate) cache_id: Option<u64>,
-    /// The location as given to `Cache(...)` (None: a dataset's cache, named by the dataset).
-    pub(crate) location: Option<String>,
-}
-
-impl PyCache {
-    /// The location as given: a path or a URL.
-    fn location(&self) -> String {
-        if let Some(location) = &self.location {
-            return location.clone();
-        }
-        match &self.cache {
-            CacheRef::InDataset(dataset, i) => {
-                dataset.caches()[*i].path.to_string_lossy().into_owned()
-            }
-            CacheRef::Own(cache) => cache.path().to_string_lossy().into_owned(),
-        }
-    }
-}
-
-impl PyCache {
-    fn sample(&self, sample_id: u64, payload: Bound<'_, PyAny>) -> PySample {
-        PySample {
-            cache: self.cache.clone(),
-            cache_id: self.cache_id,
+    /// Sample `sample_id` of `cache`, outside a loader.
+    pub(crate) fn new(
+        cache: CacheRef,
+        cache_id: Option<u64>,
+        sample_id: u64,
+        payload: Bound<'_, PyAny>,
+    ) -> Self {
+        Self {
+            cache,
+            cache_id,
             sample_id,
             payload: payload.unbind(),
             step: None,
@@ -335,47 +144,79 @@ impl PyCache {
 }
 
 #[pymethods]
+impl PySample {
+    /// `(cache_id, sample_id)`, the sample's address in its dataset (None from a lone Cache).
+    #[getter]
+    fn key(&self) -> Option<(u64, u64)> {
+        self.cache_id.map(|c| (c, self.sample_id))
+    }
+
+    /// The metadata row as a dict (from metadata.arrow, checked equal to the record's
+    /// embedded copy when the sample was read). Built on each access.
+    #[getter]
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let cache = self.cache.get();
+        let row = cache.metadata_row(self.sample_id).map_err(Error::from)?;
+        row_dict(py, cache.schema(), row.values())
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let len = self.payload.bind(py).len().unwrap_or(0);
+        let cache = self
+            .cache_id
+            .map(|c| format!("cache_id={c}, "))
+            .unwrap_or_default();
+        format!(
+            "Sample({cache}sample_id={}, payload=<{len} bytes>)",
+            self.sample_id
+        )
+    }
+}
+
+/// Opens a cache (a directory or an object-store URL) and serves its samples in O(1), checked
+/// before the first is served; the options are those of `docs/python.md` ("Cache"). `len()`,
+/// `cache[i]`, `read_many(indices)`, `metadata()` (a pyarrow.Table), `manifest`, `schema`.
+/// Safe to share between threads; reads release the GIL.
+#[pyclass(module = "datasetrt", name = "Cache", frozen)]
+pub(crate) struct PyCache {
+    pub(crate) cache: CacheRef,
+    pub(crate) cache_id: Option<u64>,
+    /// The location as given to `Cache(...)` (None: a dataset's cache, named by the dataset).
+    pub(crate) location: Option<String>,
+}
+
+impl PyCache {
+    fn sample(&self, sample_id: u64, payload: Bound<'_, PyAny>) -> PySample {
+        PySample::new(self.cache.clone(), self.cache_id, sample_id, payload)
+    }
+}
+
+#[pymethods]
 impl PyCache {
     #[new]
     #[pyo3(
-        signature = (path, *, validate_cache = false, cache_dir = None, cache_limit = None, fetch = "whole", prefetch_shards = None, read_while_downloading = None, attempts = None, first_backoff = None, wait_for_room = None),
+        signature = (path, **options),
         text_signature = "(path, *, validate_cache=False, cache_dir=None, cache_limit=None, fetch=\"whole\", prefetch_shards=8, read_while_downloading=True, attempts=5, first_backoff=0.1, wait_for_room=600.0)"
     )]
-    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         path: &Bound<'_, PyAny>,
-        validate_cache: bool,
-        cache_dir: Option<PathBuf>,
-        cache_limit: Option<&Bound<'_, PyAny>>,
-        fetch: &str,
-        prefetch_shards: Option<&Bound<'_, PyAny>>,
-        read_while_downloading: Option<&Bound<'_, PyAny>>,
-        attempts: Option<&Bound<'_, PyAny>>,
-        first_backoff: Option<&Bound<'_, PyAny>>,
-        wait_for_room: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let location = Location::extract(path)?;
-        let args = RemoteArgs::new(RawRemoteArgs {
-            validate_cache,
-            cache_dir,
-            cache_limit,
-            fetch,
-            prefetch_shards,
-            read_while_downloading,
-            attempts,
-            first_backoff,
-            wait_for_room,
-        })?;
+        let mut kwargs = Kwargs::new("Cache", options)?;
+        let args = RemoteArgs::take(&mut kwargs)?;
+        kwargs.finish()?;
         let cache = match &location {
             Location::Text(text) => {
                 let options = args.options();
-                detach(py, || dsrt_remote::open_cache(text, &options))?
-                    .map_err(|e| remote_error(py, &e))?
+                enter(py, || dsrt_remote::open_cache(text, &options))?
             }
             Location::Path(dir) => {
-                let options = OpenOptions { validate_cache };
-                detach(py, || Cache::open(dir, options))?.map_err(|e| cache_error(py, &e))?
+                let options = OpenOptions {
+                    validate_cache: args.validate_cache,
+                };
+                enter(py, || Cache::open(dir, options))?
             }
         };
         Ok(Self {
@@ -391,100 +232,59 @@ impl PyCache {
 
     /// `cache[i]`: sample `i` (negative counts from the end).
     fn __getitem__(&self, py: Python<'_>, index: i64) -> PyResult<PySample> {
-        let cache = self.cache.get();
-        let sample = normalise(index, cache.len())?;
+        let sample = normalise(index, self.cache.get().len())?;
         let payload = read_one(py, &self.cache, sample)?;
         Ok(self.sample(sample, payload))
     }
 
-    /// Reads the samples at `indices` (ints, negative counting from the end) in one call with
-    /// the GIL released; returns a list of Sample in the same order.
+    /// Reads the samples at `indices` (negative counting from the end) in one call with the
+    /// GIL released; returns a list of Sample in the same order.
     fn read_many<'py>(&self, py: Python<'py>, indices: Vec<i64>) -> PyResult<Bound<'py, PyList>> {
         let cache = self.cache.get();
-        let len = cache.len();
-        let samples = indices
-            .iter()
-            .map(|&i| normalise(i, len))
+        let samples = (indices.iter())
+            .map(|&i| normalise(i, cache.len()))
             .collect::<PyResult<Vec<u64>>>()?;
         let items: Vec<(&Cache, u64)> = samples.iter().map(|&s| (cache, s)).collect();
-        let (data, located) = read_batch(py, &items)?.map_err(|e| cache_error(py, &e))?;
-        let list = PyList::empty(py);
-        for (&sample, at) in samples.iter().zip(&located) {
-            let payload = payload_object(py, &data, at)?;
-            list.append(self.sample(sample, payload))?;
-        }
-        Ok(list)
+        let read = read_samples(py, &items, |i, payload| self.sample(samples[i], payload))?;
+        PyList::new(py, read)
     }
 
     /// `[(shard, start, stop)]`: each run of consecutive samples whose records lie in one
-    /// shard, in sample order (one run per shard for a cache a writer made). What splits a
-    /// cache into pieces that each read one shard.
+    /// shard, in sample order. What splits a cache into pieces that each read one shard.
     fn shard_runs(&self, py: Python<'_>) -> PyResult<Vec<(u64, u64, u64)>> {
-        let cache = self.cache.get();
-        detach(py, || {
-            cache
-                .index()
-                .shard_runs()
-                .map(|run| (run.shard, run.samples.start, run.samples.end))
-                .collect()
-        })
+        let index = self.cache.get().index();
+        let runs = index
+            .shard_runs()
+            .map(|run| (run.shard, run.samples.start, run.samples.end));
+        enter(py, || Ok::<_, Error>(runs.collect()))
     }
 
-    /// Samples `start` to `stop` (exclusive) as an `ArrowBatch`: `payload` (large_binary, the
-    /// decoded payloads) and then the metadata columns with their declared types. A metadata
-    /// column named `payload` would clash and raises ValueError.
+    /// Samples `start` to `stop` (exclusive) as an `ArrowBatch`: `payload` (large_binary) and
+    /// the metadata columns with their declared types (`datasetrt::read_arrow`). A range not
+    /// within the cache raises IndexError, a metadata column named `payload` ValueError.
     fn read_arrow(&self, py: Python<'_>, start: u64, stop: u64) -> PyResult<ArrowBatch> {
         let cache = self.cache.get();
         if start > stop || stop > cache.len() {
-            return Err(pyo3::exceptions::PyIndexError::new_err(format!(
-                "samples {start}..{stop} are not within the cache's {}",
-                cache.len()
-            )));
+            let len = cache.len();
+            let message = format!("samples {start}..{stop} are not within the cache's {len}");
+            return Err(PyIndexError::new_err(message));
         }
-        let table = cache.metadata();
-        let fields = table.arrow_schema().fields().clone();
+        let fields = cache.metadata().arrow_schema().fields();
         if fields.iter().any(|f| f.name() == "payload") {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            return Err(PyValueError::new_err(format!(
                 "{}: a metadata column named \"payload\" clashes with the payload column",
                 cache.path().display()
             )));
         }
-        let items: Vec<(&Cache, u64)> = (start..stop).map(|s| (cache, s)).collect();
-        let (data, ranges) = read_copied(py, &items)?.map_err(|e| cache_error(py, &e))?;
-        let offsets = crate::arrow::offsets_of(ranges.iter().map(ExactSizeIterator::len))?;
-        let payload =
-            arrow_array::LargeBinaryArray::new(offsets, arrow_buffer::Buffer::from_vec(data), None);
-        let mut columns: Vec<(arrow_schema::Field, arrow_array::ArrayRef)> = vec![(
-            arrow_schema::Field::new("payload", arrow_schema::DataType::LargeBinary, false),
-            std::sync::Arc::new(payload),
-        )];
-        let rows = usize::try_from(stop - start)
-            .map_err(|_| pyo3::exceptions::PyValueError::new_err("too many samples"))?;
-        let mut values = Vec::with_capacity(rows);
-        for (column, field) in fields.iter().enumerate() {
-            values.clear();
-            values.extend(
-                (start..stop).map(|s| table.value(s, column).unwrap_or(datasetrt::ValueRef::Null)),
-            );
-            let mut array = datasetrt::gather_column(&values);
-            if array.data_type() != field.data_type() {
-                // Every value null: the column keeps its declared type.
-                array = arrow_array::new_null_array(field.data_type(), rows);
-            }
-            columns.push((field.as_ref().clone(), array));
-        }
-        crate::arrow::arrow_batch(columns)
+        let batch = enter(py, || datasetrt::read_arrow(cache, start..stop))?;
+        Ok(ArrowBatch { batch })
     }
 
-    /// The metadata of every sample as a pyarrow.Table (the contents of metadata.arrow):
-    /// the columns are the mapped file's own buffers, not copies, and keep it mapped while held.
+    /// The metadata of every sample as a pyarrow.Table (the mapped file's own buffers, not
+    /// copies; they keep it mapped while held).
     fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let table = self.cache.get().metadata();
-        crate::arrow::table(
-            py,
-            std::sync::Arc::clone(table.arrow_schema()),
-            table.record_batches(),
-        )
+        crate::arrow::table(py, Arc::clone(table.arrow_schema()), table.record_batches())
     }
 
     /// The manifest as a dict (the parsed manifest.json).
@@ -513,20 +313,24 @@ impl PyCache {
     /// The cache directory or URL as given.
     #[getter]
     fn path(&self) -> String {
-        self.location()
+        match (&self.location, &self.cache) {
+            (Some(location), _) => location.clone(),
+            (None, CacheRef::InDataset(dataset, i)) => {
+                dataset.caches()[*i].path.to_string_lossy().into_owned()
+            }
+            (None, CacheRef::Own(cache)) => cache.path().to_string_lossy().into_owned(),
+        }
     }
 
     /// Whether the cache lives on object storage (its shards are downloaded into the local
-    /// cache directory, or read by range, instead of being mapped from a local directory).
+    /// cache directory, or read by range).
     #[getter]
     fn is_remote(&self) -> bool {
         self.cache.get().has_shard_source()
     }
 
-    /// The directory the cache's files are read from: the cache directory itself for a local
-    /// cache; for a remote one, its directory in the local cache (`<cache_dir>/<cache
-    /// id>-<manifest hash>`, holding manifest.json, index.bin, metadata.arrow and the shards
-    /// downloaded so far).
+    /// The directory the cache's files are read from: the cache itself, or for a remote one its
+    /// directory in the local cache (`<cache_dir>/<cache id>-<manifest hash>`).
     #[getter]
     fn local_path(&self) -> String {
         self.cache.get().path().to_string_lossy().into_owned()
@@ -541,12 +345,9 @@ impl PyCache {
 
     fn __repr__(&self) -> String {
         let cache = self.cache.get();
-        format!(
-            "Cache({:?}, samples={}, format_version={})",
-            self.location(),
-            cache.len(),
-            cache.manifest().format_version()
-        )
+        let (path, samples) = (self.path(), cache.len());
+        let version = cache.manifest().format_version();
+        format!("Cache({path:?}, samples={samples}, format_version={version})")
     }
 
     fn __reduce__(&self) -> PyResult<()> {

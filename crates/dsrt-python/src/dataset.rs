@@ -1,22 +1,21 @@
 //! `datasetrt.Dataset`, `datasetrt.SampleTable` and the manifest-update report.
 
-use crate::cache::{payload_object, read_batch, read_one, CacheRef, PyCache, PySample};
-use crate::errors::{
-    cache_error, dataset_error, detach, entry_dict, manifest_update_error, remote_error,
-};
-use crate::remote::{Location, RawRemoteArgs, RemoteArgs};
+use crate::cache::{read_one, read_samples, CacheRef, PyCache, PySample};
+use crate::errors::{enter, entry_dict, Error};
+use crate::options::{Kwargs, RemoteArgs};
+use crate::remote::Location;
 use crate::values::row_dict;
 use datasetrt::{Cache, CancelToken, Dataset, OpenOptions, SampleKey, SampleTable};
-use pyo3::exceptions::{PyIndexError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PyString};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// What `Dataset.__reduce__` returns: the rebuilding function and its arguments (locations,
+/// What `Dataset.__reduce__` returns: `_reopen_dataset` and its arguments (locations,
 /// validate_cache, cache_dir, cache_limit, fetch, prefetch_shards, read_while_downloading,
-/// attempts, first_backoff, wait_for_room). The first five come first, in the order older
-/// versions pickled them, so that `_reopen_dataset` still reads their pickles.
+/// attempts, first_backoff, wait_for_room), the first five in the order older versions
+/// pickled them.
 type Reduced<'py> = (
     Bound<'py, PyAny>,
     (
@@ -33,23 +32,11 @@ type Reduced<'py> = (
     ),
 );
 
-/// An ordered list of caches addressed as `(cache_id, sample_id)`.
-///
-/// `Dataset(paths_or_urls, *, validate_cache=False, cache_dir=None, cache_limit=None,
-/// fetch="whole", prefetch_shards=8, read_while_downloading=True, attempts=5,
-/// first_backoff=0.1, wait_for_room=600.0)` opens every cache in order and resolves its id (a
-/// v3 manifest's stored id, a v2 cache's position in the list); duplicate ids or directories
-/// raise DatasetError. Each entry is a cache directory (str, os.PathLike or `file://` URL) or
-/// an object-store URL (`s3://bucket/prefix`, ...), freely mixed; remote caches share the
-/// local cache directory `cache_dir`, bounded by `cache_limit` (an int or a string like
-/// "20GB"), and `fetch` ("whole" or "range"), `prefetch_shards`, `read_while_downloading`,
-/// `attempts`, `first_backoff` and `wait_for_room` say how their shards are read: see
-/// `Cache`. The remote options are checked whatever the entries, and ignored for local
-/// caches. Every option is readable as an attribute and travels with a pickled Dataset.
-/// `len(dataset)` counts every sample;
-/// `dataset[(cache_id, sample_id)]` reads one, `dataset.read_many(keys)` many (GIL
-/// released); `dataset.caches` lists the Cache objects; `dataset.select(...)` builds a
-/// SampleTable from metadata; `dataset.update_manifests(version=3)` migrates the manifests.
+/// An ordered list of caches (directories or object-store URLs, freely mixed) addressed as
+/// `(cache_id, sample_id)`: a v3 manifest's stored id, a v2 cache's position in the list. The
+/// options are `Cache`'s, shared by every cache, readable as attributes, and travel with a
+/// pickled Dataset. `len()`, `dataset[key]`, `read_many(keys)`, `caches`, `select(...)`,
+/// `update_manifests(version=3)`.
 #[pyclass(module = "datasetrt", name = "Dataset", frozen)]
 pub(crate) struct PyDataset {
     pub(crate) dataset: Arc<Dataset>,
@@ -58,40 +45,36 @@ pub(crate) struct PyDataset {
 }
 
 impl PyDataset {
-    fn locate(&self, cache_id: u64) -> PyResult<usize> {
-        self.dataset
+    /// The position of the cache with id `cache_id`, and `sample_id` checked within it.
+    fn locate(&self, (cache_id, sample_id): (u64, u64)) -> PyResult<(usize, u64)> {
+        let position = self
+            .dataset
             .position(cache_id)
-            .ok_or_else(|| Python::attach(|py| crate::errors::unknown_cache(py, cache_id)))
+            .ok_or(Error::UnknownCache(cache_id))?;
+        let len = self.dataset.caches()[position].cache.len();
+        if sample_id >= len {
+            let message =
+                format!("sample id {sample_id} out of range for cache {cache_id} of {len} samples");
+            return Err(Error::SampleIndex(message).into());
+        }
+        Ok((position, sample_id))
     }
 
     pub(crate) fn cache_ref(&self, position: usize) -> CacheRef {
         CacheRef::InDataset(Arc::clone(&self.dataset), position)
     }
 
-    fn sample(&self, position: usize, sample_id: u64, payload: Bound<'_, PyAny>) -> PySample {
-        PySample {
-            cache: self.cache_ref(position),
-            cache_id: Some(self.dataset.caches()[position].cache_id),
-            sample_id,
-            payload: payload.unbind(),
-            step: None,
-            global_position: None,
-            padding: false,
-        }
+    fn sample(&self, (position, sample_id): (usize, u64), payload: Bound<'_, PyAny>) -> PySample {
+        let cache_id = Some(self.dataset.caches()[position].cache_id);
+        PySample::new(self.cache_ref(position), cache_id, sample_id, payload)
     }
 
-    fn check_sample(&self, position: usize, sample_id: u64) -> PyResult<()> {
-        let len = self.dataset.caches()[position].cache.len();
-        if sample_id >= len {
-            let message = format!(
-                "sample id {sample_id} out of range for cache {} of {len} samples",
-                self.dataset.caches()[position].cache_id
-            );
-            return Err(Python::attach(|py| {
-                crate::errors::sample_index(py, message)
-            }));
+    fn cache_at(&self, position: usize) -> PyCache {
+        PyCache {
+            cache: self.cache_ref(position),
+            cache_id: Some(self.dataset.caches()[position].cache_id),
+            location: None,
         }
-        Ok(())
     }
 }
 
@@ -102,78 +85,46 @@ pub(crate) fn open_locations(
     paths: &[Location],
     args: &RemoteArgs,
 ) -> PyResult<Dataset> {
-    let texts: Option<Vec<&str>> = paths
-        .iter()
-        .map(|l| match l {
-            Location::Text(t) => Some(t.as_str()),
-            Location::Path(_) => None,
-        })
-        .collect();
-    Ok(match texts {
+    let texts: Option<Vec<&str>> = paths.iter().map(Location::text).collect();
+    match texts {
         Some(texts) => {
             let options = args.options();
-            detach(py, || dsrt_remote::open_dataset(&texts, &options))?
-                .map_err(|e| remote_error(py, &e))?
+            enter(py, || dsrt_remote::open_dataset(&texts, &options))
         }
         // A path that is not UTF-8 can only be a local directory: all of them are opened
-        // as local directories, as before URLs were accepted.
+        // as local directories.
         None => {
-            let dirs: Vec<PathBuf> = paths
-                .iter()
-                .map(|l| match l {
-                    Location::Text(t) => PathBuf::from(t),
-                    Location::Path(p) => p.clone(),
-                })
-                .collect();
+            let dirs: Vec<PathBuf> = paths.iter().map(Location::path).collect();
             let options = OpenOptions {
                 validate_cache: args.validate_cache,
             };
-            detach(py, || Dataset::open(&dirs, options))?.map_err(|e| dataset_error(py, &e))?
+            enter(py, || Dataset::open(&dirs, options))
         }
-    })
+    }
 }
 
 #[pymethods]
 impl PyDataset {
     #[new]
     #[pyo3(
-        signature = (paths, *, validate_cache = false, cache_dir = None, cache_limit = None, fetch = "whole", prefetch_shards = None, read_while_downloading = None, attempts = None, first_backoff = None, wait_for_room = None),
+        signature = (paths, **options),
         text_signature = "(paths, *, validate_cache=False, cache_dir=None, cache_limit=None, fetch=\"whole\", prefetch_shards=8, read_while_downloading=True, attempts=5, first_backoff=0.1, wait_for_room=600.0)"
     )]
-    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         paths: &Bound<'_, PyAny>,
-        validate_cache: bool,
-        cache_dir: Option<PathBuf>,
-        cache_limit: Option<&Bound<'_, PyAny>>,
-        fetch: &str,
-        prefetch_shards: Option<&Bound<'_, PyAny>>,
-        read_while_downloading: Option<&Bound<'_, PyAny>>,
-        attempts: Option<&Bound<'_, PyAny>>,
-        first_backoff: Option<&Bound<'_, PyAny>>,
-        wait_for_room: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
-        if paths.is_instance_of::<pyo3::types::PyString>() {
-            return Err(pyo3::exceptions::PyTypeError::new_err(
-                "Dataset takes a list of paths or URLs, not one string",
-            ));
+        if paths.is_instance_of::<PyString>() {
+            let message = "Dataset takes a list of paths or URLs, not one string";
+            return Err(PyTypeError::new_err(message));
         }
-        let paths = paths
-            .try_iter()?
+        let paths = (paths.try_iter()?)
             .map(|p| Location::extract(&p?))
             .collect::<PyResult<Vec<Location>>>()?;
-        let args = RemoteArgs::new(RawRemoteArgs {
-            validate_cache,
-            cache_dir,
-            cache_limit,
-            fetch,
-            prefetch_shards,
-            read_while_downloading,
-            attempts,
-            first_backoff,
-            wait_for_room,
-        })?;
+        let mut kwargs = Kwargs::new("Dataset", options)?;
+        let args = RemoteArgs::take(&mut kwargs)?;
+        kwargs.finish()?;
         let dataset = open_locations(py, &paths, &args)?;
         Ok(Self {
             dataset: Arc::new(dataset),
@@ -186,14 +137,13 @@ impl PyDataset {
         usize::try_from(self.dataset.len()).unwrap_or(usize::MAX)
     }
 
-    /// `dataset[(cache_id, sample_id)]`: one sample. An unknown cache id raises KeyError, a
-    /// sample id past the cache's end IndexError.
+    /// `dataset[(cache_id, sample_id)]`: one sample. An unknown cache id raises
+    /// UnknownCacheError (a KeyError), a sample id past the cache's end SampleIndexError (an
+    /// IndexError).
     fn __getitem__(&self, py: Python<'_>, key: (u64, u64)) -> PyResult<PySample> {
-        let (cache_id, sample_id) = key;
-        let position = self.locate(cache_id)?;
-        self.check_sample(position, sample_id)?;
-        let payload = read_one(py, &self.cache_ref(position), sample_id)?;
-        Ok(self.sample(position, sample_id, payload))
+        let at = self.locate(key)?;
+        let payload = read_one(py, &self.cache_ref(at.0), at.1)?;
+        Ok(self.sample(at, payload))
     }
 
     /// Reads the samples at `keys` (`(cache_id, sample_id)` pairs) in one call with the GIL
@@ -203,37 +153,25 @@ impl PyDataset {
         py: Python<'py>,
         keys: Vec<(u64, u64)>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let mut located = Vec::with_capacity(keys.len());
-        for &(cache_id, sample_id) in &keys {
-            let position = self.locate(cache_id)?;
-            self.check_sample(position, sample_id)?;
-            located.push((position, sample_id));
-        }
+        let located = (keys.into_iter())
+            .map(|key| self.locate(key))
+            .collect::<PyResult<Vec<_>>>()?;
+        let caches = self.dataset.caches();
         let items: Vec<(&Cache, u64)> = located
             .iter()
-            .map(|&(p, s)| (&self.dataset.caches()[p].cache, s))
+            .map(|&(p, s)| (&caches[p].cache, s))
             .collect();
-        let (data, at) = read_batch(py, &items)?.map_err(|e| cache_error(py, &e))?;
-        let list = PyList::empty(py);
-        for (&(position, sample_id), at) in located.iter().zip(&at) {
-            let payload = payload_object(py, &data, at)?;
-            list.append(self.sample(position, sample_id, payload))?;
-        }
-        Ok(list)
+        PyList::new(
+            py,
+            read_samples(py, &items, |i, payload| self.sample(located[i], payload))?,
+        )
     }
 
     /// The caches in list order (each a Cache whose `cache_id` is set).
     #[getter]
     fn caches(&self) -> Vec<PyCache> {
-        self.dataset
-            .caches()
-            .iter()
-            .enumerate()
-            .map(|(i, c)| PyCache {
-                cache: self.cache_ref(i),
-                cache_id: Some(c.cache_id),
-                location: None,
-            })
+        (0..self.dataset.caches().len())
+            .map(|i| self.cache_at(i))
             .collect()
     }
 
@@ -249,6 +187,15 @@ impl PyDataset {
         self.paths.iter().map(Location::display).collect()
     }
 
+    /// The cache with id `cache_id` (UnknownCacheError if none).
+    fn cache(&self, cache_id: u64) -> PyResult<PyCache> {
+        let position = self
+            .dataset
+            .position(cache_id)
+            .ok_or(Error::UnknownCache(cache_id))?;
+        Ok(self.cache_at(position))
+    }
+
     /// Whether the caches were opened with validate_cache=True.
     #[getter]
     fn validate_cache(&self) -> bool {
@@ -262,7 +209,7 @@ impl PyDataset {
         self.args.cache_dir_str()
     }
 
-    /// The byte limit of the local cache directory as given, in bytes (None: the default).
+    /// The local cache directory's byte limit as given, in bytes (None: the default).
     #[getter]
     fn cache_limit(&self) -> Option<u64> {
         self.args.cache_limit
@@ -274,21 +221,19 @@ impl PyDataset {
         self.args.fetch_name()
     }
 
-    /// How many shard downloads of a remote cache are kept in flight ahead of a Loader (0:
-    /// no prefetching).
+    /// Shard downloads kept in flight ahead of a Loader (0: none).
     #[getter]
     fn prefetch_shards(&self) -> usize {
         self.args.prefetch_shards
     }
 
-    /// Whether a remote cache serves its first records by range requests while their shards
-    /// download.
+    /// Whether a remote cache serves its first records by range while their shards download.
     #[getter]
     fn read_while_downloading(&self) -> bool {
         self.args.read_while_downloading
     }
 
-    /// How many times a failed download of a remote cache is tried in all.
+    /// How many times a failed download is tried in all.
     #[getter]
     fn attempts(&self) -> u32 {
         self.args.attempts
@@ -300,21 +245,10 @@ impl PyDataset {
         self.args.first_backoff
     }
 
-    /// How long a download waits for room in the local cache directory (or for another
-    /// process's download of the same shard), in seconds.
+    /// How long a download waits for room in the local cache directory, in seconds.
     #[getter]
     fn wait_for_room(&self) -> f64 {
         self.args.wait_for_room
-    }
-
-    /// The cache with id `cache_id` (KeyError if none).
-    fn cache(&self, cache_id: u64) -> PyResult<PyCache> {
-        let position = self.locate(cache_id)?;
-        Ok(PyCache {
-            cache: self.cache_ref(position),
-            cache_id: Some(cache_id),
-            location: None,
-        })
     }
 
     /// Every sample whose metadata matches, in list then row order, as a SampleTable. Reads
@@ -341,10 +275,7 @@ impl PyDataset {
                 return false;
             }
             let result = (|| -> PyResult<bool> {
-                let cache = self
-                    .dataset
-                    .cache(row.key.cache_id)
-                    .map_err(|e| dataset_error(py, &e))?;
+                let cache = self.dataset.cache(row.key.cache_id).map_err(Error::from)?;
                 let schema = cache.schema();
                 let values = (0..schema.len())
                     .map(|i| row.get_index(i).unwrap_or(datasetrt::ValueRef::Null));
@@ -376,44 +307,37 @@ impl PyDataset {
         }
     }
 
-    /// Migrates every cache's manifest (in list order) to `version` (only 3 is a target)
-    /// with the Rust semantics: all checks (readable, writable, no id collision) pass before
-    /// anything is written, then each manifest is rewritten crash-safely. Returns a
-    /// ManifestUpdateReport; raises ManifestUpdateError (nothing written when a check
-    /// failed). The open dataset keeps its ids, so every key made before still names the same
-    /// sample.
+    /// Migrates every cache's manifest (in list order) to `version` (only 3): every check
+    /// passes before anything is written, then each manifest is rewritten crash-safely.
+    /// Returns a ManifestUpdateReport; raises ManifestUpdateError. The open dataset keeps its
+    /// ids, so every key made before still names the same sample.
     #[pyo3(signature = (version = 3))]
     fn update_manifests(&self, py: Python<'_>, version: u64) -> PyResult<PyUpdateReport> {
         let dataset = Arc::clone(&self.dataset);
-        let result = detach(py, move || {
+        let report = enter(py, move || {
             dataset.update_manifests(version, &CancelToken::new())
         })?;
-        match result {
-            Ok(report) => PyUpdateReport::from_report(py, &report),
-            Err(e) => Err(manifest_update_error(py, &e)),
-        }
+        PyUpdateReport::from_report(py, &report)
     }
 
     /// Pickles as its paths or URLs and options: the caches are reopened in the receiving
     /// process (remote ones through its local cache directory).
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
-        let this = slf.get();
+        let (this, args) = (slf.get(), &slf.get().args);
         let rebuild = slf.py().import("datasetrt")?.getattr("_reopen_dataset")?;
-        Ok((
-            rebuild,
-            (
-                this.paths(),
-                this.args.validate_cache,
-                this.args.cache_dir_str(),
-                this.args.cache_limit,
-                this.args.fetch_name(),
-                this.args.prefetch_shards,
-                this.args.read_while_downloading,
-                this.args.attempts,
-                this.args.first_backoff,
-                this.args.wait_for_room,
-            ),
-        ))
+        let options = (
+            this.paths(),
+            args.validate_cache,
+            args.cache_dir_str(),
+            args.cache_limit,
+            args.fetch_name(),
+            args.prefetch_shards,
+            args.read_while_downloading,
+            args.attempts,
+            args.first_backoff,
+            args.wait_for_room,
+        );
+        Ok((rebuild, options))
     }
 
     fn __repr__(&self) -> String {
@@ -543,13 +467,13 @@ impl PySampleTable {
     /// `sample_id`).
     #[staticmethod]
     fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let table = detach(py, || SampleTable::load(&path))?.map_err(|e| dataset_error(py, &e))?;
+        let table = enter(py, || SampleTable::load(&path))?;
         Ok(Self { table })
     }
 
     /// Saves the table crash-safely (temporary file, fsync, rename, directory fsync).
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
-        detach(py, || self.table.save(&path))?.map_err(|e| dataset_error(py, &e))
+        enter(py, || self.table.save(&path))
     }
 
     /// The keys as a list of `(cache_id, sample_id)` pairs.
@@ -569,8 +493,7 @@ impl PySampleTable {
         let len = self.table.len() as u64;
         let i = crate::cache::normalise(index, len)
             .map_err(|_| PyIndexError::new_err("sample table index out of range"))?;
-        let key =
-            self.table.keys()[usize::try_from(i).map_err(|_| PyValueError::new_err("index"))?];
+        let key = self.table.keys()[usize::try_from(i).unwrap_or(usize::MAX)];
         Ok((key.cache_id, key.sample_id))
     }
 

@@ -1,418 +1,490 @@
-//! The Python exception hierarchy, mapped from the Rust error types, and the GIL-free runner
-//! that turns a Rust panic into a Python exception.
+//! The exception classes of `datasetrt`, and the table from every Rust error variant to its
+//! class and attributes (see `py_support` for the pattern).
 
+use datasetrt::pack::PackError;
+use datasetrt::token_stream::TokenStreamError;
+use datasetrt::tokens::TokenError;
 use datasetrt::{
-    CacheError as RsCacheError, CacheFile, DatasetError as RsDatasetError, ManifestUpdateEntry,
-    ManifestUpdateError as RsManifestUpdateError, UpdateCause, UpdateOutcome,
-    WriteError as RsWriteError,
+    CacheError, CacheFile, DatasetError, Exhausted, HandlePool, ManifestUpdateEntry,
+    ManifestUpdateError, UpdateCause, UpdateOutcome, WriteError,
 };
-use dsrt_remote::RemoteError as RsRemoteError;
-use pyo3::exceptions::PyException;
+use dsrt_remote::RemoteError;
+use py_support::{BindingError, ErrorFields, ExceptionClass, Fields};
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList, PyTuple, PyType};
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::Path;
+use pyo3::types::{PyDict, PyList};
+use std::path::{Path, PathBuf};
 
-pyo3::create_exception!(
-    datasetrt,
-    Error,
-    PyException,
-    "Base class of every DatasetRT error. Attributes: `path` (the file or directory concerned, or None) and `reason` (what is wrong)."
-);
-pyo3::create_exception!(
-    datasetrt,
-    CacheError,
-    Error,
-    "A cache cannot be opened or a sample cannot be served. `kind` names the check that failed: not_a_directory, incomplete, manifest, index, metadata, missing_shard, shard_length, checksum, record or io."
-);
-pyo3::create_exception!(
-    datasetrt,
-    ResourceError,
-    CacheError,
-    "The process ran out of file descriptors or memory mappings opening or mapping a cache file: a resource limit, not a fault of the cache. `resource` is \"descriptors\" or \"mappings\", `max_open_shards` the bound on idle shard files kept open (datasetrt.set_max_open_shards, DSRT_MAX_OPEN_SHARDS); raise the limit (ulimit -n, vm.max_map_count) or lower the bound."
-);
-pyo3::create_exception!(
-    datasetrt,
-    IncompleteCacheError,
-    CacheError,
-    "The directory has no manifest.json: the cache was never published (or its writer was interrupted)."
-);
-pyo3::create_exception!(
-    datasetrt,
-    ChecksumError,
-    CacheError,
-    "A file's SHA-256 differs from the manifest's (checked with validate_cache=True). `file` names it."
-);
-pyo3::create_exception!(
-    datasetrt,
-    CorruptCacheError,
-    CacheError,
-    "A cache file is malformed or disagrees with another: manifest, index, metadata, shard or record."
-);
-pyo3::create_exception!(
-    datasetrt,
-    DatasetError,
-    Error,
-    "A dataset, key, sample table or iteration plan is unusable (duplicate cache ids or paths, unknown cache id, bad sample table, invalid plan or resume state)."
-);
-pyo3::create_exception!(
-    datasetrt,
-    ManifestUpdateError,
-    Error,
-    "update_manifests stopped. `done` lists the caches completed before (dicts like the report's entries), `failed` is the cache being processed (None when the whole request was refused before writing anything), `kind` and `reason` give the cause, and `causes` maps every cache path named by the cause to the reason."
-);
-pyo3::create_exception!(
-    datasetrt,
-    WriteError,
-    Error,
-    "A cache could not be written. `kind` names what failed: target_not_empty, invalid_option, row, payload_too_large, io, metadata, poisoned, publish or durability_unknown."
-);
-pyo3::create_exception!(
-    datasetrt,
-    RemoteError,
-    Error,
-    "A cache on object storage (an s3://, gs://, az://, http(s):// URL) could not be opened, read or published, for a reason on the store's side or in the local cache directory. `url` names the object or prefix concerned, `kind` the failure (location, not_found, store, integrity, manifest_changed, cache_limit, local_cache, manifest, too_large, short_range, already_published, prefix_not_empty, upload, ...), `retryable` says whether trying again later may help; a failed read also sets `file` (the shard, e.g. shards/000001.bin) and `cache` (the cache's URL)."
-);
-pyo3::create_exception!(
-    datasetrt,
-    RemoteIntegrityError,
-    RemoteError,
-    "A file downloaded from object storage does not match its manifest entry (size or SHA-256); nothing of it was kept in the local cache."
-);
-pyo3::create_exception!(
-    datasetrt,
-    ManifestChangedError,
-    RemoteError,
-    "The remote manifest.json changed since the cache was opened (the cache was replaced while in use); reopen it."
-);
-pyo3::create_exception!(
-    datasetrt,
-    CacheLimitError,
-    RemoteError,
-    "The local cache directory's byte limit (cache_limit) cannot hold the cache's largest shard. `needed` and `limit` give the bytes."
-);
-pyo3::create_exception!(
-    datasetrt,
-    InternalError,
-    Error,
-    "A bug: the Rust code panicked. The message carries the panic's text."
-);
-
-/// The lookup errors: each is the package's error and the built-in one a caller of a mapping
-/// or sequence expects (`except KeyError`, `except IndexError`), as `atlas_collections`'s
-/// lookup errors are. PyO3's exception macro takes one base, so these are made with `type`.
-static UNKNOWN_CACHE_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-static SAMPLE_INDEX_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-
-fn two_base_class<'py>(
-    py: Python<'py>,
-    cell: &'static PyOnceLock<Py<PyType>>,
-    name: &str,
-    doc: &str,
-    bases: (Bound<'py, PyType>, Bound<'py, PyType>),
-) -> PyResult<&'static Py<PyType>> {
-    cell.get_or_try_init(py, || {
-        let namespace = PyDict::new(py);
-        namespace.set_item("__doc__", doc)?;
-        namespace.set_item("__module__", "datasetrt")?;
-        let made = py.get_type::<PyType>().call1((
-            name,
-            PyTuple::new(py, [bases.0, bases.1])?,
-            namespace,
-        ))?;
-        Ok(made.cast_into::<PyType>()?.unbind())
-    })
+py_support::exception_classes! {
+    pub(crate) CLASSES in "datasetrt" {
+        ERROR = "Error" (Exception):
+            "Base class of every DatasetRT error. Attributes: `path` (the file or directory concerned, or None) and `reason` (what is wrong).";
+        CACHE_ERROR = "CacheError" (ERROR):
+            "A cache cannot be opened or a sample cannot be served. `kind` names the check that failed: not_a_directory, incomplete, manifest, index, metadata, missing_shard, shard_length, checksum, record or io.";
+        RESOURCE_ERROR = "ResourceError" (CACHE_ERROR):
+            "The process ran out of file descriptors, memory mappings or memory opening, mapping or reading a cache file: a resource limit, not a fault of the cache. `resource` is \"descriptors\", \"mappings\" or \"memory\", `max_open_shards` the bound on idle shard files kept open (datasetrt.set_max_open_shards, DSRT_MAX_OPEN_SHARDS); raise the limit (ulimit -n, vm.max_map_count) or lower the bound.";
+        INCOMPLETE_CACHE_ERROR = "IncompleteCacheError" (CACHE_ERROR):
+            "The directory has no manifest.json: the cache was never published (or its writer was interrupted).";
+        CHECKSUM_ERROR = "ChecksumError" (CACHE_ERROR):
+            "A file's SHA-256 differs from the manifest's (checked with validate_cache=True). `file` names it.";
+        CORRUPT_CACHE_ERROR = "CorruptCacheError" (CACHE_ERROR):
+            "A cache file is malformed or disagrees with another: manifest, index, metadata, shard or record.";
+        DATASET_ERROR = "DatasetError" (ERROR):
+            "A dataset, key, sample table or iteration plan is unusable (duplicate cache ids or paths, unknown cache id, bad sample table, invalid plan or resume state).";
+        MANIFEST_UPDATE_ERROR = "ManifestUpdateError" (ERROR):
+            "update_manifests stopped. `done` lists the caches completed before (dicts like the report's entries), `failed` is the cache being processed (None when the whole request was refused before writing anything), `kind` and `reason` give the cause, and `causes` maps every cache path named by the cause to the reason.";
+        WRITE_ERROR = "WriteError" (ERROR):
+            "A cache could not be written. `kind` names what failed: target_not_empty, invalid_option, row, payload_too_large, io, metadata, poisoned, publish or durability_unknown.";
+        REMOTE_ERROR = "RemoteError" (ERROR):
+            "A cache on object storage (an s3://, gs://, az://, http(s):// URL) could not be opened, read or published, for a reason on the store's side or in the local cache directory. `url` names the object or prefix concerned, `kind` the failure (location, not_found, store, integrity, manifest_changed, cache_limit, local_cache, manifest, too_large, short_range, already_published, prefix_not_empty, upload, ...), `retryable` says whether trying again later may help; a failed read also sets `file` (the shard, e.g. shards/000001.bin) and `cache` (the cache's URL).";
+        REMOTE_INTEGRITY_ERROR = "RemoteIntegrityError" (REMOTE_ERROR):
+            "A file downloaded from object storage does not match its manifest entry (size or SHA-256); nothing of it was kept in the local cache.";
+        MANIFEST_CHANGED_ERROR = "ManifestChangedError" (REMOTE_ERROR):
+            "The remote manifest.json changed since the cache was opened (the cache was replaced while in use); reopen it.";
+        CACHE_LIMIT_ERROR = "CacheLimitError" (REMOTE_ERROR):
+            "The local cache directory's byte limit (cache_limit) cannot hold the cache's largest shard. `needed` and `limit` give the bytes.";
+        INTERNAL_ERROR = "InternalError" (ERROR):
+            "A bug: the Rust code panicked. The message carries the panic's text.";
+        UNKNOWN_CACHE_ERROR = "UnknownCacheError" (DATASET_ERROR, KeyError):
+            "A key names a cache id that is not in the dataset. Also a KeyError. `kind` is \"unknown_cache\", `cache_id` the id.";
+        SAMPLE_INDEX_ERROR = "SampleIndexError" (DATASET_ERROR, IndexError):
+            "A sample index or id past a cache's end. Also an IndexError. `kind` is \"sample_index\".";
+        TOKEN_STREAM_ERROR = "TokenStreamError" (DATASET_ERROR):
+            "A token stream cannot be planned as asked: a boundary token some of a cache's documents carry and others do not (kind `boundary`), a document longer than seq_len with long_docs=\"refuse\" (`long_document`), a source given a share of the epoch but holding no tokens (`empty_source`). `path` names the cache, `sample_id` the document where there is one.";
+    }
 }
 
-/// `datasetrt.UnknownCacheError`, a `DatasetError` and a `KeyError`.
-pub(crate) fn unknown_cache_error_type(py: Python<'_>) -> PyResult<&'static Py<PyType>> {
-    two_base_class(
-        py,
-        &UNKNOWN_CACHE_ERROR,
-        "UnknownCacheError",
-        "A key names a cache id that is not in the dataset. Also a KeyError. `kind` is \"unknown_cache\", `cache_id` the id.",
-        (py.get_type::<DatasetError>(), py.get_type::<pyo3::exceptions::PyKeyError>()),
-    )
+/// Everything a call of this module raises, one variant per Rust error type (nested errors
+/// unwrapped when they are made, so each variant is what Python sees).
+#[derive(Debug)]
+pub(crate) enum Error {
+    /// A cache (`url`: a remote cache whose local copy failed its checks).
+    Cache {
+        error: CacheError,
+        url: Option<String>,
+    },
+    /// A dataset, key, sample table or plan (never a cache error: those are `Cache`).
+    Dataset(DatasetError),
+    /// A writer or a join.
+    Write(WriteError),
+    /// A converter (never a writer error: those are `Write`).
+    Pack(PackError),
+    /// A remote cache, at open or publish (never a local cache's, dataset's or writer's).
+    Remote(RemoteError),
+    /// A read whose shard source (a remote cache) failed, reading `file`.
+    RemoteRead { error: RemoteError, file: CacheFile },
+    /// A manifest migration.
+    Update(ManifestUpdateError),
+    /// A shard file opened or mapped outside a cache (`_shard_view`).
+    ShardFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A shard file that is not the one a DataLoader worker checked.
+    ShardChanged { path: PathBuf, reason: String },
+    /// A key naming a cache id the dataset does not have.
+    UnknownCache(u64),
+    /// A sample index or id past a cache's end; the message says which.
+    SampleIndex(String),
+    /// A token cache's layout or ids (never a writer's or reader's error: those are `Write`
+    /// and `Cache`); `message` replaces the error's own text where the binding knows more (an
+    /// id beyond 64 bits, which the error cannot hold).
+    Tokens {
+        error: TokenError,
+        message: Option<String>,
+    },
+    /// A token stream that cannot be planned or read as asked (never a plan's, cache's or
+    /// token cache's own error, nor a stopped worker: those have their variants).
+    TokenStream(TokenStreamError),
+    /// A Rust panic.
+    Panicked(String),
 }
 
-/// `datasetrt.SampleIndexError`, a `DatasetError` and an `IndexError`.
-pub(crate) fn sample_index_error_type(py: Python<'_>) -> PyResult<&'static Py<PyType>> {
-    two_base_class(
-        py,
-        &SAMPLE_INDEX_ERROR,
-        "SampleIndexError",
-        "A sample index or id past a cache's end. Also an IndexError. `kind` is \"sample_index\".",
-        (
-            py.get_type::<DatasetError>(),
-            py.get_type::<pyo3::exceptions::PyIndexError>(),
-        ),
-    )
+impl From<TokenError> for Error {
+    fn from(error: TokenError) -> Self {
+        match error {
+            TokenError::Write(inner) => Self::Write(*inner),
+            TokenError::Read(inner) => (*inner).into(),
+            error => Self::Tokens {
+                error,
+                message: None,
+            },
+        }
+    }
 }
 
-/// An instance of one of the lookup errors with `message` and `attrs` (an `Err` of building it
-/// is itself the error to raise).
-fn lookup_error(
-    py: Python<'_>,
-    class: PyResult<&'static Py<PyType>>,
-    message: String,
-    attrs: &[(&str, Py<PyAny>)],
-) -> PyErr {
-    let class = match class {
-        Ok(class) => class.bind(py),
-        Err(error) => return error,
-    };
-    match class.call1((message,)) {
-        Ok(value) => {
-            for (name, v) in attrs {
-                let _ = value.setattr(*name, v.bind(py));
+/// Settings a token stream refuses are the caller's `ValueError` (see
+/// `token_stream::enter_stream`), never this conversion's.
+impl From<TokenStreamError> for Error {
+    fn from(error: TokenStreamError) -> Self {
+        match error {
+            TokenStreamError::Plan(plan) => Self::Dataset(DatasetError::Plan(plan)),
+            TokenStreamError::Interrupted { .. } | TokenStreamError::WorkerStopped => {
+                Self::Dataset(DatasetError::WorkerStopped)
             }
-            PyErr::from_value(value)
+            TokenStreamError::Read(inner) => match inner.downcast::<TokenError>() {
+                Ok(error) => (*error).into(),
+                Err(inner) => match inner.downcast::<CacheError>() {
+                    Ok(error) => (*error).into(),
+                    Err(inner) => Self::TokenStream(TokenStreamError::Read(inner)),
+                },
+            },
+            error => Self::TokenStream(error),
         }
-        Err(error) => error,
     }
 }
 
-/// A key naming a cache id the dataset does not have.
-pub(crate) fn unknown_cache(py: Python<'_>, cache_id: u64) -> PyErr {
-    let reason = format!("no cache with id {cache_id} in this dataset");
-    let attrs = [
-        ("path", py.None()),
-        ("reason", obj(py, reason.clone())),
-        ("kind", obj(py, "unknown_cache")),
-        ("cache_id", obj(py, cache_id)),
-    ];
-    lookup_error(py, unknown_cache_error_type(py), reason, &attrs)
+impl From<CacheError> for Error {
+    fn from(error: CacheError) -> Self {
+        match error {
+            // A read through a remote cache's shard source: the store's (or the shard
+            // cache's) failure, which the RemoteError classes describe.
+            CacheError::Io { file, source, .. }
+                if source.get_ref().is_some_and(|e| e.is::<RemoteError>()) =>
+            {
+                match source.into_inner().map(|e| e.downcast::<RemoteError>()) {
+                    Some(Ok(error)) => Self::RemoteRead {
+                        error: *error,
+                        file,
+                    },
+                    _ => unreachable!("checked to be a RemoteError"),
+                }
+            }
+            error => Self::Cache { error, url: None },
+        }
+    }
 }
 
-/// A sample index or id past a cache's end; `message` says which and how many there are.
-pub(crate) fn sample_index(py: Python<'_>, message: String) -> PyErr {
-    let attrs = [
-        ("path", py.None()),
-        ("reason", obj(py, message.clone())),
-        ("kind", obj(py, "sample_index")),
-    ];
-    lookup_error(py, sample_index_error_type(py), message, &attrs)
+impl From<DatasetError> for Error {
+    fn from(error: DatasetError) -> Self {
+        match error {
+            DatasetError::Cache(inner) => inner.into(),
+            error => Self::Dataset(error),
+        }
+    }
 }
 
-/// Runs `f` without the GIL; a panic inside becomes an [`InternalError`].
-pub(crate) fn detach<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> PyResult<T> {
-    py.detach(|| catch_unwind(AssertUnwindSafe(f)))
-        .map_err(|panic| {
-            let text = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_owned());
-            InternalError::new_err(format!("internal error (Rust panic): {text}"))
-        })
+impl From<WriteError> for Error {
+    fn from(error: WriteError) -> Self {
+        Self::Write(error)
+    }
 }
 
-/// Builds an exception of type `T` with message `message` and the given attributes.
-pub(crate) fn with_attrs<T: pyo3::PyTypeInfo>(
+impl From<PackError> for Error {
+    fn from(error: PackError) -> Self {
+        match error {
+            PackError::Write(inner) => Self::Write(inner),
+            error => Self::Pack(error),
+        }
+    }
+}
+
+impl From<RemoteError> for Error {
+    fn from(error: RemoteError) -> Self {
+        match error {
+            RemoteError::Cache(inner) => (*inner).into(),
+            RemoteError::Dataset(inner) => (*inner).into(),
+            RemoteError::Write(inner) => Self::Write(inner),
+            RemoteError::Opened { url, source } => match Self::from(*source) {
+                Self::Cache { error, .. } => Self::Cache {
+                    error,
+                    url: Some(url),
+                },
+                other => other,
+            },
+            error => Self::Remote(error),
+        }
+    }
+}
+
+impl From<ManifestUpdateError> for Error {
+    fn from(error: ManifestUpdateError) -> Self {
+        Self::Update(error)
+    }
+}
+
+impl From<Error> for PyErr {
+    fn from(error: Error) -> Self {
+        Python::attach(|py| py_support::raise(py, &error))
+    }
+}
+
+impl BindingError for Error {
+    fn panicked(message: String) -> Self {
+        Self::Panicked(message)
+    }
+}
+
+/// Runs `work` with the GIL released, its error raised as its class (`py_support::enter`).
+pub(crate) fn enter<T: Send, E: Into<Error> + Send>(
     py: Python<'_>,
-    message: String,
-    attrs: &[(&str, Py<PyAny>)],
-) -> PyErr {
-    let err = PyErr::new::<T, _>(message);
-    let value = err.value(py);
-    for (name, v) in attrs {
-        // Setting an attribute on a fresh exception instance cannot fail in practice; if it
-        // does, the message still carries everything.
-        let _ = value.setattr(*name, v.bind(py));
-    }
-    err
+    work: impl FnOnce() -> Result<T, E> + Send,
+) -> PyResult<T> {
+    py_support::enter(py, || work().map_err(Into::into))
 }
 
-pub(crate) fn path_obj(py: Python<'_>, path: &Path) -> Py<PyAny> {
-    path.to_string_lossy()
-        .into_owned()
-        .into_pyobject(py)
-        .map_or_else(|_| py.None(), |s| s.into_any().unbind())
-}
-
-pub(crate) fn obj<'py, T: pyo3::IntoPyObject<'py>>(py: Python<'py>, v: T) -> Py<PyAny> {
-    use pyo3::IntoPyObjectExt;
-    v.into_py_any(py).unwrap_or_else(|_| py.None())
-}
-
-/// A cache error as the matching Python exception.
-pub(crate) fn cache_error(py: Python<'_>, err: &RsCacheError) -> PyErr {
-    if let Some(raised) = crate::interrupt::pending(py) {
-        return raised;
-    }
-    if let RsCacheError::Io { file, source, .. } = err {
-        // A read through a remote cache's shard source: the cause is the store's (or the
-        // local download cache's), which the RemoteError classes describe.
-        if let Some(remote) = source
-            .get_ref()
-            .and_then(|inner| inner.downcast_ref::<RsRemoteError>())
-        {
-            return remote_read_error(py, remote, file);
+impl ErrorFields for Error {
+    fn class(&self) -> &'static ExceptionClass {
+        match self {
+            Self::Cache { error, .. } => match error {
+                CacheError::Resource { .. } => &RESOURCE_ERROR,
+                CacheError::Incomplete { .. } => &INCOMPLETE_CACHE_ERROR,
+                CacheError::Checksum { .. } => &CHECKSUM_ERROR,
+                CacheError::NotADirectory { .. } | CacheError::Io { .. } => &CACHE_ERROR,
+                _ => &CORRUPT_CACHE_ERROR,
+            },
+            Self::Dataset(_) => &DATASET_ERROR,
+            Self::Write(_) => &WRITE_ERROR,
+            Self::Pack(PackError::WorkerPanicked(_)) | Self::Panicked(_) => &INTERNAL_ERROR,
+            Self::Pack(_) => &WRITE_ERROR,
+            Self::Remote(error) | Self::RemoteRead { error, .. } => match error {
+                RemoteError::Integrity { .. } => &REMOTE_INTEGRITY_ERROR,
+                RemoteError::ManifestChanged { .. } => &MANIFEST_CHANGED_ERROR,
+                RemoteError::CacheLimit { .. } => &CACHE_LIMIT_ERROR,
+                _ => &REMOTE_ERROR,
+            },
+            Self::Update(_) => &MANIFEST_UPDATE_ERROR,
+            Self::ShardFile { source, .. } if Exhausted::of(source).is_some() => &RESOURCE_ERROR,
+            Self::ShardFile { .. } => &CACHE_ERROR,
+            Self::ShardChanged { .. } => &CORRUPT_CACHE_ERROR,
+            Self::UnknownCache(_) => &UNKNOWN_CACHE_ERROR,
+            Self::SampleIndex(_) => &SAMPLE_INDEX_ERROR,
+            Self::Tokens { .. } => &WRITE_ERROR,
+            Self::TokenStream(_) => &TOKEN_STREAM_ERROR,
         }
     }
-    let attrs = [
-        ("path", path_obj(py, err.path())),
-        ("reason", obj(py, err.reason())),
-        ("kind", obj(py, err.kind())),
-        ("file", obj(py, err.file().map(|file| file.to_string()))),
-        ("sample", obj(py, err.sample())),
-    ];
-    let message = err.to_string();
-    match err {
-        RsCacheError::Resource {
-            resource, source, ..
-        } => {
-            let extra = resource_attrs(py, *resource, source);
-            with_attrs::<ResourceError>(
-                py,
-                message,
-                &attrs.into_iter().chain(extra).collect::<Vec<_>>(),
-            )
+
+    fn message(&self) -> String {
+        match self {
+            Self::Cache {
+                error,
+                url: Some(url),
+            } => format!("{url}: {error}"),
+            Self::Cache { error, .. } => error.to_string(),
+            Self::Dataset(error) => error.to_string(),
+            Self::Write(error) => error.to_string(),
+            Self::Pack(error) => error.to_string(),
+            Self::Remote(error) => error.to_string(),
+            Self::RemoteRead { error, file } => {
+                format!("reading {file} of a remote cache: {error}")
+            }
+            Self::Update(error) => error.to_string(),
+            Self::ShardFile { path, source } => match Exhausted::of(source) {
+                Some(resource) => format!(
+                    "{}: {resource}: {source}; {}",
+                    path.display(),
+                    resource.advice()
+                ),
+                None => format!("{}: {source}", path.display()),
+            },
+            Self::ShardChanged { path, reason } => format!("{}: {reason}", path.display()),
+            Self::UnknownCache(cache_id) => unknown_cache_reason(*cache_id),
+            Self::SampleIndex(message) => message.clone(),
+            Self::Tokens {
+                message: Some(message),
+                ..
+            } => message.clone(),
+            Self::Tokens { error, .. } => error.to_string(),
+            Self::TokenStream(error) => error.to_string(),
+            Self::Panicked(text) => format!("internal error (Rust panic): {text}"),
         }
-        RsCacheError::Incomplete { .. } => with_attrs::<IncompleteCacheError>(py, message, &attrs),
-        RsCacheError::Checksum { .. } => with_attrs::<ChecksumError>(py, message, &attrs),
-        RsCacheError::NotADirectory { .. } | RsCacheError::Io { .. } => {
-            with_attrs::<CacheError>(py, message, &attrs)
+    }
+
+    fn fields(&self, f: &mut Fields<'_>) {
+        match self {
+            Self::Cache { error, url } => {
+                f.set("path", text(error.path()))
+                    .set("reason", error.reason())
+                    .set("kind", error.kind())
+                    .set("file", error.file().map(|file| file.to_string()))
+                    .set("sample", error.sample())
+                    .set_some("url", url.as_deref());
+                if let CacheError::Resource {
+                    resource, source, ..
+                } = error
+                {
+                    resource_fields(f, *resource, source);
+                }
+            }
+            Self::Dataset(error) => {
+                f.set("path", error.path().map(text))
+                    .set("reason", error.to_string())
+                    .set("kind", error.kind());
+            }
+            Self::Write(error) => {
+                // `input`, `column` and `key` name what a conversion refused; the writer's own
+                // errors have them as None, so every WriteError carries the same attributes.
+                f.set("path", error.path().map(text))
+                    .set("input", None::<&str>)
+                    .set("column", None::<&str>)
+                    .set("key", None::<&str>)
+                    .set("reason", error.reason())
+                    .set("kind", error.kind());
+            }
+            Self::Pack(error) => {
+                f.set("path", error.path().map(text))
+                    .set("input", error.input())
+                    .set("column", error.column())
+                    .set("key", error.key())
+                    .set("reason", error.reason())
+                    .set("kind", error.kind());
+            }
+            Self::Remote(error) => remote_fields(f, error),
+            Self::RemoteRead { error, file } => {
+                let shard = file.to_string();
+                let cache = error.url().map(|url| {
+                    url.strip_suffix(&format!("/{shard}"))
+                        .or_else(|| url.strip_suffix("/manifest.json"))
+                        .unwrap_or(url)
+                        .to_owned()
+                });
+                remote_fields(f, error);
+                f.set("file", shard).set("cache", cache);
+            }
+            Self::Update(error) => update_fields(f, error),
+            Self::ShardFile { path, source } => {
+                f.set("path", text(path))
+                    .set("file", text(path))
+                    .set("sample", None::<u64>);
+                f.set("reason", source.to_string());
+                match Exhausted::of(source) {
+                    Some(resource) => {
+                        f.set("kind", "resource");
+                        resource_fields(f, resource, source);
+                    }
+                    None => {
+                        f.set("kind", "io").set("errno", source.raw_os_error());
+                    }
+                }
+            }
+            Self::ShardChanged { path, reason } => {
+                f.set("path", text(path)).set("reason", reason);
+            }
+            Self::UnknownCache(cache_id) => {
+                f.set("path", None::<&str>)
+                    .set("reason", unknown_cache_reason(*cache_id))
+                    .set("kind", "unknown_cache")
+                    .set("cache_id", cache_id);
+            }
+            Self::SampleIndex(message) => {
+                f.set("path", None::<&str>)
+                    .set("reason", message)
+                    .set("kind", "sample_index");
+            }
+            Self::Panicked(text) => {
+                f.set("path", None::<&str>)
+                    .set("reason", text)
+                    .set("kind", "panic");
+            }
+            Self::Tokens { error, .. } => {
+                let path = match error {
+                    TokenError::NotATokenCache { path }
+                    | TokenError::BadTokenInfo { path, .. }
+                    | TokenError::NTokensColumn { path, .. }
+                    | TokenError::TokenOutOfRange { path, .. }
+                    | TokenError::LengthMismatch { path, .. }
+                    | TokenError::BadNTokens { path, .. } => Some(text(path)),
+                    _ => None,
+                };
+                f.set("path", path)
+                    .set("input", None::<&str>)
+                    .set("column", None::<&str>)
+                    .set("key", None::<&str>)
+                    .set("reason", self.message())
+                    .set("kind", error.kind());
+            }
+            Self::TokenStream(error) => {
+                let (path, kind, sample) = match error {
+                    TokenStreamError::Boundary { source_name, .. } => {
+                        (Some(source_name), "boundary", None)
+                    }
+                    TokenStreamError::LongDocument {
+                        source_name,
+                        sample_id,
+                        ..
+                    } => (Some(source_name), "long_document", Some(*sample_id)),
+                    TokenStreamError::EmptySource { source_name } => {
+                        (Some(source_name), "empty_source", None)
+                    }
+                    TokenStreamError::Read(_) => (None, "read", None),
+                    _ => (None, "other", None),
+                };
+                f.set("path", path.cloned())
+                    .set("reason", error.to_string())
+                    .set("kind", kind)
+                    .set("sample_id", sample);
+            }
         }
-        _ => with_attrs::<CorruptCacheError>(py, message, &attrs),
     }
 }
 
-/// The attributes a `ResourceError` carries beside `CacheError`'s: `resource`,
-/// `max_open_shards` and `errno`.
-fn resource_attrs(
-    py: Python<'_>,
-    resource: datasetrt::Exhausted,
-    source: &std::io::Error,
-) -> [(&'static str, Py<PyAny>); 3] {
+/// A path as Python gets it in an attribute: a `str`.
+fn text(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+fn unknown_cache_reason(cache_id: u64) -> String {
+    format!("no cache with id {cache_id} in this dataset")
+}
+
+/// What a `ResourceError` carries beside `CacheError`'s attributes.
+fn resource_fields(f: &mut Fields<'_>, resource: Exhausted, source: &std::io::Error) {
     let name = match resource {
-        datasetrt::Exhausted::Descriptors => "descriptors",
-        datasetrt::Exhausted::Mappings => "mappings",
-        datasetrt::Exhausted::Memory => "memory",
+        Exhausted::Descriptors => "descriptors",
+        Exhausted::Mappings => "mappings",
+        Exhausted::Memory => "memory",
     };
-    [
-        ("resource", obj(py, name)),
-        (
-            "max_open_shards",
-            obj(py, datasetrt::HandlePool::global().capacity()),
-        ),
-        ("errno", obj(py, source.raw_os_error())),
-    ]
+    f.set("resource", name)
+        .set("max_open_shards", HandlePool::global().capacity())
+        .set("errno", source.raw_os_error());
 }
 
-/// An I/O error opening or mapping the shard file at `path` outside any `Cache` (a
-/// `transfer="locations"` receiver): `ResourceError` when a resource ran out, else
-/// `CacheError` (kind `io`).
-pub(crate) fn io_file_error(py: Python<'_>, path: &Path, error: &std::io::Error) -> PyErr {
-    let reason = error.to_string();
-    let common = [
-        ("path", path_obj(py, path)),
-        ("file", path_obj(py, path)),
-        ("sample", py.None()),
-        ("reason", obj(py, &reason)),
-    ];
-    match datasetrt::Exhausted::of(error) {
-        Some(resource) => {
-            let message = format!(
-                "{}: {resource}: {reason}; {}",
-                path.display(),
-                resource.advice()
-            );
-            let attrs = common
-                .into_iter()
-                .chain([("kind", obj(py, "resource"))])
-                .chain(resource_attrs(py, resource, error));
-            with_attrs::<ResourceError>(py, message, &attrs.collect::<Vec<_>>())
+/// A `RemoteError`'s attributes: `path` and `url` (the object or prefix), `reason`, `kind`,
+/// `retryable`, and the bytes of a `CacheLimitError`.
+fn remote_fields(f: &mut Fields<'_>, error: &RemoteError) {
+    f.set("path", error.url())
+        .set("url", error.url())
+        .set("reason", error.reason())
+        .set("kind", error.kind())
+        .set("retryable", error.is_retryable());
+    if let RemoteError::CacheLimit {
+        shard,
+        needed,
+        limit,
+        ..
+    } = error
+    {
+        f.set("shard", shard)
+            .set("needed", needed)
+            .set("limit", limit);
+    }
+}
+
+/// A stopped migration's attributes: the cache that failed, every cache the cause names (each
+/// with the reason) and the caches done before.
+fn update_fields(f: &mut Fields<'_>, error: &ManifestUpdateError) {
+    let py = f.py();
+    let reason = error.cause.to_string();
+    let causes = PyDict::new(py);
+    let named: Vec<&Path> = match error.cause.as_ref() {
+        UpdateCause::DuplicateId { first, second, .. }
+        | UpdateCause::DuplicateCache { first, second } => vec![first, second],
+        _ => error.failed.as_deref().into_iter().collect(),
+    };
+    for path in named {
+        let _ = causes.set_item(path.to_string_lossy(), &reason);
+    }
+    let done = PyList::empty(py);
+    for entry in &error.done {
+        if let Ok(entry) = entry_dict(py, entry) {
+            let _ = done.append(entry);
         }
-        None => {
-            let message = format!("{}: {reason}", path.display());
-            let attrs = common.into_iter().chain([
-                ("kind", obj(py, "io")),
-                ("errno", obj(py, error.raw_os_error())),
-            ]);
-            with_attrs::<CacheError>(py, message, &attrs.collect::<Vec<_>>())
-        }
     }
-}
-
-/// A dataset error as a Python exception (cache errors keep their own classes).
-pub(crate) fn dataset_error(py: Python<'_>, err: &RsDatasetError) -> PyErr {
-    if let Some(raised) = crate::interrupt::pending(py) {
-        return raised;
-    }
-    if let RsDatasetError::Cache(inner) = err {
-        return cache_error(py, inner);
-    }
-    let (path, kind) = (err.path(), err.kind());
-    let attrs = [
-        ("path", path.map_or_else(|| py.None(), |p| path_obj(py, p))),
-        ("reason", obj(py, err.to_string())),
-        ("kind", obj(py, kind)),
-    ];
-    with_attrs::<DatasetError>(py, err.to_string(), &attrs)
-}
-
-/// A write error as a [`WriteError`].
-pub(crate) fn write_error(py: Python<'_>, err: &RsWriteError) -> PyErr {
-    let (path, kind, reason) = (err.path(), err.kind(), err.reason());
-    // `input`, `column` and `key` name what a conversion refused; the writer's own errors
-    // have them as None, so every WriteError carries the same attributes.
-    let attrs = [
-        ("path", path.map_or_else(|| py.None(), |p| path_obj(py, p))),
-        ("input", py.None()),
-        ("column", py.None()),
-        ("key", py.None()),
-        ("reason", obj(py, reason)),
-        ("kind", obj(py, kind)),
-    ];
-    with_attrs::<WriteError>(py, err.to_string(), &attrs)
-}
-
-/// A conversion's error: the writer's own as a [`WriteError`] (through [`write_error`]), a
-/// signal handler's exception when the run was interrupted, a worker's panic as an
-/// [`InternalError`], and an input that could not be read or converted as a [`WriteError`]
-/// naming it (with `column` for a refused table column, `key` for a refused WebDataset
-/// sample).
-pub(crate) fn pack_error(py: Python<'_>, err: &datasetrt::pack::PackError) -> PyErr {
-    use datasetrt::pack::PackError;
-    if let Some(raised) = crate::interrupt::pending(py) {
-        return raised;
-    }
-    if let PackError::Write(inner) = err {
-        return write_error(py, inner);
-    }
-    let attrs = [
-        (
-            "path",
-            err.path().map_or_else(|| py.None(), |p| path_obj(py, p)),
-        ),
-        (
-            "input",
-            err.input().map_or_else(|| py.None(), |i| obj(py, i)),
-        ),
-        (
-            "column",
-            err.column().map_or_else(|| py.None(), |c| obj(py, c)),
-        ),
-        ("key", err.key().map_or_else(|| py.None(), |k| obj(py, k))),
-        ("reason", obj(py, err.reason())),
-        ("kind", obj(py, err.kind())),
-    ];
-    match err {
-        PackError::WorkerPanicked(_) => with_attrs::<InternalError>(py, err.to_string(), &attrs),
-        PackError::Io { .. }
-        | PackError::Input { .. }
-        | PackError::Column { .. }
-        | PackError::BadSample { .. }
-        | PackError::Parquet { .. }
-        | PackError::Arrow { .. }
-        | PackError::Encode { .. }
-        | PackError::TokenOutOfRange { .. }
-        | PackError::Tokenizer { .. }
-        | PackError::Cancelled
-        | PackError::Write(_) => with_attrs::<WriteError>(py, err.to_string(), &attrs),
-    }
+    f.set("path", error.failed.as_deref().map(text))
+        .set("failed", error.failed.as_deref().map(text))
+        .set("reason", reason)
+        .set("kind", error.cause.kind())
+        .set("done", done)
+        .set("causes", causes);
 }
 
 /// One report entry as a dict: `path`, `manifest`, `cache_id`, `outcome` and `error`.
@@ -421,8 +493,8 @@ pub(crate) fn entry_dict<'py>(
     entry: &ManifestUpdateEntry,
 ) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
-    dict.set_item("path", entry.cache.to_string_lossy().into_owned())?;
-    dict.set_item("manifest", entry.manifest.to_string_lossy().into_owned())?;
+    dict.set_item("path", entry.cache.to_string_lossy())?;
+    dict.set_item("manifest", entry.manifest.to_string_lossy())?;
     dict.set_item("cache_id", entry.cache_id)?;
     let (outcome, error) = match &entry.outcome {
         UpdateOutcome::Updated => ("updated", None),
@@ -434,158 +506,78 @@ pub(crate) fn entry_dict<'py>(
     Ok(dict)
 }
 
-/// A stopped migration as a [`ManifestUpdateError`].
-pub(crate) fn manifest_update_error(py: Python<'_>, err: &RsManifestUpdateError) -> PyErr {
-    let cause = err.cause.as_ref();
-    let kind = cause.kind();
-    let reason = cause.to_string();
-    // Every cache the cause names, each with the reason.
-    let causes = PyDict::new(py);
-    let name = |p: &Path| {
-        let _ = causes.set_item(p.to_string_lossy().into_owned(), &reason);
-    };
-    match cause {
-        UpdateCause::DuplicateId { first, second, .. }
-        | UpdateCause::DuplicateCache { first, second } => {
-            name(first);
-            name(second);
-        }
-        _ => {
-            if let Some(failed) = &err.failed {
-                name(failed);
-            }
-        }
-    }
-    let done = PyList::empty(py);
-    for entry in &err.done {
-        if let Ok(d) = entry_dict(py, entry) {
-            let _ = done.append(d);
-        }
-    }
-    let attrs = [
-        (
-            "path",
-            err.failed
-                .as_deref()
-                .map_or_else(|| py.None(), |p| path_obj(py, p)),
-        ),
-        (
-            "failed",
-            err.failed
-                .as_deref()
-                .map_or_else(|| py.None(), |p| path_obj(py, p)),
-        ),
-        ("reason", obj(py, reason.clone())),
-        ("kind", obj(py, kind)),
-        ("done", done.into_any().unbind()),
-        ("causes", causes.into_any().unbind()),
-    ];
-    with_attrs::<ManifestUpdateError>(py, err.to_string(), &attrs)
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// A remote error as a [`RemoteError`] (or subclass) with `message`, plus `extra` attributes.
-fn remote_exception(
-    py: Python<'_>,
-    err: &RsRemoteError,
-    message: String,
-    extra: Vec<(&str, Py<PyAny>)>,
-) -> PyErr {
-    let url = err.url();
-    let mut attrs = vec![
-        ("path", obj(py, url)),
-        ("url", obj(py, url)),
-        ("reason", obj(py, err.reason())),
-        ("kind", obj(py, err.kind())),
-        ("retryable", obj(py, err.is_retryable())),
-    ];
-    if let RsRemoteError::CacheLimit {
-        shard,
-        needed,
-        limit,
-        ..
-    } = err
-    {
-        attrs.push(("shard", obj(py, shard.clone())));
-        attrs.push(("needed", obj(py, *needed)));
-        attrs.push(("limit", obj(py, *limit)));
+    #[test]
+    fn a_failed_remote_read_is_a_remote_error_naming_its_shard_and_cache() {
+        Python::initialize();
+        Python::attach(|py| {
+            let store = RemoteError::ShortRange {
+                url: "s3://b/c/shards/000001.bin".into(),
+                offset: 0,
+                expected: 8,
+                found: 2,
+            };
+            let read = CacheError::io(
+                Path::new("/lc/x"),
+                CacheFile::Shard(1),
+                std::io::Error::other(store),
+            );
+            let error: PyErr = Error::from(read).into();
+            let value = error.value(py);
+            assert!(error.get_type(py).is(REMOTE_ERROR.get(py).unwrap()));
+            let cache: String = value.getattr("cache").unwrap().extract().unwrap();
+            let file: String = value.getattr("file").unwrap().extract().unwrap();
+            assert_eq!(
+                (cache.as_str(), file.as_str()),
+                ("s3://b/c", "shards/000001.bin")
+            );
+            assert!(value.getattr("retryable").unwrap().is_truthy().unwrap());
+            let unknown: PyErr = Error::UnknownCache(9).into();
+            assert!(unknown.is_instance_of::<pyo3::exceptions::PyKeyError>(py));
+            assert!(unknown.is_instance(py, &DATASET_ERROR.get(py).unwrap()));
+        });
     }
-    attrs.extend(extra);
-    match err {
-        RsRemoteError::Integrity { .. } => with_attrs::<RemoteIntegrityError>(py, message, &attrs),
-        RsRemoteError::ManifestChanged { .. } => {
-            with_attrs::<ManifestChangedError>(py, message, &attrs)
-        }
-        RsRemoteError::CacheLimit { .. } => with_attrs::<CacheLimitError>(py, message, &attrs),
-        _ => with_attrs::<RemoteError>(py, message, &attrs),
-    }
-}
 
-/// An error of opening (or publishing) through `dsrt_remote` as a Python exception: the
-/// local cache and dataset errors keep their own classes (a remote cache's files that fail
-/// their checks once local raise the `CacheError` subclass, with `url` set); everything else
-/// is a [`RemoteError`].
-pub(crate) fn remote_error(py: Python<'_>, err: &RsRemoteError) -> PyErr {
-    if let Some(raised) = crate::interrupt::pending(py) {
-        return raised;
+    #[test]
+    fn token_errors_keep_their_readers_classes_and_a_stream_refusal_names_the_document() {
+        Python::initialize();
+        Python::attach(|py| {
+            let long = TokenStreamError::LongDocument {
+                source_name: "/caches/web".into(),
+                sample_id: 7,
+                tokens: 90,
+                seq_len: 64,
+            };
+            let error: PyErr = Error::from(long).into();
+            assert!(error.get_type(py).is(TOKEN_STREAM_ERROR.get(py).unwrap()));
+            assert!(error.is_instance(py, &DATASET_ERROR.get(py).unwrap()));
+            let value = error.value(py);
+            let kind: String = value.getattr("kind").unwrap().extract().unwrap();
+            let sample: u64 = value.getattr("sample_id").unwrap().extract().unwrap();
+            let path: String = value.getattr("path").unwrap().extract().unwrap();
+            assert_eq!(
+                (kind.as_str(), sample, path.as_str()),
+                ("long_document", 7, "/caches/web")
+            );
+            // A document the stream could not read is the token cache's own error, and that
+            // one's reader failure the cache's.
+            let missing = TokenError::NotATokenCache {
+                path: "/caches/images".into(),
+            };
+            let error: PyErr = Error::from(TokenStreamError::read(missing)).into();
+            assert!(error.get_type(py).is(WRITE_ERROR.get(py).unwrap()));
+            let kind: String = error.value(py).getattr("kind").unwrap().extract().unwrap();
+            assert_eq!(kind, "not_a_token_cache");
+            let incomplete = CacheError::Incomplete {
+                path: "/caches/half".into(),
+            };
+            let error: PyErr = Error::from(TokenError::from(incomplete)).into();
+            assert!(error
+                .get_type(py)
+                .is(INCOMPLETE_CACHE_ERROR.get(py).unwrap()));
+        });
     }
-    match err {
-        RsRemoteError::Cache(inner) => cache_error(py, inner),
-        RsRemoteError::Dataset(inner) => dataset_error(py, inner),
-        RsRemoteError::Write(inner) => write_error(py, inner),
-        RsRemoteError::Opened { url, source } => {
-            let exc = cache_error(py, source);
-            let value = exc.value(py);
-            let _ = value.setattr("url", url);
-            // Name the remote cache first, then what its local copy failed.
-            let _ = value.setattr("args", (format!("{url}: {source}"),));
-            exc
-        }
-        other => remote_exception(py, other, other.to_string(), Vec::new()),
-    }
-}
-
-/// A read that failed because its shard source (a remote cache) failed: names the shard and
-/// the URL.
-fn remote_read_error(py: Python<'_>, err: &RsRemoteError, file: &CacheFile) -> PyErr {
-    let shard = file.to_string();
-    let message = format!("reading {shard} of a remote cache: {err}");
-    let cache_url = err.url().map(|u| {
-        u.strip_suffix(&format!("/{shard}"))
-            .or_else(|| u.strip_suffix("/manifest.json"))
-            .unwrap_or(u)
-            .to_owned()
-    });
-    let extra = vec![("file", obj(py, shard)), ("cache", obj(py, cache_url))];
-    remote_exception(py, err, message, extra)
-}
-
-/// Registers every exception class on the module.
-pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let py = m.py();
-    m.add("Error", py.get_type::<Error>())?;
-    m.add("CacheError", py.get_type::<CacheError>())?;
-    m.add("ResourceError", py.get_type::<ResourceError>())?;
-    m.add(
-        "IncompleteCacheError",
-        py.get_type::<IncompleteCacheError>(),
-    )?;
-    m.add("ChecksumError", py.get_type::<ChecksumError>())?;
-    m.add("CorruptCacheError", py.get_type::<CorruptCacheError>())?;
-    m.add("DatasetError", py.get_type::<DatasetError>())?;
-    m.add("ManifestUpdateError", py.get_type::<ManifestUpdateError>())?;
-    m.add("WriteError", py.get_type::<WriteError>())?;
-    m.add("RemoteError", py.get_type::<RemoteError>())?;
-    m.add(
-        "RemoteIntegrityError",
-        py.get_type::<RemoteIntegrityError>(),
-    )?;
-    m.add(
-        "ManifestChangedError",
-        py.get_type::<ManifestChangedError>(),
-    )?;
-    m.add("CacheLimitError", py.get_type::<CacheLimitError>())?;
-    m.add("InternalError", py.get_type::<InternalError>())?;
-    m.add("UnknownCacheError", unknown_cache_error_type(py)?.bind(py))?;
-    m.add("SampleIndexError", sample_index_error_type(py)?.bind(py))?;
-    Ok(())
 }

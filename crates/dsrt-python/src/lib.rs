@@ -14,14 +14,16 @@
 //! Layering: on top of the `datasetrt` facade and `dsrt-remote`; built by maturin (see
 //! `python/datasetrt/pyproject.toml`), tested by pytest through `cargo xtask test`.
 #![forbid(unsafe_code)]
+// The binding's one error type holds any error of the library as it is: it is made once per
+// failed Python call and becomes an exception at once, so its size costs nothing.
+#![allow(clippy::result_large_err)]
 
 mod arrow;
 mod cache;
 mod dataset;
 mod errors;
-mod interrupt;
 mod loader;
-mod logging;
+mod options;
 mod pack;
 mod remote;
 #[cfg(feature = "test-hooks")]
@@ -45,7 +47,7 @@ fn update_manifests(
     paths: Vec<PathBuf>,
     version: u64,
 ) -> PyResult<dataset::PyUpdateReport> {
-    let result = errors::detach(py, || {
+    let report = errors::enter(py, || {
         datasetrt::update_manifests(
             &paths,
             version,
@@ -53,10 +55,7 @@ fn update_manifests(
             &datasetrt::CancelToken::new(),
         )
     })?;
-    match result {
-        Ok(report) => dataset::PyUpdateReport::from_report(py, &report),
-        Err(e) => Err(errors::manifest_update_error(py, &e)),
-    }
+    dataset::PyUpdateReport::from_report(py, &report)
 }
 
 /// The v3 cache id a writer derives from `source` (the same function as the Rust writer's).
@@ -67,9 +66,9 @@ fn cache_id_for_source(source: &str) -> u64 {
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    logging::forward_to_python(m.py())?;
-    interrupt::install();
-    errors::register(m)?;
+    py_support::forward_logs(m.py())?;
+    py_support::install_interrupt_hook();
+    py_support::ExceptionClass::register_all(m, &errors::CLASSES)?;
     #[cfg(feature = "test-hooks")]
     testing::register(m)?;
     m.add_class::<cache::PyCache>()?;
@@ -83,20 +82,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<token_stream::PyTokenBatches>()?;
     m.add_class::<token_stream::PyTokenBatch>()?;
     m.add_function(wrap_pyfunction!(token_stream::_token_batch_from_arrow, m)?)?;
-    m.add(
-        "TokenStreamError",
-        m.py().get_type::<token_stream::TokenStreamError>(),
-    )?;
     m.add_class::<loader::PyLoader>()?;
     m.add_class::<loader::PyRankPlan>()?;
     m.add_function(wrap_pyfunction!(update_manifests, m)?)?;
-    m.add_function(wrap_pyfunction!(pack::pack_dir, m)?)?;
-    m.add_function(wrap_pyfunction!(pack::pack_imagefolder, m)?)?;
+    m.add_function(wrap_pyfunction!(pack::_pack, m)?)?;
     m.add_function(wrap_pyfunction!(writer::_merge_parts, m)?)?;
+    m.add_function(wrap_pyfunction!(writer::_cache_schema, m)?)?;
     m.add_function(wrap_pyfunction!(writer::_remove_unpublished, m)?)?;
-    m.add_function(wrap_pyfunction!(pack::pack_parquet, m)?)?;
-    m.add_function(wrap_pyfunction!(pack::pack_webdataset, m)?)?;
-    m.add_function(wrap_pyfunction!(pack::pack_megatron, m)?)?;
     m.add_function(wrap_pyfunction!(cache_id_for_source, m)?)?;
     m.add_function(wrap_pyfunction!(remote::publish, m)?)?;
     m.add_function(wrap_pyfunction!(remote::_check_publish_target, m)?)?;

@@ -1,11 +1,15 @@
-//! `datasetrt.pack_dir`, `pack_imagefolder`, `pack_parquet` and `pack_webdataset`: the
-//! parallel converters of `datasetrt::pack`, the GIL released for the whole run.
+//! `_pack`, the one native call under `datasetrt.pack_dir`, `pack_imagefolder`,
+//! `pack_parquet`, `pack_webdataset`, `pack_jsonl` and `pack_megatron` (`datasetrt/_pack.py`
+//! gives each its signature): a converter of `datasetrt::pack` scanned and run on its threads, the GIL
+//! released for the whole run.
 
-use crate::errors::{detach, pack_error};
+use crate::errors::enter;
+use crate::options::Kwargs;
 use crate::writer::{compression_arg, summary_dict};
 use datasetrt::pack::{
-    pack, Convert, FileTree, ImageFolder, Megatron, PackError, PackOptions, TableOptions, Tables,
-    TextOptions, TextTokenizer, TokenColumn, WebDataset, WebDatasetOptions,
+    pack, Convert, FileTree, ImageFolder, Jsonl, JsonlOptions, JsonlSource, Megatron, PackError,
+    PackOptions, PayloadEncoding, TableOptions, Tables, TextOptions, TextTokenizer, TokenColumn,
+    WebDataset, WebDatasetOptions,
 };
 use datasetrt::tokens::{TokenDtype, TokenInfo};
 use datasetrt::{CacheSummary, CacheWriter, Schema, WriterOptions};
@@ -27,356 +31,287 @@ fn pack_into<C: Convert>(
     let options = options.io_threads(datasetrt::pack::writer_io_threads(jobs));
     let run = || -> Result<CacheSummary, PackError> {
         let mut writer = CacheWriter::create(out, options)?;
-        let mut pack_options = PackOptions::default();
-        if let Some(jobs) = jobs {
-            pack_options = pack_options.jobs(jobs);
-        }
+        let pack_options = match jobs {
+            Some(jobs) => PackOptions::default().jobs(jobs),
+            None => PackOptions::default(),
+        };
         pack(convert, &mut writer, &pack_options)?;
         Ok(writer.finish()?)
     };
     let result = run();
+    // A cache whose manifest was published but whose durability is unknown is whole.
     if let Err(error) = &result {
-        // A cache whose manifest was published but whose durability is unknown is whole.
-        if !matches!(
+        let published = matches!(
             error,
             PackError::Write(datasetrt::WriteError::DurabilityUnknown { .. })
-        ) {
+        );
+        if !published {
             datasetrt::remove_unpublished(out, created);
         }
     }
     result
 }
 
-/// What the converters share: options, the run with the GIL released, the summary.
-/// `schema` reads the scanned converter's schema; `skipped` its skipped samples, for the
-/// converters that skip (a `skipped` entry of the summary).
-#[allow(clippy::too_many_arguments)]
-fn run_tree<'py, C: Convert + Send>(
+/// One path or a sequence of them.
+fn paths_arg(paths: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
+    match paths.extract::<PathBuf>() {
+        Ok(one) => Ok(vec![one]),
+        Err(_) => paths.extract(),
+    }
+}
+
+/// A scanned converter, its schema, and its skipped samples where it skips any.
+trait Scanned: Convert + Send {
+    fn schema(&self) -> Schema;
+    fn skipped(&self) -> Option<usize> {
+        None
+    }
+}
+
+impl Scanned for FileTree {
+    fn schema(&self) -> Schema {
+        FileTree::schema()
+    }
+}
+
+impl Scanned for ImageFolder {
+    fn schema(&self) -> Schema {
+        ImageFolder::schema()
+    }
+}
+
+impl Scanned for Tables {
+    fn schema(&self) -> Schema {
+        Tables::schema(self).clone()
+    }
+}
+
+impl Scanned for WebDataset {
+    fn schema(&self) -> Schema {
+        WebDataset::schema(self).clone()
+    }
+    fn skipped(&self) -> Option<usize> {
+        Some(WebDataset::skipped(self).len())
+    }
+}
+
+impl Scanned for Jsonl {
+    fn schema(&self) -> Schema {
+        Jsonl::schema(self).clone()
+    }
+}
+
+impl Scanned for Megatron {
+    fn schema(&self) -> Schema {
+        Megatron::schema(self).clone()
+    }
+}
+
+/// Scans (GIL released) and packs, the converter's manifest keys (a token cache's `tokens`)
+/// given to the writer; the summary dict of `CacheWriter.finish`, with `skipped` for a
+/// converter that skips samples.
+fn run<'py, C: Scanned>(
     py: Python<'py>,
     scan: impl FnOnce() -> Result<C, PackError> + Send,
-    schema: impl FnOnce(&C) -> Schema + Send,
-    skipped: Option<fn(&C) -> usize>,
     out: PathBuf,
-    source: String,
-    compression: &str,
-    max_shard_bytes: u64,
+    options: impl FnOnce(Schema) -> WriterOptions + Send,
     jobs: Option<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let compression = compression_arg(compression)?;
-    let result = detach(py, move || {
+    let (summary, skipped) = enter(py, move || {
         let convert = scan()?;
-        let mut options = WriterOptions::new(source, schema(&convert))
-            .compression(compression)
-            .max_shard_bytes(max_shard_bytes);
+        let mut options = options(convert.schema());
         for (key, value) in convert.manifest_keys() {
             options = options.manifest_key(key, value);
         }
         let summary = pack_into(&convert, &out, options, jobs)?;
-        Ok((summary, skipped.map(|count| count(&convert))))
+        Ok::<_, PackError>((summary, convert.skipped()))
     })?;
-    match result {
-        Ok((summary, skipped)) => {
-            let dict = summary_dict(py, &summary)?;
-            if let Some(skipped) = skipped {
-                dict.set_item("skipped", skipped)?;
-            }
-            Ok(dict)
-        }
-        Err(error) => Err(pack_error(py, &error)),
+    let dict = summary_dict(py, &summary)?;
+    if let Some(skipped) = skipped {
+        dict.set_item("skipped", skipped)?;
     }
+    Ok(dict)
 }
 
-/// One path or a sequence of them.
-fn paths_arg(paths: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
-    if let Ok(one) = paths.extract::<PathBuf>() {
-        return Ok(vec![one]);
-    }
-    paths.extract::<Vec<PathBuf>>()
-}
-
-/// One string or a sequence of them.
-fn strings_arg(strings: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
-    if let Ok(one) = strings.extract::<String>() {
-        return Ok(vec![one]);
-    }
-    strings.extract::<Vec<String>>()
-}
-
-/// Packs every regular file below `root` (sorted relative-path order; symbolic links
-/// skipped) into a new cache at `out`, one sample per file with metadata `path` (relative)
-/// and `size`, reading and encoding on `jobs` threads (default: the CPUs available); the
-/// cache is byte for byte the same for every `jobs`. Returns a summary dict. On failure
-/// nothing is left at `out`.
+/// `_pack(kind, inputs, out, **options)`: packs `inputs` (a path, or paths) into a new cache
+/// at `out` with the converter `kind` ("dir", "imagefolder", "parquet", "webdataset",
+/// "jsonl", "megatron") and its options (a token cache's: [`token_column`]), the writer's (`source`, `compression`, `max_shard_bytes`) and
+/// `jobs`. Returns the summary dict; on failure nothing is left at `out`.
 #[pyfunction]
-#[pyo3(signature = (root, out, *, source, compression = "none", max_shard_bytes = datasetrt::DEFAULT_MAX_SHARD_BYTES, jobs = None))]
-pub(crate) fn pack_dir<'py>(
+#[pyo3(signature = (kind, inputs, out, **options))]
+pub(crate) fn _pack<'py>(
     py: Python<'py>,
-    root: PathBuf,
+    kind: &str,
+    inputs: &Bound<'py, PyAny>,
     out: PathBuf,
-    source: String,
-    compression: &str,
-    max_shard_bytes: u64,
-    jobs: Option<usize>,
+    options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let scan = move || FileTree::scan(&root);
-    run_tree(
-        py,
-        scan,
-        |_| FileTree::schema(),
-        None,
-        out,
-        source,
-        compression,
-        max_shard_bytes,
-        jobs,
-    )
-}
-
-/// Packs an ImageFolder tree (`root/<class>/<file>`, torchvision's layout) into a new cache at
-/// `out`: one sample per file, classes in sorted order, with metadata `label` (the class's
-/// position), `class` and `path` (relative to `root`), on `jobs` threads (default: the CPUs
-/// available); the cache is byte for byte the same for every `jobs`. Returns a summary dict.
-/// On failure nothing is left at `out`.
-#[pyfunction]
-#[pyo3(signature = (root, out, *, source, compression = "none", max_shard_bytes = datasetrt::DEFAULT_MAX_SHARD_BYTES, jobs = None))]
-pub(crate) fn pack_imagefolder<'py>(
-    py: Python<'py>,
-    root: PathBuf,
-    out: PathBuf,
-    source: String,
-    compression: &str,
-    max_shard_bytes: u64,
-    jobs: Option<usize>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let scan = move || ImageFolder::scan(&root);
-    run_tree(
-        py,
-        scan,
-        |_| ImageFolder::schema(),
-        None,
-        out,
-        source,
-        compression,
-        max_shard_bytes,
-        jobs,
-    )
-}
-
-/// Packs Parquet files (a path, a directory of `*.parquet` files in name order, or a list of
-/// them) or a Hugging Face `save_to_disk` directory (one holding `state.json`) into a new
-/// cache at `out`, one sample per row: `payload_column` (binary or string, or a struct with a
-/// binary `bytes` field such as the `Image` feature) is the payload, the other columns (or
-/// `metadata_columns`, in that order) metadata, widened to bool, int64, float64 or utf8; any
-/// other column type is refused naming the file and column before anything is written. Row
-/// groups are read one at a time on `jobs` threads; the cache is byte for byte the same for
-/// every `jobs`. Returns a summary dict. On failure nothing is left at `out`.
-///
-/// A token cache instead (docs/format/datasetrt.md, "Token caches") with `tokens_column` (a
-/// list of integers per row: the document's ids, each checked against the width and
-/// `vocab_size`; `token_dtype`, default from `vocab_size` or else the list's integer type) or
-/// `text_column` with `tokenizer` (a tokenizer.json; ids as the `tokenizers` package's
-/// `encode_batch(texts, add_special_tokens=...)` gives them, the EOS id appended with
-/// `append_eos`).
-#[pyfunction]
-#[pyo3(signature = (paths, out, *, source, payload_column = None, metadata_columns = None, compression = "none", max_shard_bytes = datasetrt::DEFAULT_MAX_SHARD_BYTES, jobs = None, tokens_column = None, text_column = None, tokenizer = None, add_special_tokens = false, append_eos = false, token_dtype = None, vocab_size = None, bos_id = None, eos_id = None, pad_id = None, tokenizer_name = None))]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn pack_parquet<'py>(
-    py: Python<'py>,
-    paths: &Bound<'py, PyAny>,
-    out: PathBuf,
-    source: String,
-    payload_column: Option<String>,
-    metadata_columns: Option<Vec<String>>,
-    compression: &str,
-    max_shard_bytes: u64,
-    jobs: Option<usize>,
-    tokens_column: Option<String>,
-    text_column: Option<String>,
-    tokenizer: Option<PathBuf>,
-    add_special_tokens: bool,
-    append_eos: bool,
-    token_dtype: Option<&str>,
-    vocab_size: Option<u64>,
-    bos_id: Option<u32>,
-    eos_id: Option<u32>,
-    pad_id: Option<u32>,
-    tokenizer_name: Option<String>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let paths = paths_arg(paths)?;
-    let given = TokenArgs {
-        token_dtype,
-        vocab_size,
-        bos_id,
-        eos_id,
-        pad_id,
-        tokenizer_name,
+    let mut kwargs = Kwargs::new("_pack", options)?;
+    let source: String = kwargs.get("source", String::new())?;
+    let compression = compression_arg(&kwargs.get("compression", "none".to_owned())?)?;
+    let max_shard_bytes = kwargs.get("max_shard_bytes", datasetrt::DEFAULT_MAX_SHARD_BYTES)?;
+    let jobs: Option<usize> = kwargs.get("jobs", None)?;
+    let writer = move |schema: Schema| {
+        WriterOptions::new(source, schema)
+            .compression(compression)
+            .max_shard_bytes(max_shard_bytes)
     };
-    let mut options = match (payload_column, tokens_column, text_column, tokenizer) {
-        (Some(column), None, None, None) => TableOptions::new(column),
-        (None, Some(column), None, None) => {
-            TableOptions::tokens(column, TokenColumn::Ids(given.info()?))
+    let paths = paths_arg(inputs)?;
+    let first = paths.first().cloned().unwrap_or_default();
+    match kind {
+        "dir" | "imagefolder" => {
+            kwargs.finish()?;
+            match kind {
+                "dir" => run(py, move || FileTree::scan(&first), out, writer, jobs),
+                _ => run(py, move || ImageFolder::scan(&first), out, writer, jobs),
+            }
         }
-        (None, None, Some(column), Some(tokenizer)) => {
+        "parquet" => {
+            let payload_column: Option<String> = kwargs.get("payload_column", None)?;
+            let mut options =
+                match (payload_column, token_column(py, &mut kwargs)?) {
+                    (Some(column), None) => TableOptions::new(column),
+                    (None, Some((column, tokens))) => TableOptions::tokens(column, tokens),
+                    _ => return Err(PyValueError::new_err(
+                        "give one of payload_column, tokens_column, or text_column with tokenizer",
+                    )),
+                };
+            if let Some(columns) = kwargs.get::<Option<Vec<String>>>("metadata_columns", None)? {
+                options = options.metadata_columns(columns);
+            }
+            kwargs.finish()?;
+            run(
+                py,
+                move || Tables::scan(&paths, &options),
+                out,
+                writer,
+                jobs,
+            )
+        }
+        "webdataset" => {
+            let extensions = match kwargs.take("payload_ext")? {
+                Some(one) if one.extract::<String>().is_ok() => vec![one.extract()?],
+                Some(many) => many.extract()?,
+                None => Vec::new(),
+            };
+            let skip_bad = kwargs.get("skip_bad", false)?;
+            let options = WebDatasetOptions::new(extensions).skip_bad(skip_bad);
+            kwargs.finish()?;
+            run(
+                py,
+                move || WebDataset::scan(&paths, options),
+                out,
+                writer,
+                jobs,
+            )
+        }
+        "megatron" => {
+            let info = token_info(&mut kwargs)?;
+            kwargs.finish()?;
+            run(py, move || Megatron::open(&first, info), out, writer, jobs)
+        }
+        "jsonl" => {
+            let mut options = JsonlOptions::new(kwargs.get("payload_field", String::new())?);
+            options = options.encoding(match kwargs.get("payload_encoding", "path".to_owned())?.as_str() {
+                "path" => PayloadEncoding::Path,
+                "base64" => PayloadEncoding::Base64,
+                "text" => PayloadEncoding::Text,
+                other => {
+                    let message = format!("payload_encoding must be \"path\", \"base64\" or \"text\", not {other:?}");
+                    return Err(PyValueError::new_err(message));
+                }
+            });
+            if let Some(schema) = kwargs.take("schema")? {
+                options = options.schema(crate::values::schema_from_py(&schema)?);
+            }
+            kwargs.finish()?;
+            let file = JsonlSource::File(first);
+            run(
+                py,
+                move || Jsonl::scan(file, options, &|_| {}),
+                out,
+                writer,
+                jobs,
+            )
+        }
+        other => Err(PyValueError::new_err(format!("no converter {other:?}"))),
+    }
+}
+
+/// A token cache's column, from `tokens_column` (the ids: a list of integers per row) or
+/// `text_column` with `tokenizer` (a tokenizer.json, loaded with the GIL released;
+/// `add_special_tokens`, `append_eos`), or None when neither is given.
+fn token_column(
+    py: Python<'_>,
+    kwargs: &mut Kwargs<'_>,
+) -> PyResult<Option<(String, TokenColumn)>> {
+    let tokens: Option<String> = kwargs.get("tokens_column", None)?;
+    let text: Option<String> = kwargs.get("text_column", None)?;
+    let tokenizer: Option<PathBuf> = kwargs.get("tokenizer", None)?;
+    let add_special_tokens = kwargs.get("add_special_tokens", false)?;
+    let append_eos = kwargs.get("append_eos", false)?;
+    match (tokens, text, tokenizer) {
+        (None, None, None) => {
+            token_info(kwargs)?;
+            Ok(None)
+        }
+        (Some(column), None, None) => Ok(Some((column, TokenColumn::Ids(token_info(kwargs)?)))),
+        (None, Some(column), Some(tokenizer)) => {
             let text = TextOptions {
                 add_special_tokens,
                 append_eos,
-                bos_id,
-                eos_id,
-                pad_id,
+                bos_id: kwargs.get("bos_id", None)?,
+                eos_id: kwargs.get("eos_id", None)?,
+                pad_id: kwargs.get("pad_id", None)?,
             };
-            let tokenizer = detach(py, || TextTokenizer::from_file(&tokenizer, text))?
-                .map_err(|e| pack_error(py, &e))?;
-            TableOptions::tokens(column, TokenColumn::Text(Arc::new(tokenizer)))
+            // The tokenizer sets the width, the vocabulary and its name.
+            for ignored in ["token_dtype", "vocab_size", "tokenizer_name"] {
+                kwargs.take(ignored)?;
+            }
+            let tokenizer = enter(py, || TextTokenizer::from_file(&tokenizer, text))?;
+            Ok(Some((column, TokenColumn::Text(Arc::new(tokenizer)))))
         }
-        _ => {
-            return Err(PyValueError::new_err(
-                "give one of payload_column, tokens_column, or text_column with tokenizer",
+        _ => Err(PyValueError::new_err(
+            "give tokens_column, or text_column with tokenizer, not both",
+        )),
+    }
+}
+
+/// The token info the options give (`token_dtype`, `vocab_size`, `bos_id`, `eos_id`,
+/// `pad_id`, `tokenizer_name`), or None when neither a width nor a vocabulary size is (the
+/// input's integer type then sets the width; the other ids may not be given alone).
+fn token_info(kwargs: &mut Kwargs<'_>) -> PyResult<Option<TokenInfo>> {
+    let token_dtype: Option<String> = kwargs.get("token_dtype", None)?;
+    let vocab_size: Option<u64> = kwargs.get("vocab_size", None)?;
+    let bos_id: Option<u32> = kwargs.get("bos_id", None)?;
+    let eos_id: Option<u32> = kwargs.get("eos_id", None)?;
+    let pad_id: Option<u32> = kwargs.get("pad_id", None)?;
+    let tokenizer: Option<String> = kwargs.get("tokenizer_name", None)?;
+    let dtype = match (token_dtype, vocab_size) {
+        (Some(name), _) => TokenDtype::parse(&name).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "token_dtype must be \"uint16\" or \"uint32\", not {name:?}"
             ))
+        })?,
+        (None, Some(size)) => TokenDtype::for_vocab(size),
+        (None, None) => {
+            let other =
+                bos_id.is_some() || eos_id.is_some() || pad_id.is_some() || tokenizer.is_some();
+            if other {
+                return Err(PyValueError::new_err(
+                    "give token_dtype or vocab_size with bos_id, eos_id, pad_id or \
+                     tokenizer_name",
+                ));
+            }
+            return Ok(None);
         }
     };
-    if let Some(columns) = metadata_columns {
-        options = options.metadata_columns(columns);
-    }
-    let scan = move || Tables::scan(&paths, &options);
-    run_tree(
-        py,
-        scan,
-        |tables| tables.schema().clone(),
-        None,
-        out,
-        source,
-        compression,
-        max_shard_bytes,
-        jobs,
-    )
-}
-
-/// The token info arguments of the token converters.
-struct TokenArgs<'a> {
-    token_dtype: Option<&'a str>,
-    vocab_size: Option<u64>,
-    bos_id: Option<u32>,
-    eos_id: Option<u32>,
-    pad_id: Option<u32>,
-    tokenizer_name: Option<String>,
-}
-
-impl TokenArgs<'_> {
-    /// The token info given, or `None` when neither a width nor a vocabulary size is (the
-    /// input's integer type then sets the width).
-    fn info(self) -> PyResult<Option<TokenInfo>> {
-        let dtype = match (self.token_dtype, self.vocab_size) {
-            (Some(name), _) => TokenDtype::parse(name).ok_or_else(|| {
-                PyValueError::new_err(format!(
-                    "token_dtype must be \"uint16\" or \"uint32\", not {name:?}"
-                ))
-            })?,
-            (None, Some(size)) => TokenDtype::for_vocab(size),
-            (None, None) => {
-                let other = self.bos_id.is_some()
-                    || self.eos_id.is_some()
-                    || self.pad_id.is_some()
-                    || self.tokenizer_name.is_some();
-                if other {
-                    return Err(PyValueError::new_err(
-                        "give token_dtype or vocab_size with bos_id, eos_id, pad_id or \
-                         tokenizer_name",
-                    ));
-                }
-                return Ok(None);
-            }
-        };
-        Ok(Some(TokenInfo {
-            dtype,
-            vocab_size: self.vocab_size,
-            bos_id: self.bos_id,
-            eos_id: self.eos_id,
-            pad_id: self.pad_id,
-            tokenizer: self.tokenizer_name,
-        }))
-    }
-}
-
-/// Imports a Megatron-LM indexed dataset (`prefix + ".idx"` and `prefix + ".bin"`, the
-/// `MMIDIDX` format megatron-core's `IndexedDatasetBuilder` writes) into a new token cache at
-/// `out`: one sample per document (a document's sequences concatenated), the ids identical,
-/// `n_tokens` their count. The width is `token_dtype`, else from `vocab_size`, else from the
-/// dataset's element type. A hostile or damaged index is refused naming the file or the
-/// document; on failure nothing is left at `out`. Returns a summary dict.
-#[pyfunction]
-#[pyo3(signature = (prefix, out, *, source, token_dtype = None, vocab_size = None, bos_id = None, eos_id = None, pad_id = None, tokenizer_name = None, compression = "none", max_shard_bytes = datasetrt::DEFAULT_MAX_SHARD_BYTES, jobs = None))]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn pack_megatron<'py>(
-    py: Python<'py>,
-    prefix: PathBuf,
-    out: PathBuf,
-    source: String,
-    token_dtype: Option<&str>,
-    vocab_size: Option<u64>,
-    bos_id: Option<u32>,
-    eos_id: Option<u32>,
-    pad_id: Option<u32>,
-    tokenizer_name: Option<String>,
-    compression: &str,
-    max_shard_bytes: u64,
-    jobs: Option<usize>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let info = TokenArgs {
-        token_dtype,
+    Ok(Some(TokenInfo {
+        dtype,
         vocab_size,
         bos_id,
         eos_id,
         pad_id,
-        tokenizer_name,
-    }
-    .info()?;
-    let scan = move || Megatron::open(&prefix, info);
-    run_tree(
-        py,
-        scan,
-        |megatron| megatron.schema().clone(),
-        None,
-        out,
-        source,
-        compression,
-        max_shard_bytes,
-        jobs,
-    )
-}
-
-/// Packs WebDataset tar shards (a path or a list, in that order) into a new cache at `out`,
-/// one sample per key: the member with the first of `payload_ext` (an extension or a list)
-/// is the payload; metadata `key`, `cls` (int64, from `.cls`), `txt` (from `.txt`) and the
-/// primitive fields of `.json`. A sample without a payload member or with a bad `.cls` or
-/// `.json` is refused naming the tar and key, or left out with `skip_bad` (the summary's
-/// `skipped`). One tar per unit on `jobs` threads; the cache is byte for byte the same for
-/// every `jobs`. On failure nothing is left at `out`.
-#[pyfunction]
-#[pyo3(signature = (tars, out, *, source, payload_ext, skip_bad = false, compression = "none", max_shard_bytes = datasetrt::DEFAULT_MAX_SHARD_BYTES, jobs = None))]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn pack_webdataset<'py>(
-    py: Python<'py>,
-    tars: &Bound<'py, PyAny>,
-    out: PathBuf,
-    source: String,
-    payload_ext: &Bound<'py, PyAny>,
-    skip_bad: bool,
-    compression: &str,
-    max_shard_bytes: u64,
-    jobs: Option<usize>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let tars = paths_arg(tars)?;
-    let options = WebDatasetOptions::new(strings_arg(payload_ext)?).skip_bad(skip_bad);
-    let scan = move || WebDataset::scan(&tars, options);
-    run_tree(
-        py,
-        scan,
-        |shards| shards.schema().clone(),
-        Some(|shards: &WebDataset| shards.skipped().len()),
-        out,
-        source,
-        compression,
-        max_shard_bytes,
-        jobs,
-    )
+        tokenizer,
+    }))
 }

@@ -1,17 +1,17 @@
 //! Hooks for the test suite and benchmarks, built only with the `test-hooks` feature (the
 //! wheel `cargo xtask test` builds): `datasetrt._native._testing`, never in a release wheel.
 
-use crate::errors;
+use crate::errors::{enter, Error};
+use py_support::{variant_name, ErrorExamples};
 use pyo3::prelude::*;
 use std::path::PathBuf;
 
-/// Sets `m._testing` (an attribute, not an entry of `__all__`: the module's public surface is
-/// the same with or without the hooks).
+/// Sets `m._testing`.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let testing = PyModule::new(m.py(), "_testing")?;
-    testing.add_function(wrap_pyfunction!(_rust_write_benchmark, &testing)?)?;
-    testing.add_function(wrap_pyfunction!(error_examples, &testing)?)?;
-    m.setattr("_testing", testing)
+    py_support::add_testing(m, |testing| {
+        testing.add_function(wrap_pyfunction!(_rust_write_benchmark, testing)?)?;
+        testing.add_function(wrap_pyfunction!(error_examples, testing)?)
+    })
 }
 
 /// Benchmark baseline: writes `lengths.len()` samples whose payloads are consecutive
@@ -37,7 +37,7 @@ fn _rust_write_benchmark(
     } else {
         CompressionAlgo::None
     };
-    let result = errors::detach(py, || {
+    enter(py, || {
         let start = std::time::Instant::now();
         let options = WriterOptions::new(source, schema).compression(algo);
         let mut writer = datasetrt::CacheWriter::create(&path, options)?;
@@ -49,8 +49,7 @@ fn _rust_write_benchmark(
         }
         writer.finish()?;
         Ok::<f64, datasetrt::WriteError>(start.elapsed().as_secs_f64())
-    })?;
-    result.map_err(|e| errors::write_error(py, &e))
+    })
 }
 
 /// One Rust error of every variant of every error type the module raises, each converted as a
@@ -58,41 +57,37 @@ fn _rust_write_benchmark(
 /// checks each one's class and `kind` fails when a variant is added without its mapping.
 #[pyfunction]
 fn error_examples(py: Python<'_>) -> Vec<(String, Py<PyAny>)> {
-    fn named(type_name: &str, error: &impl std::fmt::Debug) -> String {
-        let debug = format!("{error:?}");
-        let variant = debug
-            .split(|c: char| !c.is_alphanumeric() && c != '_')
-            .next()
-            .unwrap_or_default()
-            .to_owned();
-        format!("{type_name}::{variant}")
-    }
-    let mut out = Vec::new();
-    let mut push =
-        |name: String, error: PyErr| out.push((name, error.value(py).clone().into_any().unbind()));
+    let mut out = ErrorExamples::new(py);
     for error in datasetrt::CacheError::examples() {
-        push(named("CacheError", &error), errors::cache_error(py, &error));
+        out.push(
+            variant_name("CacheError", &error, None),
+            &Error::from(error),
+        );
     }
     for error in datasetrt::WriteError::examples() {
-        push(named("WriteError", &error), errors::write_error(py, &error));
+        out.push(
+            variant_name("WriteError", &error, None),
+            &Error::from(error),
+        );
     }
     for error in datasetrt::DatasetError::examples() {
-        push(
-            named("DatasetError", &error),
-            errors::dataset_error(py, &error),
+        out.push(
+            variant_name("DatasetError", &error, None),
+            &Error::from(error),
         );
     }
     for error in datasetrt::pack::PackError::examples() {
-        push(named("PackError", &error), errors::pack_error(py, &error));
+        out.push(variant_name("PackError", &error, None), &Error::from(error));
     }
     for error in dsrt_remote::RemoteError::examples() {
-        let name = match &error {
-            dsrt_remote::RemoteError::Store { .. } => {
-                format!("RemoteError::Store({})", error.kind())
-            }
-            _ => named("RemoteError", &error),
+        let detail = match &error {
+            dsrt_remote::RemoteError::Store { .. } => Some(error.kind()),
+            _ => None,
         };
-        push(name, errors::remote_error(py, &error));
+        out.push(
+            variant_name("RemoteError", &error, detail),
+            &Error::from(error),
+        );
     }
-    out
+    out.finish()
 }

@@ -5,10 +5,9 @@
 
 use crate::arrow::{arrow_batch, ArrowBatch};
 use crate::dataset::open_locations;
-use crate::errors::{cache_error, dataset_error, detach, obj, path_obj, with_attrs};
-use crate::loader::{state_from_dict, state_to_dict};
-use crate::remote::{Location, RawRemoteArgs, RemoteArgs};
-use crate::tokens::token_error;
+use crate::errors::{enter, Error};
+use crate::options::{state_from_dict, state_to_dict, Kwargs, RemoteArgs};
+use crate::remote::Location;
 use arrow_array::{
     Array, ArrayRef, BooleanArray, FixedSizeListArray, Int64Array, ListArray, PrimitiveArray,
     StructArray, UInt32Array, UInt64Array,
@@ -20,81 +19,31 @@ use datasetrt::token_stream::{
     RowBlock, RowCursor, RunConfig, TokenBatch, TokenConfig, TokenLoader, TokenPlan, TokenReport,
     TokenState, TokenStreamError as StreamError,
 };
-use datasetrt::{DatasetError, RemainderPolicy, Sampling, Shuffle};
+use datasetrt::{RemainderPolicy, Sampling, Shuffle};
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
 use pyo3::types::PyDict;
 use std::sync::{Arc, Mutex, OnceLock};
 
-pyo3::create_exception!(
-    datasetrt,
-    TokenStreamError,
-    crate::errors::DatasetError,
-    "A token stream cannot be planned as asked: a boundary token some of a cache's documents carry and others do not (kind `boundary`), a document longer than seq_len with long_docs=\"refuse\" (`long_document`), a source given a share of the epoch but holding no tokens (`empty_source`). `path` names the cache, `sample_id` the document where there is one."
-);
-
-/// A token stream error as a Python exception: settings as `ValueError`, a plan or state
-/// refused as a `DatasetError`, a read failure as the reader's own error.
-pub(crate) fn stream_error(py: Python<'_>, err: &StreamError) -> PyErr {
-    if let Some(raised) = crate::interrupt::pending(py) {
-        return raised;
-    }
-    match err {
-        StreamError::Config(message) => PyValueError::new_err(message.clone()),
-        StreamError::Plan(plan) => dataset_error(py, &DatasetError::Plan(plan.clone())),
-        StreamError::Read(inner) => {
-            if let Some(e) = inner.downcast_ref::<datasetrt::tokens::TokenError>() {
-                token_error(py, e)
-            } else if let Some(e) = inner.downcast_ref::<datasetrt::CacheError>() {
-                cache_error(py, e)
-            } else {
-                let attrs = [
-                    ("path", py.None()),
-                    ("reason", obj(py, inner.to_string())),
-                    ("kind", obj(py, "read")),
-                    ("sample_id", py.None()),
-                ];
-                with_attrs::<TokenStreamError>(py, inner.to_string(), &attrs)
-            }
-        }
-        StreamError::Interrupted { .. } | StreamError::WorkerStopped => {
-            dataset_error(py, &DatasetError::WorkerStopped)
-        }
-        other => {
-            let (path, kind, sample) = match other {
-                StreamError::Boundary { source_name, .. } => (Some(source_name), "boundary", None),
-                StreamError::LongDocument {
-                    source_name,
-                    sample_id,
-                    ..
-                } => (Some(source_name), "long_document", Some(*sample_id)),
-                StreamError::EmptySource { source_name } => {
-                    (Some(source_name), "empty_source", None)
-                }
-                _ => (None, "other", None),
-            };
-            let attrs = [
-                (
-                    "path",
-                    path.map_or_else(|| py.None(), |p| path_obj(py, p.as_ref())),
-                ),
-                ("reason", obj(py, other.to_string())),
-                ("kind", obj(py, kind)),
-                (
-                    "sample_id",
-                    sample.map_or_else(|| py.None(), |s| obj(py, s)),
-                ),
-            ];
-            with_attrs::<TokenStreamError>(py, other.to_string(), &attrs)
-        }
+/// Runs `work` as `errors::enter` does; a setting the stream refuses is the caller's
+/// `ValueError`, any other error raised by its class (`TokenStreamError`, or the plan's, the
+/// cache's or the token cache's own).
+fn enter_stream<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce() -> Result<T, StreamError> + Send,
+) -> PyResult<T> {
+    match enter(py, || Ok::<_, Error>(work()))? {
+        Ok(value) => Ok(value),
+        Err(StreamError::Config(message)) => Err(PyValueError::new_err(message)),
+        Err(error) => Err(Error::from(error).into()),
     }
 }
 
 /// A token state as a dict: the sample state's keys (`seed`, `epoch`, `position`,
 /// `epoch_len`, `cuts`, `remaining`) plus `seq_len` and `mode`.
 fn token_state_to_dict<'py>(py: Python<'py>, state: &TokenState) -> PyResult<Bound<'py, PyDict>> {
-    let dict = state_to_dict(py, &state.rows)?;
+    let dict = state_to_dict(py, &state.rows)?.cast_into::<PyDict>()?;
     dict.set_item("seq_len", state.seq_len)?;
     dict.set_item("mode", state.mode.name())?;
     Ok(dict)
@@ -113,7 +62,7 @@ fn token_state_from_dict(dict: &Bound<'_, PyDict>) -> PyResult<TokenState> {
     Ok(TokenState {
         seq_len,
         mode,
-        rows: state_from_dict(dict)?,
+        rows: state_from_dict(dict.as_any())?,
     })
 }
 
@@ -216,7 +165,12 @@ fn per_cache(
 #[pymethods]
 impl PyTokenPlan {
     #[new]
-    #[pyo3(signature = (paths, *, seq_len, mode = "concat", bos_id = None, eos_id = None, pad_id = 0, long_docs = "split", weights = None, tokens_per_epoch = None, replacement = false, seed = 0, epoch = 0, shuffle = "local", window_shards = 4, window_block = 256, packing_bins = 256, rank = 0, world_size = 1, ranks_per_node = 1, policy = "pad", state = None, validate_cache = false, cache_dir = None, cache_limit = None, fetch = "whole", prefetch_shards = None, read_while_downloading = None, attempts = None, first_backoff = None, wait_for_room = None))]
+    #[pyo3(
+        signature = (paths, *, seq_len, mode = "concat", bos_id = None, eos_id = None, pad_id = 0, long_docs = "split", weights = None, tokens_per_epoch = None, replacement = false, seed = 0, epoch = 0, shuffle = "local", window_shards = 4, window_block = 256, packing_bins = 256, rank = 0, world_size = 1, ranks_per_node = 1, policy = "pad", state = None, **options),
+        text_signature = "(paths, *, seq_len, mode=\"concat\", bos_id=None, eos_id=None, pad_id=0, long_docs=\"split\", weights=None, tokens_per_epoch=None, replacement=False, seed=0, epoch=0, shuffle=\"local\", window_shards=4, window_block=256, packing_bins=256, rank=0, world_size=1, ranks_per_node=1, policy=\"pad\", state=None, validate_cache=False, cache_dir=None, cache_limit=None, fetch=\"whole\", prefetch_shards=None, read_while_downloading=None, attempts=None, first_backoff=None, wait_for_room=None)"
+    )]
+    // The plan's own settings, each a keyword of `datasetrt.TokenDataset`; the remote options
+    // are `Cache`'s (`**options`).
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -241,15 +195,7 @@ impl PyTokenPlan {
         ranks_per_node: u64,
         policy: &str,
         state: Option<&Bound<'_, PyDict>>,
-        validate_cache: bool,
-        cache_dir: Option<std::path::PathBuf>,
-        cache_limit: Option<&Bound<'_, PyAny>>,
-        fetch: &str,
-        prefetch_shards: Option<&Bound<'_, PyAny>>,
-        read_while_downloading: Option<&Bound<'_, PyAny>>,
-        attempts: Option<&Bound<'_, PyAny>>,
-        first_backoff: Option<&Bound<'_, PyAny>>,
-        wait_for_room: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let weights = weights.map(Weights::extract).transpose()?;
         let mut config = TokenConfig {
@@ -268,28 +214,13 @@ impl PyTokenPlan {
                 Sampling::WithoutReplacement
             },
             seed,
-            shuffle: match shuffle {
-                "local" => Shuffle::Local { window_shards },
-                "full" => Shuffle::Full,
-                "sequential" | "none" => Shuffle::Sequential,
-                other => {
-                    return Err(PyValueError::new_err(format!(
-                        "shuffle must be \"local\", \"full\" or \"sequential\", not {other:?}"
-                    )))
-                }
-            },
+            shuffle: Shuffle::from_name(shuffle, window_shards)
+                .map_err(|e| PyValueError::new_err(e.to_string()))?,
             window_block,
             packing_bins,
         };
-        let policy = match policy {
-            "pad" => RemainderPolicy::Pad,
-            "drop" => RemainderPolicy::Drop,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "policy must be \"pad\" or \"drop\", not {other:?}"
-                )))
-            }
-        };
+        let policy = (policy.parse::<RemainderPolicy>())
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
         let run = RunConfig {
             epoch,
             rank,
@@ -307,17 +238,9 @@ impl PyTokenPlan {
             .try_iter()?
             .map(|p| Location::extract(&p?))
             .collect::<PyResult<Vec<Location>>>()?;
-        let args = RemoteArgs::new(RawRemoteArgs {
-            validate_cache,
-            cache_dir,
-            cache_limit,
-            fetch,
-            prefetch_shards,
-            read_while_downloading,
-            attempts,
-            first_backoff,
-            wait_for_room,
-        })?;
+        let mut kwargs = Kwargs::new("_TokenPlan", options)?;
+        let args = RemoteArgs::take(&mut kwargs)?;
+        kwargs.finish()?;
         let dataset = open_locations(py, &paths, &args)?;
         // Each cache's source name, for weights given per source.
         let names: Vec<String> = dataset
@@ -325,19 +248,13 @@ impl PyTokenPlan {
             .iter()
             .map(|entry| entry.cache.manifest().description().source.clone())
             .collect();
-        let (source, plan) = detach(py, move || -> PyResult<Result<_, StreamError>> {
-            let source = match CacheSource::new(dataset) {
-                Ok(source) => source,
-                Err(e) => return Ok(Err(e)),
-            };
-            config.weights = match weights {
-                None => None,
-                Some(Weights::PerCache(weights)) => Some(weights),
-                Some(Weights::PerSource(shares)) => Some(per_cache(&shares, &names, &source)?),
-            };
-            Ok(TokenPlan::new(&source, &config, &run).map(|plan| (source, plan)))
-        })??
-        .map_err(|e| stream_error(py, &e))?;
+        let source = enter_stream(py, move || CacheSource::new(dataset))?;
+        config.weights = match weights {
+            None => None,
+            Some(Weights::PerCache(weights)) => Some(weights),
+            Some(Weights::PerSource(shares)) => Some(per_cache(&shares, &names, &source)?),
+        };
+        let plan = enter_stream(py, || TokenPlan::new(&source, &config, &run))?;
         Ok(Self {
             plan: Arc::new(plan),
             source: Arc::new(source),
@@ -387,8 +304,7 @@ impl PyTokenPlan {
     /// dict; nothing is read but lengths.
     fn report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let (plan, source) = (Arc::clone(&self.plan), Arc::clone(&self.source));
-        let report = detach(py, move || TokenReport::compute(&plan, source.as_ref(), 16))?
-            .map_err(|e| stream_error(py, &e))?;
+        let report = enter_stream(py, move || TokenReport::compute(&plan, source.as_ref(), 16))?;
         let text = serde_json_string(&report)?;
         py.import("json")?.call_method1("loads", (text,))
     }
@@ -408,7 +324,7 @@ impl PyTokenPlan {
             .map_err(|_| PyValueError::new_err("the plan failed in another thread"))?;
         let (plan, source) = (&self.plan, &self.source);
         let slot = &mut *guard;
-        let batch = detach(py, || -> Result<TokenBatch, StreamError> {
+        let batch = enter_stream(py, || {
             let reader = slot.get_or_insert_with(|| Reader {
                 cursor: RowCursor::new(plan, source.as_ref()),
                 rows: RowBlock::default(),
@@ -428,8 +344,7 @@ impl PyTokenPlan {
                 batch.expand(process_pool());
             }
             Ok(batch)
-        })?
-        .map_err(|e| stream_error(py, &e))?;
+        })?;
         Ok(PyTokenBatch::new(batch))
     }
 
@@ -481,11 +396,8 @@ impl PyTokenBatches {
             .lock_py_attached(py)
             .map_err(|_| PyValueError::new_err("the batches failed in another thread"))?;
         let loader = &mut *guard;
-        match detach(py, || loader.next())? {
-            None => Ok(None),
-            Some(Ok(batch)) => Ok(Some(PyTokenBatch::new(batch))),
-            Some(Err(e)) => Err(stream_error(py, &e)),
-        }
+        let batch = enter_stream(py, || loader.next().transpose())?;
+        Ok(batch.map(PyTokenBatch::new))
     }
 
     /// Batches left.
@@ -759,7 +671,7 @@ impl PyTokenBatch {
             .map_err(|_| PyValueError::new_err("a token batch failed in another thread"))?;
         let seq_len = self.seq_len;
         let state = &mut *guard;
-        detach(py, || state.compact(seq_len))?
+        enter(py, || Ok::<_, Error>(state.compact(seq_len)))?
     }
 
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
@@ -795,7 +707,7 @@ impl PyTokenBatch {
             .map_err(|_| PyValueError::new_err("a token batch failed in another thread"))?;
         let seq_len = self.seq_len;
         let state = &mut *guard;
-        detach(py, || state.expanded(seq_len))?
+        enter(py, || Ok::<_, Error>(state.expanded(seq_len)))?
     }
 }
 
@@ -866,7 +778,7 @@ pub(crate) fn _token_batch_from_arrow(
         .map(|&s| s.unsigned_abs())
         .collect();
     let values: &[u32] = tokens.values();
-    let batch = detach(py, || {
+    let batch = enter_stream(py, || {
         TokenBatch::from_parts(
             seq_len,
             pad_id,
@@ -877,7 +789,6 @@ pub(crate) fn _token_batch_from_arrow(
             values,
             process_pool(),
         )
-    })?
-    .map_err(|e| stream_error(py, &e))?;
+    })?;
     Ok(PyTokenBatch::new(batch))
 }

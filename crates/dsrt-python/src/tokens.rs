@@ -1,6 +1,6 @@
 //! `datasetrt.TokenWriter`: documents of token ids into a token cache (`datasetrt::tokens`).
 
-use crate::errors::{cache_error, detach, obj, path_obj, with_attrs, write_error, WriteError};
+use crate::errors::{enter, Error};
 use crate::values::{row_from_dict, schema_from_py};
 use crate::writer::{compression_arg, summary_dict};
 use datasetrt::tokens::{TokenDtype, TokenError, TokenInfo, TokenWriter};
@@ -33,35 +33,6 @@ pub(crate) struct PyTokenWriter {
 
 fn closed() -> PyErr {
     PyValueError::new_err("this TokenWriter is finished or aborted")
-}
-
-/// A token error as a Python exception: the writer's and reader's own through their
-/// mappings, the token layout's as a `WriteError` with its kind.
-pub(crate) fn token_error(py: Python<'_>, err: &TokenError) -> PyErr {
-    match err {
-        TokenError::Write(inner) => write_error(py, inner),
-        TokenError::Read(inner) => cache_error(py, inner),
-        _ => {
-            let path = match err {
-                TokenError::NotATokenCache { path }
-                | TokenError::BadTokenInfo { path, .. }
-                | TokenError::NTokensColumn { path, .. }
-                | TokenError::TokenOutOfRange { path, .. }
-                | TokenError::LengthMismatch { path, .. }
-                | TokenError::BadNTokens { path, .. } => path_obj(py, path),
-                _ => py.None(),
-            };
-            let attrs = [
-                ("path", path),
-                ("input", py.None()),
-                ("column", py.None()),
-                ("key", py.None()),
-                ("reason", obj(py, err.to_string())),
-                ("kind", obj(py, err.kind())),
-            ];
-            with_attrs::<WriteError>(py, err.to_string(), &attrs)
-        }
-    }
 }
 
 /// The `token_dtype` argument: a name, a NumPy dtype or a NumPy scalar type.
@@ -230,8 +201,7 @@ impl PyTokenWriter {
             .max_shard_bytes(max_shard_bytes)
             .io_threads(io_threads);
         let created = !path.exists();
-        let writer = detach(py, || TokenWriter::create(&path, options, info))?
-            .map_err(|e| token_error(py, &e))?;
+        let writer = enter(py, || TokenWriter::create(&path, options, info))?;
         Ok(Self {
             writer: Mutex::new(Some(writer)),
             schema,
@@ -274,17 +244,13 @@ impl PyTokenWriter {
                     limit: info.limit(),
                 };
                 let message = err.to_string().replacen(" is 0,", &format!(" is {id},"), 1);
-                let attrs = [
-                    ("path", path_obj(py, writer.path())),
-                    ("input", py.None()),
-                    ("column", py.None()),
-                    ("key", py.None()),
-                    ("reason", obj(py, &message)),
-                    ("kind", obj(py, err.kind())),
-                ];
-                return Err(with_attrs::<WriteError>(py, message, &attrs));
+                let error = Error::Tokens {
+                    error: err,
+                    message: Some(message),
+                };
+                return Err(error.into());
             }
-            let added = detach(py, || match &ids {
+            enter(py, || match &ids {
                 Ids::I8(v) => writer.add(v, &row),
                 Ids::I16(v) => writer.add(v, &row),
                 Ids::I32(v) => writer.add(v, &row),
@@ -294,8 +260,7 @@ impl PyTokenWriter {
                 Ids::U32(v) => writer.add(v, &row),
                 Ids::U64(v) => writer.add(v, &row),
                 Ids::Beyond(..) => unreachable!("refused above"),
-            })?;
-            added.map_err(|e| token_error(py, &e))
+            })
         })
     }
 
@@ -303,7 +268,7 @@ impl PyTokenWriter {
     /// total) and `token_dtype`.
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let writer = self.take(py)?.ok_or_else(closed)?;
-        let summary = detach(py, move || writer.finish())?.map_err(|e| token_error(py, &e))?;
+        let summary = enter(py, move || writer.finish())?;
         let dict = summary_dict(py, &summary.cache)?;
         dict.set_item("tokens", summary.tokens)?;
         dict.set_item("token_dtype", summary.info.dtype.as_str())?;
@@ -316,11 +281,12 @@ impl PyTokenWriter {
     fn abort(&self, py: Python<'_>, remove: bool) -> PyResult<()> {
         let writer = self.take(py)?;
         let (path, created) = (self.path.clone(), self.created);
-        detach(py, move || {
+        enter(py, move || {
             drop(writer);
             if remove {
                 datasetrt::remove_unpublished(&path, created);
             }
+            Ok::<_, Error>(())
         })
     }
 

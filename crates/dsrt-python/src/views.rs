@@ -3,25 +3,20 @@
 //! A payload stored uncompressed is handed to Python as a read-only `memoryview` slice of its
 //! shard's mapping ([`FileMap`], from the process's handle pool): `pyarrow.foreign_buffer`
 //! wraps the mapping's address with an owner object ([`PyShardMapping`]) that holds the
-//! `FileMap`, so every view and slice keeps the mapping valid however long it is held,
-//! whatever the pool releases meanwhile, and no descriptor stays open for it. The whole-shard
-//! views are kept for reuse in a bounded least-recently-used table
-//! ([`HandlePool::capacity`](datasetrt::HandlePool::capacity) entries per table), so the
-//! mappings this module keeps alive are bounded as the pool's are.
+//! `FileMap`, so every view and slice keeps the mapping valid however long it is held, and no
+//! descriptor stays open for it. The whole-shard views are kept for reuse in
+//! [`PooledTable`]s counted by a pool of their own whose bound follows the process pool's
+//! (`set_max_open_shards` sets both): the views keep at most `max_open_shards` mappings alive
+//! beside the reader's, least recently used out by the pool's clock.
 
 use crate::arrow::ArrowBatch;
-use crate::errors::{io_file_error, obj, path_obj, with_attrs, CorruptCacheError};
-use arrow_array::cast::AsArray;
-use arrow_array::types::{Int32Type, Int64Type};
-use arrow_array::{Array, DictionaryArray, Int64Array, LargeBinaryArray, RecordBatch};
-use datasetrt::{FileMap, HandlePool};
-use pyo3::exceptions::PyValueError;
+use crate::errors::{enter, Error};
+use datasetrt::{FileMap, HandlePool, LocatedColumns, PooledTable};
+use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyMemoryView, PySlice};
-use std::collections::{BTreeMap, HashMap};
-use std::hash::Hash;
-use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use pyo3::types::{PyBytes, PyMemoryView, PySlice};
+use std::path::PathBuf;
+use std::sync::{Arc, LazyLock};
 
 /// Keeps a shard mapping alive for as long as Python references it (the `base` of its
 /// pyarrow buffer). Not constructible from Python.
@@ -37,86 +32,43 @@ impl PyShardMapping {
     }
 }
 
-/// A memoryview of the whole of `map`.
-fn whole_view<'py>(py: Python<'py>, map: &FileMap) -> PyResult<Bound<'py, PyAny>> {
-    if map.is_empty() {
-        return Ok(PyMemoryView::from(&pyo3::types::PyBytes::new(py, b""))?.into_any());
+/// A read-only memoryview of `len` bytes at `address`, kept valid by `owner`.
+fn foreign_view<'py>(
+    py: Python<'py>,
+    address: usize,
+    len: usize,
+    owner: Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    if len == 0 {
+        return Ok(PyMemoryView::from(&PyBytes::new(py, b""))?.into_any());
     }
-    let owner = Bound::new(py, PyShardMapping { map: map.clone() })?;
-    // The address stays valid while `owner` (the buffer's base) lives: it holds the mapping.
-    let address = map.as_ptr() as usize;
-    let buffer = py
-        .import("pyarrow")?
-        .call_method1("foreign_buffer", (address, map.len(), owner))?;
+    let pa = py.import("pyarrow")?;
+    let buffer = pa.call_method1("foreign_buffer", (address, len, owner))?;
     // pyarrow exports signed bytes ('b'); payloads are unsigned, as `bytes` are.
     PyMemoryView::from(&buffer)?.call_method1("cast", ("B",))
 }
 
-/// A bounded table of whole-shard views (with whatever `V` holds beside them), least recently
-/// used out in O(log n): the table may be as large as the handle pool, thousands of entries.
-struct Views<K, V> {
-    entries: HashMap<K, (V, u64)>,
-    /// Each entry's last use, oldest first.
-    order: BTreeMap<u64, K>,
-    tick: u64,
+/// A memoryview of the whole of `map`. The address stays valid while the owner (the buffer's
+/// base) lives: it holds the mapping.
+fn whole_view<'py>(py: Python<'py>, map: &FileMap) -> PyResult<Bound<'py, PyAny>> {
+    let owner = Bound::new(py, PyShardMapping { map: map.clone() })?;
+    foreign_view(py, map.as_ptr() as usize, map.len(), owner.into_any())
 }
 
-impl<K: Hash + Eq + Clone, V> Views<K, V> {
-    fn new() -> Self {
-        Self {
-            entries: HashMap::new(),
-            order: BTreeMap::new(),
-            tick: 0,
-        }
-    }
+/// A view in a table: the table's values are shared with whoever takes one.
+type View = Arc<Py<PyAny>>;
 
-    /// Marks `key` used and returns `take` of its value; also drops what exceeds the pool's
-    /// capacity, which may have been lowered since (returned, to be dropped by the caller once
-    /// the table's lock is released: dropping a view can unmap).
-    fn get<R>(&mut self, key: &K, take: impl FnOnce(&V) -> R) -> (Option<R>, Vec<V>) {
-        self.tick += 1;
-        let found = self.entries.get_mut(key).map(|(value, used)| {
-            if let Some(key) = self.order.remove(used) {
-                self.order.insert(self.tick, key);
-            }
-            *used = self.tick;
-            take(value)
-        });
-        (found, self.trim())
-    }
-
-    /// Inserts `view`, returning what was dropped to stay within the pool's capacity (to be
-    /// dropped by the caller once the table's lock is released).
-    fn insert(&mut self, key: K, view: V) -> Vec<V> {
-        self.tick += 1;
-        let replaced = self.entries.insert(key.clone(), (view, self.tick));
-        let replaced = replaced.map(|(old, used)| {
-            self.order.remove(&used);
-            old
-        });
-        self.order.insert(self.tick, key);
-        let mut dropped = self.trim();
-        dropped.extend(replaced);
-        dropped
-    }
-
-    /// Drops the least recently used entries beyond the pool's capacity.
-    fn trim(&mut self) -> Vec<V> {
-        let capacity = HandlePool::global().capacity();
-        let mut dropped = Vec::new();
-        while self.entries.len() > capacity {
-            let Some((_, oldest)) = self.order.pop_first() else {
-                break;
-            };
-            dropped.extend(self.entries.remove(&oldest).map(|(view, _)| view));
-        }
-        dropped
-    }
-}
+/// The pool the view tables are counted in. A bound of its own, kept equal to the process
+/// pool's: a view and the reader's file of the same shard are one mapping, which counted twice
+/// in one pool would halve the shards kept mapped. Only this module (GIL held) touches it, so
+/// the views it releases are dropped with the GIL.
+static VIEW_POOL: LazyLock<HandlePool> =
+    LazyLock::new(|| HandlePool::new(HandlePool::global().capacity()));
 
 /// Views of the reader's mappings, by the mapping's address (unique while the table's view
 /// keeps the mapping alive).
-static BY_MAPPING: Mutex<Option<Views<usize, Py<PyAny>>>> = Mutex::new(None);
+static BY_MAPPING: LazyLock<Arc<PooledTable<usize, View>>> =
+    LazyLock::new(|| PooledTable::in_pool(&VIEW_POOL));
 
 /// `len` bytes at `offset` of `map`, as a read-only memoryview slice (zero-copy).
 pub(crate) fn payload_view<'py>(
@@ -126,62 +78,33 @@ pub(crate) fn payload_view<'py>(
     len: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
     let key = map.as_ptr() as usize;
-    // No Python code runs under the table's lock (it could wait for the GIL held elsewhere).
-    let (cached, dropped) = lock(&BY_MAPPING)
-        .get_or_insert_with(Views::new)
-        .get(&key, |view| view.clone_ref(py));
-    drop(dropped);
-    let whole = match cached {
-        Some(view) => view.into_bound(py),
+    let whole = match BY_MAPPING.get(&key) {
+        Some(view) => view.bind(py).clone(),
         None => {
             let view = whole_view(py, map)?;
-            let dropped = lock(&BY_MAPPING)
-                .get_or_insert_with(Views::new)
-                .insert(key, view.clone().unbind());
-            drop(dropped);
+            BY_MAPPING.insert(key, Arc::new(view.clone().unbind()));
             view
         }
     };
-    slice(py, &whole, offset, len)
-}
-
-fn slice<'py>(
-    py: Python<'py>,
-    whole: &Bound<'py, PyAny>,
-    offset: u64,
-    len: usize,
-) -> PyResult<Bound<'py, PyAny>> {
     let range = isize::try_from(offset)
         .ok()
         .zip(isize::try_from(len).ok())
         .and_then(|(start, len)| Some((start, start.checked_add(len)?)));
-    let (start, end) =
-        range.ok_or_else(|| pyo3::exceptions::PyIndexError::new_err("payload out of range"))?;
+    let (start, end) = range.ok_or_else(|| PyIndexError::new_err("payload out of range"))?;
     whole.get_item(PySlice::new(py, start, end, 1))
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// A file's identity as `os.stat` gives it: `(st_dev, st_ino, st_size, st_mtime_ns)`.
 pub(crate) type Identity = (u64, u64, u64, i128);
 
-fn identity_of(id: &datasetrt::FileIdentity) -> Identity {
-    (id.dev, id.ino, id.len, id.mtime_ns)
-}
-
-/// Views of shard files mapped by path (the training-process side of
-/// `transfer="locations"`), each with the identity of the file it maps.
-static BY_PATH: Mutex<Option<PathViews>> = Mutex::new(None);
-
-/// Whole-file views by path, with the identity of the file each maps.
-type PathViews = Views<PathBuf, (Identity, Py<PyAny>)>;
+/// Views of shard files mapped by path (the training-process side of `transfer="locations"`),
+/// each with the identity of the file it maps.
+static BY_PATH: LazyLock<Arc<PooledTable<PathBuf, (Identity, View)>>> =
+    LazyLock::new(|| PooledTable::in_pool(&VIEW_POOL));
 
 /// `_shard_view(path, identity=None)`: a read-only memoryview of the whole shard file at
-/// `path`, mapped once (no descriptor kept) and reused while it is among the most recently
-/// used (as many as the handle pool's capacity). `identity` is what a DataLoader worker saw of
-/// the file when it checked its records (`(st_dev, st_ino, st_size, st_mtime_ns)`): a file
+/// `path`, mapped once (no descriptor kept) and reused while the handle pool keeps it.
+/// `identity` is what a DataLoader worker saw of the file when it checked its records: a file
 /// replaced since is mapped again, and one that is not that file raises CorruptCacheError.
 #[pyfunction]
 #[pyo3(signature = (path, identity = None))]
@@ -190,49 +113,33 @@ pub(crate) fn _shard_view<'py>(
     path: PathBuf,
     identity: Option<Identity>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let (known, dropped) =
-        lock(&BY_PATH)
-            .get_or_insert_with(Views::new)
-            .get(&path, |(mapped, view)| {
-                identity
-                    .is_none_or(|expected| expected == *mapped)
-                    .then(|| view.clone_ref(py))
-            });
-    drop(dropped);
-    if let Some(view) = known.flatten() {
-        return Ok(view.into_bound(py));
+    let known = BY_PATH
+        .get(&path)
+        .filter(|(mapped, _)| identity.is_none_or(|id| id == *mapped));
+    if let Some((_, view)) = known {
+        return Ok(view.bind(py).clone());
     }
-    let (found, map) = py
-        .detach(|| datasetrt::map_file(&path))
-        .map_err(|e| io_file_error(py, &path, &e))?;
-    let found = identity_of(&found);
+    let (found, map) = enter(py, || {
+        datasetrt::map_file(&path).map_err(|source| Error::ShardFile {
+            path: path.clone(),
+            source,
+        })
+    })?;
+    let found = (found.dev, found.ino, found.len, found.mtime_ns);
     if identity.is_some_and(|expected| expected != found) {
         let reason = "the shard file changed after a DataLoader worker checked it".to_owned();
-        return Err(changed(py, &path, reason));
+        return Err(Error::ShardChanged { path, reason }.into());
     }
     let view = whole_view(py, &map)?;
-    let dropped = lock(&BY_PATH)
-        .get_or_insert_with(Views::new)
-        .insert(path, (found, view.clone().unbind()));
-    drop(dropped);
+    BY_PATH.insert(path, (found, Arc::new(view.clone().unbind())));
     Ok(view)
-}
-
-fn changed(py: Python<'_>, path: &Path, reason: String) -> PyErr {
-    let message = format!("{}: {reason}", path.display());
-    with_attrs::<CorruptCacheError>(
-        py,
-        message,
-        &[("path", path_obj(py, path)), ("reason", obj(py, reason))],
-    )
 }
 
 /// `_clear_shard_views()`: forgets every view `_shard_view` keeps, as a fresh process would
 /// have none (tests).
 #[pyfunction]
 pub(crate) fn _clear_shard_views() {
-    let dropped = lock(&BY_PATH).take();
-    drop(dropped);
+    BY_PATH.clear();
 }
 
 /// `max_open_shards()`: how many idle shard files and mappings a process keeps open.
@@ -246,11 +153,10 @@ pub(crate) fn max_open_shards() -> usize {
 #[pyfunction]
 pub(crate) fn set_max_open_shards(n: usize) -> PyResult<()> {
     if n == 0 {
-        return Err(pyo3::exceptions::PyValueError::new_err(
-            "max_open_shards must be at least 1",
-        ));
+        return Err(PyValueError::new_err("max_open_shards must be at least 1"));
     }
     HandlePool::global().set_capacity(n);
+    VIEW_POOL.set_capacity(n);
     Ok(())
 }
 
@@ -260,10 +166,10 @@ pub(crate) fn set_max_open_shards(n: usize) -> PyResult<()> {
 pub(crate) fn open_shard_handles() -> usize {
     HandlePool::global().admitted()
 }
+
 /// The payloads of one `RankPlan.read_located` batch, as a sequence: `views[i]` is a
-/// read-only memoryview slice of its source (a mapped shard file, or the batch's buffer of
-/// decoded payloads), made when it is asked for (zero-copy; nothing is kept per sample but
-/// its location). Built by `_located_payloads`.
+/// read-only memoryview slice of its source (a mapped shard file, or the batch's decoded
+/// payloads), made when it is asked for (nothing is kept per sample but its place).
 #[pyclass(module = "datasetrt", name = "PayloadViews", frozen, sequence)]
 pub(crate) struct PayloadViews {
     sources: Vec<Py<PyAny>>,
@@ -276,7 +182,7 @@ impl PayloadViews {
         let (source, start, end) = self.ranges[i];
         self.sources[source]
             .bind(py)
-            .get_item(pyo3::types::PySlice::new(py, start, end, 1))
+            .get_item(PySlice::new(py, start, end, 1))
     }
 }
 
@@ -290,9 +196,8 @@ impl PayloadViews {
         let len = isize::try_from(self.ranges.len()).unwrap_or(isize::MAX);
         let at = if index < 0 { index + len } else { index };
         if !(0..len).contains(&at) {
-            return Err(pyo3::exceptions::PyIndexError::new_err(format!(
-                "payload index {index} out of range for a batch of {len}"
-            )));
+            let message = format!("payload index {index} out of range for a batch of {len}");
+            return Err(PyIndexError::new_err(message));
         }
         self.view(py, at.unsigned_abs())
     }
@@ -323,11 +228,11 @@ impl PayloadViewsIter {
     }
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        use std::sync::atomic::Ordering::Relaxed;
         let views = self.views.get();
-        let i = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let i = self.next.fetch_add(1, Relaxed);
         if i >= views.ranges.len() {
-            self.next
-                .store(views.ranges.len(), std::sync::atomic::Ordering::Relaxed);
+            self.next.store(views.ranges.len(), Relaxed);
             return Ok(None);
         }
         views.view(py, i).map(Some)
@@ -337,9 +242,8 @@ impl PayloadViewsIter {
 /// `_located_payloads(batch, identities=None)`: the payloads a `RankPlan.read_located` batch
 /// names, as a `PayloadViews` sequence: slices of the shard files its `shard` column names
 /// (mapped with [`_shard_view`], `identities[i]` being what a DataLoader worker saw of the
-/// `i`-th file of that column's dictionary) or of its `decoded` payloads. Each range is checked
-/// here to lie within its file (a shard file shorter than its record raises
-/// `CorruptCacheError`).
+/// `i`-th file) or of its decoded payloads. A shard file shorter than a record it held raises
+/// `CorruptCacheError`.
 #[pyfunction]
 #[pyo3(signature = (batch, identities = None))]
 pub(crate) fn _located_payloads<'py>(
@@ -347,113 +251,45 @@ pub(crate) fn _located_payloads<'py>(
     batch: &Bound<'py, ArrowBatch>,
     identities: Option<Vec<Identity>>,
 ) -> PyResult<PayloadViews> {
-    let located = LocatedColumns::of(&batch.get().batch)?;
-    let paths = located.shards.values().as_string::<i32>();
-    if identities
-        .as_ref()
-        .is_some_and(|ids| ids.len() != paths.len())
-    {
-        return Err(PyValueError::new_err(format!(
+    let located = LocatedColumns::of(&batch.get().batch).map_err(Error::from)?;
+    let paths: Vec<&str> = located.shard_paths().collect();
+    if let Some(ids) = identities.as_ref().filter(|ids| ids.len() != paths.len()) {
+        let message = format!(
             "{} identities for the {} shard files of the batch",
-            identities.map_or(0, |ids| ids.len()),
+            ids.len(),
             paths.len()
-        )));
+        );
+        return Err(PyValueError::new_err(message));
     }
     let mut sources = Vec::with_capacity(paths.len() + 1);
-    let mut lens = Vec::with_capacity(paths.len() + 1);
+    let mut lens = Vec::with_capacity(paths.len());
     for (i, path) in paths.iter().enumerate() {
-        let path = PathBuf::from(path.unwrap_or_default());
         let identity = identities.as_ref().map(|ids| ids[i]);
-        let view = _shard_view(py, path, identity)?;
+        let view = _shard_view(py, PathBuf::from(path), identity)?;
         lens.push(view.len()?);
         sources.push(view.unbind());
     }
+    let decoded = located.decoded();
     // The decoded payloads, viewed where the batch holds them (the batch is the owner).
-    let (address, len) = crate::arrow::values_address(located.decoded);
-    let decoded = if len == 0 {
-        PyMemoryView::from(&pyo3::types::PyBytes::new(py, b""))?.into_any()
-    } else {
-        let buffer = py
-            .import("pyarrow")?
-            .call_method1("foreign_buffer", (address, len, batch))?;
-        PyMemoryView::from(&buffer)?.call_method1("cast", ("B",))?
-    };
-    let last = sources.len();
-    sources.push(decoded.unbind());
-    lens.push(len);
-    let mut ranges = Vec::with_capacity(located.offsets.len());
-    for row in 0..located.offsets.len() {
-        let (at, start, end) = if located.shards.is_valid(row) {
-            let key = located.shards.keys().value(row);
-            let at = usize::try_from(key).unwrap_or(usize::MAX);
-            let (offset, length) = (located.offsets.value(row), located.lengths.value(row));
-            let range = isize::try_from(offset)
-                .ok()
-                .zip(isize::try_from(length).ok())
-                .filter(|&(o, n)| o >= 0 && n >= 0)
-                .and_then(|(o, n)| Some((o, o.checked_add(n)?)));
-            match range {
-                Some((start, end)) if lens.get(at).is_some_and(|&l| end.unsigned_abs() <= l) => {
-                    (at, start, end)
-                }
-                _ => {
-                    let reason = format!(
-                        "a payload at {offset} (+{length}) lies past the end of its mapped shard \
-                         ({} bytes): the shard file changed after it was checked",
-                        lens.get(at).copied().unwrap_or(0)
-                    );
-                    let path = PathBuf::from(paths.value(at.min(paths.len().saturating_sub(1))));
-                    return Err(changed(py, &path, reason));
-                }
-            }
-        } else {
-            let bounds = located.decoded.value_offsets();
-            let to = |v: i64| isize::try_from(v).unwrap_or(isize::MAX);
-            (last, to(bounds[row]), to(bounds[row + 1]))
-        };
-        ranges.push((at, start, end));
-    }
+    sources.push(
+        foreign_view(
+            py,
+            decoded.as_ptr() as usize,
+            decoded.len(),
+            batch.clone().into_any(),
+        )?
+        .unbind(),
+    );
+    let ranges = located.ranges(&lens).map_err(|past| {
+        let path = PathBuf::from(paths[past.file]);
+        Error::ShardChanged {
+            path,
+            reason: past.to_string(),
+        }
+    })?;
+    let to = |v: usize| isize::try_from(v).unwrap_or(isize::MAX);
+    let ranges = (ranges.into_iter())
+        .map(|(file, range)| (file.unwrap_or(paths.len()), to(range.start), to(range.end)))
+        .collect();
     Ok(PayloadViews { sources, ranges })
-}
-
-/// The location columns of a `read_located` batch, checked for their types.
-struct LocatedColumns<'a> {
-    shards: &'a DictionaryArray<Int32Type>,
-    offsets: &'a Int64Array,
-    lengths: &'a Int64Array,
-    decoded: &'a LargeBinaryArray,
-}
-
-impl<'a> LocatedColumns<'a> {
-    fn of(batch: &'a RecordBatch) -> PyResult<Self> {
-        let column = |name: &str| {
-            batch.column_by_name(name).ok_or_else(|| {
-                PyValueError::new_err(format!("not a located batch: no `{name}` column"))
-            })
-        };
-        let wrong = |name: &str| {
-            PyValueError::new_err(format!(
-                "a located batch's `{name}` column has another type"
-            ))
-        };
-        let shards = column("shard")?
-            .as_dictionary_opt::<Int32Type>()
-            .filter(|d| d.values().as_string_opt::<i32>().is_some())
-            .ok_or_else(|| wrong("shard"))?;
-        let offsets = column("offset")?
-            .as_primitive_opt::<Int64Type>()
-            .ok_or_else(|| wrong("offset"))?;
-        let lengths = column("length")?
-            .as_primitive_opt::<Int64Type>()
-            .ok_or_else(|| wrong("length"))?;
-        let decoded = column("decoded")?
-            .as_binary_opt::<i64>()
-            .ok_or_else(|| wrong("decoded"))?;
-        Ok(Self {
-            shards,
-            offsets,
-            lengths,
-            decoded,
-        })
-    }
 }

@@ -1,6 +1,6 @@
 //! `datasetrt.CacheWriter`.
 
-use crate::errors::{detach, write_error};
+use crate::errors::{enter, Error};
 use crate::values::{row_from_dict, schema_from_py};
 use datasetrt::{CacheSummary, CacheWriter, CompressionAlgo, ManifestVersion, WriterOptions};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -89,8 +89,7 @@ impl PyCacheWriter {
             .manifest_version(manifest_version)
             .io_threads(io_threads);
         let created = !path.exists();
-        let writer =
-            detach(py, || CacheWriter::create(&path, options))?.map_err(|e| write_error(py, &e))?;
+        let writer = enter(py, || CacheWriter::create(&path, options))?;
         Ok(Self {
             writer: Mutex::new(Some(writer)),
             schema,
@@ -138,9 +137,7 @@ impl PyCacheWriter {
         } else {
             return Err(PyTypeError::new_err("payload must be bytes-like"));
         };
-        self.with_writer(py, |writer| {
-            detach(py, || writer.add(bytes, &row))?.map_err(|e| write_error(py, &e))
-        })
+        self.with_writer(py, |writer| enter(py, || writer.add(bytes, &row)))
     }
 
     /// Makes every file durable and publishes manifest.json. Returns a summary dict
@@ -152,7 +149,7 @@ impl PyCacheWriter {
             .map_err(|_| PyValueError::new_err("the CacheWriter failed in another thread"))?
             .take()
             .ok_or_else(closed)?;
-        let summary = detach(py, move || writer.finish())?.map_err(|e| write_error(py, &e))?;
+        let summary = enter(py, move || writer.finish())?;
         summary_dict(py, &summary)
     }
 
@@ -168,11 +165,12 @@ impl PyCacheWriter {
             .map_err(|_| PyValueError::new_err("the CacheWriter failed in another thread"))?
             .take();
         let (path, created) = (self.path.clone(), self.created);
-        detach(py, move || {
+        enter(py, move || {
             drop(writer);
             if remove {
                 datasetrt::remove_unpublished(&path, created);
             }
+            Ok::<_, Error>(())
         })
     }
 
@@ -238,8 +236,7 @@ pub(crate) fn _merge_parts<'py>(
             payload_bytes,
         })
         .collect();
-    let summary = detach(py, || datasetrt::merge_parts(&out, &parts, &options))?
-        .map_err(|e| write_error(py, &e))?;
+    let summary = enter(py, || datasetrt::merge_parts(&out, &parts, &options))?;
     summary_dict(py, &summary)
 }
 
@@ -273,5 +270,36 @@ pub(crate) fn manifest_version(version: u64) -> PyResult<ManifestVersion> {
 /// `created`); a published cache is never touched.
 #[pyfunction]
 pub(crate) fn _remove_unpublished(py: Python<'_>, path: PathBuf, created: bool) -> PyResult<()> {
-    detach(py, move || datasetrt::remove_unpublished(&path, created))
+    enter(py, move || {
+        datasetrt::remove_unpublished(&path, created);
+        Ok::<_, Error>(())
+    })
+}
+
+/// `_cache_schema(schema, payload_column, metadata_columns=None)`: the cache columns a table of
+/// Arrow schema `schema` (an IPC-serialized schema, `pyarrow.Schema.serialize()`) packs into,
+/// as a schema dict (`{"label": "int64?", ...}`), by the rule `pack_parquet` applies
+/// (`datasetrt::pack::table_schema`): what `datasetrt.ray` types a dataset's columns with.
+#[pyfunction]
+#[pyo3(signature = (schema, payload_column, metadata_columns = None))]
+pub(crate) fn _cache_schema(
+    schema: &[u8],
+    payload_column: String,
+    metadata_columns: Option<Vec<String>>,
+) -> PyResult<Vec<(String, String)>> {
+    let schema = arrow_ipc::convert::try_schema_from_ipc_buffer(schema)
+        .map_err(|e| PyValueError::new_err(format!("not an Arrow schema: {e}")))?;
+    let mut options = datasetrt::pack::TableOptions::new(payload_column);
+    if let Some(columns) = metadata_columns {
+        options = options.metadata_columns(columns);
+    }
+    let cache =
+        datasetrt::pack::table_schema(&schema, &options, "the dataset").map_err(Error::from)?;
+    let spec =
+        |c: &datasetrt::Column| format!("{}{}", c.ty.as_str(), if c.nullable { "?" } else { "" });
+    Ok(cache
+        .columns()
+        .iter()
+        .map(|c| (c.name.clone(), spec(c)))
+        .collect())
 }

@@ -29,7 +29,7 @@ mod validate;
 
 pub use cache::{Cache, OpenOptions};
 pub use error::{CacheError, CacheFile};
-pub use handle_pool::{map_file, Exhausted, FileIdentity, FileMap, HandlePool};
+pub use handle_pool::{map_file, Exhausted, FileIdentity, FileMap, HandlePool, PooledTable};
 pub use sample::{MappedPayload, Sample, SampleBuf, SampleRef};
 pub use shared::SharedPayload;
 pub use source::{ShardSource, SharedShard};

@@ -9,6 +9,8 @@
 //! or between any two system calls. The child is this test binary (`harness = false`, so the
 //! child is not a test) re-run with `DSRT_KILL_LOOP_CHILD` set.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
+#![allow(clippy::print_stdout)] // a test or tool that owns its output
+#![allow(clippy::print_stderr)] // a test or tool that owns its output
 
 mod common;
 use dsrt_atlas_test_runner as runner;

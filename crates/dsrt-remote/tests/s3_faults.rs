@@ -13,6 +13,7 @@
 //! connection, a dead server) come from an in-test HTTP proxy between the client and the
 //! server (`s3_support::Proxy`), which also counts the shard GETs.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code.
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 
 mod s3_support;
 

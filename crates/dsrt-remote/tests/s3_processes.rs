@@ -22,6 +22,8 @@
 //! tests need the server and are ignored unless run with `--ignored`, as `cargo xtask test`
 //! does (`dsrt_atlas_test_runner::run_ignored`).
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code.
+#![allow(clippy::print_stdout)] // a test or tool that owns its output
+#![allow(clippy::print_stderr)] // a test or tool that owns its output
 
 mod s3_support;
 

@@ -8,6 +8,8 @@
 //! for the victim's marker file by polling, and the survivors' outcome is the same whether or
 //! not they were already waiting when the victim died.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
+#![allow(clippy::print_stdout)] // a test or tool that owns its output
+#![allow(clippy::print_stderr)] // a test or tool that owns its output
 
 mod common;
 use dsrt_atlas_test_runner as runner;

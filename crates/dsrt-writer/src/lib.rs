@@ -17,6 +17,7 @@
 //! `dsrt-metadata`, `dsrt-shard`) and `durable-fs`; re-exported by the `datasetrt` facade.
 #![forbid(unsafe_code)]
 
+mod byte_size; // the grammar of sizes users type: "20GB", "512MiB"
 mod encoded;
 mod error;
 mod merge;
@@ -24,6 +25,7 @@ mod options;
 mod planned;
 mod writer;
 
+pub use byte_size::{parse_byte_size, ByteSizeError};
 pub use dsrt_shard::FinishedShard;
 pub use encoded::{EncodeError, EncodedSample, SampleEncoder};
 pub use error::WriteError;

@@ -8,19 +8,22 @@
 //! zero-copy payload) stays valid after the pool releases it, and is reused if its file is
 //! needed again. [`LazyFiles`] is the ready-made holder (files by path, opened and mapped on
 //! demand); anything else that keeps handles implements [`Holder`] and admits them itself.
-//! [`Exhausted`] tells a resource running out (descriptors, mappings) from any other I/O
+//! [`PooledTable`] counts values that keep handles alive (views of mappings a binding holds) in
+//! the same bound. [`Exhausted`] tells a resource running out (descriptors, mappings) from any other I/O
 //! error, with a message that names the limit and the bound.
 //!
 //! What it is not for: files that are written (`durable-fs`), locks, caching bytes.
 //!
 //! Layering: bottom layer, no workspace dependency; used by `dsrt-reader` (shard files of
-//! local caches) and `dsrt-remote` (local copies of remote shards).
+//! local caches), `dsrt-remote` (local copies of remote shards) and the Python binding (its
+//! views of shard mappings).
 // One `unsafe` block: mapping an immutable file (see its SAFETY comment in `files.rs`).
 #![deny(unsafe_code)]
 
 mod exhausted;
 mod files;
 mod pool;
+mod table;
 
 pub use exhausted::Exhausted;
 pub use files::{map_file, FileIdentity, FileMap, LazyFiles};
@@ -28,3 +31,4 @@ pub use pool::{
     default_capacity, raise_open_file_limit, HandlePool, Holder, CAPACITY_ENV,
     MAX_DEFAULT_CAPACITY, MIN_DEFAULT_CAPACITY,
 };
+pub use table::PooledTable;

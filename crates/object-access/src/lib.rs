@@ -26,7 +26,7 @@ mod stores;
 
 pub use location::{LocationError, RemotePrefix, StoreLocation};
 pub use retry::{is_retryable_io_error, is_retryable_store_error};
-pub use runtime::{block_on, runtime, RuntimeUnavailable};
+pub use runtime::{block_on, block_on_until, runtime, RuntimeUnavailable};
 
 /// The prefixes of the environment variables a store URL is configured from, as object_store
 /// names its options (`AWS_ENDPOINT` is the option `aws_endpoint`).

@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
 /// Worker threads of the runtime: store requests are I/O-bound, so a few suffice.
 const WORKER_THREADS: usize = 4;
@@ -23,6 +24,8 @@ pub fn runtime() -> Result<&'static tokio::runtime::Runtime, RuntimeUnavailable>
     match *slot {
         Some((owner, runtime)) if owner == pid => Ok(runtime),
         _ => {
+            // The one place a runtime is built (clippy.toml's disallowed-methods).
+            #[allow(clippy::disallowed_methods)]
             let built = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(WORKER_THREADS)
                 .thread_name("object-access")
@@ -42,6 +45,29 @@ pub fn block_on<F: Future>(future: F) -> Result<F::Output, RuntimeUnavailable> {
     Ok(runtime()?.block_on(future))
 }
 
+/// Runs `future` as [`block_on`] does, asking `stop` on the calling thread at least every
+/// `poll` while it waits: `Ok(None)` when `stop` said `true`, the future then dropped
+/// unfinished (its requests cancelled). How a synchronous caller lets a signal end a long
+/// request: the Python bindings check for Ctrl-C here, on the thread Python delivers signals
+/// to.
+pub fn block_on_until<F: Future>(
+    future: F,
+    poll: Duration,
+    mut stop: impl FnMut() -> bool,
+) -> Result<Option<F::Output>, RuntimeUnavailable> {
+    Ok(runtime()?.block_on(async move {
+        let mut future = std::pin::pin!(future);
+        loop {
+            if let Ok(output) = tokio::time::timeout(poll, future.as_mut()).await {
+                return Some(output);
+            }
+            if stop() {
+                return None;
+            }
+        }
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,5 +80,22 @@ mod tests {
         assert_eq!(block_on(async { 7 }).unwrap(), 7);
         let threads = std::thread::spawn(|| block_on(async { 8 }).unwrap());
         assert_eq!(threads.join().unwrap(), 8);
+    }
+
+    #[test]
+    fn a_stopped_wait_returns_between_polls_and_a_finished_one_its_output() {
+        let poll = Duration::from_millis(20);
+        let started = std::time::Instant::now();
+        let mut asked = 0;
+        let never = std::future::pending::<()>();
+        let stopped = block_on_until(never, poll, || {
+            asked += 1;
+            asked == 3
+        });
+        assert_eq!(stopped.unwrap(), None);
+        assert_eq!(asked, 3);
+        assert!(started.elapsed() < Duration::from_secs(2));
+        let done = block_on_until(async { 9 }, poll, || panic!("not asked: it finished"));
+        assert_eq!(done.unwrap(), Some(9));
     }
 }

@@ -22,6 +22,7 @@ EXPECTED = {
     "AtlasError::NoSuchArray": ("AtlasError", "no_such_array"),
     "AtlasError::ArrayNotFound": ("ArrayNotFoundError", "array_not_found"),
     "AtlasError::TypeMismatch": ("AtlasError", "type_mismatch"),
+    "AtlasError::UnsupportedDType": ("UnsupportedDTypeError", "unsupported_dtype"),
     "AtlasError::InvalidSelection": ("SelectionError", "invalid_selection"),
     "AtlasError::InvalidQuery": ("QueryError", "invalid_query"),
     "AtlasError::Mask": ("CorruptCollectionError", "mask"),
@@ -52,7 +53,7 @@ EXPECTED = {
     "Failure::Name": ("InvalidNameError", "dataset name"),
     "Failure::Exists": ("CollectionExistsError", "collection_exists"),
     "Failure::Location": ("StorageError", "location"),
-    "Failure::Unsupported": ("UnsupportedDTypeError", "unsupported_dtype"),
+    "Failure::Panicked": ("AtlasPanicError", "panic"),
 }
 
 # Retryable: the transport (a store's `Generic` failure, which array-format reports to a segment

@@ -44,6 +44,7 @@ EXPECTED = {
     "DatasetError::WorkerStopped": ("DatasetError", "worker_stopped"),
     "DatasetError::Interrupted": ("DatasetError", "interrupted"),
     "DatasetError::TableWrite": ("DatasetError", "table_write"),
+    "DatasetError::Batch": ("DatasetError", "batch"),
     "PackError::Io": ("WriteError", "io"),
     "PackError::Input": ("WriteError", "input"),
     "PackError::Column": ("WriteError", "column"),

@@ -1,5 +1,5 @@
-"""``pack_imagefolder`` and ``pack_dir``: directory trees into caches on several threads, the
-same bytes for every number of threads, nothing left behind by a failure."""
+"""``pack_imagefolder``, ``pack_dir`` and ``pack_jsonl``: inputs into caches on several threads,
+the same bytes for every number of threads, nothing left behind by a failure."""
 
 import os
 import random
@@ -100,3 +100,68 @@ def test_an_image_folder_with_a_stray_file_is_refused_before_anything_is_written
         datasetrt.pack_imagefolder(
             tmp_path / "flowers", tmp_path / "o", source="f", compression="zip"
         )
+
+
+def test_jsonl_packs_lines_with_inferred_types_the_same_for_every_jobs(tmp_path, files_below):
+    import base64
+    import json
+
+    rng = random.Random(3)
+    lines, payloads = [], []
+    for i in range(700):
+        data = rng.randbytes(rng.randrange(300))
+        payloads.append(data)
+        row = {"blob": base64.b64encode(data).decode(), "label": i % 7, "score": i / 4}
+        if i % 5:
+            row["caption"] = f"line {i}"
+        lines.append(json.dumps(row))
+        if i % 100 == 0:
+            lines.append("")
+    (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n")
+    caches = []
+    for jobs in (1, 3):
+        summary = datasetrt.pack_jsonl(
+            tmp_path / "in.jsonl",
+            tmp_path / f"c{jobs}",
+            source="lines",
+            payload_field="blob",
+            payload_encoding="base64",
+            max_shard_bytes=20_000,
+            jobs=jobs,
+        )
+        assert summary["samples"] == 700 and summary["shards"] > 3
+        caches.append(files_below(tmp_path / f"c{jobs}"))
+    assert caches[0] == caches[1]
+    cache = datasetrt.Cache(tmp_path / "c1", validate_cache=True)
+    assert [(f.name, str(f.type), f.nullable) for f in cache.schema] == [
+        ("label", "int64", False),
+        ("score", "double", False),
+        ("caption", "string", True),
+    ]
+    assert bytes(cache[12].payload) == payloads[12]
+    assert cache[10].metadata == {"label": 3, "score": 2.5, "caption": None}
+
+
+def test_jsonl_refuses_a_bad_line_naming_it_and_leaves_nothing(tmp_path):
+    (tmp_path / "a.txt").write_bytes(b"A")
+    (tmp_path / "in.jsonl").write_text('{"p": "a.txt", "n": 1}\n{"p": "a.txt", "n": "x"}\n')
+    for schema in (None, {"n": "int64"}):
+        with pytest.raises(datasetrt.WriteError) as refused:
+            datasetrt.pack_jsonl(
+                tmp_path / "in.jsonl",
+                tmp_path / "out",
+                source="s",
+                payload_field="p",
+                schema=schema,
+            )
+        assert refused.value.kind == "input" and "in.jsonl, line 2: " in str(refused.value)
+        assert not (tmp_path / "out").exists()
+    (tmp_path / "ok.jsonl").write_text('{"p": "a.txt", "n": "1"}\n{"p": "a.txt", "n": "x"}\n')
+    summary = datasetrt.pack_jsonl(
+        tmp_path / "ok.jsonl", tmp_path / "out", source="s", payload_field="p", schema={"n": "utf8"}
+    )
+    assert summary["samples"] == 2
+    assert [bytes(s.payload) for s in datasetrt.Cache(tmp_path / "out").read_many([0, 1])] == [
+        b"A",
+        b"A",
+    ]

@@ -112,10 +112,10 @@ def test_reading_several_caches_keeps_their_order(tmp_path):
 def test_a_column_a_cache_cannot_hold_is_refused_by_name(tmp_path):
     table = rows(100).append_column("tags", pa.array([["a", "b"]] * 100))
     out = tmp_path / "c"
-    with pytest.raises(Exception, match="'tags' has type list<item: string>"):
+    with pytest.raises(Exception, match='column "tags": type List.* has no cache column type'):
         dsrt_ray.write_cache(ray.data.from_arrow(table), out, payload_column="image", source="s")
     assert not out.exists()
-    with pytest.raises(Exception, match="no payload column 'picture'"):
+    with pytest.raises(Exception, match='column "picture": no such column'):
         dsrt_ray.write_cache(
             ray.data.from_arrow(rows(10)), out, payload_column="picture", source="s"
         )

@@ -1,6 +1,8 @@
 //! Shared by the corruption sweeps: a global allocator that records the largest single
 //! allocation (and refuses absurd ones), per-case timing, and an outcome tally.
 #![allow(dead_code, unreachable_pub)]
+#![allow(clippy::print_stdout)] // a test or tool that owns its output
+#![allow(clippy::print_stderr)] // a test or tool that owns its output
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;

@@ -1,5 +1,7 @@
 //! Jobs of many ranks as many `dsrt iterate` processes at once, each node a local cache
 //! directory of its own, and what they read: keys per rank, states, shard files per node.
+#![allow(clippy::print_stdout)] // a test or tool that owns its output
+#![allow(clippy::print_stderr)] // a test or tool that owns its output
 
 use super::command;
 use datasetrt::{Cache, CacheWriter, Column, ColumnType, OpenOptions, Row, Schema, WriterOptions};

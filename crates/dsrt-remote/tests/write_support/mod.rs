@@ -2,6 +2,7 @@
 //! wrapper that records writes and reads, fails chosen writes, hides conditional PUT, changes
 //! the manifest just before a conditional replacement, or holds whole-shard GETs.
 #![allow(dead_code, clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code; each test binary uses a part.
+#![allow(clippy::disallowed_methods)] // a test or tool drives its own runtime
 
 use async_trait::async_trait;
 use dsrt_remote::object_store::path::Path;

@@ -17,6 +17,8 @@ gives), ``path``, ``reason`` (``message`` when not given) and one attribute per 
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._atlas import (
     ArrayNotFoundError,
     AtlasError,
@@ -36,6 +38,36 @@ from ._atlas import (
     UnsupportedVersionError,
     WriteError,
 )
+
+
+def _init(
+    self: AtlasError,
+    message: str,
+    *,
+    path: str | None = None,
+    reason: str | None = None,
+    **fields: Any,
+) -> None:
+    # The next class in the instance's order (``KeyError`` for ``DatasetNotFoundError``) sets
+    # ``args``, as a subclass's ``super().__init__`` would.
+    super(AtlasError, self).__init__(message)
+    self.message = message
+    self.path = path
+    self.reason = message if reason is None else reason
+    for key, value in fields.items():
+        setattr(self, key, value)
+
+
+def _str(self: AtlasError) -> str:
+    # The message as given, where ``KeyError`` would print its repr.
+    return self.message
+
+
+# The native module makes the classes; their constructor and ``str()`` are these (methods
+# written in Python bind to their instance; a native function would not).
+# (setattr: mypy refuses an assignment to a method.)
+setattr(AtlasError, "__init__", _init)  # noqa: B010
+setattr(AtlasError, "__str__", _str)  # noqa: B010
 
 __all__ = [
     "AtlasError",

@@ -13,8 +13,9 @@ native module ``datasetrt._native``; ``datasetrt.torch`` adds a PyTorch ``Iterab
   ImageFolder's ``root/<class>/<file>`` with labels) on several threads, into the same bytes
   for every number of threads; :func:`pack_parquet` does so for Parquet files and Hugging Face
   ``save_to_disk`` directories (one sample per row), :func:`pack_webdataset` for WebDataset tar
-  shards (one sample per key); :func:`pack_megatron` imports a Megatron-LM indexed dataset into
-  a token cache.
+  shards (one sample per key) and :func:`pack_jsonl` for JSONL (one sample per line, as
+  ``dsrt pack --jsonl`` packs it, byte for byte); :func:`pack_megatron` imports a Megatron-LM
+  indexed dataset into a token cache.
 - :func:`convert` runs a function of yours over a list of inputs in worker processes, into one
   cache that is the same bytes for every number of workers.
 - :class:`Loader` iterates one rank's share of an epoch reproducibly, resumably.
@@ -69,14 +70,17 @@ from ._native import (
     cache_id_for_source,
     max_open_shards,
     open_shard_handles,
-    pack_dir,
-    pack_imagefolder,
-    pack_megatron,
-    pack_parquet,
-    pack_webdataset,
     publish,
     set_max_open_shards,
     update_manifests,
+)
+from ._pack import (
+    pack_dir,
+    pack_imagefolder,
+    pack_jsonl,
+    pack_megatron,
+    pack_parquet,
+    pack_webdataset,
 )
 from ._tokens import TokenDataset
 
@@ -116,6 +120,7 @@ __all__ = [
     "open_shard_handles",
     "pack_dir",
     "pack_imagefolder",
+    "pack_jsonl",
     "pack_megatron",
     "pack_parquet",
     "pack_webdataset",

@@ -46,12 +46,9 @@ __all__ = [
     "Loader",
     "RankPlan",
     "update_manifests",
-    "pack_dir",
-    "pack_imagefolder",
-    "pack_parquet",
-    "pack_webdataset",
-    "pack_megatron",
     "_merge_parts",
+    "_pack",
+    "_cache_schema",
     "_remove_unpublished",
     "cache_id_for_source",
     "publish",
@@ -479,15 +476,6 @@ class TokenBatch:
 
 def _token_batch_from_arrow(compact: ArrowBatch, seq_len: int, pad_id: int) -> TokenBatch: ...
 def update_manifests(paths: Sequence[_Path], version: int = 3) -> ManifestUpdateReport: ...
-def pack_dir(
-    root: _Path,
-    out: _Path,
-    *,
-    source: str,
-    compression: str = "none",
-    max_shard_bytes: int = ...,
-    jobs: int | None = None,
-) -> dict[str, Any]: ...
 def _merge_parts(
     out: _Path,
     parts: Sequence[tuple[_Path, int]],
@@ -497,62 +485,11 @@ def _merge_parts(
     version: int = 3,
 ) -> dict[str, Any]: ...
 def _remove_unpublished(path: _Path, created: bool) -> None: ...
-def pack_imagefolder(
-    root: _Path,
-    out: _Path,
-    *,
-    source: str,
-    compression: str = "none",
-    max_shard_bytes: int = ...,
-    jobs: int | None = None,
-) -> dict[str, Any]: ...
-def pack_parquet(
-    paths: _Path | Sequence[_Path],
-    out: _Path,
-    *,
-    source: str,
-    payload_column: str | None = None,
-    metadata_columns: Sequence[str] | None = None,
-    compression: str = "none",
-    max_shard_bytes: int = ...,
-    jobs: int | None = None,
-    tokens_column: str | None = None,
-    text_column: str | None = None,
-    tokenizer: _Path | None = None,
-    add_special_tokens: bool = False,
-    append_eos: bool = False,
-    token_dtype: str | None = None,
-    vocab_size: int | None = None,
-    bos_id: int | None = None,
-    eos_id: int | None = None,
-    pad_id: int | None = None,
-    tokenizer_name: str | None = None,
-) -> dict[str, Any]: ...
-def pack_megatron(
-    prefix: _Path,
-    out: _Path,
-    *,
-    source: str,
-    token_dtype: str | None = None,
-    vocab_size: int | None = None,
-    bos_id: int | None = None,
-    eos_id: int | None = None,
-    pad_id: int | None = None,
-    tokenizer_name: str | None = None,
-    compression: str = "none",
-    max_shard_bytes: int = ...,
-    jobs: int | None = None,
-) -> dict[str, Any]: ...
-def pack_webdataset(
-    tars: _Path | Sequence[_Path],
-    out: _Path,
-    *,
-    source: str,
-    payload_ext: str | Sequence[str],
-    skip_bad: bool = False,
-    compression: str = "none",
-    max_shard_bytes: int = ...,
-    jobs: int | None = None,
+def _cache_schema(
+    schema: bytes, payload_column: str, metadata_columns: Sequence[str] | None = None
+) -> list[tuple[str, str]]: ...
+def _pack(
+    kind: str, inputs: _Path | Sequence[_Path], out: _Path, **options: Any
 ) -> dict[str, Any]: ...
 def cache_id_for_source(source: str) -> int: ...
 def publish(local_dir: _Path, url: str, *, overwrite_partial: bool = False) -> dict[str, Any]: ...

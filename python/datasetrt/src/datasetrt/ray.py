@@ -38,7 +38,7 @@ import ray.data
 from ray.data.block import Block, BlockAccessor, BlockMetadata
 from ray.data.datasource import Datasink, Datasource, ReadTask, WriteResult
 
-from . import DEFAULT_MAX_SHARD_BYTES, Cache, CacheWriter, _native, _parts
+from . import DEFAULT_MAX_SHARD_BYTES, Cache, CacheWriter, WriteError, _native, _parts
 
 __all__ = ["CacheDatasink", "CacheDatasource", "read_cache", "write_cache"]
 
@@ -59,52 +59,17 @@ def _local_path(location: str | os.PathLike[str]) -> str:
     return os.path.abspath(os.fspath(location))
 
 
-def _column_type(field: pa.Field) -> str:
-    """The cache column type of an Arrow field, or ValueError naming it."""
-    t = field.type
-    if pa.types.is_boolean(t):
-        base = "bool"
-    elif pa.types.is_integer(t):
-        if pa.types.is_uint64(t):
-            raise ValueError(
-                f"column {field.name!r} is uint64, which an int64 column cannot hold whole; "
-                "cast it to int64 first"
-            )
-        base = "int64"
-    elif pa.types.is_floating(t):
-        base = "float64"
-    elif pa.types.is_string(t) or pa.types.is_large_string(t):
-        base = "utf8"
-    else:
-        raise ValueError(
-            f"column {field.name!r} has type {t}, which a cache cannot hold as metadata "
-            "(bool, integers, floats and strings can); drop it or pass metadata_columns"
-        )
-    return base + ("?" if field.nullable else "")
-
-
 def _cache_schema(
     schema: pa.Schema, payload_column: str, metadata_columns: Sequence[str] | None
 ) -> dict[str, str]:
-    names = schema.names
-    if payload_column not in names:
-        raise ValueError(f"no payload column {payload_column!r}; the columns are {names}")
-    payload = schema.field(payload_column).type
-    if not (
-        pa.types.is_binary(payload)
-        or pa.types.is_large_binary(payload)
-        or pa.types.is_string(payload)
-        or pa.types.is_large_string(payload)
-    ):
-        raise ValueError(
-            f"payload column {payload_column!r} has type {payload}; it must be binary or string"
-        )
-    if metadata_columns is None:
-        metadata_columns = [n for n in names if n != payload_column]
-    missing = [c for c in metadata_columns if c not in names]
-    if missing:
-        raise ValueError(f"no metadata column {missing[0]!r}; the columns are {names}")
-    return {c: _column_type(schema.field(c)) for c in metadata_columns}
+    """The cache columns a dataset of ``schema`` is written with: the rule ``pack_parquet``
+    applies to a Parquet file's columns (``datasetrt::pack::table_schema``), so a Ray dataset
+    and the same table in Parquet become the same cache columns."""
+    columns = None if metadata_columns is None else list(metadata_columns)
+    try:
+        return dict(_native._cache_schema(schema.serialize().to_pybytes(), payload_column, columns))
+    except WriteError as refused:
+        raise ValueError(str(refused)) from refused
 
 
 class CacheDatasink(Datasink):
@@ -262,6 +227,9 @@ def _add_table(
     writer: CacheWriter, table: pa.Table, payload_column: str, columns: list[str]
 ) -> None:
     payloads = table.column(payload_column)
+    if pa.types.is_struct(payloads.type):
+        # Hugging Face's Image and Audio features: the payload is the struct's `bytes`.
+        payloads = pa.chunked_array([chunk.field("bytes") for chunk in payloads.chunks])
     if pa.types.is_string(payloads.type) or pa.types.is_large_string(payloads.type):
         payloads = payloads.cast(pa.large_binary())
     values = [table.column(c).to_pylist() for c in columns]
@@ -288,8 +256,10 @@ def write_cache(
     object yet; the nodes upload their parts there, the driver joins them on the store, see
     the module's documentation), one sample per row: ``payload_column`` (binary or string) is
     the payload, the other columns (or ``metadata_columns``) the metadata, typed from the
-    dataset's schema (bool, integers as int64, floats as float64, strings; nullable as Arrow
-    says). A column a cache cannot hold is refused by name before anything is written.
+    dataset's schema by the rule :func:`datasetrt.pack_parquet` applies (bool; integers,
+    uint64 included, as int64; floats as float64; strings and dictionaries of strings as utf8;
+    nullable as Arrow says). A column a cache cannot hold is refused by name before anything is
+    written.
 
     Samples go in the dataset's order when its execution preserves order
     (``DataContext.get_current().execution_options.preserve_order = True``); otherwise in the

@@ -1,20 +1,22 @@
 //! Turning a JSONL payload field into payload bytes: a file path, inline base64 or inline text.
 
-use super::input_error::{json_kind, InputProblem};
-use super::jsonl::JsonRecord;
+use super::problem::{json_kind, InputProblem};
+use super::JsonRecord;
 use base64::alphabet;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use base64::engine::DecodePaddingMode;
 use base64::Engine as _;
-use clap::ValueEnum;
 use std::fs::File;
 use std::io::Read;
 use std::path::PathBuf;
 
-/// `--payload-encoding` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum PayloadEncoding {
+/// How a line's payload field is read. (A new way of reading one, a token array say, is one
+/// more variant here and one more arm of the reader's `load`.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum PayloadEncoding {
     /// A file path, relative to the JSONL file's directory; the file's bytes are the payload.
+    #[default]
     Path,
     /// Inline standard base64 (padding optional).
     Base64,

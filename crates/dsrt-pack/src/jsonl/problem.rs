@@ -1,23 +1,11 @@
-//! Errors about one line of JSONL input, naming the input, the line and the field.
+//! What is wrong with one line of JSONL input, naming the input, the line and the field.
 
-use datasetrt::ColumnType;
+use dsrt_schema::ColumnType;
 use std::path::PathBuf;
 use thiserror::Error;
 
-/// A JSONL line that cannot become a sample.
-#[derive(Debug, Error)]
-#[error("{origin}, line {line}: {problem}")]
-pub(crate) struct InputError {
-    /// The input's name: its path, `<stdin>`, or the embedded set's name.
-    pub(crate) origin: String,
-    /// 1-based line number.
-    pub(crate) line: u64,
-    /// What is wrong.
-    #[source]
-    pub(crate) problem: InputProblem,
-}
-
-/// What is wrong with one JSONL line.
+/// What is wrong with one JSONL line (a [`PackError::Input`](crate::PackError::Input) names the
+/// input and the line).
 #[derive(Debug, Error)]
 pub(crate) enum InputProblem {
     /// The input could not be read at this line.
@@ -95,13 +83,13 @@ pub(crate) enum InputProblem {
         /// The line that established it.
         first_line: u64,
     },
-    /// A field the `--schema` does not list.
+    /// A field the schema given does not list.
     #[error("field {field:?} is not a column of the schema")]
     NotInSchema {
         /// The field.
         field: String,
     },
-    /// A value that does not fit its `--schema` column type.
+    /// A value that does not fit its column type in the schema given.
     #[error("field {field:?} is {found}, the schema says {expected}")]
     WrongType {
         /// The field.
@@ -111,7 +99,7 @@ pub(crate) enum InputProblem {
         /// What this line holds.
         found: &'static str,
     },
-    /// Null or missing in a column the `--schema` declares non-nullable.
+    /// Null or missing in a column the schema given declares non-nullable.
     #[error("field {field:?} is {found}, but the schema's column is not nullable")]
     NullNotAllowed {
         /// The field.

@@ -5,11 +5,11 @@
 //! object is an error naming the line and field. A column is nullable when some record has
 //! it null or lacks it. Columns keep the order in which fields first appear.
 
-use super::input_error::{json_kind, InputProblem};
-use super::jsonl::JsonRecord;
 use super::payload::payload_text;
-use crate::error::CliError;
-use datasetrt::{Column, ColumnType, Schema};
+use super::problem::{json_kind, InputProblem};
+use super::JsonRecord;
+use crate::PackError;
+use dsrt_schema::{Column, ColumnType, Schema};
 use std::collections::HashMap;
 
 /// What the records seen so far say about the columns.
@@ -91,21 +91,28 @@ impl SchemaInference {
     }
 
     /// The schema; a column that never held a value has no type to infer.
-    pub(crate) fn finish(self, origin: &str) -> Result<Schema, CliError> {
+    pub(crate) fn finish(self, origin: &str) -> Result<Schema, PackError> {
         let records = self.records;
         let columns = self
             .columns
             .into_iter()
             .map(|guess| match guess.ty {
                 Some((ty, _)) => Ok(Column::new(guess.name, ty, guess.non_null < records)),
-                None => Err(CliError::Invalid(format!(
-                    "{origin}: field {:?} is null or missing on every line, so its type cannot be inferred; give it with --schema",
-                    guess.name
-                ))),
+                None => Err(PackError::Input {
+                    input: origin.to_owned(),
+                    reason: format!(
+                        "field {:?} is null or missing on every line, so its type cannot be \
+                         inferred; give it with --schema",
+                        guess.name
+                    ),
+                }),
             })
             .collect::<Result<Vec<_>, _>>()?;
         // Names come from distinct JSON keys, so the only possible complaint is an empty name.
-        Schema::new(columns).map_err(|e| CliError::Invalid(format!("{origin}: {e}")))
+        Schema::new(columns).map_err(|e| PackError::Input {
+            input: origin.to_owned(),
+            reason: e.to_string(),
+        })
     }
 }
 

@@ -1,0 +1,487 @@
+//! The keyword options that several signatures share, declared once: the remote options of
+//! `Cache` and `Dataset` ([`RemoteArgs`]) and the epoch settings of `Loader` and `RankPlan`
+//! ([`PlanArgs`]). Each signature takes them as `**options` and shows them, with their
+//! defaults, in its text signature (what `inspect.signature`, the stub check and the docs test
+//! read); [`Kwargs`] takes each by name with its check, and refuses a name the signature does
+//! not have, as Python refuses an unexpected keyword.
+
+use datasetrt::{
+    IterState, LoaderConfig, PlanConfig, RemainderPolicy, Sampling, Shuffle, Topology,
+};
+use dsrt_remote::{RemoteOptions, ShardFetch};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyString};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The keyword arguments of one call, taken by name.
+pub(crate) struct Kwargs<'py> {
+    callee: &'static str,
+    left: Option<Bound<'py, PyDict>>,
+}
+
+fn type_name(value: &Bound<'_, PyAny>) -> String {
+    value
+        .get_type()
+        .name()
+        .map_or_else(|_| "?".to_owned(), |n| n.to_string())
+}
+
+impl<'py> Kwargs<'py> {
+    /// The keywords `options` passed to `callee` (named in the error for a stray keyword).
+    pub(crate) fn new(
+        callee: &'static str,
+        options: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Self> {
+        let left = options.map(|o| o.copy()).transpose()?;
+        Ok(Self { callee, left })
+    }
+
+    /// Option `name`, or None when it was not given or given as None (its default).
+    pub(crate) fn take(&mut self, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let Some(left) = &self.left else {
+            return Ok(None);
+        };
+        let value = left.get_item(name)?;
+        if value.is_some() {
+            left.del_item(name)?;
+        }
+        Ok(value.filter(|v| !v.is_none()))
+    }
+
+    /// Option `name` extracted as `T` (pyo3's conversion and its error, naming the option).
+    pub(crate) fn get<T>(&mut self, name: &str, default: T) -> PyResult<T>
+    where
+        T: for<'a> FromPyObject<'a, 'py>,
+        for<'a> <T as FromPyObject<'a, 'py>>::Error: Into<PyErr>,
+    {
+        match self.take(name)? {
+            Some(value) => value.extract::<T>().map_err(|e| {
+                let e: PyErr = e.into();
+                let py = value.py();
+                PyErr::from_type(
+                    e.get_type(py),
+                    format!("argument '{name}': {}", e.value(py)),
+                )
+            }),
+            None => Ok(default),
+        }
+    }
+
+    /// An int option: an `int` (or an object with `__index__`), not a bool or a float, at
+    /// least `min`.
+    pub(crate) fn int(&mut self, name: &str, min: i128) -> PyResult<Option<i128>> {
+        let Some(value) = self.take(name)? else {
+            return Ok(None);
+        };
+        let wrong =
+            || PyTypeError::new_err(format!("{name} must be an int, not {}", type_name(&value)));
+        if value.is_instance_of::<PyBool>() || value.is_instance_of::<PyFloat>() {
+            return Err(wrong());
+        }
+        let n: i128 = value.extract().map_err(|_| wrong())?;
+        if n < min {
+            return Err(PyValueError::new_err(format!(
+                "{name} must be >= {min}, not {n}"
+            )));
+        }
+        Ok(Some(n))
+    }
+
+    /// A bool option: `True` or `False` (not an int or any other truthy object).
+    pub(crate) fn boolean(&mut self, name: &str) -> PyResult<Option<bool>> {
+        let Some(value) = self.take(name)? else {
+            return Ok(None);
+        };
+        let b = value.cast::<PyBool>().map_err(|_| {
+            PyTypeError::new_err(format!("{name} must be a bool, not {}", type_name(&value)))
+        })?;
+        Ok(Some(b.is_true()))
+    }
+
+    /// A duration in seconds: an int or a float (not a bool or a string), finite, >= 0 and
+    /// representable as a `Duration`; a negative zero is zero.
+    pub(crate) fn seconds(&mut self, name: &str) -> PyResult<Option<f64>> {
+        let Some(value) = self.take(name)? else {
+            return Ok(None);
+        };
+        let not_a_number = || {
+            PyTypeError::new_err(format!(
+                "{name} must be a number of seconds (int or float), not {}",
+                type_name(&value)
+            ))
+        };
+        if value.is_instance_of::<PyBool>() || value.is_instance_of::<PyString>() {
+            return Err(not_a_number());
+        }
+        let seconds = value.extract::<f64>().map_err(|_| not_a_number())? + 0.0;
+        if !seconds.is_finite() || seconds < 0.0 {
+            let what = if seconds.is_finite() {
+                ">= 0"
+            } else {
+                "a finite number of"
+            };
+            return Err(PyValueError::new_err(format!(
+                "{name} must be {what} seconds, not {seconds}"
+            )));
+        }
+        Duration::try_from_secs_f64(seconds).map_err(|_| {
+            PyValueError::new_err(format!("{name} is too large: {seconds} seconds"))
+        })?;
+        Ok(Some(seconds))
+    }
+
+    /// A byte count: an int, or a byte size such as `"20GB"` or `"512MiB"` (the one grammar,
+    /// `datasetrt::parse_byte_size`, that `dsrt --cache-limit` reads too).
+    pub(crate) fn size(&mut self, name: &str) -> PyResult<Option<u64>> {
+        let Some(value) = self.take(name)? else {
+            return Ok(None);
+        };
+        if let Ok(text) = value.cast::<PyString>() {
+            let bytes = datasetrt::parse_byte_size(&text.to_cow()?)
+                .map_err(|e| PyValueError::new_err(format!("{name} {e}")))?;
+            return Ok(Some(bytes));
+        }
+        let wrong = |what: &str| {
+            PyTypeError::new_err(format!(
+                "{name} must be an int (bytes) or a string like \"20GB\"{what}"
+            ))
+        };
+        if value.is_instance_of::<PyBool>() {
+            return Err(wrong(", not a bool"));
+        }
+        let bytes: i128 = value.extract().map_err(|_| wrong(""))?;
+        let bytes = u64::try_from(bytes)
+            .map_err(|_| PyValueError::new_err(format!("{name} must be >= 0, not {bytes}")))?;
+        Ok(Some(bytes))
+    }
+
+    /// Refuses a keyword no option took.
+    pub(crate) fn finish(self) -> PyResult<()> {
+        match self.left.and_then(|left| left.keys().iter().next()) {
+            Some(stray) => Err(PyTypeError::new_err(format!(
+                "{}() got an unexpected keyword argument {}",
+                self.callee,
+                stray.repr()?
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The most `first_backoff` may be, in seconds: the retry backoff doubles up to 10 s, so a
+/// larger first wait would be longer than every later one.
+const MAX_FIRST_BACKOFF: f64 = 10.0;
+
+/// The options of `Cache(...)` and `Dataset(...)`: `validate_cache` and those of remote
+/// caches, checked, with the values given kept for the attributes and for pickling.
+#[derive(Clone, Debug)]
+pub(crate) struct RemoteArgs {
+    /// `validate_cache`.
+    pub(crate) validate_cache: bool,
+    /// `cache_dir`, or None for the default (`$DSRT_CACHE_DIR`, else `~/.cache/datasetrt/shard-cache`).
+    pub(crate) cache_dir: Option<PathBuf>,
+    /// `cache_limit` in bytes, or None for the default (100 GiB).
+    pub(crate) cache_limit: Option<u64>,
+    /// `fetch`.
+    pub(crate) fetch: ShardFetch,
+    /// `prefetch_shards`: downloads kept in flight ahead of a `Loader`.
+    pub(crate) prefetch_shards: usize,
+    /// `read_while_downloading`.
+    pub(crate) read_while_downloading: bool,
+    /// `attempts` per download (>= 1).
+    pub(crate) attempts: u32,
+    /// `first_backoff` in seconds as given (kept as a float so the attribute and a pickled
+    /// `Dataset` give back exactly the value passed).
+    pub(crate) first_backoff: f64,
+    /// `wait_for_room` in seconds as given.
+    pub(crate) wait_for_room: f64,
+}
+
+impl RemoteArgs {
+    /// Takes and checks the options; an invalid one raises a `TypeError` (wrong type) or
+    /// `ValueError` (out of range) naming it. An option not given takes `RemoteOptions`'
+    /// default.
+    pub(crate) fn take(kwargs: &mut Kwargs<'_>) -> PyResult<Self> {
+        let defaults = RemoteOptions::new(PathBuf::new());
+        let fetch = match kwargs.get("fetch", "whole".to_owned())?.as_str() {
+            "whole" => ShardFetch::Whole,
+            "range" => ShardFetch::Range,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "fetch must be \"whole\" or \"range\", not {other:?}"
+                )))
+            }
+        };
+        let prefetch_shards = match kwargs.int("prefetch_shards", 0)? {
+            Some(n) => usize::try_from(n)
+                .map_err(|_| PyValueError::new_err(format!("prefetch_shards is too large: {n}")))?,
+            None => defaults.prefetch_shards,
+        };
+        let attempts = match kwargs.int("attempts", 1)? {
+            Some(n) => u32::try_from(n).map_err(|_| {
+                PyValueError::new_err(format!("attempts must be at most {}, not {n}", u32::MAX))
+            })?,
+            None => defaults.attempts,
+        };
+        let first_backoff = kwargs.seconds("first_backoff")?;
+        if let Some(seconds) = first_backoff.filter(|&s| s > MAX_FIRST_BACKOFF) {
+            return Err(PyValueError::new_err(format!(
+                "first_backoff must be at most {MAX_FIRST_BACKOFF} seconds (the backoff doubles \
+                 up to 10 s), not {seconds}"
+            )));
+        }
+        Ok(Self {
+            validate_cache: kwargs.get("validate_cache", false)?,
+            cache_dir: kwargs.get("cache_dir", None)?,
+            cache_limit: kwargs.size("cache_limit")?,
+            fetch,
+            prefetch_shards,
+            read_while_downloading: kwargs
+                .boolean("read_while_downloading")?
+                .unwrap_or(defaults.read_while_downloading),
+            attempts,
+            first_backoff: first_backoff.unwrap_or(defaults.first_backoff.as_secs_f64()),
+            wait_for_room: kwargs
+                .seconds("wait_for_room")?
+                .unwrap_or(defaults.wait_for_room.as_secs_f64()),
+        })
+    }
+
+    /// The `dsrt_remote` options.
+    pub(crate) fn options(&self) -> RemoteOptions {
+        let mut options = match &self.cache_dir {
+            Some(dir) => RemoteOptions::new(dir.clone()),
+            None => RemoteOptions::default(),
+        };
+        if let Some(limit) = self.cache_limit {
+            options = options.cache_limit(limit);
+        }
+        // Both durations were checked to be finite, >= 0 and representable.
+        options
+            .fetch(self.fetch)
+            .validate_cache(self.validate_cache)
+            .prefetch_shards(self.prefetch_shards)
+            .read_while_downloading(self.read_while_downloading)
+            .retries(self.attempts, Duration::from_secs_f64(self.first_backoff))
+            .wait_for_room(Duration::from_secs_f64(self.wait_for_room))
+    }
+
+    /// `fetch` as its Python name.
+    pub(crate) fn fetch_name(&self) -> &'static str {
+        match self.fetch {
+            ShardFetch::Range => "range",
+            _ => "whole",
+        }
+    }
+
+    /// `cache_dir` as given, as a string (None: the default).
+    pub(crate) fn cache_dir_str(&self) -> Option<String> {
+        self.cache_dir
+            .as_ref()
+            .map(|d| d.to_string_lossy().into_owned())
+    }
+}
+
+/// The epoch settings of `Loader` and `RankPlan`: what decides the order of every rank's
+/// samples.
+#[derive(Debug)]
+pub(crate) struct PlanArgs {
+    /// Seed, weights, sampling, shuffle.
+    pub(crate) plan: PlanConfig,
+    /// The epoch.
+    pub(crate) epoch: u64,
+    /// This rank.
+    pub(crate) rank: u64,
+    /// The ranks and their nodes.
+    pub(crate) topology: Topology,
+    /// What the last round does.
+    pub(crate) policy: RemainderPolicy,
+}
+
+impl PlanArgs {
+    /// Takes and checks the settings (unknown names of `shuffle` and `policy` raise
+    /// `ValueError`; an impossible topology the plan's `DatasetError`).
+    pub(crate) fn take(kwargs: &mut Kwargs<'_>) -> PyResult<Self> {
+        let seed = kwargs.get("seed", 0u64)?;
+        let epoch = kwargs.get("epoch", 0u64)?;
+        let weights = kwargs.get("weights", None)?;
+        let samples_per_epoch = kwargs.get("samples_per_epoch", None)?;
+        let replacement = kwargs.get("replacement", false)?;
+        let shuffle = kwargs.get("shuffle", "local".to_owned())?;
+        let window_shards = kwargs.get("window_shards", 4usize)?;
+        let rank = kwargs.get("rank", 0u64)?;
+        let world_size = kwargs.get("world_size", 1u64)?;
+        let ranks_per_node = kwargs.get("ranks_per_node", 1u64)?;
+        let policy = kwargs.get("policy", "pad".to_owned())?;
+        let shuffle = Shuffle::from_name(&shuffle, window_shards)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let policy = (policy.parse::<RemainderPolicy>())
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let topology = Topology::new(world_size, ranks_per_node)
+            .map_err(|e| crate::errors::Error::Dataset(e.into()))?;
+        let sampling = match replacement {
+            true => Sampling::WithReplacement,
+            false => Sampling::WithoutReplacement,
+        };
+        let plan = PlanConfig {
+            seed,
+            weights,
+            samples_per_epoch,
+            sampling,
+            shuffle,
+        };
+        Ok(Self {
+            plan,
+            epoch,
+            rank,
+            topology,
+            policy,
+        })
+    }
+
+    /// The loader's configuration with `workers` and `prefetch`.
+    pub(crate) fn loader(&self, workers: usize, prefetch: usize) -> LoaderConfig {
+        LoaderConfig {
+            plan: self.plan.clone(),
+            epoch: self.epoch,
+            rank: self.rank,
+            world_size: self.topology.world_size,
+            ranks_per_node: self.topology.ranks_per_node,
+            policy: self.policy,
+            workers,
+            prefetch,
+            prefetch_bytes: None,
+            resume: None,
+        }
+    }
+}
+
+/// An iteration state as a dict: `seed`, `epoch`, `position` (global positions consumed by
+/// all ranks together), `epoch_len`, `cuts` (the node boundaries of the epoch's first run)
+/// and `remaining` (the positions not consumed, `[start, end]` pairs). Plain ints and lists,
+/// so it pickles and `json.dumps` it as is: it is the state's JSON form.
+pub(crate) fn state_to_dict<'py>(
+    py: Python<'py>,
+    state: &IterState,
+) -> PyResult<Bound<'py, PyAny>> {
+    let state = IterState {
+        remaining: Some(
+            state
+                .remaining()
+                .into_iter()
+                .map(|r| [r.start, r.end])
+                .collect(),
+        ),
+        ..state.clone()
+    };
+    let json = serde_json::to_string(&state).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    py.import("json")?.call_method1("loads", (json,))
+}
+
+/// The state a dict from [`state_to_dict`] describes (`cuts` and `remaining` may be missing,
+/// as in states saved before they existed).
+pub(crate) fn state_from_dict(dict: &Bound<'_, PyAny>) -> PyResult<IterState> {
+    let json: String = dict
+        .py()
+        .import("json")?
+        .call_method1("dumps", (dict,))?
+        .extract()?;
+    serde_json::from_str(&json)
+        .map_err(|e| PyValueError::new_err(format!("not an iteration state: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pyo3::types::PyDict;
+
+    fn kwargs<'py>(py: Python<'py>, code: &str) -> Bound<'py, PyDict> {
+        let code = std::ffi::CString::new(code).unwrap();
+        py.eval(&code, None, None).unwrap().cast_into().unwrap()
+    }
+
+    #[test]
+    fn remote_options_take_their_defaults_sizes_and_refuse_a_stray_keyword() {
+        Python::initialize();
+        Python::attach(|py| {
+            let given = kwargs(
+                py,
+                "dict(cache_limit='10MB', attempts=2, first_backoff=None)",
+            );
+            let mut options = Kwargs::new("Cache", Some(&given)).unwrap();
+            let args = RemoteArgs::take(&mut options).unwrap();
+            options.finish().unwrap();
+            assert_eq!(args.cache_limit, Some(10_000_000));
+            assert_eq!((args.attempts, args.first_backoff), (2, 0.1));
+            assert_eq!(args.fetch_name(), "whole");
+            let stray = kwargs(py, "dict(fetch='range', cache_dri='/x')");
+            let mut options = Kwargs::new("Cache", Some(&stray)).unwrap();
+            RemoteArgs::take(&mut options).unwrap();
+            let error = options.finish().unwrap_err();
+            assert_eq!(
+                error.to_string(),
+                "TypeError: Cache() got an unexpected keyword argument 'cache_dri'"
+            );
+            for (bad, message) in [
+                (
+                    "dict(attempts=True)",
+                    "TypeError: attempts must be an int, not bool",
+                ),
+                (
+                    "dict(wait_for_room=-1)",
+                    "ValueError: wait_for_room must be >= 0 seconds, not -1",
+                ),
+                (
+                    "dict(cache_limit='20G')",
+                    "ValueError: cache_limit \"20G\" is not a byte size",
+                ),
+            ] {
+                let mut options = Kwargs::new("Cache", Some(&kwargs(py, bad))).unwrap();
+                let error = RemoteArgs::take(&mut options).unwrap_err().to_string();
+                assert!(error.starts_with(message), "{bad}: {error}");
+            }
+        });
+    }
+
+    #[test]
+    fn plan_settings_by_name_and_a_state_as_its_json_dict() {
+        Python::initialize();
+        Python::attach(|py| {
+            let given = kwargs(
+                py,
+                "dict(seed=7, shuffle='none', world_size=4, ranks_per_node=2, rank=3)",
+            );
+            let mut options = Kwargs::new("Loader", Some(&given)).unwrap();
+            let args = PlanArgs::take(&mut options).unwrap();
+            assert_eq!(
+                (args.plan.seed, args.plan.shuffle),
+                (7, Shuffle::Sequential)
+            );
+            assert_eq!((args.rank, args.topology.world_size), (3, 4));
+            let bad = kwargs(py, "dict(policy='keep')");
+            let error =
+                PlanArgs::take(&mut Kwargs::new("Loader", Some(&bad)).unwrap()).unwrap_err();
+            assert!(
+                error
+                    .to_string()
+                    .contains("policy must be \"pad\" or \"drop\""),
+                "{error}"
+            );
+            let state = IterState {
+                seed: 1,
+                epoch: 2,
+                position: 3,
+                epoch_len: 10,
+                cuts: vec![5],
+                remaining: None,
+            };
+            let dict = state_to_dict(py, &state).unwrap();
+            let remaining: Vec<[u64; 2]> = dict.get_item("remaining").unwrap().extract().unwrap();
+            assert_eq!(remaining, [[3, 10]]);
+            let back = state_from_dict(&dict).unwrap();
+            assert_eq!((back.position, back.cuts), (3, vec![5]));
+        });
+    }
+}
