@@ -300,9 +300,9 @@ pub struct Jsonl {
     encoding: PayloadEncoding,
     payload_field: String,
     /// The metadata schema (inferred or given).
+    metadata: Schema,
+    /// The cache's schema: `metadata`, after `n_tokens` for a token cache.
     schema: Schema,
-    /// The cache's schema: `schema`, after `n_tokens` for a token cache.
-    cache_schema: Schema,
     /// A token cache's column and token info.
     tokens: Option<(TokenColumn, TokenInfo)>,
     chunks: Vec<LineChunk>,
@@ -361,8 +361,8 @@ impl Jsonl {
             origin,
             encoding,
             payload_field,
-            schema,
-            cache_schema,
+            metadata: schema,
+            schema: cache_schema,
             tokens,
             chunks,
             records,
@@ -372,7 +372,7 @@ impl Jsonl {
     /// The cache's schema: the metadata schema, inferred or given (after `n_tokens` for a
     /// token cache).
     pub fn schema(&self) -> &Schema {
-        &self.cache_schema
+        &self.schema
     }
 
     /// The samples it holds, when inference counted them.
@@ -466,7 +466,7 @@ impl Convert for Jsonl {
         let mut payloads = PayloadReader::new(self.encoding, self.base_dir.clone());
         while let Some((line, record)) = records.next_record()? {
             let at_line = |problem| input_error(&self.origin, line, &problem);
-            let values: Vec<Value> = metadata_values(&self.schema, &self.payload_field, &record)
+            let values: Vec<Value> = metadata_values(&self.metadata, &self.payload_field, &record)
                 .map_err(at_line)?
                 .iter()
                 .map(|v| v.to_owned())
