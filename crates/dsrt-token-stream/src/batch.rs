@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, Weak};
 /// `cross_entropy` (and Hugging Face's models).
 pub const IGNORE_INDEX: i64 = -100;
 
-/// Column buffers kept for reuse: at most [`POOL_BUFFERS`] of them.
+/// Column buffers kept for reuse: at most 64 of them (the columns of a few batches in flight).
 #[derive(Debug, Default)]
 pub struct BatchPool(Mutex<Vec<MutableBuffer>>);
 
