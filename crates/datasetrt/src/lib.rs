@@ -49,9 +49,9 @@ pub use dsrt_migrate::{
     UpdateOutcome,
 };
 pub use dsrt_plan::{
-    CacheShape, EpochPlan, IterState, NodeReport, Partition, PlanConfig, PlanCursor, PlanError,
-    PlanReport, PlannedSample, RemainderPolicy, ReportOptions, Sampling, Shuffle, ShuffleQuality,
-    Topology, UnknownName, DEFAULT_PREFETCH_SHARDS,
+    CacheShape, EpochPlan, IterState, NodeReport, Partition, Phase, PhaseReport, PlanConfig,
+    PlanCursor, PlanError, PlanPhase, PlanReport, PlannedSample, RemainderPolicy, ReportOptions,
+    Sampling, Schedule, Shuffle, ShuffleQuality, Topology, UnknownName, DEFAULT_PREFETCH_SHARDS,
 };
 pub use dsrt_reader::{
     map_file, Cache, CacheError, CacheFile, Exhausted, FileIdentity, FileMap, HandlePool,

@@ -3,7 +3,10 @@
 
 use crate::error::CliError;
 use clap::{Args, ValueEnum};
-use datasetrt::{IterState, PlanConfig, RemainderPolicy, Sampling, Shuffle, Topology};
+use datasetrt::{
+    DatasetError, IterState, PlanConfig, PlanError, RemainderPolicy, Sampling, Schedule, Shuffle,
+    Topology,
+};
 use std::path::PathBuf;
 
 /// The epoch's order and how the job's ranks share it.
@@ -15,6 +18,11 @@ pub(crate) struct EpochArgs {
     /// Epoch length when weights are given (default: all samples).
     #[arg(long)]
     pub(crate) samples_per_epoch: Option<u64>,
+    /// Weights that change along the epoch: a JSON file of phases, each with its length in
+    /// samples and one weight per cache, {"phases": [{"samples": N, "weights": [..]}, ..]};
+    /// the epoch is the phases in order (docs/iteration.md, "Schedules").
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["weights", "samples_per_epoch"])]
+    pub(crate) schedule: Option<PathBuf>,
     /// Draw with replacement instead of passes over each cache.
     #[arg(long)]
     pub(crate) replacement: bool,
@@ -59,8 +67,9 @@ pub(crate) enum PolicyArg {
 }
 
 impl EpochArgs {
-    pub(crate) fn plan_config(&self) -> PlanConfig {
-        PlanConfig {
+    /// The plan's settings, with the `--schedule` file read.
+    pub(crate) fn plan_config(&self) -> Result<PlanConfig, CliError> {
+        Ok(PlanConfig {
             seed: self.seed,
             weights: self.weights.clone(),
             samples_per_epoch: self.samples_per_epoch,
@@ -76,6 +85,37 @@ impl EpochArgs {
                 ShuffleArg::Full => Shuffle::Full,
                 ShuffleArg::Sequential => Shuffle::Sequential,
             },
+            schedule: self.schedule()?,
+        })
+    }
+
+    /// The schedule `--schedule` names, if any.
+    fn schedule(&self) -> Result<Option<Schedule>, CliError> {
+        let Some(path) = &self.schedule else {
+            return Ok(None);
+        };
+        let bad = |reason: String| CliError::ScheduleFile {
+            path: path.clone(),
+            reason,
+        };
+        let text = std::fs::read(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+        let schedule = serde_json::from_slice(&text).map_err(|e| bad(e.to_string()))?;
+        Ok(Some(schedule))
+    }
+
+    /// `error` from building the plan, told as a fault of the `--schedule` file when the plan
+    /// refused the schedule.
+    pub(crate) fn plan_error(&self, error: DatasetError) -> CliError {
+        let reason = match (&self.schedule, &error) {
+            (Some(_), DatasetError::Plan(PlanError::Phase { phase, problem })) => {
+                format!("phases[{phase}]: {problem}")
+            }
+            (Some(_), DatasetError::Plan(PlanError::Schedule(problem))) => problem.clone(),
+            _ => return CliError::Dataset(error),
+        };
+        CliError::ScheduleFile {
+            path: self.schedule.clone().unwrap_or_default(),
+            reason,
         }
     }
 

@@ -9,6 +9,10 @@ use thiserror::Error;
 /// Exit status of a runtime error or a failed verification (usage errors are clap's 2).
 pub(crate) const EXIT_FAILURE: u8 = 1;
 
+/// Exit status of a usage error clap cannot see, such as a `--schedule` file that is not one:
+/// the status clap gives its own.
+pub(crate) const EXIT_USAGE: u8 = 2;
+
 /// Exit status of a failure that may pass if the command is run again later: a store request
 /// that timed out, was throttled or got a server error (after the retries made), or a local
 /// cache directory with no room yet. sysexits' `EX_TEMPFAIL`.
@@ -45,6 +49,14 @@ pub(crate) enum CliError {
     #[error("{path}: not a metadata schema (a JSON array of {{\"name\", \"type\", \"nullable\"}}): {reason}")]
     SchemaFile {
         /// The schema file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The `--schedule` file cannot be read, is not a schedule, or does not fit the caches.
+    #[error("{path}: not a usable schedule (see docs/iteration.md, \"Schedules\"): {reason}")]
+    ScheduleFile {
+        /// The schedule file.
         path: PathBuf,
         /// What is wrong.
         reason: String,
@@ -152,6 +164,7 @@ impl CliError {
                 retryable: true, ..
             } => EXIT_TEMPORARY,
             Self::Pack(datasetrt::pack::PackError::Cancelled) => EXIT_INTERRUPTED,
+            Self::ScheduleFile { .. } => EXIT_USAGE,
             _ if self.is_retryable() => EXIT_TEMPORARY,
             _ => EXIT_FAILURE,
         }

@@ -19,13 +19,13 @@ use std::time::Instant;
 /// Arguments of `dsrt iterate`.
 #[derive(Debug, Args)]
 #[command(after_help = "\
-The epoch's order depends only on the caches, --seed, --epoch, --weights,
---samples-per-epoch, --replacement and --shuffle (and, inside the few shard windows where two
-nodes' shares meet, on the number of nodes the epoch started on); never on --workers or
---prefetch. Each node (--ranks-per-node ranks) takes one contiguous share of it, dealt
-round-robin to its ranks, so each shard is read by one node; every rank yields the same number
-of samples (printed first): with --policy pad the last round repeats samples its node already
-read, with --policy drop it is dropped. A state saved with --save-state resumes on any
+The epoch's order depends only on the caches, --seed, --epoch, --weights and
+--samples-per-epoch (or --schedule), --replacement and --shuffle (and, inside the few shard
+windows where two nodes' shares meet, on the number of nodes the epoch started on); never on
+--workers or --prefetch. Each node (--ranks-per-node ranks) takes one contiguous share of it,
+dealt round-robin to its ranks, so each shard is read by one node; every rank yields the same
+number of samples (printed first): with --policy pad the last round repeats samples its node
+already read, with --policy drop it is dropped. A state saved with --save-state resumes on any
 topology. `dsrt plan` reports what a plan reads without reading it.
 
 Caches may be store URLs (s3://bucket/prefix, gs://, az://), mixed with directories: their
@@ -36,6 +36,7 @@ Examples:
   dsrt iterate train/ val/ --seed 7 --epoch 0
   dsrt iterate s3://bucket/caches/train s3://bucket/caches/val --cache-dir /scratch/dsrt --keys
   dsrt iterate a/ b/ --weights 3,1 --samples-per-epoch 100000 --rank 1 --world-size 8 --workers 2
+  dsrt iterate code/ web/ --schedule phases.json --rank 3 --world-size 8
   dsrt iterate s3://bucket/train --world-size 16 --ranks-per-node 8 --rank 9 --cache-dir /scratch/dsrt
   dsrt iterate cache/ --limit 1000 --save-state state.json && dsrt iterate cache/ --resume state.json")]
 pub(crate) struct IterateArgs {
@@ -98,7 +99,7 @@ impl IterateArgs {
     fn loader_config(&self) -> Result<LoaderConfig, CliError> {
         let topology = self.epoch.topology()?;
         Ok(LoaderConfig {
-            plan: self.epoch.plan_config(),
+            plan: self.epoch.plan_config()?,
             epoch: self.epoch.epoch,
             rank: self.rank,
             world_size: topology.world_size,
@@ -164,8 +165,11 @@ pub(crate) fn run(args: &IterateArgs) -> Result<(), CliError> {
     let options = OpenOptions {
         validate_cache: args.validate,
     };
+    // Settings files (--schedule, --resume) are read before any cache is opened, so a bad one
+    // is reported before downloads begin.
+    let config = args.loader_config()?;
     let dataset = Arc::new(open_dataset(args, options)?);
-    let mut loader = Loader::new(dataset, args.loader_config()?)?;
+    let mut loader = Loader::new(dataset, config).map_err(|e| args.epoch.plan_error(e))?;
     let samples_per_rank = loader.len();
     let to_read = args
         .limit

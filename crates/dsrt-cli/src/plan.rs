@@ -20,7 +20,8 @@ rank takes and the padding; per node the shards it reads, their bytes (what it d
 an unbounded local cache) and the most it holds at once (the windows it reads plus
 --prefetch-shards ahead); the egress factor (bytes all nodes download / bytes of the shards
 read); how many shards more than one node reads; rank 0's shuffle figures; and the memory one
-process's plan takes. Exact: computed from the same plan `dsrt iterate` reads.
+process's plan takes. With --schedule, each phase's positions and per-cache shares as well.
+Exact: computed from the same plan `dsrt iterate` reads.
 
 With --seq-len L, the plan of rows of L input tokens instead of samples (docs/tokens.md): rows
 per rank, tokens padded and dropped, each source's share of the epoch's tokens (--weights are
@@ -32,6 +33,7 @@ Examples:
   dsrt plan s3://bucket/train --world-size 64 --ranks-per-node 8
   dsrt plan --synthetic 1000000000,100000 --world-size 512 --ranks-per-node 8 --json
   dsrt plan train/ --world-size 6 --ranks-per-node 2 --resume state.json
+  dsrt plan code/ web/ --schedule phases.json --world-size 64 --ranks-per-node 8
   dsrt plan --synthetic-tokens 500000000,100000,2000 --seq-len 2048 --world-size 512 --ranks-per-node 8")]
 pub(crate) struct PlanArgs {
     /// Caches (directories or URLs), in dataset order. Only manifests and indexes are read.
@@ -159,7 +161,7 @@ fn from_caches(args: &PlanArgs) -> Result<Shapes, CliError> {
 struct TokenArgs {
     /// Plan rows of this many input tokens from token caches (windows of L + 1 with
     /// --mode concat, bins of L when packing) instead of samples.
-    #[arg(long, value_name = "L")]
+    #[arg(long, value_name = "L", conflicts_with = "schedule")]
     seq_len: Option<u64>,
     /// How documents become rows.
     #[arg(long, value_enum, default_value_t = ModeArg::Concat, requires = "seq_len")]
@@ -236,7 +238,7 @@ fn run_tokens(args: &PlanArgs, seq_len: u64, started: Instant) -> Result<(), Cli
         CacheSource, LongDocs, PackMode, RunConfig, SyntheticSource, SyntheticSpec, TokenConfig,
         TokenPlan, TokenReport, TokenState,
     };
-    let plan_config = args.epoch.plan_config();
+    let plan_config = args.epoch.plan_config()?;
     if args.epoch.samples_per_epoch.is_some() {
         return Err(CliError::Invalid(
             "--samples-per-epoch counts samples; with --seq-len the budget is \
@@ -383,7 +385,7 @@ pub(crate) fn run(args: &PlanArgs) -> Result<(), CliError> {
     }
     let topology = args.epoch.topology()?;
     let policy = args.epoch.policy();
-    let config = args.epoch.plan_config();
+    let config = args.epoch.plan_config()?;
     let shapes = match &args.synthetic {
         Some(spec) => synthetic(*spec),
         None => from_caches(args)?,
@@ -397,7 +399,7 @@ pub(crate) fn run(args: &PlanArgs) -> Result<(), CliError> {
         policy,
         resume.as_ref(),
     )
-    .map_err(datasetrt::DatasetError::from)?;
+    .map_err(|e| args.epoch.plan_error(e.into()))?;
     let bytes = |cache: usize, shard: u64| {
         shapes.shard_bytes[cache]
             .get(usize::try_from(shard).unwrap_or(usize::MAX))
@@ -443,6 +445,20 @@ pub(crate) fn run(args: &PlanArgs) -> Result<(), CliError> {
         report.shuffle.physical_rank_correlation,
         human_bytes(report.plan_bytes),
     ))?;
+    for phase in &report.phases {
+        print(format_args!(
+            "phase {}: {} samples from position {}, per cache {}\n",
+            phase.phase,
+            phase.samples,
+            phase.start,
+            phase
+                .shares
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(" ")
+        ))?;
+    }
     if !report.nodes.is_empty() {
         print(format_args!("node  shards  downloads  peak local\n"))?;
         for node in &report.nodes {

@@ -19,7 +19,8 @@ use std::thread::JoinHandle;
 /// How a rank iterates one epoch.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct LoaderConfig {
-    /// Seed, weights, sampling and shuffle: what decides the global order.
+    /// Seed, weights or a schedule of phases, sampling and shuffle: what decides the global
+    /// order.
     pub plan: PlanConfig,
     /// The epoch.
     pub epoch: u64,

@@ -57,6 +57,45 @@ pub struct PlanConfig {
     pub sampling: Sampling,
     /// Order within the epoch.
     pub shuffle: Shuffle,
+    /// Weights that change by phase: the epoch is the schedule's phases one after another,
+    /// each with its own length and weights (see [`Schedule`]). Replaces `weights` and
+    /// `samples_per_epoch`, which must then be `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<Schedule>,
+}
+
+/// A mixture that changes along the epoch: "300,000 samples half and half, then 100,000 with
+/// 80% code". The epoch is the phases in order, its length the sum of theirs.
+///
+/// Within a phase the caches are mixed as a whole epoch with those weights would be, with the
+/// phase's length in place of `samples_per_epoch`; each cache's own stream (its passes, its
+/// shuffle windows) runs on across phases, so a phase change never restarts a pass and no
+/// sample comes twice in a pass because of one.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Schedule {
+    /// The phases, in the order the epoch reads them.
+    pub phases: Vec<Phase>,
+}
+
+/// One phase of a [`Schedule`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Phase {
+    /// Global positions the phase holds (at least 1): what all ranks read during it together.
+    pub samples: u64,
+    /// Sampling proportion per cache during the phase, in dataset order: finite, non-negative,
+    /// not all zero, and zero for a cache without samples.
+    pub weights: Vec<f64>,
+}
+
+impl Schedule {
+    /// The epoch's length: the phases' lengths summed (`None` past 2^64).
+    pub fn samples(&self) -> Option<u64> {
+        self.phases
+            .iter()
+            .try_fold(0u64, |sum, phase| sum.checked_add(phase.samples))
+    }
 }
 
 /// Why a plan cannot be built.
@@ -90,6 +129,25 @@ pub enum PlanError {
         world_size: u64,
         /// Ranks per node.
         ranks_per_node: u64,
+    },
+    /// A schedule was given together with a setting it replaces.
+    #[error(
+        "a schedule cannot be combined with {setting}: each phase gives its own weights and length"
+    )]
+    ScheduleConflict {
+        /// The conflicting setting (`weights` or `samples_per_epoch`).
+        setting: &'static str,
+    },
+    /// A schedule has no phases.
+    #[error("invalid schedule: {0}")]
+    Schedule(String),
+    /// One phase of a schedule cannot be planned.
+    #[error("invalid schedule phase {phase}: {problem}")]
+    Phase {
+        /// The phase's index in the schedule (from 0).
+        phase: usize,
+        /// What is wrong with it.
+        problem: String,
     },
     /// A saved state does not belong to this plan.
     #[error("iterator state does not match this plan: {0}")]

@@ -2,9 +2,11 @@
 //! rank of every node, reproducibly, in memory that grows with shards and caches, never samples.
 //!
 //! What it is for: from the shape of each cache (its length and its runs of samples that share
-//! a shard) and a `PlanConfig` (seed, per-cache weights, sampling with or without
-//! replacement, shuffle mode), `EpochPlan::build` gives the epoch's order as a function of
-//! `(seed, epoch)`, evaluated per position through a `PlanCursor` (never materialized).
+//! a shard) and a `PlanConfig` (seed, per-cache weights or a `Schedule` of phases with weights
+//! of their own, sampling with or without replacement, shuffle mode), `EpochPlan::build` gives
+//! the epoch's order as a function of `(seed, epoch)`, evaluated per position through a
+//! `PlanCursor` (never materialized). A schedule's phases follow one another, each mixing the
+//! caches at its weights while every cache's own stream runs on across them (`PlanPhase`).
 //! `Partition` splits the positions not yet consumed over a `Topology` (`world_size` ranks in
 //! nodes of `ranks_per_node`): one contiguous span per node, so each shard is read by one node,
 //! dealt round-robin to the node's ranks, every rank the same count (`RemainderPolicy::Pad` or
@@ -37,11 +39,11 @@ mod rng;
 mod state;
 mod stream;
 
-pub use config::{PlanConfig, PlanError, Sampling, Shuffle, UnknownName};
-pub use order::{weighted_shares, CacheShape, EpochPlan, PlanCursor, PlannedSample};
+pub use config::{Phase, PlanConfig, PlanError, Sampling, Schedule, Shuffle, UnknownName};
+pub use order::{weighted_shares, CacheShape, EpochPlan, PlanCursor, PlanPhase, PlannedSample};
 pub use partition::{Partition, RemainderPolicy, Topology};
 pub use report::{
-    rank_correlation, NodeReport, PlanReport, ReportOptions, ShuffleQuality,
+    rank_correlation, NodeReport, PhaseReport, PlanReport, ReportOptions, ShuffleQuality,
     DEFAULT_PREFETCH_SHARDS,
 };
 pub use rng::{mix, Permutation};

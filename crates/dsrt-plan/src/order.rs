@@ -5,7 +5,7 @@
 use crate::mixing::Interleaving;
 use crate::rng::mix;
 use crate::stream::{CacheStream, PassLayout, StreamSlot};
-use crate::{IterState, PlanConfig, PlanError, RemainderPolicy, Shuffle, Topology};
+use crate::{IterState, PlanConfig, PlanError, RemainderPolicy, Schedule, Shuffle, Topology};
 use std::ops::Range;
 
 /// Stream positions and sample ids stay below 2^48, so a time (a position shifted by 64 bits)
@@ -82,30 +82,112 @@ pub struct PlannedSample {
     pub sample: u64,
 }
 
-/// How global positions map to the caches' streams.
+/// How the positions of one phase map to the caches' streams (as offsets from where each
+/// stream stands when the phase begins).
 #[derive(Debug, Clone, PartialEq)]
 enum Mixing {
     /// No cache has samples to draw.
     Empty,
-    /// One cache draws every sample: position `p` is its stream position `p`.
+    /// One cache draws every sample: offset `p` is its stream offset `p`.
     Single(usize),
-    /// `Sequential`: the caches' streams one after another; `starts[c]` is where cache `c`'s
+    /// `Sequential`: the caches' shares one after another; `starts[c]` is where cache `c`'s
     /// begins.
     Concatenated { starts: Vec<u64> },
     /// Interleaved by time (see `mixing`), seeded by `seed`.
     Interleaved { seed: u64 },
 }
 
+impl Mixing {
+    /// The mixing of `shares` under `shuffle`; `seed` seeds an interleaving.
+    fn of(shares: &[u64], shuffle: Shuffle, seed: u64) -> Self {
+        let mut drawing = (0..shares.len()).filter(|&c| shares[c] > 0);
+        match (drawing.next(), drawing.next(), shuffle) {
+            (None, _, _) => Self::Empty,
+            (Some(only), None, _) => Self::Single(only),
+            (_, _, Shuffle::Sequential) => {
+                let mut starts = Vec::with_capacity(shares.len() + 1);
+                let mut at = 0;
+                for &share in shares {
+                    starts.push(at);
+                    at += share;
+                }
+                starts.push(at);
+                Self::Concatenated { starts }
+            }
+            _ => Self::Interleaved { seed },
+        }
+    }
+}
+
+/// A stretch of an epoch mixed at one set of shares: the whole epoch without a schedule, one
+/// phase of it with a [`Schedule`]. Its caches' streams start where the earlier phases left
+/// them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanPhase {
+    start: u64,
+    len: u64,
+    shares: Vec<u64>,
+    stream_starts: Vec<u64>,
+    mixing: Mixing,
+}
+
+impl PlanPhase {
+    /// The global positions the phase holds.
+    pub fn positions(&self) -> Range<u64> {
+        self.start..self.start + self.len
+    }
+
+    /// Samples each cache draws during the phase, in dataset order; they sum to the phase's
+    /// length.
+    pub fn shares(&self) -> &[u64] {
+        &self.shares
+    }
+
+    /// Where each cache's stream stands when the phase begins: its shares in the phases
+    /// before, summed.
+    pub fn stream_starts(&self) -> &[u64] {
+        &self.stream_starts
+    }
+
+    /// Each cache's stream position once the phase's first `offset` positions are read.
+    fn stream_positions_at(&self, offset: u64) -> Vec<u64> {
+        let mut at = match &self.mixing {
+            Mixing::Empty => vec![0; self.shares.len()],
+            Mixing::Single(only) => {
+                let mut at = vec![0; self.shares.len()];
+                at[*only] = offset;
+                at
+            }
+            Mixing::Concatenated { starts } => self
+                .shares
+                .iter()
+                .zip(starts)
+                .map(|(&share, &start)| offset.saturating_sub(start).min(share))
+                .collect(),
+            Mixing::Interleaved { seed } => {
+                Interleaving::cursors_at(*seed, &self.shares, self.len, offset)
+            }
+        };
+        for (at, &start) in at.iter_mut().zip(&self.stream_starts) {
+            *at += start;
+        }
+        at
+    }
+}
+
 /// The order of one epoch, as a function from global position to sample: O(1) to evaluate
-/// for one cache, O(log caches) per step for many, and memory in the number of shards and
-/// caches, never in the number of samples (see [`EpochPlan::bytes`]).
+/// for one cache, O(log caches) per step for many (plus O(log phases) with a schedule), and
+/// memory in the number of shards, caches and phases, never in the number of samples (see
+/// [`EpochPlan::bytes`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct EpochPlan {
     epoch: u64,
     len: u64,
     shares: Vec<u64>,
     streams: Vec<CacheStream>,
-    mixing: Mixing,
+    /// At least one; several only with a schedule.
+    phases: Vec<PlanPhase>,
+    scheduled: bool,
     cuts: Vec<u64>,
 }
 
@@ -132,7 +214,18 @@ impl EpochPlan {
                 "cache {cache} has more than 2^32 shard runs"
             )));
         }
-        let shares = shares(shapes, config)?;
+        let phase_shares = match &config.schedule {
+            Some(schedule) => scheduled_shares(shapes, config, schedule)?,
+            None => vec![shares(shapes, config)?],
+        };
+        // Without a schedule the one phase's shares are the totals; with one, a cache's
+        // stream is one stream over the whole epoch, as long as its shares in all phases.
+        let mut shares = vec![0u64; shapes.len()];
+        for phase in &phase_shares {
+            for (total, &share) in shares.iter_mut().zip(phase) {
+                *total = total.saturating_add(share);
+            }
+        }
         if let Some(cache) = shares.iter().position(|&s| s > SAMPLE_MASK) {
             return Err(PlanError::TooLarge(format!(
                 "cache {cache} would draw more than 2^48 samples"
@@ -165,30 +258,42 @@ impl EpochPlan {
                 )
             })
             .collect();
-        let drawing: Vec<usize> = (0..shares.len()).filter(|&c| shares[c] > 0).collect();
-        let mixing = match (drawing.as_slice(), config.shuffle) {
-            ([], _) => Mixing::Empty,
-            ([only], _) => Mixing::Single(*only),
-            (_, Shuffle::Sequential) => {
-                let mut starts = Vec::with_capacity(shares.len() + 1);
-                let mut at = 0;
-                for &share in &shares {
-                    starts.push(at);
-                    at += share;
-                }
-                starts.push(at);
-                Mixing::Concatenated { starts }
-            }
-            _ => Mixing::Interleaved {
-                seed: mix(&[config.seed, epoch, u64::MAX]),
-            },
-        };
+        let scheduled = config.schedule.is_some();
+        let mut phases = Vec::with_capacity(phase_shares.len());
+        let mut start = 0u64;
+        let mut stream_starts = vec![0u64; shapes.len()];
+        for (index, shares) in phase_shares.into_iter().enumerate() {
+            // An unscheduled plan keeps the seed it always had, so its order is unchanged;
+            // each phase of a schedule interleaves with a seed of its own, so phases with the
+            // same shares do not repeat one pattern.
+            let seed = if scheduled {
+                mix(&[config.seed, epoch, u64::MAX, index as u64])
+            } else {
+                mix(&[config.seed, epoch, u64::MAX])
+            };
+            let len: u64 = shares.iter().sum();
+            let mixing = Mixing::of(&shares, config.shuffle, seed);
+            let next_starts = stream_starts
+                .iter()
+                .zip(&shares)
+                .map(|(a, b)| a + b)
+                .collect();
+            phases.push(PlanPhase {
+                start,
+                len,
+                shares,
+                stream_starts: std::mem::replace(&mut stream_starts, next_starts),
+                mixing,
+            });
+            start += len;
+        }
         Ok(Self {
             epoch,
             len,
             shares,
             streams,
-            mixing,
+            phases,
+            scheduled,
             cuts: Vec::new(),
         })
     }
@@ -254,39 +359,48 @@ impl EpochPlan {
         self.len == 0
     }
 
-    /// Samples each cache draws in the epoch, in dataset order.
+    /// Samples each cache draws in the epoch, in dataset order (with a schedule, its shares
+    /// in all phases summed): the length of its stream.
     pub fn shares(&self) -> &[u64] {
         &self.shares
+    }
+
+    /// The epoch's phases in order: one covering the whole epoch without a schedule, one per
+    /// phase of the schedule with one.
+    pub fn phases(&self) -> &[PlanPhase] {
+        &self.phases
+    }
+
+    /// Whether the plan follows a [`Schedule`].
+    pub fn is_scheduled(&self) -> bool {
+        self.scheduled
+    }
+
+    /// The index of the phase that holds global position `position` (the last phase for the
+    /// epoch's end and beyond).
+    pub fn phase_at(&self, position: u64) -> usize {
+        self.phases
+            .partition_point(|phase| phase.start <= position)
+            .saturating_sub(1)
     }
 
     /// Each cache's stream position once the first `position` global positions are read:
     /// how many samples of each cache they hold.
     pub fn stream_positions_at(&self, position: u64) -> Vec<u64> {
         let position = position.min(self.len);
-        match &self.mixing {
-            Mixing::Empty => vec![0; self.shares.len()],
-            Mixing::Single(only) => {
-                let mut at = vec![0; self.shares.len()];
-                at[*only] = position;
-                at
-            }
-            Mixing::Concatenated { starts } => self
-                .shares
-                .iter()
-                .zip(starts)
-                .map(|(&share, &start)| position.saturating_sub(start).min(share))
-                .collect(),
-            Mixing::Interleaved { seed } => {
-                Interleaving::cursors_at(*seed, &self.shares, self.len, position)
-            }
-        }
+        let phase = &self.phases[self.phase_at(position)];
+        phase.stream_positions_at(position - phase.start)
     }
 
     /// A cursor for reading positions of this plan (see [`PlanCursor`]).
     pub fn cursor(&self) -> PlanCursor {
+        let interleaves = self
+            .phases
+            .iter()
+            .any(|phase| matches!(phase.mixing, Mixing::Interleaved { .. }));
         PlanCursor {
-            interleaving: matches!(self.mixing, Mixing::Interleaved { .. })
-                .then(|| Interleaving::new(self.shares.len())),
+            interleaving: interleaves.then(|| Interleaving::new(self.shares.len())),
+            interleaving_phase: 0,
             slots: Vec::new(),
         }
     }
@@ -298,29 +412,37 @@ impl EpochPlan {
     }
 
     /// The cache and stream position that global position `position` reads.
-    fn stream_position(
-        &self,
-        interleaving: Option<&mut Interleaving>,
-        position: u64,
-    ) -> Option<(usize, u64)> {
+    fn stream_position(&self, cursor: &mut PlanCursor, position: u64) -> Option<(usize, u64)> {
         if position >= self.len {
             return None;
         }
-        match &self.mixing {
-            Mixing::Empty => None,
-            Mixing::Single(only) => Some((*only, position)),
+        let index = self.phase_at(position);
+        let phase = &self.phases[index];
+        let offset = position - phase.start;
+        let (cache, offset) = match &phase.mixing {
+            Mixing::Empty => return None,
+            Mixing::Single(only) => (*only, offset),
             Mixing::Concatenated { starts } => {
-                let cache = starts.partition_point(|&s| s <= position) - 1;
-                Some((cache, position - starts[cache]))
+                let cache = starts.partition_point(|&s| s <= offset) - 1;
+                (cache, offset - starts[cache])
             }
             Mixing::Interleaved { seed } => {
-                interleaving?.at(*seed, &self.shares, self.len, position)
+                let interleaving = cursor.interleaving.as_mut()?;
+                // The heap holds one phase's streams at that phase's rates: another phase
+                // starts from a seek.
+                if cursor.interleaving_phase != index {
+                    interleaving.restart();
+                    cursor.interleaving_phase = index;
+                }
+                interleaving.at(*seed, &phase.shares, phase.len, offset)?
             }
-        }
+        };
+        Some((cache, phase.stream_starts[cache] + offset))
     }
 
-    /// Memory the plan holds: its caches' runs, one pass layout per cache and the cuts. A
-    /// cursor adds one heap entry per cache and the layout of any later pass it is in.
+    /// Memory the plan holds: its caches' runs, one pass layout per cache, the phases' shares
+    /// and the cuts. A cursor adds one heap entry per cache and the layout of any later pass
+    /// it is in.
     pub fn bytes(&self) -> usize {
         std::mem::size_of::<Self>()
             + self.shares.capacity() * 8
@@ -330,10 +452,18 @@ impl EpochPlan {
                 .iter()
                 .map(|s| s.bytes() + std::mem::size_of::<CacheStream>())
                 .sum::<usize>()
-            + match &self.mixing {
-                Mixing::Concatenated { starts } => starts.capacity() * 8,
-                _ => 0,
-            }
+            + self
+                .phases
+                .iter()
+                .map(|phase| {
+                    std::mem::size_of::<PlanPhase>()
+                        + (phase.shares.capacity() + phase.stream_starts.capacity()) * 8
+                        + match &phase.mixing {
+                            Mixing::Concatenated { starts } => starts.capacity() * 8,
+                            _ => 0,
+                        }
+                })
+                .sum::<usize>()
     }
 
     /// Cache `cache`'s shard runs as the plan lays them out: its shape's runs, or one run of
@@ -386,10 +516,12 @@ impl EpochPlan {
 /// Reads positions of one [`EpochPlan`]: holds what makes the next positions cheap (the
 /// interleaving's heap, and the layout of any pass past the first a cache is in). Reading
 /// positions in increasing order, with small gaps, costs O(log caches) each; a jump back or far
-/// ahead costs one seek, O(caches · log caches).
+/// ahead, or into another phase of a schedule, costs one seek, O(caches · log caches).
 #[derive(Debug, Clone)]
 pub struct PlanCursor {
     interleaving: Option<Interleaving>,
+    /// The phase whose positions `interleaving` last read.
+    interleaving_phase: usize,
     slots: Vec<StreamSlot>,
 }
 
@@ -402,8 +534,7 @@ impl PlanCursor {
 
     /// The sample at `position` and the shard it lies in.
     pub fn locate(&mut self, plan: &EpochPlan, position: u64) -> Option<(PlannedSample, u64)> {
-        let (cache, stream_position) =
-            plan.stream_position(self.interleaving.as_mut(), position)?;
+        let (cache, stream_position) = plan.stream_position(self, position)?;
         self.ensure_slots(plan.caches());
         let stream = plan.stream(cache);
         let (sample, run) = stream.sample(stream_position, &mut self.slots[cache]);
@@ -447,6 +578,77 @@ fn shares(shapes: &[CacheShape], config: &PlanConfig) -> Result<Vec<u64>, PlanEr
         return Err(PlanError::EmptyCache { cache });
     }
     Ok(shares)
+}
+
+/// Samples each cache contributes to each phase of `schedule`, checked phase by phase.
+fn scheduled_shares(
+    shapes: &[CacheShape],
+    config: &PlanConfig,
+    schedule: &Schedule,
+) -> Result<Vec<Vec<u64>>, PlanError> {
+    if config.weights.is_some() {
+        return Err(PlanError::ScheduleConflict { setting: "weights" });
+    }
+    if config.samples_per_epoch.is_some() {
+        return Err(PlanError::ScheduleConflict {
+            setting: "samples_per_epoch",
+        });
+    }
+    if schedule.phases.is_empty() {
+        return Err(PlanError::Schedule("it has no phases".into()));
+    }
+    if schedule.samples().is_none() {
+        return Err(PlanError::TooLarge(
+            "the schedule's phases hold more than 2^64 samples".into(),
+        ));
+    }
+    schedule
+        .phases
+        .iter()
+        .enumerate()
+        .map(|(index, phase)| {
+            let problem = |problem: String| PlanError::Phase {
+                phase: index,
+                problem,
+            };
+            if phase.samples == 0 {
+                return Err(problem("it holds 0 samples (at least 1)".into()));
+            }
+            if phase.weights.len() != shapes.len() {
+                return Err(problem(format!(
+                    "{} weights for {} caches",
+                    phase.weights.len(),
+                    shapes.len()
+                )));
+            }
+            if let Some((cache, weight)) = phase
+                .weights
+                .iter()
+                .enumerate()
+                .find(|(_, w)| !w.is_finite() || **w < 0.0)
+            {
+                return Err(problem(format!(
+                    "the weight of cache {cache}, {weight}, is not a finite non-negative number"
+                )));
+            }
+            if phase.weights.iter().all(|&w| w == 0.0) {
+                return Err(problem("all its weights are zero".into()));
+            }
+            // Refused by weight, not by share: whether a tiny weight rounds to a share of zero
+            // should not decide whether an empty cache is accepted.
+            if let Some(cache) = shapes
+                .iter()
+                .zip(&phase.weights)
+                .position(|(shape, &w)| w > 0.0 && shape.len == 0)
+            {
+                return Err(problem(format!(
+                    "cache {cache} has weight {} but no samples",
+                    phase.weights[cache]
+                )));
+            }
+            weighted_shares(&phase.weights, phase.samples).map_err(|e| problem(e.to_string()))
+        })
+        .collect()
 }
 
 /// Splits `total` in proportion to `weights` (finite, non-negative, not all zero), rounding by
@@ -510,5 +712,200 @@ fn normalized_runs(shape: &CacheShape) -> Vec<Range<u64>> {
         shape.runs.clone()
     } else {
         std::iter::once(0..shape.len).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // test code
+
+    use super::*;
+    use crate::{Phase, Sampling};
+
+    fn phase(samples: u64, weights: &[f64]) -> Phase {
+        Phase {
+            samples,
+            weights: weights.to_vec(),
+        }
+    }
+
+    fn scheduled(phases: Vec<Phase>) -> PlanConfig {
+        PlanConfig {
+            seed: 7,
+            schedule: Some(Schedule { phases }),
+            ..PlanConfig::default()
+        }
+    }
+
+    fn shapes() -> Vec<CacheShape> {
+        vec![
+            CacheShape::equal_shards(500, 10),
+            CacheShape::equal_shards(0, 1),
+            CacheShape::equal_shards(300, 6),
+        ]
+    }
+
+    #[test]
+    fn each_phase_starts_each_stream_where_the_phases_before_left_it() {
+        let plan = EpochPlan::build(
+            &shapes(),
+            &scheduled(vec![
+                phase(100, &[1.0, 0.0, 1.0]),
+                phase(40, &[0.0, 0.0, 1.0]),
+                phase(60, &[3.0, 0.0, 1.0]),
+            ]),
+            0,
+        )
+        .unwrap();
+        let starts: Vec<&[u64]> = plan.phases().iter().map(PlanPhase::stream_starts).collect();
+        assert_eq!(starts, [&[0, 0, 0][..], &[50, 0, 50], &[50, 0, 90]]);
+        assert_eq!(plan.shares(), [95, 0, 105]);
+        let positions: Vec<Range<u64>> = plan.phases().iter().map(PlanPhase::positions).collect();
+        assert_eq!(positions, [0..100, 100..140, 140..200]);
+        assert_eq!(
+            (plan.phase_at(99), plan.phase_at(100), plan.phase_at(200)),
+            (0, 1, 2)
+        );
+        // The single-cache phase reads cache 2's stream on from 50.
+        let mut cursor = plan.cursor();
+        for position in 100..140 {
+            let expected = plan.stream_sample(2, position - 50, &mut cursor);
+            assert_eq!(
+                cursor.get(&plan, position),
+                Some(PlannedSample {
+                    cache: 2,
+                    sample: expected
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn a_cursor_stepping_into_another_phase_finds_it() {
+        // Short hops from one phase into the next, where a cursor would otherwise step on
+        // through the previous phase's heap.
+        let plan = EpochPlan::build(
+            &shapes(),
+            &scheduled(vec![
+                phase(300, &[1.0, 0.0, 1.0]),
+                phase(300, &[1.0, 0.0, 4.0]),
+            ]),
+            0,
+        )
+        .unwrap();
+        let expected: Vec<Option<PlannedSample>> = (0..600).map(|p| plan.get(p)).collect();
+        for from in (0..300).step_by(11) {
+            for hop in [1, 5, 30, 63] {
+                let to = 300 + from % 200 + hop;
+                let mut cursor = plan.cursor();
+                assert_eq!(cursor.get(&plan, from), expected[from as usize]);
+                assert_eq!(
+                    cursor.get(&plan, to),
+                    expected[to as usize],
+                    "{from} -> {to}"
+                );
+                assert_eq!(cursor.get(&plan, from + 1), expected[from as usize + 1]);
+            }
+        }
+    }
+
+    #[test]
+    fn a_schedule_with_weights_or_samples_per_epoch_is_refused() {
+        let schedule = Some(Schedule {
+            phases: vec![phase(10, &[1.0, 0.0, 1.0])],
+        });
+        let with_weights = PlanConfig {
+            weights: Some(vec![1.0, 0.0, 1.0]),
+            schedule: schedule.clone(),
+            ..PlanConfig::default()
+        };
+        assert_eq!(
+            EpochPlan::build(&shapes(), &with_weights, 0),
+            Err(PlanError::ScheduleConflict { setting: "weights" })
+        );
+        let with_length = PlanConfig {
+            samples_per_epoch: Some(10),
+            schedule,
+            ..PlanConfig::default()
+        };
+        let error = EpochPlan::build(&shapes(), &with_length, 0).unwrap_err();
+        assert_eq!(
+            error,
+            PlanError::ScheduleConflict {
+                setting: "samples_per_epoch"
+            }
+        );
+        assert!(error.to_string().contains("samples_per_epoch"), "{error}");
+    }
+
+    #[test]
+    fn bad_phases_are_refused_naming_the_phase_and_the_problem() {
+        let good = phase(10, &[1.0, 0.0, 1.0]);
+        let cases: [(Phase, &str); 7] = [
+            (phase(0, &[1.0, 0.0, 1.0]), "0 samples"),
+            (phase(10, &[1.0, 1.0]), "2 weights for 3 caches"),
+            (phase(10, &[1.0, 0.0, f64::NAN]), "cache 2, NaN"),
+            (phase(10, &[1.0, 0.0, f64::INFINITY]), "cache 2, inf"),
+            (phase(10, &[-0.5, 0.0, 1.0]), "cache 0, -0.5"),
+            (phase(10, &[0.0, 0.0, 0.0]), "all its weights are zero"),
+            (
+                phase(10, &[1.0, 0.25, 1.0]),
+                "cache 1 has weight 0.25 but no samples",
+            ),
+        ];
+        for (bad, problem) in cases {
+            let config = scheduled(vec![good.clone(), good.clone(), bad]);
+            match EpochPlan::build(&shapes(), &config, 0) {
+                Err(error @ PlanError::Phase { phase: 2, .. }) => {
+                    let text = error.to_string();
+                    assert!(
+                        text.contains("phase 2") && text.contains(problem),
+                        "{text:?} should name {problem:?}"
+                    );
+                }
+                other => panic!("{problem}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            EpochPlan::build(&shapes(), &scheduled(Vec::new()), 0),
+            Err(PlanError::Schedule(_))
+        ));
+        assert!(matches!(
+            EpochPlan::build(
+                &shapes(),
+                &scheduled(vec![
+                    phase(u64::MAX, &[1.0, 0.0, 1.0]),
+                    phase(2, &[1.0, 0.0, 1.0])
+                ]),
+                0
+            ),
+            Err(PlanError::TooLarge(_))
+        ));
+        assert!(matches!(
+            EpochPlan::build(
+                &shapes(),
+                &scheduled(vec![phase(1 << 50, &[1.0, 0.0, 0.0])]),
+                0
+            ),
+            Err(PlanError::TooLarge(_))
+        ));
+    }
+
+    #[test]
+    fn plans_without_a_schedule_have_one_phase_of_the_whole_epoch() {
+        for sampling in [Sampling::WithoutReplacement, Sampling::WithReplacement] {
+            let config = PlanConfig {
+                weights: Some(vec![1.0, 0.0, 2.0]),
+                samples_per_epoch: Some(900),
+                sampling,
+                ..PlanConfig::default()
+            };
+            let plan = EpochPlan::build(&shapes(), &config, 0).unwrap();
+            assert!(!plan.is_scheduled());
+            assert_eq!(plan.phases().len(), 1);
+            assert_eq!(plan.phases()[0].positions(), 0..900);
+            assert_eq!(plan.phases()[0].shares(), plan.shares());
+            assert_eq!(plan.phases()[0].stream_starts(), [0, 0, 0]);
+        }
     }
 }

@@ -65,6 +65,19 @@ pub struct ShuffleQuality {
     pub steps_measured: u64,
 }
 
+/// One phase of a scheduled epoch, as planned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PhaseReport {
+    /// The phase's index in the schedule.
+    pub phase: usize,
+    /// Its first global position.
+    pub start: u64,
+    /// Global positions it holds.
+    pub samples: u64,
+    /// Samples each cache draws during it, in dataset order.
+    pub shares: Vec<u64>,
+}
+
 /// What an epoch's plan does on a topology.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PlanReport {
@@ -100,6 +113,9 @@ pub struct PlanReport {
     pub shuffle: ShuffleQuality,
     /// Per node.
     pub nodes: Vec<NodeReport>,
+    /// Per phase of the epoch's schedule; empty without one (and then left out of JSON).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseReport>,
 }
 
 /// Who reads one shard: the last node that did and how many nodes have.
@@ -195,8 +211,29 @@ impl PlanReport {
             plan_bytes: (plan.bytes() + cursor.bytes() + std::mem::size_of::<Partition>()) as u64,
             shuffle,
             nodes,
+            phases: phase_reports(plan),
         })
     }
+}
+
+/// The phases of `plan`'s schedule, none without one.
+fn phase_reports(plan: &EpochPlan) -> Vec<PhaseReport> {
+    if !plan.is_scheduled() {
+        return Vec::new();
+    }
+    plan.phases()
+        .iter()
+        .enumerate()
+        .map(|(phase, planned)| {
+            let positions = planned.positions();
+            PhaseReport {
+                phase,
+                start: positions.start,
+                samples: positions.end - positions.start,
+                shares: planned.shares().to_vec(),
+            }
+        })
+        .collect()
 }
 
 impl EpochPlan {

@@ -134,6 +134,7 @@ fn runs_with_replacement_draw_whole_runs_per_pass() {
         samples_per_epoch: Some(1050 * 40),
         sampling: Sampling::RunsWithReplacement,
         shuffle: Shuffle::Local { window_shards: 2 },
+        schedule: None,
     };
     let plan = EpochPlan::build(&shapes, &config, 0).unwrap();
     let order = order(&plan);

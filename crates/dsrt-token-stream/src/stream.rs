@@ -487,5 +487,6 @@ fn plan_config(config: &TokenConfig, index: usize, share: Option<u64>) -> PlanCo
         samples_per_epoch: share,
         sampling: config.sampling,
         shuffle: config.shuffle,
+        schedule: None,
     }
 }

@@ -1,0 +1,287 @@
+//! `--schedule FILE` on `dsrt iterate` and `dsrt plan`: the epoch follows the file's phases
+//! (counts per phase, resume mid-phase), `dsrt plan` reports each phase's shares, and a file
+//! that is not a usable schedule is a usage error (exit 2) naming the file and the problem.
+#![allow(clippy::unwrap_used)] // test code
+
+mod common;
+
+use common::{dsrt_in, dsrt_stdin, jsonl};
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Packs `count` text samples into `dir/name` (source `name`), a few per shard.
+fn pack(dir: &Path, name: &str, count: usize) {
+    let lines: Vec<_> = (0..count)
+        .map(|i| json!({"text": format!("{name}-{i}"), "n": i}))
+        .collect();
+    let args = [
+        "pack",
+        "--jsonl",
+        "-",
+        "--payload-field",
+        "text",
+        "--payload-encoding",
+        "text",
+        "--out",
+        name,
+        "--source",
+        name,
+        "--max-shard-bytes",
+        "300",
+    ];
+    dsrt_stdin(dir, &args, &jsonl(&lines)).ok();
+}
+
+/// A directory with caches `code` (60 samples) and `web` (90), and `phases.json`: 100 samples
+/// half and half, then 50 with 80% code.
+fn setup() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    pack(dir.path(), "code", 60);
+    pack(dir.path(), "web", 90);
+    write(
+        dir.path(),
+        "phases.json",
+        r#"{"phases": [
+            {"samples": 100, "weights": [0.5, 0.5]},
+            {"samples": 50, "weights": [0.8, 0.2]}
+        ]}"#,
+    );
+    dir
+}
+
+fn write(dir: &Path, name: &str, text: &str) {
+    std::fs::write(dir.join(name), text).unwrap();
+}
+
+fn cache_id(dir: &Path, cache: &str) -> String {
+    let info = dsrt_in(dir, &["inspect", cache, "--json"]).ok().json();
+    info["cache_id"].as_u64().unwrap().to_string()
+}
+
+/// `dsrt iterate --keys` lines as (cache id, sample id).
+fn keys(dir: &Path, extra: &[&str]) -> Vec<(String, String)> {
+    let mut args = vec!["iterate", "code", "web", "--keys", "--seed", "3"];
+    args.extend_from_slice(extra);
+    dsrt_in(dir, &args)
+        .ok()
+        .stdout_text()
+        .lines()
+        .map(|line| {
+            let (cache, sample) = line.split_once(' ').unwrap();
+            (cache.to_owned(), sample.to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn iterate_follows_the_schedule_files_phases() {
+    let dir = setup();
+    let code = cache_id(dir.path(), "code");
+    let epoch = keys(dir.path(), &["--schedule", "phases.json"]);
+    assert_eq!(epoch.len(), 150);
+    let count = |keys: &[(String, String)]| keys.iter().filter(|(c, _)| *c == code).count();
+    assert_eq!(count(&epoch[..100]), 50, "phase 0: half code");
+    assert_eq!(count(&epoch[100..]), 40, "phase 1: 80% code");
+    // Code's 90 draws from 60 samples: its first pass spans the phase change without a
+    // repeat.
+    let code_samples: Vec<&String> = epoch
+        .iter()
+        .filter(|(c, _)| *c == code)
+        .map(|(_, s)| s)
+        .collect();
+    assert_eq!(code_samples[..60].iter().collect::<BTreeSet<_>>().len(), 60);
+
+    // Stopped mid-phase 1 and resumed: the same epoch.
+    let state = dir.path().join("state.json");
+    let head = keys(
+        dir.path(),
+        &[
+            "--schedule",
+            "phases.json",
+            "--limit",
+            "120",
+            "--save-state",
+            state.to_str().unwrap(),
+        ],
+    );
+    let tail = keys(
+        dir.path(),
+        &[
+            "--schedule",
+            "phases.json",
+            "--resume",
+            state.to_str().unwrap(),
+        ],
+    );
+    assert_eq!([head, tail].concat(), epoch);
+
+    // Two ranks read the same samples between them.
+    let mut both: BTreeMap<(String, String), u32> = BTreeMap::new();
+    for rank in ["0", "1"] {
+        let extra = [
+            "--schedule",
+            "phases.json",
+            "--world-size",
+            "2",
+            "--rank",
+            rank,
+        ];
+        for key in keys(dir.path(), &extra) {
+            *both.entry(key).or_default() += 1;
+        }
+    }
+    let mut whole: BTreeMap<(String, String), u32> = BTreeMap::new();
+    for key in epoch {
+        *whole.entry(key).or_default() += 1;
+    }
+    assert_eq!(both, whole);
+}
+
+#[test]
+fn plan_reports_each_phases_shares() {
+    let dir = setup();
+    let report = dsrt_in(
+        dir.path(),
+        &[
+            "plan",
+            "code",
+            "web",
+            "--schedule",
+            "phases.json",
+            "--world-size",
+            "4",
+            "--ranks-per-node",
+            "2",
+            "--json",
+        ],
+    )
+    .ok()
+    .json();
+    assert_eq!(report["epoch_len"], json!(150));
+    assert_eq!(
+        report["phases"],
+        json!([
+            {"phase": 0, "start": 0, "samples": 100, "shares": [50, 50]},
+            {"phase": 1, "start": 100, "samples": 50, "shares": [40, 10]},
+        ])
+    );
+    let text = dsrt_in(
+        dir.path(),
+        &["plan", "code", "web", "--schedule", "phases.json"],
+    )
+    .ok()
+    .stdout_text();
+    assert!(
+        text.contains("phase 0: 100 samples from position 0, per cache 50 50\n")
+            && text.contains("phase 1: 50 samples from position 100, per cache 40 10\n"),
+        "{text}"
+    );
+    // Without a schedule, no phases.
+    let plain = dsrt_in(dir.path(), &["plan", "code", "web", "--json"])
+        .ok()
+        .json();
+    assert!(plain.get("phases").is_none());
+    // A synthetic cache takes a schedule of one weight per phase.
+    write(
+        dir.path(),
+        "one.json",
+        r#"{"phases": [{"samples": 3000, "weights": [1]}, {"samples": 500, "weights": [2]}]}"#,
+    );
+    let synthetic = dsrt_in(
+        dir.path(),
+        &[
+            "plan",
+            "--synthetic",
+            "1000,10",
+            "--schedule",
+            "one.json",
+            "--json",
+        ],
+    )
+    .ok()
+    .json();
+    assert_eq!(synthetic["epoch_len"], json!(3500));
+    assert_eq!(synthetic["phases"][1]["shares"], json!([500]));
+}
+
+#[test]
+fn a_bad_schedule_file_is_a_usage_error_naming_the_file_and_the_problem() {
+    let dir = setup();
+    let cases: [(&str, Option<&str>, &str); 9] = [
+        ("missing.json", None, "cannot read it"),
+        ("text.json", Some("phases: 3"), "expected value"),
+        (
+            "typo.json",
+            Some(r#"{"phases": [{"sample": 10, "weights": [1, 1]}]}"#),
+            "unknown field `sample`",
+        ),
+        (
+            "fraction.json",
+            Some(r#"{"phases": [{"samples": 10.5, "weights": [1, 1]}]}"#),
+            "invalid type: floating point",
+        ),
+        (
+            "negative.json",
+            Some(r#"{"phases": [{"samples": -3, "weights": [1, 1]}]}"#),
+            "invalid value: integer `-3`",
+        ),
+        ("empty.json", Some(r#"{"phases": []}"#), "it has no phases"),
+        (
+            "count.json",
+            Some(
+                r#"{"phases": [{"samples": 10, "weights": [1, 1]}, {"samples": 5, "weights": [1]}]}"#,
+            ),
+            "phases[1]: 1 weights for 2 caches",
+        ),
+        (
+            "zero.json",
+            Some(r#"{"phases": [{"samples": 0, "weights": [1, 1]}]}"#),
+            "phases[0]: it holds 0 samples",
+        ),
+        (
+            "sign.json",
+            Some(r#"{"phases": [{"samples": 4, "weights": [1, -2]}]}"#),
+            "phases[0]: the weight of cache 1, -2, is not a finite non-negative number",
+        ),
+    ];
+    for (file, text, problem) in cases {
+        if let Some(text) = text {
+            write(dir.path(), file, text);
+        }
+        for command in ["iterate", "plan"] {
+            let run = dsrt_in(dir.path(), &[command, "code", "web", "--schedule", file]);
+            assert_eq!(run.code, 2, "{command} {file}: {}", run.stderr);
+            assert!(
+                run.stderr
+                    .starts_with(&format!("dsrt: {file}: not a usable schedule"))
+                    && run.stderr.contains(problem),
+                "{command} {file}: {:?} should name {problem:?}",
+                run.stderr
+            );
+            assert!(run.stdout.is_empty(), "{command} {file}");
+        }
+    }
+}
+
+#[test]
+fn a_schedule_conflicts_with_weights_samples_per_epoch_and_seq_len() {
+    let dir = setup();
+    for (command, extra) in [
+        ("iterate", &["--weights", "1,1"][..]),
+        ("iterate", &["--samples-per-epoch", "10"][..]),
+        ("plan", &["--weights", "1,1"][..]),
+        ("plan", &["--samples-per-epoch", "10"][..]),
+        ("plan", &["--seq-len", "8"][..]),
+    ] {
+        let mut args = vec![command, "code", "web", "--schedule", "phases.json"];
+        args.extend_from_slice(extra);
+        let run = dsrt_in(dir.path(), &args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("cannot be used with") && run.stderr.contains("--schedule"),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+}
