@@ -21,7 +21,7 @@
 //! `cargo bench -p dsrt-atlas-benches --bench dsrt_pack_tokens [-- ROUNDS]` (default 5).
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // bench code
 #![allow(clippy::cast_precision_loss, clippy::cast_sign_loss)] // rates, ratios, ids
-
+#![allow(clippy::print_stdout)] // a test or tool that owns its output
 use arrow_array::builder::{Int32Builder, ListBuilder};
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int32Type;
