@@ -196,7 +196,7 @@ impl PyCache {
     #[new]
     #[pyo3(
         signature = (path, **options),
-        text_signature = "(path, *, validate_cache=False, cache_dir=None, cache_limit=None, fetch=\"whole\", prefetch_shards=8, read_while_downloading=True, attempts=5, first_backoff=0.1, wait_for_room=600.0)"
+        text_signature = "(path, *, validate_cache=False, cache_dir=None, cache_limit=None, fetch=\"whole\", prefetch_shards=8, read_while_downloading=True, attempts=5, first_backoff=0.1, wait_for_room=600.0, cache_access=\"private\")"
     )]
     fn new(
         py: Python<'_>,

@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 /// What `Dataset.__reduce__` returns: `_reopen_dataset` and its arguments (locations,
 /// validate_cache, cache_dir, cache_limit, fetch, prefetch_shards, read_while_downloading,
-/// attempts, first_backoff, wait_for_room), the first five in the order older versions
-/// pickled them.
+/// attempts, first_backoff, wait_for_room, cache_access), the first five in the order older
+/// versions pickled them.
 type Reduced<'py> = (
     Bound<'py, PyAny>,
     (
@@ -29,6 +29,7 @@ type Reduced<'py> = (
         u32,
         f64,
         f64,
+        &'static str,
     ),
 );
 
@@ -108,7 +109,7 @@ impl PyDataset {
     #[new]
     #[pyo3(
         signature = (paths, **options),
-        text_signature = "(paths, *, validate_cache=False, cache_dir=None, cache_limit=None, fetch=\"whole\", prefetch_shards=8, read_while_downloading=True, attempts=5, first_backoff=0.1, wait_for_room=600.0)"
+        text_signature = "(paths, *, validate_cache=False, cache_dir=None, cache_limit=None, fetch=\"whole\", prefetch_shards=8, read_while_downloading=True, attempts=5, first_backoff=0.1, wait_for_room=600.0, cache_access=\"private\")"
     )]
     fn new(
         py: Python<'_>,
@@ -251,6 +252,12 @@ impl PyDataset {
         self.args.wait_for_room
     }
 
+    /// Who may use the local cache directory: "private" (the user alone) or "group".
+    #[getter]
+    fn cache_access(&self) -> &'static str {
+        self.args.cache_access_name()
+    }
+
     /// Every sample whose metadata matches, in list then row order, as a SampleTable. Reads
     /// metadata.arrow only (no shard is opened).
     ///
@@ -336,6 +343,7 @@ impl PyDataset {
             args.attempts,
             args.first_backoff,
             args.wait_for_room,
+            args.cache_access_name(),
         );
         Ok((rebuild, options))
     }

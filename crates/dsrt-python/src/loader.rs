@@ -70,7 +70,7 @@ impl PyLoader {
     #[new]
     #[pyo3(
         signature = (dataset, **options),
-        text_signature = "(dataset, *, seed=0, epoch=0, weights=None, samples_per_epoch=None, replacement=False, shuffle=\"local\", window_shards=4, rank=0, world_size=1, ranks_per_node=1, policy=\"pad\", workers=0, prefetch=512)"
+        text_signature = "(dataset, *, seed=0, epoch=0, weights=None, samples_per_epoch=None, schedule=None, replacement=False, shuffle=\"local\", window_shards=4, rank=0, world_size=1, ranks_per_node=1, policy=\"pad\", workers=0, prefetch=512, prefetch_bytes=None)"
     )]
     fn new(
         py: Python<'_>,
@@ -79,7 +79,8 @@ impl PyLoader {
     ) -> PyResult<Self> {
         let mut kwargs = Kwargs::new("Loader", options)?;
         let plan = PlanArgs::take(&mut kwargs)?;
-        let base = plan.loader(kwargs.get("workers", 0)?, kwargs.get("prefetch", 512)?);
+        let mut base = plan.loader(kwargs.get("workers", 0)?, kwargs.get("prefetch", 512)?);
+        base.prefetch_bytes = kwargs.size("prefetch_bytes")?;
         kwargs.finish()?;
         let dataset = Arc::clone(&dataset.get().dataset);
         let (shared, config) = (Arc::clone(&dataset), base.clone());
@@ -224,7 +225,7 @@ impl PyRankPlan {
     #[new]
     #[pyo3(
         signature = (dataset, **options),
-        text_signature = "(dataset, *, seed=0, epoch=0, weights=None, samples_per_epoch=None, replacement=False, shuffle=\"local\", window_shards=4, rank=0, world_size=1, ranks_per_node=1, policy=\"pad\", state=None)"
+        text_signature = "(dataset, *, seed=0, epoch=0, weights=None, samples_per_epoch=None, schedule=None, replacement=False, shuffle=\"local\", window_shards=4, rank=0, world_size=1, ranks_per_node=1, policy=\"pad\", state=None)"
     )]
     fn new(
         py: Python<'_>,

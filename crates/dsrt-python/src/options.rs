@@ -6,9 +6,10 @@
 //! not have, as Python refuses an unexpected keyword.
 
 use datasetrt::{
-    IterState, LoaderConfig, PlanConfig, RemainderPolicy, Sampling, Shuffle, Topology,
+    IterState, LoaderConfig, Phase, PlanConfig, RemainderPolicy, Sampling, Schedule, Shuffle,
+    Topology,
 };
-use dsrt_remote::{RemoteOptions, ShardFetch};
+use dsrt_remote::{Access, RemoteOptions, ShardFetch};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyString};
@@ -197,6 +198,8 @@ pub(crate) struct RemoteArgs {
     pub(crate) first_backoff: f64,
     /// `wait_for_room` in seconds as given.
     pub(crate) wait_for_room: f64,
+    /// `cache_access`: who may use the local cache directory.
+    pub(crate) cache_access: Access,
 }
 
 impl RemoteArgs {
@@ -225,6 +228,15 @@ impl RemoteArgs {
             })?,
             None => defaults.attempts,
         };
+        let cache_access = match kwargs.get("cache_access", "private".to_owned())?.as_str() {
+            "private" => Access::Private,
+            "group" => Access::Group,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "cache_access must be \"private\" or \"group\", not {other:?}"
+                )))
+            }
+        };
         let first_backoff = kwargs.seconds("first_backoff")?;
         if let Some(seconds) = first_backoff.filter(|&s| s > MAX_FIRST_BACKOFF) {
             return Err(PyValueError::new_err(format!(
@@ -246,6 +258,7 @@ impl RemoteArgs {
             wait_for_room: kwargs
                 .seconds("wait_for_room")?
                 .unwrap_or(defaults.wait_for_room.as_secs_f64()),
+            cache_access,
         })
     }
 
@@ -266,6 +279,15 @@ impl RemoteArgs {
             .read_while_downloading(self.read_while_downloading)
             .retries(self.attempts, Duration::from_secs_f64(self.first_backoff))
             .wait_for_room(Duration::from_secs_f64(self.wait_for_room))
+            .cache_access(self.cache_access)
+    }
+
+    /// `cache_access` as its Python name.
+    pub(crate) fn cache_access_name(&self) -> &'static str {
+        match self.cache_access {
+            Access::Group => "group",
+            Access::Private => "private",
+        }
     }
 
     /// `fetch` as its Python name.
@@ -308,6 +330,8 @@ impl PlanArgs {
         let epoch = kwargs.get("epoch", 0u64)?;
         let weights = kwargs.get("weights", None)?;
         let samples_per_epoch = kwargs.get("samples_per_epoch", None)?;
+        // `(length, weights)` pairs: `datasetrt.Phase` is a named tuple of them.
+        let schedule: Option<Vec<(u64, Vec<f64>)>> = kwargs.get("schedule", None)?;
         let replacement = kwargs.get("replacement", false)?;
         let shuffle = kwargs.get("shuffle", "local".to_owned())?;
         let window_shards = kwargs.get("window_shards", 4usize)?;
@@ -331,6 +355,12 @@ impl PlanArgs {
             samples_per_epoch,
             sampling,
             shuffle,
+            schedule: schedule.map(|phases| Schedule {
+                phases: phases
+                    .into_iter()
+                    .map(|(samples, weights)| Phase { samples, weights })
+                    .collect(),
+            }),
         };
         Ok(Self {
             plan,
@@ -416,6 +446,10 @@ mod tests {
             assert_eq!(args.cache_limit, Some(10_000_000));
             assert_eq!((args.attempts, args.first_backoff), (2, 0.1));
             assert_eq!(args.fetch_name(), "whole");
+            assert_eq!(args.cache_access_name(), "private");
+            let group = kwargs(py, "dict(cache_access='group')");
+            let args = RemoteArgs::take(&mut Kwargs::new("Cache", Some(&group)).unwrap()).unwrap();
+            assert_eq!(args.options().cache_access, Access::Group);
             let stray = kwargs(py, "dict(fetch='range', cache_dri='/x')");
             let mut options = Kwargs::new("Cache", Some(&stray)).unwrap();
             RemoteArgs::take(&mut options).unwrap();
@@ -432,6 +466,10 @@ mod tests {
                 (
                     "dict(wait_for_room=-1)",
                     "ValueError: wait_for_room must be >= 0 seconds, not -1",
+                ),
+                (
+                    "dict(cache_access='world')",
+                    "ValueError: cache_access must be \"private\" or \"group\", not \"world\"",
                 ),
                 (
                     "dict(cache_limit='20G')",
@@ -460,6 +498,24 @@ mod tests {
                 (7, Shuffle::Sequential)
             );
             assert_eq!((args.rank, args.topology.world_size), (3, 4));
+            assert_eq!(args.plan.schedule, None);
+            let scheduled = kwargs(py, "dict(schedule=[(10, [1, 0]), (5, [0.5, 0.5])])");
+            let args =
+                PlanArgs::take(&mut Kwargs::new("Loader", Some(&scheduled)).unwrap()).unwrap();
+            let phases = args.plan.schedule.unwrap().phases;
+            assert_eq!(
+                phases,
+                [
+                    Phase {
+                        samples: 10,
+                        weights: vec![1.0, 0.0]
+                    },
+                    Phase {
+                        samples: 5,
+                        weights: vec![0.5, 0.5]
+                    }
+                ]
+            );
             let bad = kwargs(py, "dict(policy='keep')");
             let error =
                 PlanArgs::take(&mut Kwargs::new("Loader", Some(&bad)).unwrap()).unwrap_err();

@@ -121,3 +121,70 @@ def test_four_threads_reading_one_cache_get_the_right_bytes(tmp_path):
     for th in threads:
         th.join()
     assert errors == []
+
+
+def test_a_schedule_switches_weights_at_each_phase_on_every_rank(dataset):
+    a, b = dataset.cache_ids
+    schedule = [datasetrt.Phase(400, [1, 1]), (300, [0.9, 0.1]), datasetrt.Phase(200, [0, 1])]
+    loader = datasetrt.Loader(dataset, seed=4, schedule=schedule, workers=2)
+    samples = list(loader)
+    assert len(samples) == loader.epoch_len == 900
+    phases = [samples[:400], samples[400:700], samples[700:]]
+    counts = [[sum(s.cache_id == c for s in phase) for c in (a, b)] for phase in phases]
+    assert counts == [[200, 200], [270, 30], [0, 200]]
+    # Each cache's order runs on across phases: its first pass repeats no sample.
+    from_a = [s.sample_id for s in samples if s.cache_id == a]
+    assert len(from_a) == 470 == len(set(from_a))
+    for s in samples:
+        i = s.sample_id + (700 if s.cache_id == b else 0)
+        assert bytes(s.payload) == payload(i) and s.metadata == row(i)
+    # Every rank switches at the same global position; together they read the epoch: the
+    # same samples in one node of 3 ranks, the same cache at each position on 3 nodes (whose
+    # shuffle windows are cut at the node boundaries).
+    for ranks_per_node in (3, 1):
+        shares = [
+            list(
+                datasetrt.Loader(
+                    dataset,
+                    seed=4,
+                    schedule=schedule,
+                    rank=r,
+                    world_size=3,
+                    ranks_per_node=ranks_per_node,
+                )
+            )
+            for r in range(3)
+        ]
+        at = {s.global_position: s.key for share in shares for s in share if not s.padding}
+        assert sorted(at) == list(range(900))
+        if ranks_per_node == 3:
+            assert [at[p] for p in range(900)] == [s.key for s in samples]
+        assert [at[p][0] for p in range(900)] == [s.cache_id for s in samples]
+    # The plan is the same through RankPlan, and a resume continues it.
+    plan = datasetrt.RankPlan(dataset, seed=4, schedule=schedule)
+    assert [s.key for s in plan.read(range(len(plan)))] == [s.key for s in samples]
+    first = datasetrt.Loader(dataset, seed=4, schedule=schedule)
+    head = [s.key for s in first.next_batch(555)]
+    rest = datasetrt.Loader(dataset, seed=4, schedule=schedule, workers=3)
+    rest.load_state_dict(first.state_dict())
+    assert head + [s.key for s in rest] == [s.key for s in samples]
+
+
+def test_a_bad_schedule_is_refused_naming_the_phase(dataset):
+    with pytest.raises(datasetrt.DatasetError, match="phase 1"):
+        datasetrt.Loader(dataset, schedule=[(10, [1, 1]), (5, [1, -1])])
+    with pytest.raises(datasetrt.DatasetError, match="phase 0"):
+        datasetrt.Loader(dataset, schedule=[(0, [1, 1])])
+    with pytest.raises(datasetrt.DatasetError, match="schedule"):
+        datasetrt.Loader(dataset, schedule=[(10, [1, 1])], weights=[1, 1])
+    with pytest.raises(TypeError, match="schedule"):
+        datasetrt.Loader(dataset, schedule=[("ten", [1, 1])])  # type: ignore[list-item]
+
+
+def test_prefetch_bytes_bounds_the_read_ahead_not_the_order(dataset):
+    base = keys(datasetrt.Loader(dataset, seed=1))
+    for size in (1, 4096, "64KiB", "1MB"):
+        loader = datasetrt.Loader(dataset, seed=1, workers=2, prefetch_bytes=size)
+        assert keys(loader) == base
+    with pytest.raises(ValueError, match="prefetch_bytes"):
+        datasetrt.Loader(dataset, prefetch_bytes="lots")

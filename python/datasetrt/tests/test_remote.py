@@ -10,6 +10,7 @@ import os
 import pathlib
 import pickle
 import shutil
+import stat
 import time
 from typing import Any
 
@@ -596,3 +597,30 @@ def test_a_cache_dir_of_documents_is_refused_and_left_alone(tmp_path, s3_prefix)
         assert caught.value.kind == "local_cache" and caught.value.retryable is False
         assert "not empty" in str(caught.value) and ".shard-cache-root" in str(caught.value)
     assert files() == before
+
+
+def test_cache_access_group_shares_the_local_cache_with_the_group_only(tmp_path, s3_prefix):
+    published(tmp_path, s3_prefix)
+    group_dir, private_dir = tmp_path / "group", tmp_path / "private"
+    dataset = datasetrt.Dataset([s3_prefix], cache_dir=group_dir, cache_access="group")
+    assert dataset.cache_access == "group"
+    assert bytes(dataset[(dataset.cache_ids[0], N - 1)].payload) == payload(N - 1)
+    modes = {
+        p.relative_to(group_dir).as_posix(): stat.S_IMODE(p.stat().st_mode)
+        for p in [group_dir, *group_dir.rglob("*")]
+    }
+    assert modes["."] == 0o2770
+    assert {m for p, m in modes.items() if (group_dir / p).is_dir()} == {0o2770}
+    shards = [p for p in modes if p.endswith(".bin") and ".shard-cache-" not in p]
+    assert shards and {modes[p] for p in shards} == {0o640}
+    # It travels with a pickle, and a directory made one way is refused the other way.
+    assert pickle.loads(pickle.dumps(dataset)).cache_access == "group"
+    with pytest.raises(datasetrt.RemoteError, match="group") as caught:
+        datasetrt.Dataset([s3_prefix], cache_dir=group_dir)
+    assert caught.value.kind == "local_cache"
+    datasetrt.Cache(s3_prefix, cache_dir=private_dir)[0]
+    assert stat.S_IMODE(private_dir.stat().st_mode) == 0o700
+    with pytest.raises(datasetrt.RemoteError):
+        datasetrt.Cache(s3_prefix, cache_dir=private_dir, cache_access="group")
+    with pytest.raises(ValueError, match="cache_access"):
+        datasetrt.Cache(s3_prefix, cache_dir=private_dir, cache_access="world")

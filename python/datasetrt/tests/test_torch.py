@@ -137,6 +137,19 @@ def test_weights_epochs_and_local_shuffle(caches):
     assert e1 == reference(caches, seed=5, weights=[3, 1, 1], samples_per_epoch=300, epoch=1)
 
 
+def test_a_schedule_reaches_the_workers_and_resumes(caches):
+    schedule = [datasetrt.Phase(120, [1, 1, 1]), (180, [0.5, 0.0, 0.5])]
+    ds = StreamingDataset(caches, seed=2, schedule=schedule, rank=0, world_size=1)
+    assert ds.schedule == [(120, [1, 1, 1]), (180, [0.5, 0.0, 0.5])]
+    expected = reference(caches, seed=2, schedule=schedule)
+    assert len(ds) == len(expected) == 300
+    assert keys_of(DataLoader(ds, batch_size=None, num_workers=2)) == expected
+    ids = datasetrt.Dataset(caches).cache_ids
+    assert not [k for k in expected[120:] if k[0] == ids[1]]
+    again = pickle.loads(pickle.dumps(ds))
+    assert keys_of(DataLoader(again, batch_size=None, num_workers=0)) == expected
+
+
 def test_rank_from_environment(monkeypatch, caches):
     monkeypatch.setenv("RANK", "1")
     monkeypatch.setenv("WORLD_SIZE", "3")

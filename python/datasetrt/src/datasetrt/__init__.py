@@ -82,6 +82,7 @@ from ._pack import (
     pack_parquet,
     pack_webdataset,
 )
+from ._schedule import Phase
 from ._tokens import TokenDataset
 
 __all__ = [
@@ -103,6 +104,7 @@ __all__ = [
     "ManifestChangedError",
     "ManifestUpdateError",
     "ManifestUpdateReport",
+    "Phase",
     "RankPlan",
     "RemoteError",
     "RemoteIntegrityError",
@@ -141,6 +143,7 @@ def _reopen_dataset(
     attempts=None,
     first_backoff=None,
     wait_for_room=None,
+    cache_access=None,
 ):
     """Rebuilds a pickled :class:`Dataset` in the receiving process: reopens its caches from
     their paths or URLs, remote ones through the local cache directory ``cache_dir``, with the
@@ -157,4 +160,5 @@ def _reopen_dataset(
         attempts=attempts,
         first_backoff=first_backoff,
         wait_for_room=wait_for_room,
+        cache_access=cache_access,
     )

@@ -181,6 +181,7 @@ class Cache:
         attempts: int | None = 5,
         first_backoff: float | None = 0.1,
         wait_for_room: float | None = 600.0,
+        cache_access: str | None = "private",
     ) -> Self: ...
     def __len__(self) -> int: ...
     def __getitem__(self, key: int, /) -> Sample: ...
@@ -241,6 +242,7 @@ class Dataset:
         attempts: int | None = 5,
         first_backoff: float | None = 0.1,
         wait_for_room: float | None = 600.0,
+        cache_access: str | None = "private",
     ) -> Self: ...
     def __len__(self) -> int: ...
     def __getitem__(self, key: _Key, /) -> Sample: ...
@@ -269,6 +271,8 @@ class Dataset:
     def first_backoff(self) -> float: ...
     @property
     def wait_for_room(self) -> float: ...
+    @property
+    def cache_access(self) -> str: ...
     def cache(self, cache_id: int) -> Cache: ...
     # The predicate's result is taken for its truth value.
     def select(
@@ -345,6 +349,7 @@ class Loader:
         epoch: int = 0,
         weights: Sequence[float] | None = None,
         samples_per_epoch: int | None = None,
+        schedule: Sequence[tuple[int, Sequence[float]]] | None = None,
         replacement: bool = False,
         shuffle: str = "local",
         window_shards: int = 4,
@@ -354,6 +359,7 @@ class Loader:
         policy: str = "pad",
         workers: int = 0,
         prefetch: int = 512,
+        prefetch_bytes: int | str | None = None,
     ) -> Self: ...
     def __iter__(self) -> Self: ...
     def __next__(self) -> Sample: ...
@@ -375,6 +381,7 @@ class RankPlan:
         epoch: int = 0,
         weights: Sequence[float] | None = None,
         samples_per_epoch: int | None = None,
+        schedule: Sequence[tuple[int, Sequence[float]]] | None = None,
         replacement: bool = False,
         shuffle: str = "local",
         window_shards: int = 4,
@@ -430,6 +437,7 @@ class _TokenPlan:
         attempts: int | None = None,
         first_backoff: float | None = None,
         wait_for_room: float | None = None,
+        cache_access: str | None = None,
     ) -> Self: ...
     def __len__(self) -> int: ...
     @property

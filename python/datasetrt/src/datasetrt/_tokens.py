@@ -26,6 +26,7 @@ _REMOTE_OPTIONS = (
     "attempts",
     "first_backoff",
     "wait_for_room",
+    "cache_access",
 )
 
 
@@ -38,7 +39,9 @@ def token_plan_args(
     if isinstance(paths, Dataset):
         for name in _REMOTE_OPTIONS:
             given = options.get(name)
-            default = {"validate_cache": False, "fetch": "whole"}.get(name)
+            default = {"validate_cache": False, "fetch": "whole", "cache_access": "private"}.get(
+                name
+            )
             if given is None or given == default:
                 options[name] = getattr(paths, name)
         return list(paths.paths), options
@@ -68,7 +71,7 @@ class TokenDataset:
     state=None, batch_size=8, window_shards=4, window_block=256, packing_bins=256, workers=2,
     prefetch=2, validate_cache=False, cache_dir=None, cache_limit=None, fetch="whole",
     prefetch_shards=None, read_while_downloading=None, attempts=None, first_backoff=None,
-    wait_for_room=None)``
+    wait_for_room=None, cache_access=None)``
 
     - ``paths``: token cache directories and/or object-store URLs, or a
       :class:`datasetrt.Dataset` (whose locations and options are used).
@@ -134,6 +137,7 @@ class TokenDataset:
         attempts: int | None = None,
         first_backoff: float | None = None,
         wait_for_room: float | None = None,
+        cache_access: str | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
@@ -151,6 +155,7 @@ class TokenDataset:
                 "attempts": attempts,
                 "first_backoff": first_backoff,
                 "wait_for_room": wait_for_room,
+                "cache_access": cache_access,
             },
         )
         self._stream: dict[str, Any] = {

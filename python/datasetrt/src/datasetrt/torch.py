@@ -35,6 +35,7 @@ from ._native import (
     _located_payloads,
     _TokenPlan,
 )
+from ._schedule import Phase
 from ._tokens import token_plan_args, token_weights
 
 __all__ = [
@@ -114,7 +115,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
     read_ahead=256,
     collate="samples", transfer="bytes", cache_dir=None, cache_limit=None, fetch="whole",
     prefetch_shards=None, read_while_downloading=None, attempts=None, first_backoff=None,
-    wait_for_room=None)``
+    wait_for_room=None, cache_access="private", schedule=None)``
 
     - ``paths``: cache directories and/or object-store URLs (``s3://bucket/prefix``, ...),
       or a :class:`datasetrt.Dataset`, whose locations and options are used. Each process
@@ -128,8 +129,10 @@ class StreamingDataset(torch.utils.data.IterableDataset):
       are checked at construction and ignored for local caches. Every worker process opens the same
       local cache directory: a shard is downloaded once per node, whichever process reads it
       first, and the others wait for it.
+    - ``cache_access``: ``"private"`` (default) or ``"group"``, as for
+      :class:`datasetrt.Dataset` (a Dataset given takes its own unless another is given).
     - ``seed``, ``epoch``, ``weights``, ``samples_per_epoch``, ``replacement``, ``shuffle``,
-      ``window_shards``, ``policy``: as for :class:`datasetrt.Loader`.
+      ``window_shards``, ``policy``, ``schedule``: as for :class:`datasetrt.Loader`.
     - ``rank`` / ``world_size``: default to :func:`rank_and_world_size` at construction.
     - ``ranks_per_node``: ranks on each node (default: :func:`ranks_per_node_of`, torchrun's
       ``LOCAL_WORLD_SIZE``, else 1). Each node reads one contiguous share of the epoch, so
@@ -198,6 +201,8 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         attempts: int | None = None,
         first_backoff: float | None = None,
         wait_for_room: float | None = None,
+        cache_access: str = "private",
+        schedule: Sequence[tuple[int, Sequence[float]]] | None = None,
     ) -> None:
         super().__init__()
         remote: dict[str, Any] = {
@@ -212,6 +217,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
             cache_dir = paths.cache_dir if cache_dir is None else cache_dir
             cache_limit = paths.cache_limit if cache_limit is None else cache_limit
             fetch = paths.fetch if fetch == "whole" else fetch
+            cache_access = paths.cache_access if cache_access == "private" else cache_access
             remote = {k: getattr(paths, k) if v is None else v for k, v in remote.items()}
             paths = paths.paths
         elif isinstance(paths, (str, os.PathLike)):
@@ -221,6 +227,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         self.cache_dir: str | None = None if cache_dir is None else os.fspath(cache_dir)
         self.cache_limit = cache_limit
         self.fetch = fetch
+        self.cache_access = cache_access
         # None: the Dataset default (checked, like every option, when the caches open below).
         resolved = {k: _REMOTE_DEFAULTS[k] if v is None else v for k, v in remote.items()}
         self.prefetch_shards: int = resolved["prefetch_shards"]
@@ -232,6 +239,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         self.epoch = epoch
         self.weights = list(weights) if weights is not None else None
         self.samples_per_epoch = samples_per_epoch
+        self.schedule = None if schedule is None else [Phase(int(n), list(w)) for n, w in schedule]
         self.replacement = replacement
         self.shuffle = shuffle
         self.window_shards = window_shards
@@ -303,6 +311,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
                 attempts=self.attempts,
                 first_backoff=self.first_backoff,
                 wait_for_room=self.wait_for_room,
+                cache_access=self.cache_access,
             )
         return self._dataset
 
@@ -313,6 +322,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
             epoch=self.epoch,
             weights=self.weights,
             samples_per_epoch=self.samples_per_epoch,
+            schedule=self.schedule,
             replacement=self.replacement,
             shuffle=self.shuffle,
             window_shards=self.window_shards,
@@ -835,6 +845,7 @@ class TokenStreamingDataset(torch.utils.data.IterableDataset):
         attempts: int | None = None,
         first_backoff: float | None = None,
         wait_for_room: float | None = None,
+        cache_access: str | None = None,
     ) -> None:
         super().__init__()
         if batch_size < 1:
@@ -853,6 +864,7 @@ class TokenStreamingDataset(torch.utils.data.IterableDataset):
                 "attempts": attempts,
                 "first_backoff": first_backoff,
                 "wait_for_room": wait_for_room,
+                "cache_access": cache_access,
             },
         )
         auto_rank, auto_world = rank_and_world_size()
