@@ -49,9 +49,10 @@ pub use dsrt_migrate::{
     UpdateOutcome,
 };
 pub use dsrt_plan::{
-    CacheShape, EpochPlan, IterState, NodeReport, Partition, Phase, PhaseReport, PlanConfig,
-    PlanCursor, PlanError, PlanPhase, PlanReport, PlannedSample, RemainderPolicy, ReportOptions,
-    Sampling, Schedule, Shuffle, ShuffleQuality, Topology, UnknownName, DEFAULT_PREFETCH_SHARDS,
+    CacheShape, EpochPlan, IterState, Mixture, NodeReport, Partition, Phase, PhaseReport,
+    PlanConfig, PlanCursor, PlanError, PlanPhase, PlanReport, PlannedCache, PlannedSample,
+    RemainderPolicy, ReportOptions, Sampling, Schedule, Shuffle, ShuffleQuality, Topology,
+    UnknownName, DEFAULT_PREFETCH_SHARDS,
 };
 pub use dsrt_reader::{
     map_file, Cache, CacheError, CacheFile, Exhausted, FileIdentity, FileMap, HandlePool,

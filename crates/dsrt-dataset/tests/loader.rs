@@ -107,6 +107,7 @@ fn a_state_from_another_plan_is_refused() {
         epoch_len: 150,
         cuts: Vec::new(),
         remaining: None,
+        mixture: None,
     };
     let err = Loader::new(
         dataset,

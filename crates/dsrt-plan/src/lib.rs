@@ -11,7 +11,11 @@
 //! nodes of `ranks_per_node`): one contiguous span per node, so each shard is read by one node,
 //! dealt round-robin to the node's ranks, every rank the same count (`RemainderPolicy::Pad` or
 //! `RemainderPolicy::Drop`). `IterState` records what is consumed so an epoch resumes on any
-//! topology, and `PlanReport` tells what each node reads (`dsrt plan`).
+//! topology, and the `Mixture` the epoch was planned with (each cache's length, shard runs and
+//! id, the shares, the phases, the modes), so that a resume under another mixture, where the
+//! consumed positions would name other samples, is refused naming what differs rather than
+//! silently repeating and skipping samples. `PlanReport` tells what each node reads
+//! (`dsrt plan`).
 //!
 //! Layers that weigh samples by their lengths (token streams, `dsrt-token-stream`) read one
 //! cache's stream through the same plan: its pass layouts and segments
@@ -47,5 +51,5 @@ pub use report::{
     DEFAULT_PREFETCH_SHARDS,
 };
 pub use rng::{mix, Permutation};
-pub use state::IterState;
+pub use state::{IterState, Mixture, PlannedCache};
 pub use stream::PassLayout;

@@ -5,7 +5,10 @@
 use crate::mixing::Interleaving;
 use crate::rng::mix;
 use crate::stream::{CacheStream, PassLayout, StreamSlot};
-use crate::{IterState, PlanConfig, PlanError, RemainderPolicy, Schedule, Shuffle, Topology};
+use crate::{
+    IterState, Mixture, PlanConfig, PlanError, PlannedCache, RemainderPolicy, Sampling, Schedule,
+    Shuffle, Topology,
+};
 use std::ops::Range;
 
 /// Stream positions and sample ids stay below 2^48, so a time (a position shifted by 64 bits)
@@ -24,6 +27,10 @@ pub struct CacheShape {
     /// The shard id of each run (empty: run `i` is shard `i`), for reports of which shards a
     /// node reads.
     pub run_shards: Vec<u64>,
+    /// The cache's id, if known: recorded in the states of the plan so that a resume with
+    /// another cache of the same length and runs in its place is refused. Plans from a
+    /// dataset have it; the order never depends on it.
+    pub cache_id: Option<u64>,
 }
 
 impl CacheShape {
@@ -48,6 +55,7 @@ impl CacheShape {
             len,
             runs,
             run_shards,
+            cache_id: None,
         }
     }
 
@@ -69,7 +77,15 @@ impl CacheShape {
             len,
             runs,
             run_shards: Vec::new(),
+            cache_id: None,
         }
+    }
+
+    /// The same shape, of the cache with id `cache_id`.
+    #[must_use]
+    pub fn with_cache_id(mut self, cache_id: u64) -> Self {
+        self.cache_id = Some(cache_id);
+        self
     }
 }
 
@@ -189,6 +205,11 @@ pub struct EpochPlan {
     phases: Vec<PlanPhase>,
     scheduled: bool,
     cuts: Vec<u64>,
+    /// The shapes' cache ids, and the modes of the config: only for the [`Mixture`] a state
+    /// records.
+    cache_ids: Vec<Option<u64>>,
+    sampling: Sampling,
+    shuffle: Shuffle,
 }
 
 impl EpochPlan {
@@ -295,6 +316,9 @@ impl EpochPlan {
             phases,
             scheduled,
             cuts: Vec::new(),
+            cache_ids: shapes.iter().map(|shape| shape.cache_id).collect(),
+            sampling: config.sampling,
+            shuffle: config.shuffle,
         })
     }
 
@@ -314,7 +338,7 @@ impl EpochPlan {
             Some(state) => state.clone(),
             None => IterState::start(config.seed, epoch, plan.len(), topology, policy),
         };
-        state.check(config.seed, epoch, plan.len())?;
+        let state = state.checked_for(config.seed, epoch, plan.len(), plan.mixture())?;
         let plan = plan.with_cuts(&state.cuts);
         Ok((plan, state))
     }
@@ -342,6 +366,32 @@ impl EpochPlan {
     /// The global positions this plan's windows are cut at.
     pub fn cuts(&self) -> &[u64] {
         &self.cuts
+    }
+
+    /// What the plan's states record of it (see [`Mixture`]): its caches as it sees them,
+    /// their shares, its phases' shares with a schedule, its sampling and shuffle.
+    pub fn mixture(&self) -> Mixture {
+        Mixture {
+            caches: (0..self.caches()).map(|c| self.planned_cache(c)).collect(),
+            shares: self.shares.clone(),
+            phases: if self.scheduled {
+                self.phases.iter().map(|p| p.shares.clone()).collect()
+            } else {
+                Vec::new()
+            },
+            sampling: self.sampling,
+            shuffle: self.shuffle,
+        }
+    }
+
+    /// Cache `cache` as the plan sees it: its length, its shard runs as laid out (see
+    /// [`EpochPlan::runs`]) and its id, if the plan was given one.
+    pub fn planned_cache(&self, cache: usize) -> PlannedCache {
+        PlannedCache {
+            samples: self.streams[cache].len,
+            shard_runs: self.streams[cache].runs().len() as u64,
+            cache_id: self.cache_ids[cache],
+        }
     }
 
     /// The epoch number this plan is for.
@@ -447,6 +497,7 @@ impl EpochPlan {
         std::mem::size_of::<Self>()
             + self.shares.capacity() * 8
             + self.cuts.capacity() * 8
+            + self.cache_ids.capacity() * std::mem::size_of::<Option<u64>>()
             + self
                 .streams
                 .iter()

@@ -208,6 +208,7 @@ impl Partition {
             epoch_len: base.epoch_len,
             cuts: base.cuts.clone(),
             remaining: Some(kept),
+            mixture: base.mixture.clone(),
         }
     }
 

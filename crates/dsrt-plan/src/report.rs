@@ -136,7 +136,7 @@ impl PlanReport {
         shard_bytes: &dyn Fn(usize, u64) -> u64,
         options: ReportOptions,
     ) -> Result<Self, PlanError> {
-        state.check(state.seed, plan.epoch(), plan.len())?;
+        state.check(state.seed, plan.epoch(), plan.len(), &plan.mixture())?;
         let partition = Partition::new(0, topology, policy, state)?;
         let mut readers: Vec<HashMap<u64, Readers>> = vec![HashMap::new(); plan.caches()];
         let mut nodes = Vec::new();

@@ -485,6 +485,7 @@ proptest! {
         let policy = if pad { RemainderPolicy::Pad } else { RemainderPolicy::Drop };
         let (n0, r0, _) = topologies[0];
         let mut state = IterState::start(0, 0, len, topology(n0, r0), policy);
+        let mixture = EpochPlan::build(&[shape(len, 7)], &PlanConfig::default(), 0).unwrap().mixture();
         let mut read: Vec<u64> = Vec::new();
         for (i, &(nodes, per_node, steps)) in topologies.iter().enumerate() {
             let topology = topology(nodes, per_node);
@@ -504,7 +505,7 @@ proptest! {
             let next = first.state_after(&state, steps);
             let json = serde_json::to_string(&next).unwrap();
             let next: IterState = serde_json::from_str(&json).unwrap();
-            next.check(0, 0, len).unwrap();
+            next.check(0, 0, len, &mixture).unwrap();
             prop_assert_eq!(next.position - state.position, (read.len() - before) as u64);
             state = next;
         }

@@ -532,6 +532,7 @@ mod tests {
                 epoch_len: 10,
                 cuts: vec![5],
                 remaining: None,
+                mixture: None,
             };
             let dict = state_to_dict(py, &state).unwrap();
             let remaining: Vec<[u64; 2]> = dict.get_item("remaining").unwrap().extract().unwrap();
