@@ -188,6 +188,7 @@ impl DocumentSource for CacheSource {
         CacheShape::from_shard_ids(
             (0..index.len()).map(|i| index.row(i).map_or(u64::MAX, |r| r.shard_id)),
         )
+        .with_cache_id(self.sources[source].cache_id)
     }
 
     #[inline]

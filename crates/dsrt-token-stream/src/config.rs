@@ -181,7 +181,9 @@ impl TokenConfig {
 
 /// Where an epoch of rows stands: the positions (rows, before the block permutation) not
 /// consumed, as [`IterState`] records them for samples, plus the settings that give positions
-/// their meaning. Resumable on any topology; its size is in nodes, never in rows.
+/// their meaning: `seq_len`, `mode`, and the sources' mixture in `rows.mixture` (its shares in
+/// tokens: each source's budget). Resumable on any topology; its size is in nodes and
+/// sources, never in rows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenState {
     /// `seq_len` of the run that saved it.

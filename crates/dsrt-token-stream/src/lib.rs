@@ -11,7 +11,9 @@
 //! bins. Rows are permuted within blocks, dealt to nodes and ranks as `dsrt-plan`'s
 //! `Partition` deals positions (every rank the same count, each shard read by one node but where
 //! two nodes' shares meet), and a [`TokenState`] of a few integers per node resumes the epoch on
-//! any topology. A [`RowCursor`] finds the pieces of documents each row holds by walking the
+//! any topology; it records the sources' mixture (each source's documents, shard runs and
+//! cache id, its token budget, the sampling and shuffle), and a plan of another mixture refuses
+//! it rather than read other documents at the rows it marks consumed. A [`RowCursor`] finds the pieces of documents each row holds by walking the
 //! lengths; where a window starts is computed, never stored, so memory grows with shards and
 //! caches, not with documents or windows.
 //!

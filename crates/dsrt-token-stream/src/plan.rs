@@ -10,7 +10,8 @@ use crate::source::{Coverage, DocumentSource, End};
 use crate::stream::SourceStream;
 use crate::{PackMode, RunConfig, TokenConfig, TokenState, TokenStreamError};
 use dsrt_plan::{
-    mix, weighted_shares, IterState, Partition, Permutation, PlanError, RemainderPolicy, Topology,
+    mix, weighted_shares, IterState, Mixture, Partition, Permutation, PlanError, RemainderPolicy,
+    Topology,
 };
 use std::ops::Range;
 
@@ -94,6 +95,15 @@ impl TokenPlan {
             .map(|(stream, &budget)| stream.with_budget(source, config, epoch, budget))
             .collect::<Result<Vec<_>, _>>()?;
         let total: u64 = streams.iter().map(SourceStream::total).sum();
+        // What a row position means: the same rows come only from the same sources, budgets
+        // and document orders, so a state of another mixture is refused.
+        let mixture = Mixture {
+            caches: streams.iter().map(|s| s.plan().planned_cache(0)).collect(),
+            shares: budgets.clone(),
+            phases: Vec::new(),
+            sampling: config.sampling,
+            shuffle: config.shuffle,
+        };
         let seq_len = config.seq_len;
         let mut plan = match config.mode {
             PackMode::Concat => {
@@ -108,7 +118,7 @@ impl TokenPlan {
                     (_, RemainderPolicy::Pad) => padded,
                     (_, RemainderPolicy::Drop) => dropped,
                 };
-                let start = start_state(config, epoch, rows, topology, run)?;
+                let start = start_state(config, epoch, rows, topology, run, &mixture)?;
                 // A cut between windows is a time: the fraction of the epoch's tokens before it.
                 let times: Vec<(u128, u128)> = start
                     .rows
@@ -160,7 +170,7 @@ impl TokenPlan {
                     }
                 };
                 let rows = per_interval * nodes;
-                let start = start_state(config, epoch, rows, topology, run)?;
+                let start = start_state(config, epoch, rows, topology, run, &mixture)?;
                 let mut plan =
                     Self::assemble(config, epoch, merge, boundary, budgets, rows, start, run)?;
                 plan.per_interval = per_interval;
@@ -406,13 +416,15 @@ fn budgets(config: &TokenConfig, natural: &[u64]) -> Result<Vec<u64>, TokenStrea
     })
 }
 
-/// The state a run starts from, checked against the epoch's rows.
+/// The state a run starts from, checked against the epoch's rows and the sources' mixture
+/// (and recording that mixture from then on).
 fn start_state(
     config: &TokenConfig,
     epoch: u64,
     rows: u64,
     topology: Topology,
     run: &RunConfig,
+    mixture: &Mixture,
 ) -> Result<TokenState, TokenStreamError> {
     let state = match &run.resume {
         Some(state) => state.clone(),
@@ -422,8 +434,12 @@ fn start_state(
             rows: IterState::start(config.seed, epoch, rows, topology, run.policy),
         },
     };
-    state.rows.check(config.seed, epoch, rows)?;
-    Ok(state)
+    Ok(TokenState {
+        rows: state
+            .rows
+            .checked_for(config.seed, epoch, rows, mixture.clone())?,
+        ..state
+    })
 }
 
 /// Cuts every stream where its share of the epoch reaches each time `numerator / denominator`

@@ -88,7 +88,8 @@ pub trait DocumentSource: Send + Sync {
     /// A source's name for messages (its path or URL).
     fn name(&self, source: usize) -> String;
 
-    /// A source's documents and their runs of consecutive documents sharing a shard.
+    /// A source's documents and their runs of consecutive documents sharing a shard, with
+    /// its cache id (which states record, so a resume with another cache is refused).
     fn shape(&self, source: usize) -> CacheShape;
 
     /// Tokens document `doc` holds as stored (below the shape's length). Checked when the

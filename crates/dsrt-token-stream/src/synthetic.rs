@@ -250,7 +250,7 @@ impl DocumentSource for SyntheticSource {
 
     fn shape(&self, source: usize) -> CacheShape {
         let spec = &self.specs[source];
-        CacheShape::equal_shards(spec.docs, spec.shards)
+        CacheShape::equal_shards(spec.docs, spec.shards).with_cache_id(spec.cache_id)
     }
 
     #[inline]
