@@ -86,7 +86,8 @@ impl LoadedSample {
 
 impl Dataset {
     /// Each cache's shape for planning: its length and its runs of samples sharing a shard,
-    /// from one pass over the mapped index.
+    /// from one pass over the mapped index, and its id, which the plan's states record so
+    /// that a resume with another cache in its place is refused.
     pub fn shapes(&self) -> Vec<CacheShape> {
         self.caches()
             .iter()
@@ -95,6 +96,7 @@ impl Dataset {
                 CacheShape::from_shard_ids(
                     (0..index.len()).map(|i| index.row(i).map_or(u64::MAX, |r| r.shard_id)),
                 )
+                .with_cache_id(c.cache_id)
             })
             .collect()
     }
