@@ -285,3 +285,110 @@ fn a_schedule_conflicts_with_weights_samples_per_epoch_and_seq_len() {
         );
     }
 }
+
+/// A state names the mixture it was saved under; `dsrt iterate --resume` under another one
+/// (other weights or another schedule of the same length, the caches in another order) fails
+/// with exit status 1, naming what differs, where it would otherwise read other samples at the
+/// positions the state marks consumed. A state file of before the mixture was recorded still
+/// resumes.
+#[test]
+fn iterate_refuses_a_state_of_another_mixture_naming_the_difference() {
+    let dir = setup();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let (state, old_state) = (path("state.json"), path("old.json"));
+    let weights = ["--weights", "0.5,0.5", "--samples-per-epoch", "150"];
+    let epoch = keys(dir.path(), &weights);
+    let head = keys(
+        dir.path(),
+        &[&weights[..], &["--limit", "40", "--save-state", &state]].concat(),
+    );
+    let refused = |args: &[&str], expected: &str| {
+        let mut all = vec!["iterate"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--keys", "--seed", "3", "--resume", &state]);
+        let run = dsrt_in(dir.path(), &all).fails(1);
+        assert!(
+            run.stderr
+                .contains("iterator state does not match this plan: the state is for"),
+            "{}",
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains(expected),
+            "{expected:?}: {}",
+            run.stderr
+        );
+        assert!(run.stdout.is_empty(), "samples were read");
+    };
+    refused(
+        &[
+            "code",
+            "web",
+            "--weights",
+            "0.8,0.2",
+            "--samples-per-epoch",
+            "150",
+        ],
+        "weights giving shares [75, 75] (the plan gives [120, 30])",
+    );
+    refused(
+        &["code", "web", "--schedule", "phases.json"],
+        "no schedule (the plan has a schedule of 2 phases)",
+    );
+    let code = cache_id(dir.path(), "code").parse::<u64>().unwrap();
+    refused(
+        &[
+            "web",
+            "code",
+            "--weights",
+            "0.5,0.5",
+            "--samples-per-epoch",
+            "150",
+        ],
+        &format!("cache id {code:#018x} at position 0"),
+    );
+    refused(
+        &[
+            "code",
+            "web",
+            "--weights",
+            "0.5,0.5",
+            "--samples-per-epoch",
+            "150",
+            "--shuffle",
+            "full",
+        ],
+        "shuffle local(4) (the plan's is full)",
+    );
+
+    // The state file as written before the mixture was recorded resumes as before.
+    let mut old: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+    assert!(old["mixture"]["caches"].is_array(), "{old}");
+    old.as_object_mut().unwrap().remove("mixture");
+    std::fs::write(&old_state, old.to_string()).unwrap();
+    let tail = keys(
+        dir.path(),
+        &[&weights[..], &["--resume", &old_state]].concat(),
+    );
+    assert_eq!([head, tail].concat(), epoch);
+
+    // Another schedule of the same length.
+    let scheduled = ["--schedule", "phases.json"];
+    keys(
+        dir.path(),
+        &[&scheduled[..], &["--limit", "30", "--save-state", &state]].concat(),
+    );
+    write(
+        dir.path(),
+        "other.json",
+        r#"{"phases": [
+            {"samples": 100, "weights": [0.2, 0.8]},
+            {"samples": 50, "weights": [0.8, 0.2]}
+        ]}"#,
+    );
+    refused(
+        &["code", "web", "--schedule", "other.json"],
+        "phase 0 with shares [50, 50] (the plan's gives [20, 80])",
+    );
+}
