@@ -65,7 +65,7 @@ def test_state_dict_resumes_with_other_workers_and_batches(dataset):
     loader = datasetrt.Loader(dataset, seed=8, epoch=1, workers=2)
     head = [next(loader).key for _ in range(300)] + [s.key for s in loader.next_batch(33)]
     state = loader.state_dict()
-    assert state == {
+    assert {k: v for k, v in state.items() if k != "mixture"} == {
         "seed": 8,
         "epoch": 1,
         "position": 333,
@@ -73,6 +73,12 @@ def test_state_dict_resumes_with_other_workers_and_batches(dataset):
         "cuts": [],
         "remaining": [[333, 1001]],
     }
+    # What the epoch was planned with: a state of another mixture is refused.
+    assert [c["samples"] for c in state["mixture"]["caches"]] == [700, 301]
+    assert [c["cache_id"] for c in state["mixture"]["caches"]] == list(dataset.cache_ids)
+    assert state["mixture"]["shares"] == [700, 301]
+    with pytest.raises(datasetrt.DatasetError, match="shuffle local"):
+        datasetrt.Loader(dataset, seed=8, epoch=1, shuffle="full").load_state_dict(state)
     resumed = datasetrt.Loader(dataset, seed=8, epoch=1, workers=3)
     resumed.load_state_dict(state)
     assert len(resumed) == 1001 - 333
