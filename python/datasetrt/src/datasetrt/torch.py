@@ -438,7 +438,8 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         ``StatefulDataLoader`` passes back to each worker; same ``num_workers``), a whole
         ``StatefulDataLoader.state_dict()`` taken with any ``num_workers``, or a
         ``datasetrt.Loader.state_dict()`` (``seed``, ``epoch``, ``position``,
-        ``epoch_len``, ``cuts``, ``remaining``), from any topology. The next iteration
+        ``epoch_len``, ``cuts``, ``remaining``, ``mixture``), from any topology; a state of
+        another mixture (weights, schedule, shuffle, caches) is refused. The next iteration
         continues exactly after the last item returned: with the same topology and
         ``num_workers``, each worker where it stopped; otherwise every rank reads its share of
         what no rank has read."""
