@@ -389,9 +389,10 @@ impl PlanArgs {
 }
 
 /// An iteration state as a dict: `seed`, `epoch`, `position` (global positions consumed by
-/// all ranks together), `epoch_len`, `cuts` (the node boundaries of the epoch's first run)
-/// and `remaining` (the positions not consumed, `[start, end]` pairs). Plain ints and lists,
-/// so it pickles and `json.dumps` it as is: it is the state's JSON form.
+/// all ranks together), `epoch_len`, `cuts` (the node boundaries of the epoch's first run),
+/// `remaining` (the positions not consumed, `[start, end]` pairs) and `mixture` (what the
+/// epoch was planned with, compared on resume). Plain ints, strings, lists and dicts, so it
+/// pickles and `json.dumps` it as is: it is the state's JSON form.
 pub(crate) fn state_to_dict<'py>(
     py: Python<'py>,
     state: &IterState,
