@@ -161,7 +161,10 @@ def test_a_schedule_switches_weights_at_each_phase_on_every_rank(dataset):
             )
             for r in range(3)
         ]
-        at = {s.global_position: s.key for share in shares for s in share if not s.padding}
+        at: dict[int, tuple[int, int]] = {}
+        for s in (s for share in shares for s in share if not s.padding):
+            assert s.global_position is not None and s.key is not None
+            at[s.global_position] = s.key
         assert sorted(at) == list(range(900))
         if ranks_per_node == 3:
             assert [at[p] for p in range(900)] == [s.key for s in samples]
