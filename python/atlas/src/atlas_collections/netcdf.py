@@ -487,7 +487,7 @@ def _variable_of(what: str | None) -> str | None:
 def _strip_subject(message: str) -> str:
     """The reason of an UnsupportedDTypeError without its "dataset 'd', array 'v': " prefix,
     keeping the attribute it names, if any ("attribute 'k': ...")."""
-    if message.startswith("dataset '") and ": " in message:
+    if message.startswith(("dataset '", "array '")) and ": " in message:
         subject, reason = message.split(": ", 1)
         marker = "attribute '"
         if marker in subject:
