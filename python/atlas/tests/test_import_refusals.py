@@ -181,3 +181,41 @@ def test_a_variable_repeating_a_dimension_is_refused(tmp_path):
         nc.createVariable("temp", "f8", ("time", "time"))[:] = np.eye(2)
     error = refused(tmp_path / "out", [path])
     assert error.variable == "temp" and "repeat a dimension" in error.reason
+
+
+@pytest.mark.parametrize("dims", [("x", "y"), ("x",), ()], ids=["2-d", "1-d", "scalar"])
+def test_a_variable_length_type_is_refused_not_crashed(tmp_path, dims):
+    # netCDF-C's dap4 test files (test_vlen1.nc .. test_vlen8.nc): netCDF4 hands a vlen
+    # variable over as an object array of arrays, and a scalar one as its single element's
+    # array under no dimensions (which xarray's cftime check and the writer both tripped on).
+    import netCDF4
+
+    path = tmp_path / "ragged.nc"
+    with netCDF4.Dataset(path, "w") as nc:
+        ragged = nc.createVLType(np.int32, "ragged_t")
+        nc.createDimension("x", 2)
+        nc.createDimension("y", 1)
+        v = nc.createVariable("v", ragged, dims)
+        rows = [np.array([1, 3, 5, 7], "i4"), np.array([17, 19], "i4")]
+        if dims == ():
+            v[0] = rows[0]
+        for i, row in enumerate(rows[: 2 if dims else 0]):
+            v[(i, 0) if len(dims) == 2 else i] = row
+        nc.createVariable("ok", "f4", ("x",))[:] = [1, 2]
+    error = refused(tmp_path / "out", [good(tmp_path / "a.nc"), path])
+    assert error.file == str(path) and error.variable == "v"
+    assert "dtype vlen of int32 cannot be stored" in error.reason
+    assert "variable-length (vlen) elements have no Atlas element type" in error.reason
+    # A writer given such a variable (xarray's reading of it) refuses it too.
+    ds = xr.open_dataset(path).load()
+    with ac.Writer(tmp_path / "direct") as w:
+        if dims:
+            with pytest.raises(ac.UnsupportedDTypeError, match="variable-length"):
+                w.write("d", {"v": ds["v"]})
+        else:
+            # No dimensions for data of one axis: not written under invented ones.
+            with pytest.raises(ac.LayoutError, match="0 dimension names for 1 axes"):
+                w.write("d", {"v": ds["v"]})
+        with pytest.raises(ac.UnsupportedDTypeError, match="variable-length"):
+            w.write("d", *ac.xarray_backend.encode_dataset(ds))
+        w.write("d", {"ok": ds["ok"]})

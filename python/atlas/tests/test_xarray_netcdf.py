@@ -4,6 +4,8 @@ DataTree; a dask-chunked open computes the same."""
 
 import subprocess
 import sys
+import warnings
+from typing import Any
 
 import dask.array
 import numpy as np
@@ -245,3 +247,76 @@ def test_char_arrays_unsigned_missing_values_packing_and_bounds_read_as_xarray_r
     stations = xr.open_dataset(tmp_path / "coll", engine="atlas", group="chars")["station_name"]
     assert stations.dims == ("station",)
     assert stations.values.tolist() == [b"Torino", b"Milano", b"Roma"]
+
+
+def write_strings_with_missing_entries(path, format="NETCDF4"):
+    """The shapes of netCDF-C's ref_tst_string_data.nc (a `string` variable with
+    `_FillValue` "" and entries never written) and tst_charfill.nc (a `char` array with
+    `_FillValue` and rows never written), plus a `missing_value` string."""
+    import netCDF4
+
+    with netCDF4.Dataset(path, "w", format=format) as nc:
+        nc.createDimension("line", 5)
+        nc.createDimension("strlen", 4)
+        code = nc.createVariable("code", "S1", ("line", "strlen"), fill_value=b"\0")
+        code[0] = netCDF4.stringtochar(np.array(["AB12"], "S4"))[0]
+        code[3] = netCDF4.stringtochar(np.array(["XY"], "S4"))[0]
+        code.long_name = "station code"
+        nc.createVariable("t", "f4", ("line",))[:] = np.arange(5)
+        if format != "NETCDF4":
+            return
+        description = nc.createVariable("description", str, ("line",), fill_value="")
+        description[0] = "first"
+        description[1] = "second"
+        description[4] = 'last "string"'
+        label = nc.createVariable("label", str, ("line",))
+        label.missing_value = "N/A"
+        label[:] = np.array(["a", "N/A", "c", "d", "N/A"], dtype=object)
+
+
+@pytest.mark.parametrize(
+    "engine, format",
+    [("netcdf4", "NETCDF4"), ("h5netcdf", "NETCDF4"), ("netcdf4", "NETCDF3_CLASSIC")],
+)
+def test_strings_with_missing_entries_read_back_as_xarray_reads_them(tmp_path, engine, format):
+    """A string variable with a `_FillValue` or `missing_value` has missing entries, which CF
+    decoding turns into NaN (an object array of str and float, which no Atlas type holds):
+    it is stored as the file holds it, fill value and attribute included, and the backend's
+    CF decoding masks it as xarray masks the file, with every decoding option."""
+    path = tmp_path / "names.nc"
+    write_strings_with_missing_entries(path, format)
+    ac.import_netcdf(tmp_path / "coll", [path], engine=engine, progress=False)
+    option_sets: list[dict[str, Any]] = [{}, {"mask_and_scale": False}, {"decode_times": False}]
+    for options in option_sets:
+        back = xr.open_dataset(tmp_path / "coll", engine="atlas", **options).load()
+        with xr.open_dataset(path, engine=engine, **options) as expected:
+            xr.testing.assert_identical(back, expected.load())
+    back = xr.open_dataset(tmp_path / "coll", engine="atlas")
+    code = back["code"].values
+    assert code[0] == b"AB12" and code[3] == b"XY" and pd.isna(code[[1, 2, 4]]).all()
+    with xr.open_dataset(path, engine=engine) as expected:
+        fill = expected["code"].encoding["_FillValue"]  # b"\0" (b"" through h5netcdf)
+    assert back["code"].encoding["_FillValue"] == fill
+    # The Array API reads what is stored: the fill value in place, the attribute kept.
+    stored = ac.open(tmp_path / "coll")["names"]
+    assert stored["code"][:].tolist() == [b"AB12", b"", b"", b"XY", b""]
+    assert stored["code"].attrs["_FillValue"] == fill
+    if format == "NETCDF4":
+        assert back["description"].values.tolist()[:2] == ["first", "second"]
+        assert pd.isna(back["description"].values[2]) and pd.isna(back["label"].values[1])
+        assert stored["description"][:].tolist() == ["first", "second", "", "", 'last "string"']
+        assert stored["description"].attrs["_FillValue"] == ""
+        assert stored["label"].attrs["missing_value"] == "N/A"
+    # The Zarr view opens it: a string's _FillValue is the Zarr array's fill_value (xarray's
+    # Zarr backend cannot decode a string _FillValue attribute of a Zarr v3 array), and the
+    # missing entries show as that fill value.
+    from atlas_collections.zarr import AtlasStore
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # variable-length bytes: "no Zarr v3 specification"
+        z = xr.open_zarr(AtlasStore(ac.open(tmp_path / "coll")), group="names", consolidated=False)
+        assert z["code"].values.tolist() == [b"AB12", b"", b"", b"XY", b""]
+        assert z["code"].encoding["fill_value"] == fill and "_FillValue" not in z["code"].attrs
+        if format == "NETCDF4":
+            assert z["description"].encoding["fill_value"] == ""
+            assert pd.isna(z["label"].values[1])  # missing_value: an ordinary attribute

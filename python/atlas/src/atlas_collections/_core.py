@@ -20,7 +20,7 @@ from .dtypes import (
     stat_from_native,
     to_atlas,
 )
-from .errors import ArrayNotFoundError, DatasetNotFoundError, SelectionError
+from .errors import ArrayNotFoundError, DatasetNotFoundError, LayoutError, SelectionError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -561,13 +561,13 @@ ArrayInput = Any  # ndarray | (dims, data) | (dims, data, attrs) | dict | xarray
 
 
 def _array_tuple(name: str, value: ArrayInput, dataset: str) -> tuple[Any, ...]:
-    dims: Sequence[str] = ()
+    dims: Sequence[str] | None = None
     attrs: Mapping[str, Any] = {}
     chunks: Sequence[int] | None = None
     fill: Any = None
     if isinstance(value, Mapping):
         data = value["data"]
-        dims = value.get("dims", ())
+        dims = value.get("dims")
         attrs = value.get("attrs", {}) or {}
         chunks = value.get("chunks")
         fill = value.get("fill_value")
@@ -584,11 +584,23 @@ def _array_tuple(name: str, value: ArrayInput, dataset: str) -> tuple[Any, ...]:
         data = value
     what = f"dataset '{dataset}', array '{name}'"
     tag, payload, shape = to_atlas(data, what)
-    if isinstance(dims, str):
-        dims = (dims,)
-    dims = [str(d) for d in dims]
-    if not dims:
+    if dims is None:
+        # Only when none were given: a variable's empty dims under data of some shape (as
+        # netCDF4 hands over a scalar vlen variable) are refused by the writer, not renamed.
         dims = [f"dim{i}" for i in range(len(shape))]
+    elif isinstance(dims, str):
+        dims = [dims]
+    else:
+        dims = [str(d) for d in dims]
+    if len(dims) != len(shape):
+        # The writer takes no names for none given: refused here, not written without names.
+        raise LayoutError(
+            f"array '{name}' of dataset '{dataset}': {len(dims)} dimension names for "
+            f"{len(shape)} axes",
+            reason=f"{len(dims)} dimension names for {len(shape)} axes",
+            dataset=dataset,
+            name=name,
+        )
     attr_pairs = [(str(k), attr_to_atlas(v, f"{what}, attribute '{k}'")) for k, v in attrs.items()]
     chunk_list = None if chunks is None else [int(c) for c in chunks]
     return (name, tag, payload, shape, dims, chunk_list, fill_to_atlas(fill, tag), attr_pairs)

@@ -47,9 +47,13 @@ READ_DTYPES: dict[str, np.dtype[Any]] = {
 
 MAPPING = (
     "the format holds int8..int64, uint8..uint64, float32, float64, datetime64 (stored as "
-    "nanoseconds), str and bytes; bool, float16, complex, timedelta64, structured and mixed "
-    "object arrays are refused"
+    "nanoseconds), str and bytes; bool, float16, complex, timedelta64, structured, "
+    "variable-length (vlen) and mixed object arrays are refused"
 )
+
+#: Why an array of variable-length elements (a NetCDF/HDF5 vlen type: each element an array of
+#: its own length) is refused.
+VLEN_REASON = "variable-length (vlen) elements have no Atlas element type"
 
 _REFUSED_REASON = {
     "b": "array-format 0.15.0 has no bool element type (store it as uint8)",
@@ -118,6 +122,8 @@ def to_atlas(data: Any, what: str | None = None) -> tuple[str, Any, list[int]]:
             return "binary", flat, shape
         if not flat:
             return "string", flat, shape
+        if any(isinstance(x, (np.ndarray, list, tuple)) for x in flat):
+            raise _refuse(array.dtype, VLEN_REASON, what)
         types = sorted({type(x).__name__ for x in flat})
         raise _refuse(
             array.dtype,

@@ -3,8 +3,10 @@
 Variables become arrays with their dimensions and attributes, global attributes become dataset
 attributes, and the dataset name is the file stem, checked by the naming rule. Files are read
 through xarray (``netCDF4`` or ``h5netcdf``), with CF decoding, so what the collection holds is
-what ``xr.open_dataset(file)`` shows: packed integers are unpacked, ``_FillValue`` becomes NaN
-and CF times become ``datetime64[ns]``.
+what ``xr.open_dataset(file)`` shows: packed integers are unpacked and ``_FillValue`` becomes
+NaN. What CF decoding turns into a type of its own (dates, timedeltas, booleans, strings with
+missing entries) is kept as the file encodes it, and the ``"atlas"`` backend decodes it (see
+:func:`stored_form`).
 
 Every refusal names the file (and the variable or attribute at fault) and leaves no
 ``data.atlas`` behind: names are checked before the writer starts, and the writer publishes only
@@ -326,22 +328,43 @@ def encoded_names(raw: Any) -> set[str]:
     return kept
 
 
+def masked_string_names(raw: Any) -> set[str]:
+    """The variables of the undecoded dataset ``raw`` that are strings (NetCDF-4 ``string``
+    or ``char`` arrays) with a ``_FillValue`` or ``missing_value``: CF decoding turns the
+    entries equal to it into NaN, making an object array of strings and floats, which no Atlas
+    element type holds (array-format's strings have no validity mask). The import keeps them
+    with the fill value in place and the attribute, as the file holds them."""
+    kept: set[str] = set()
+    for name, var in raw.variables.items():
+        if var.dtype.kind in "SUO" and ("_FillValue" in var.attrs or "missing_value" in var.attrs):
+            kept.add(str(name))
+    return kept
+
+
 def stored_form(raw: Any) -> Any:
     """What the import stores of the undecoded dataset ``raw``: the variables of
     :func:`encoded_names` as the file holds them (numbers, ``units``, ``calendar``,
-    ``_FillValue``, ...), every other variable CF-decoded as ``xr.open_dataset`` decodes it
-    (unpacked, masked, characters joined into strings), coordinates as the file names them.
-    Reading it back through the ``"atlas"`` backend then runs xarray's own decoding over the
-    encoded ones, with whatever options the reader passes."""
+    ``_FillValue``, ...), the strings of :func:`masked_string_names` with their characters
+    joined but not masked (the fill value in place, ``_FillValue``/``missing_value`` kept),
+    every other variable CF-decoded as ``xr.open_dataset`` decodes it (unpacked, masked,
+    characters joined into strings), coordinates as the file names them. Reading it back
+    through the ``"atlas"`` backend then runs xarray's own decoding over the encoded ones, with
+    whatever options the reader passes."""
     import xarray as xr
 
     kept = encoded_names(raw)
+    strings = masked_string_names(raw) - kept
     decoded = xr.decode_cf(raw, decode_times=False, decode_timedelta=False)
-    if not kept:
+    if not kept and not strings:
         return decoded
     variables = dict(decoded.variables)
-    for name in kept:
-        var = raw.variables[name]
+    replacements = {name: raw.variables[name] for name in kept}
+    if strings:
+        unmasked = xr.decode_cf(
+            raw[sorted(strings)], mask_and_scale=False, decode_times=False, decode_timedelta=False
+        )
+        replacements.update({name: unmasked.variables[name] for name in strings})
+    for name, var in replacements.items():
         attrs = dict(var.attrs)
         if "coordinates" not in decoded.variables[name].attrs:
             attrs.pop("coordinates", None)  # consumed by the decoding: coordinates are set
@@ -487,7 +510,7 @@ def _variable_of(what: str | None) -> str | None:
 def _strip_subject(message: str) -> str:
     """The reason of an UnsupportedDTypeError without its "dataset 'd', array 'v': " prefix,
     keeping the attribute it names, if any ("attribute 'k': ...")."""
-    if message.startswith("dataset '") and ": " in message:
+    if message.startswith(("dataset '", "array '")) and ": " in message:
         subject, reason = message.split(": ", 1)
         marker = "attribute '"
         if marker in subject:

@@ -335,6 +335,7 @@ def encode_dataset(
     arrays: dict[str, dict[str, Any]] = {}
     for name, var in ds.variables.items():
         name = str(name)
+        var = _loaded(name, var)
         var = _cf_encoded(name, var)
         attrs = dict(var.attrs)
         if name in ds.data_vars:
@@ -373,6 +374,24 @@ def encode_dataset(
             )
         attrs["coordinates"] = " ".join(rest)
     return arrays, attrs
+
+
+def _loaded(name: str, var: xr.Variable) -> xr.Variable:
+    """``var`` with its values read (once), refused if they are variable-length elements (a
+    NetCDF vlen type), which netCDF4 hands over as an object array of arrays, or, for a
+    scalar, as the one element's array under the variable's empty shape."""
+    values = np.asarray(var.values)
+    element: Any = values if values.ndim != len(var.dims) else None
+    if element is None and values.dtype.kind == "O":
+        element = next(
+            (x for x in values.reshape(-1).tolist() if isinstance(x, (np.ndarray, list, tuple))),
+            None,
+        )
+    if element is not None:
+        from .dtypes import VLEN_REASON, _refuse
+
+        raise _refuse(f"vlen of {np.asarray(element).dtype}", VLEN_REASON, f"array '{name}'")
+    return xr.Variable(var.dims, values, var.attrs, var.encoding)
 
 
 def _cf_encoded(name: str, var: xr.Variable) -> xr.Variable:

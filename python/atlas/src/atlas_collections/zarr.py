@@ -351,6 +351,14 @@ class AtlasStore(Store):
             array = self._array(node)
             data_type, codecs = _data_type(node.tag)
             dtype = None if node.tag in ("string", "binary") else np.dtype(array.dtype)
+            attrs = dict(array.attrs)
+            fill = _fill(node.tag, array.fill_value)
+            if dtype is None and isinstance(attrs.get("_FillValue"), (str, bytes)):
+                # A string array's CF fill value (a NetCDF string with missing entries, stored
+                # as the file holds it) becomes the Zarr fill_value: xarray's Zarr backend
+                # cannot decode a string _FillValue attribute of a Zarr v3 array, and masks
+                # with fill_value under use_zarr_fill_value_as_mask=True.
+                fill = attrs.pop("_FillValue")
             document = {
                 "zarr_format": 3,
                 "node_type": "array",
@@ -361,9 +369,9 @@ class AtlasStore(Store):
                     "configuration": {"chunk_shape": list(array.chunks)},
                 },
                 "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-                "fill_value": _json_fill(node.tag, _fill(node.tag, array.fill_value)),
+                "fill_value": _json_fill(node.tag, fill),
                 "codecs": codecs,
-                "attributes": _json_attrs(array.attrs, dtype),
+                "attributes": _json_attrs(attrs, dtype),
                 "storage_transformers": [],
             }
             if array.shape:
