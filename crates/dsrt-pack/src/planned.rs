@@ -90,6 +90,7 @@ pub(crate) fn pack_planned<U: Sync>(
             job_tx: Some(job_tx),
             results: &result_rx,
             waiting: BTreeMap::new(),
+            most_waiting: 4 * jobs,
             written: &written,
         };
         let planned = run.plan_and_write(convert);
@@ -183,8 +184,13 @@ struct Run<'r, 'o> {
     options: &'r PackOptions<'o>,
     job_tx: Option<mpsc::SyncSender<ShardJob>>,
     results: &'r Receiver<ShardResult>,
-    /// Finished shards that arrived before the ones ahead of them.
+    /// Finished shards that arrived before the ones ahead of them, each holding its file open.
     waiting: BTreeMap<u64, FinishedShard>,
+    /// How many may wait before no more shards are handed out: four per job, room for shards
+    /// of uneven sizes to finish out of order. A worker slowed on one shard (a loaded machine,
+    /// a large or slow input) would otherwise let the others run ahead by thousands of shards,
+    /// each an open file.
+    most_waiting: usize,
     written: &'r AtomicU64,
 }
 
@@ -251,6 +257,11 @@ impl Run<'_, '_> {
         (unit, offset, samples): (usize, usize, u64),
         shard: u64,
     ) -> Result<(), PackError> {
+        // The shard the waiting ones wait for was handed out before them, so a worker is
+        // writing it: waiting for it ends.
+        while self.waiting.len() >= self.most_waiting {
+            self.collect(true)?;
+        }
         let mut job = ShardJob {
             writer: self.writer.planned_shard_writer(shard)?,
             unit,
