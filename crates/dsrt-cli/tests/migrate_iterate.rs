@@ -3,31 +3,13 @@
 
 mod common;
 
-use common::{dsrt_in, dsrt_stdin, jsonl};
+use common::{dsrt_in, pack_text};
 use serde_json::json;
 use std::path::Path;
 
-/// Packs `count` text samples into `dir/name`.
+/// Packs `count` text samples into `dir/name`, a few per shard.
 fn pack(dir: &Path, name: &str, count: usize) {
-    let lines: Vec<_> = (0..count)
-        .map(|i| json!({"text": format!("{name}-{i}"), "n": i}))
-        .collect();
-    let args = [
-        "pack",
-        "--jsonl",
-        "-",
-        "--payload-field",
-        "text",
-        "--payload-encoding",
-        "text",
-        "--out",
-        name,
-        "--source",
-        name,
-        "--max-shard-bytes",
-        "200",
-    ];
-    dsrt_stdin(dir, &args, &jsonl(&lines)).ok();
+    pack_text(dir, name, count, 200);
 }
 
 /// Rewrites a packed (v3) cache's manifest as v2, as an older writer would have left it.

@@ -5,32 +5,14 @@
 
 mod common;
 
-use common::{dsrt_in, dsrt_stdin, jsonl};
+use common::{dsrt_in, pack_text};
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// Packs `count` text samples into `dir/name` (source `name`), a few per shard.
+/// Packs `count` text samples into `dir/name`, a few per shard.
 fn pack(dir: &Path, name: &str, count: usize) {
-    let lines: Vec<_> = (0..count)
-        .map(|i| json!({"text": format!("{name}-{i}"), "n": i}))
-        .collect();
-    let args = [
-        "pack",
-        "--jsonl",
-        "-",
-        "--payload-field",
-        "text",
-        "--payload-encoding",
-        "text",
-        "--out",
-        name,
-        "--source",
-        name,
-        "--max-shard-bytes",
-        "300",
-    ];
-    dsrt_stdin(dir, &args, &jsonl(&lines)).ok();
+    pack_text(dir, name, count, 300);
 }
 
 /// A directory with caches `code` (60 samples) and `web` (90), and `phases.json`: 100 samples

@@ -105,6 +105,31 @@ pub(crate) fn dir_with(files: &[(&str, &[u8])]) -> tempfile::TempDir {
     dir
 }
 
+/// Packs `count` text samples (`"{name}-{i}"`, metadata `n = i`) into `dir/name`, source
+/// `name`, in shards of at most `max_shard_bytes`.
+pub(crate) fn pack_text(dir: &Path, name: &str, count: usize, max_shard_bytes: u64) {
+    let lines: Vec<_> = (0..count)
+        .map(|i| serde_json::json!({"text": format!("{name}-{i}"), "n": i}))
+        .collect();
+    let max_shard_bytes = max_shard_bytes.to_string();
+    let args = [
+        "pack",
+        "--jsonl",
+        "-",
+        "--payload-field",
+        "text",
+        "--payload-encoding",
+        "text",
+        "--out",
+        name,
+        "--source",
+        name,
+        "--max-shard-bytes",
+        &max_shard_bytes,
+    ];
+    dsrt_stdin(dir, &args, &jsonl(&lines)).ok();
+}
+
 /// JSONL text from JSON values.
 pub(crate) fn jsonl(lines: &[serde_json::Value]) -> Vec<u8> {
     lines
