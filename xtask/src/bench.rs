@@ -3,17 +3,30 @@
 //! Every criterion group carries a function whose name starts with `baseline`; the report shows
 //! each other function's throughput over it. `--save NAME` stores the run as a criterion
 //! baseline; `--compare NAME --threshold PCT` reruns, prints each function's change against
-//! NAME and fails when any median is slower by more than PCT percent.
+//! NAME and fails when any median is slower by more than PCT percent. The Python benchmark
+//! scripts run after the criterion ones (`bench_python.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::bench_python::{self, PythonBench};
+
 /// What `cargo xtask bench` was asked to do.
 #[derive(Debug, clap::Args)]
 pub(crate) struct BenchArgs {
-    /// Bench targets to run (default: all), e.g. `dsrt_read`.
+    /// Benchmarks to run (default: all): criterion targets (`dsrt_read`) and Python scripts
+    /// (`bench_read`), by name.
     #[arg(value_name = "BENCH")]
     pub(crate) benches: Vec<String>,
+    /// Only the criterion benchmarks.
+    #[arg(long, conflicts_with = "python_only")]
+    pub(crate) rust_only: bool,
+    /// Only the Python benchmark scripts.
+    #[arg(long, conflicts_with_all = ["save", "compare"])]
+    pub(crate) python_only: bool,
+    /// Starts the local S3 test server and runs the Python scripts that can on it too.
+    #[arg(long)]
+    pub(crate) s3: bool,
     /// Stores this run as the criterion baseline NAME.
     #[arg(long, value_name = "NAME")]
     pub(crate) save: Option<String>,
@@ -25,11 +38,69 @@ pub(crate) struct BenchArgs {
     pub(crate) threshold: f64,
 }
 
-/// Runs `cargo bench` (optionally only the named bench targets), then reports.
+/// The criterion targets and Python scripts `names` stand for; an unknown name is an error
+/// that lists the known ones.
+fn split_names(
+    root: &Path,
+    names: &[String],
+) -> Result<(Vec<String>, Vec<&'static PythonBench>), String> {
+    let mut criterion = Vec::new();
+    let mut python = Vec::new();
+    for name in names {
+        if let Some(bench) = bench_python::find(name) {
+            python.push(bench);
+        } else if root
+            .join("benches/benches")
+            .join(format!("{name}.rs"))
+            .is_file()
+        {
+            criterion.push(name.clone());
+        } else {
+            let known: Vec<&str> = bench_python::PYTHON_BENCHES
+                .iter()
+                .map(|b| b.name)
+                .collect();
+            return Err(format!(
+                "no benchmark {name:?}: the criterion targets are the files of benches/benches/, \
+                 the Python ones {}",
+                known.join(", ")
+            ));
+        }
+    }
+    Ok((criterion, python))
+}
+
+/// Runs the criterion benchmarks (all, or the named ones) and reports them, then the Python
+/// scripts (all, or the named ones); both halves run before either fails the task.
 pub(crate) fn run(args: &BenchArgs) -> Result<(), String> {
+    let root = crate::test::workspace_root();
+    let (criterion, python) = split_names(&root, &args.benches)?;
+    // Naming only benchmarks of one kind runs only that kind.
+    let run_rust = !args.python_only && (args.benches.is_empty() || !criterion.is_empty());
+    let run_python = !args.rust_only && (args.benches.is_empty() || !python.is_empty());
+    let mut failures = Vec::new();
+    if run_rust {
+        if let Err(e) = run_criterion(args, &criterion) {
+            failures.push(e);
+        }
+    }
+    if run_python {
+        if let Err(e) = bench_python::run(&root, &python, args.s3) {
+            failures.push(e);
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("; "))
+    }
+}
+
+/// Runs `cargo bench` (optionally only the named bench targets), then reports.
+fn run_criterion(args: &BenchArgs, benches: &[String]) -> Result<(), String> {
     let mut command = Command::new(env!("CARGO"));
     command.args(["bench", "-p", "dsrt-atlas-benches"]);
-    for bench in &args.benches {
+    for bench in benches {
         command.args(["--bench", bench]);
     }
     command.args(["--", "--noplot"]);

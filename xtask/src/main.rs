@@ -16,6 +16,7 @@
 #![allow(rustdoc::invalid_html_tags)]
 
 mod bench;
+mod bench_python;
 mod deny;
 mod downstream;
 mod fixtures;
@@ -58,11 +59,13 @@ enum Task {
         #[arg(long)]
         build: bool,
     },
-    /// Runs criterion benchmarks and reports each as a ratio to its group's baseline.
+    /// Runs every benchmark: criterion's, reported as ratios, then the Python scripts.
     ///
-    /// Runs all bench targets, or the named ones; --save stores the run as a criterion
-    /// baseline, --compare fails on a median slower than that baseline by more than
-    /// --threshold percent. Any benchmark that cannot be reported or compared is an error.
+    /// Runs all bench targets and Python benchmark scripts, or the named ones; --save stores
+    /// the criterion run as a baseline, --compare fails on a median slower than that baseline
+    /// by more than --threshold percent. Any benchmark that cannot be reported or compared is
+    /// an error. The Python scripts run against release builds of the packages in a cached
+    /// virtualenv of their own (the test requirements and the peers they compare with).
     Bench(bench::BenchArgs),
     /// Reports ratios from the last benchmark run without running anything.
     ///
@@ -222,6 +225,15 @@ mod tests {
         assert!(parse(&["bench", "--compare"]).is_err());
         assert!(parse(&["bench", "--bogus"]).is_err());
         assert!(parse(&["bench", "--threshold", "x"]).is_err());
+        assert!(parse(&["bench", "--rust-only", "--python-only"]).is_err());
+        assert!(parse(&["bench", "--python-only", "--save", "main"]).is_err());
+        let Task::Bench(args) = parse(&["bench", "bench_read", "--python-only", "--s3"])
+            .unwrap()
+            .task
+        else {
+            panic!("not the bench task");
+        };
+        assert!(args.python_only && args.s3 && !args.rust_only);
         let Task::Fuzz { targets, seconds } =
             parse(&["fuzz", "mask", "--seconds", "5"]).unwrap().task
         else {

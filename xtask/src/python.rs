@@ -87,7 +87,7 @@ fn install_all(root: &Path, venv: &Path) -> Result<(), String> {
     let wheels = std::env::temp_dir().join(format!("xtask-wheels-{}", std::process::id()));
     let result = PACKAGES
         .iter()
-        .try_for_each(|package| install(root, venv, &wheels, package));
+        .try_for_each(|package| install(root, venv, &wheels, package, Profile::Dev));
     let _ = std::fs::remove_dir_all(&wheels);
     result
 }
@@ -122,7 +122,7 @@ pub(crate) fn lint(root: &Path, build: bool) -> Result<(), String> {
 /// Runs every lint step against the test environment `venv` (which holds the built packages);
 /// fails, after all of them ran, if any found anything.
 fn lint_with(root: &Path, venv: &Path) -> Result<(), String> {
-    let tools = ensure_env(root, LINT_REQUIREMENTS, "lint-venv")?;
+    let tools = ensure_env(root, &[LINT_REQUIREMENTS], "lint-venv")?;
     let tool_python = tools.join("bin/python");
     let test_python = venv.join("bin/python");
     // Caches of ruff and mypy, outside the checkout.
@@ -291,16 +291,37 @@ fn uv(cache: &Path, python: &str) -> Result<PathBuf, String> {
 
 /// Creates (or reuses) the test environment and returns its directory.
 fn ensure_venv(root: &Path) -> Result<PathBuf, String> {
-    ensure_env(root, REQUIREMENTS, "venv")
+    ensure_env(root, &[REQUIREMENTS], "venv")
+}
+
+/// Creates (or reuses) the benchmarks' environment (the test requirements and the peers of
+/// [`crate::bench_python::BENCH_REQUIREMENTS`]), builds both packages in the release profile
+/// into it and returns its directory.
+pub(crate) fn ensure_bench_env(root: &Path) -> Result<PathBuf, String> {
+    let venv = ensure_env(
+        root,
+        &[REQUIREMENTS, crate::bench_python::BENCH_REQUIREMENTS],
+        "bench-venv",
+    )?;
+    let wheels = std::env::temp_dir().join(format!("xtask-bench-wheels-{}", std::process::id()));
+    let result = PACKAGES
+        .iter()
+        .try_for_each(|package| install(root, &venv, &wheels, package, Profile::Release));
+    let _ = std::fs::remove_dir_all(&wheels);
+    result.map(|()| venv)
 }
 
 /// Creates (or reuses) `<cache>/<prefix>-<hash>`, an environment of the base interpreter with
-/// the pinned `requirements_file` (a path relative to `root`), and returns its directory.
-fn ensure_env(root: &Path, requirements_file: &str, prefix: &str) -> Result<PathBuf, String> {
+/// the pinned `requirements_files` (paths relative to `root`), and returns its directory.
+fn ensure_env(root: &Path, requirements_files: &[&str], prefix: &str) -> Result<PathBuf, String> {
     let python = base_python();
-    let requirements_path = root.join(requirements_file);
-    let requirements = std::fs::read(&requirements_path)
-        .map_err(|e| format!("{}: {e}", requirements_path.display()))?;
+    let mut requirements = Vec::new();
+    for file in requirements_files {
+        let path = root.join(file);
+        requirements.extend(std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?);
+        // A boundary, so that moving a line from one file to the next changes the key.
+        requirements.push(0);
+    }
     let identity = output(
         Command::new(&python).args([
             "-c",
@@ -330,36 +351,55 @@ fn ensure_env(root: &Path, requirements_file: &str, prefix: &str) -> Result<Path
             .arg(&venv),
         "uv venv",
     )?;
+    let mut install = Command::new(&uv);
+    install
+        .args(["pip", "install", "--quiet", "--python"])
+        .arg(venv.join("bin/python"));
+    for file in requirements_files {
+        install.arg("-r").arg(root.join(file));
+    }
     status(
-        Command::new(&uv)
-            .args(["pip", "install", "--quiet", "--python"])
-            .arg(venv.join("bin/python"))
-            .arg("-r")
-            .arg(&requirements_path),
-        &format!("installing {requirements_file}"),
+        &mut install,
+        &format!("installing {}", requirements_files.join(" and ")),
     )?;
     std::fs::write(&marker, identity).map_err(|e| format!("{}: {e}", marker.display()))?;
     Ok(venv)
 }
 
-/// Builds `package` with maturin (dev profile, with the `test-hooks` feature that adds the
+/// The cargo profile a package is built in: the tests' dev build, or the benchmarks' release.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Profile {
+    Dev,
+    Release,
+}
+
+/// Builds `package` with maturin (in `profile`, with the `test-hooks` feature that adds the
 /// native module's `_testing` submodule) and installs the wheel into the environment.
-fn install(root: &Path, venv: &Path, wheels: &Path, package: &Package) -> Result<(), String> {
+fn install(
+    root: &Path,
+    venv: &Path,
+    wheels: &Path,
+    package: &Package,
+    profile: Profile,
+) -> Result<(), String> {
     eprintln!("== python: building {}", package.name);
     let out = wheels.join(package.name);
     let _ = std::fs::remove_dir_all(&out);
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let mut maturin = Command::new(venv.join("bin/maturin"));
+    maturin.current_dir(root.join(package.dir)).args([
+        "build",
+        "--quiet",
+        "--features",
+        "test-hooks",
+    ]);
+    if profile == Profile::Release {
+        maturin.arg("--release");
+    }
     status(
-        Command::new(venv.join("bin/maturin"))
-            .current_dir(root.join(package.dir))
-            .args([
-                "build",
-                "--quiet",
-                "--features",
-                "test-hooks",
-                "--interpreter",
-            ])
+        maturin
+            .arg("--interpreter")
             .arg(venv.join("bin/python"))
             .arg("--out")
             .arg(&out)

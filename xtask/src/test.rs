@@ -106,16 +106,23 @@ pub(crate) fn run(args: &TestArgs) -> Result<(), String> {
     if result.is_ok() && passthrough.is_empty() {
         result = crate::python::run(&root, &env);
     }
-    if !no_s3 {
-        // Stopping is best effort: the server dies with the session anyway.
-        let _ = Command::new("bash")
-            .arg(root.join(".ci/s3-server.sh"))
-            .arg("stop")
-            .arg(&state)
-            .status();
+    if no_s3 {
+        let _ = std::fs::remove_dir_all(&state);
+    } else {
+        stop_s3(&root, &state);
     }
-    let _ = std::fs::remove_dir_all(&state);
     result
+}
+
+/// Stops the server started in `state` and removes its directory. Best effort: the server
+/// dies with the session anyway.
+pub(crate) fn stop_s3(root: &Path, state: &Path) {
+    let _ = Command::new("bash")
+        .arg(root.join(".ci/s3-server.sh"))
+        .arg("stop")
+        .arg(state)
+        .status();
+    let _ = std::fs::remove_dir_all(state);
 }
 
 pub(crate) fn workspace_root() -> std::path::PathBuf {
@@ -131,7 +138,7 @@ fn tempfile_dir() -> Result<std::path::PathBuf, String> {
 }
 
 /// Starts the server and returns the environment it wrote (`export KEY=VALUE` lines).
-fn start_s3(root: &Path, state: &Path) -> Result<Vec<(String, String)>, String> {
+pub(crate) fn start_s3(root: &Path, state: &Path) -> Result<Vec<(String, String)>, String> {
     let status = Command::new("bash")
         .arg(root.join(".ci/s3-server.sh"))
         .arg("start")
