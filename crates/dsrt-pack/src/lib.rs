@@ -33,6 +33,7 @@ mod planned;
 mod table;
 mod tokens;
 mod tree;
+mod unit_queue;
 mod webdataset;
 
 pub use durable_fs::CancelToken;

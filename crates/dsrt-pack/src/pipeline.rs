@@ -1,13 +1,15 @@
 //! The parallel pipeline: workers convert and encode units, the calling thread appends them in
 //! unit order.
 //!
-//! Unit `k`'s samples travel through a bounded channel of their own, which its worker hands
-//! to the appending thread; that thread drains the channels in unit order, so the cache is the
+//! Unit `k`'s samples travel through a bounded queue of their own, which its worker hands
+//! to the appending thread; that thread drains the queues in unit order, so the cache is the
 //! one a single job writes. A worker claims unit `k` only once fewer than `2 * jobs` units lie
 //! between it and the unit being appended, so memory holds at most that many units' queues
-//! (`queue` samples each), however far the slowest unit lags. Every unit ends with an explicit
+//! (each `queue` samples, or `queue_bytes` of payload when that allows more; see
+//! `unit_queue.rs`), however far the slowest unit lags. Every unit ends with an explicit
 //! end marker: a worker that dies mid-unit (a panic) can never pass for a short unit.
 
+use crate::unit_queue::{unit_queue, QueueReceiver, QueueSender};
 use crate::{PackError, PlanAhead};
 use dsrt_schema::Value;
 use dsrt_writer::{CacheWriter, EncodedSample, SampleEncoder};
@@ -15,7 +17,7 @@ use durable_fs::CancelToken;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Condvar, Mutex, PoisonError};
 
 /// A conversion: input units in cache order, each turned into samples in order.
@@ -47,6 +49,7 @@ pub trait Convert: Sync {
 pub struct PackOptions<'a> {
     jobs: usize,
     queue: usize,
+    queue_bytes: usize,
     plan_ahead: bool,
     pub(crate) cancel: CancelToken,
     pub(crate) progress: Option<&'a dyn Fn(u64)>,
@@ -57,6 +60,7 @@ impl std::fmt::Debug for PackOptions<'_> {
         f.debug_struct("PackOptions")
             .field("jobs", &self.jobs)
             .field("queue", &self.queue)
+            .field("queue_bytes", &self.queue_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -66,6 +70,7 @@ impl Default for PackOptions<'_> {
         Self {
             jobs: std::thread::available_parallelism().map_or(1, usize::from),
             queue: 64,
+            queue_bytes: 8 << 20,
             plan_ahead: true,
             cancel: CancelToken::new(),
             progress: None,
@@ -81,9 +86,19 @@ impl<'a> PackOptions<'a> {
         self
     }
 
-    /// Samples each unit's queue holds before its worker waits (at least 1; default 64).
+    /// Samples each unit's queue holds before its worker waits (at least 1; default 64); see
+    /// [`PackOptions::queue_bytes`].
     pub fn queue(mut self, samples: usize) -> Self {
         self.queue = samples.max(1);
+        self
+    }
+
+    /// Payload bytes each unit's queue holds before its worker waits, when that is more than
+    /// [`PackOptions::queue`] samples (default 8 MiB): small samples (token documents) queue
+    /// up to the bytes, so the next unit's worker runs on while this one is appended; large
+    /// ones (images) to the count.
+    pub fn queue_bytes(mut self, bytes: usize) -> Self {
+        self.queue_bytes = bytes;
         self
     }
 
@@ -141,10 +156,13 @@ enum Item {
     Done,
 }
 
+/// What a unit's queue carries.
+type UnitSender = QueueSender<Item>;
+
 /// Hands a unit's samples, encoded on the worker, to the appending thread.
 pub struct Emit<'a> {
     encoder: &'a SampleEncoder,
-    sender: &'a SyncSender<Item>,
+    sender: &'a UnitSender,
     cancel: &'a CancelToken,
 }
 
@@ -167,8 +185,9 @@ impl Emit<'_> {
                 input: input(),
                 source,
             })?;
+        let bytes = encoded.payload_len();
         self.sender
-            .send(Item::Sample(encoded))
+            .send(Item::Sample(encoded), bytes)
             .map_err(|_| PackError::Cancelled)
     }
 
@@ -234,8 +253,8 @@ pub fn pack<C: Convert>(
         }),
         changed: Condvar::new(),
     };
-    let (handoff, handed) = mpsc::channel::<(usize, Receiver<Item>)>();
-    let (queue, cancel) = (options.queue, &options.cancel);
+    let (handoff, handed) = mpsc::channel::<(usize, QueueReceiver<Item>)>();
+    let (queue, queue_bytes, cancel) = (options.queue, options.queue_bytes, &options.cancel);
     std::thread::scope(|scope| {
         let workers: Vec<_> = (0..jobs)
             .map(|_| {
@@ -246,7 +265,7 @@ pub fn pack<C: Convert>(
                     if unit >= units.len() || !gate.admit(unit, 2 * jobs) {
                         return;
                     }
-                    let (sender, receiver) = mpsc::sync_channel(queue);
+                    let (sender, receiver) = unit_queue(queue, queue_bytes);
                     if handoff.send((unit, receiver)).is_err() {
                         return;
                     }
@@ -264,7 +283,7 @@ pub fn pack<C: Convert>(
                         Err(error) => Item::Failed(error),
                     };
                     let failed = matches!(last, Item::Failed(_));
-                    if sender.send(last).is_err() || failed {
+                    if sender.send(last, 0).is_err() || failed {
                         return;
                     }
                 })
@@ -309,13 +328,13 @@ pub(crate) fn stopping(options: &PackOptions<'_>) -> bool {
 /// The appending side: drains unit 0's queue, then unit 1's, and so on.
 fn append_in_order(
     units: usize,
-    handed: &Receiver<(usize, Receiver<Item>)>,
+    handed: &Receiver<(usize, QueueReceiver<Item>)>,
     writer: &mut CacheWriter,
     options: &PackOptions<'_>,
     gate: &Gate,
 ) -> Result<PackStats, PackError> {
     let mut stats = PackStats::default();
-    let mut waiting: HashMap<usize, Receiver<Item>> = HashMap::new();
+    let mut waiting: HashMap<usize, QueueReceiver<Item>> = HashMap::new();
     let stopped = |options: &PackOptions<'_>| {
         if stopping(options) {
             options.cancel.cancel();
