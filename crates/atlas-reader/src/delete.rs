@@ -152,7 +152,10 @@ impl Atlas {
     ///
     /// Reads the mask, adds the ordinals, and writes the whole mask back in one PUT, retrying on
     /// conflict; see the [`MaskCommitter`] in use for what a race costs.
+    ///
+    /// Not offered on a growing collection yet: [`AtlasError::Growing`].
     pub async fn delete<S: AsRef<str>>(&self, names: &[S]) -> Result<DeleteReport, AtlasError> {
+        self.refuse_on_growing("delete")?;
         let mut ordinals = Vec::with_capacity(names.len());
         for name in names {
             let name = name.as_ref();
@@ -223,7 +226,12 @@ impl Atlas {
     }
 }
 
-/// A short, growing pause, spread by a per-attempt offset so racing deleters drift apart.
+/// The pause before commit attempt `attempt + 1` after a conflict: short, growing, spread by a
+/// per-process offset so racing committers (deleters, appenders) drift apart.
+pub fn retry_pause(attempt: u32) -> Duration {
+    backoff(attempt)
+}
+
 fn backoff(attempt: u32) -> Duration {
     let jitter = u64::from(std::process::id() ^ attempt.wrapping_mul(2_654_435_761)) % 5;
     Duration::from_millis(u64::from(attempt.min(20)) + jitter)

@@ -22,7 +22,10 @@ mod atlas;
 mod attrs;
 mod delete;
 mod error;
+mod growing;
+pub use growing::{decode_manifest, manifest_path, part_prefix};
 mod local;
+pub mod manifest;
 mod open;
 mod run;
 mod select;
@@ -33,8 +36,10 @@ mod view;
 
 pub use atlas::{Atlas, IntoAtlasStore};
 pub use atlas_model::Attr;
-pub use delete::{CommitOutcome, ConditionalPutCommitter, DeleteReport, MaskCommitter, MergeFn};
-pub use error::AtlasError;
+pub use delete::{
+    retry_pause, CommitOutcome, ConditionalPutCommitter, DeleteReport, MaskCommitter, MergeFn,
+};
+pub use error::{AtlasError, GrowingProblem};
 pub use local::{check_local_collection, LocalFlockCommitter};
 /// Test hooks: stop a local delete at a chosen step (the crash-safety tests). Only with the
 /// `test-hooks` feature; not part of the supported API.
