@@ -29,7 +29,7 @@ fn main() -> ExitCode {
             "sixteen_processes_appending_at_once_on_s3_lose_nothing",
             sixteen_processes_appending_at_once_on_s3_lose_nothing,
         )],
-        "needs the S3 test server (cargo xtask test starts it)",
+        "needs the S3 test server; cargo xtask test runs them",
     )
 }
 

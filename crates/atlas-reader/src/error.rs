@@ -493,6 +493,7 @@ impl AtlasError {
                 | Self::InvalidQuery { .. }
                 | Self::Mask { .. }
                 | Self::DeleteConflict { .. }
+                | Self::Growing { .. }
                 | Self::Segment { .. }
                 | Self::Store(_)
                 | Self::Io { .. } => {}
