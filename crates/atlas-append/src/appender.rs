@@ -4,15 +4,16 @@ use crate::error::AppendError;
 use atlas_footer::CONTAINER_OBJECT;
 use atlas_reader::manifest::{Commit, Manifest, MANIFEST_OBJECT, PARTS_DIR};
 use atlas_reader::{
-    decode_manifest, manifest_path, part_prefix, Atlas, AtlasError, CommitOutcome,
-    ConditionalPutCommitter, GrowingProblem, LocalFlockCommitter, MaskCommitter,
+    decode_manifest, manifest_path, Atlas, AtlasError, CommitOutcome, ConditionalPutCommitter,
+    GrowingProblem, LocalFlockCommitter, MaskCommitter,
 };
 use atlas_writer::{AtlasWriter, DatasetSpec, WriterOptions};
 use durable_fs::{FileSystem, StdFileSystem};
+use futures::StreamExt;
 use object_access::StoreLocation;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt};
+use object_store::{ObjectStore, ObjectStoreExt, WriteMultipart};
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
@@ -85,7 +86,7 @@ impl Appender {
                 Self::open_store(
                     remote.store(),
                     remote.prefix().clone(),
-                    remote.url().to_owned(),
+                    location_name(location),
                     None,
                     options,
                 )
@@ -103,7 +104,7 @@ impl Appender {
                 Self::open_store(
                     store,
                     Path::default(),
-                    dir.display().to_string(),
+                    location_name(location),
                     Some(canonical),
                     options,
                 )
@@ -189,13 +190,101 @@ impl Appender {
                 WriterOptions::default(),
             ),
         );
-        let summary = match writer.finish().await {
-            Ok(summary) => summary,
+        match writer.finish().await {
+            Ok(summary) => self.publish(summary.container_bytes).await,
             Err(e) => {
                 self.remove_part().await;
-                return Err(e.into());
+                Err(e.into())
             }
+        }
+    }
+
+    /// Takes the plain collection at `source`, as it is, as the new part: every dataset's name
+    /// is checked first (nothing is written for a clash), then its `data.atlas` is copied, byte
+    /// for byte and streamed, into the part, and the version committed. Only for an appender
+    /// that has written no dataset; a source with deleted datasets, or a growing one, is
+    /// refused (`AppendError::Source`).
+    pub async fn adopt(mut self, source: &StoreLocation) -> Result<AppendReport, AppendError> {
+        let refuse = |reason: &str| AppendError::Source {
+            collection: location_name(source),
+            reason: reason.to_owned(),
         };
+        if self.written > 0 {
+            return Err(refuse(
+                "an appender that wrote datasets cannot also adopt a collection",
+            ));
+        }
+        let collection = Atlas::open_location(source, |store| store).await?;
+        if collection.version().is_some() {
+            return Err(refuse("a growing collection cannot be adopted as a part"));
+        }
+        if !collection.deleted().is_empty() {
+            return Err(refuse(
+                "it has deleted datasets; rewrite it without them first",
+            ));
+        }
+        for dataset in collection.datasets() {
+            if let Some(held_by) = self.taken.get(dataset.name()) {
+                return Err(AppendError::NameTaken {
+                    collection: self.collection.clone(),
+                    name: dataset.name().to_owned(),
+                    held_by: held_by.clone(),
+                });
+            }
+        }
+        for dataset in collection.datasets() {
+            self.taken
+                .insert(dataset.name().to_owned(), THIS_APPEND.to_owned());
+        }
+        self.written = collection.dataset_count();
+        let (from, path) = match source {
+            StoreLocation::Remote(remote) => (
+                remote.store(),
+                remote.prefix().clone().join(CONTAINER_OBJECT),
+            ),
+            StoreLocation::Local(dir) => (
+                Arc::new(LocalFileSystem::new_with_prefix(dir)?) as Arc<dyn ObjectStore>,
+                Path::from(CONTAINER_OBJECT),
+            ),
+        };
+        match self.copy_container(from.as_ref(), &path).await {
+            Ok(bytes) => self.publish(bytes).await,
+            Err(e) => {
+                self.remove_part().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Streams the object at `path` of `from` into the part's `data.atlas`; returns its size.
+    async fn copy_container(
+        &self,
+        from: &dyn ObjectStore,
+        path: &Path,
+    ) -> Result<u64, AppendError> {
+        let got = from.get(path).await?;
+        let size = got.meta.size;
+        let mut chunks = got.into_stream();
+        let target = part_container(&self.prefix, &self.part_id);
+        let mut upload = WriteMultipart::new(self.store.put_multipart(&target).await?);
+        while let Some(chunk) = chunks.next().await {
+            match chunk {
+                Ok(bytes) => upload.write(&bytes),
+                Err(e) => {
+                    if let Err(abort) = upload.abort().await {
+                        tracing::warn!(%abort, "could not abort the part upload");
+                    }
+                    return Err(e.into());
+                }
+            }
+        }
+        upload.finish().await?;
+        Ok(size)
+    }
+
+    /// Commits the written part (`container_bytes` long): fsynced first on local disk, then
+    /// the manifest; a failure removes the part.
+    async fn publish(mut self, container_bytes: u64) -> Result<AppendReport, AppendError> {
         let committed = async {
             self.sync_local_part()?;
             self.commit_manifest().await
@@ -207,15 +296,15 @@ impl Appender {
                     collection = %self.collection,
                     version,
                     part = %self.part_id,
-                    datasets = summary.datasets,
+                    datasets = self.written,
                     attempts,
                     "appended a part"
                 );
                 Ok(AppendReport {
                     version,
                     part: self.part_id.clone(),
-                    datasets: summary.datasets,
-                    container_bytes: summary.container_bytes,
+                    datasets: self.written,
+                    container_bytes,
                     attempts,
                 })
             }
@@ -345,13 +434,7 @@ impl Appender {
 
     /// Removes the uncommitted part, best effort: no manifest names it, so no reader opens it.
     async fn remove_part(&self) {
-        let commit = Commit {
-            version: 0,
-            created_unix_ms: 0,
-            datasets: 0,
-            part: self.part_id.clone(),
-        };
-        let container = part_prefix(&self.prefix, &commit).join(CONTAINER_OBJECT);
+        let container = part_container(&self.prefix, &self.part_id);
         match self.store.delete(&container).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
             Err(e) => {
@@ -361,6 +444,23 @@ impl Appender {
         if let Some(dir) = &self.local_dir {
             let _ = std::fs::remove_dir(dir.join(PARTS_DIR).join(&self.part_id));
         }
+    }
+}
+
+/// The `data.atlas` of part `id` of the collection at `prefix`.
+fn part_container(prefix: &Path, id: &str) -> Path {
+    prefix
+        .clone()
+        .join(PARTS_DIR)
+        .join(id)
+        .join(CONTAINER_OBJECT)
+}
+
+/// How a location is named in errors.
+fn location_name(location: &StoreLocation) -> String {
+    match location {
+        StoreLocation::Remote(remote) => remote.url().to_owned(),
+        StoreLocation::Local(dir) => dir.display().to_string(),
     }
 }
 

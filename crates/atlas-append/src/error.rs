@@ -24,6 +24,14 @@ pub enum AppendError {
         /// The collection.
         collection: String,
     },
+    /// A collection given to [`Appender::adopt`](crate::Appender::adopt) cannot become a part.
+    #[error("{collection}: cannot be adopted as a part: {reason}")]
+    Source {
+        /// The collection to adopt.
+        collection: String,
+        /// Why not.
+        reason: String,
+    },
     /// The commit kept losing races with other appenders.
     #[error("{collection}: append gave up after {attempts} conflicting commits")]
     CommitConflict {
@@ -62,7 +70,7 @@ impl AppendError {
             Self::Write(e) => e.is_retryable(),
             Self::Io { source, .. } => object_access::is_retryable_io_error(source),
             Self::Store(e) => object_access::is_retryable_store_error(e),
-            Self::NameTaken { .. } | Self::PlainCollection { .. } => false,
+            Self::NameTaken { .. } | Self::PlainCollection { .. } | Self::Source { .. } => false,
         }
     }
 }
