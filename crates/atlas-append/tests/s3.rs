@@ -4,7 +4,11 @@
 //! written. Ignored unless `--ignored`: it needs the S3 test server (`cargo xtask test`, or
 //! `bash .ci/s3-server.sh start DIR` and `source DIR/env`).
 #![allow(clippy::disallowed_methods)] // a test drives its own runtime
-#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code
+#![allow(
+    clippy::unwrap_used,
+    clippy::cast_possible_truncation,
+    clippy::print_stdout
+)] // test code: reports figures
 
 mod common;
 

@@ -407,10 +407,10 @@ impl Collection {
         let selection = crate::select::selection(&self.location, attrs, stats)?;
         let atlas = &self.atlas;
         let ordinals = run(py, &self.location, atlas.select(&selection))?;
-        let names = &atlas.footer().datasets;
+        // By the collection's ordinals, not one footer's: a growing collection's span its parts.
         Ok(ordinals
             .into_iter()
-            .filter_map(|o| names.name(o as usize).map(str::to_owned))
+            .filter_map(|o| atlas.dataset_at(o).map(|d| d.name().to_owned()))
             .collect())
     }
 

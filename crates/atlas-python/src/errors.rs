@@ -139,10 +139,9 @@ fn append_class(error: &AppendError) -> &'static ExceptionClass {
         AppendError::PlainCollection { .. } => &COLLECTION_EXISTS,
         AppendError::Read(e) => atlas_class(e),
         AppendError::Write(e) => write_class(e),
-        AppendError::CommitConflict { .. }
-        | AppendError::Io { .. }
-        | AppendError::Store(_)
-        | _ => &STORAGE,
+        AppendError::CommitConflict { .. } | AppendError::Io { .. } | AppendError::Store(_) | _ => {
+            &STORAGE
+        }
     }
 }
 

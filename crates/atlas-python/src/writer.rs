@@ -9,7 +9,8 @@ use atlas::object_store::local::LocalFileSystem;
 use atlas::object_store::path::Path;
 use atlas::object_store::{ObjectStore, ObjectStoreExt};
 use atlas::{
-    validate_name, Appender, ArraySpec, AtlasWriter, Attr, DatasetSpec, NameKind, TimestampNs, WriterOptions,
+    validate_name, Appender, ArraySpec, AtlasWriter, Attr, DatasetSpec, NameKind, TimestampNs,
+    WriterOptions,
 };
 use numpy::{Element, PyReadonlyArrayDyn};
 use object_access::StoreLocation;
