@@ -321,7 +321,7 @@ impl Appender {
     async fn commit_manifest(&mut self) -> Result<(u64, u32), AppendError> {
         let committer: Arc<dyn MaskCommitter> = match &self.local_dir {
             Some(dir) => Arc::new(LocalFlockCommitter::for_object(dir, MANIFEST_OBJECT)),
-            None => Arc::new(ConditionalPutCommitter::new(
+            None => Arc::new(ConditionalPutCommitter::strict(
                 Arc::clone(&self.store),
                 manifest_path(&self.prefix),
             )),

@@ -63,6 +63,9 @@ pub struct ConditionalPutCommitter {
     store: Arc<dyn ObjectStore>,
     path: Path,
     warned: AtomicBool,
+    /// Refuse, rather than fall back to last-writer-wins, where the backend cannot commit
+    /// conditionally.
+    strict: bool,
 }
 
 impl ConditionalPutCommitter {
@@ -72,6 +75,19 @@ impl ConditionalPutCommitter {
             store,
             path,
             warned: AtomicBool::new(false),
+            strict: false,
+        }
+    }
+
+    /// Commits the object at `path` in `store` only conditionally: where the backend has no
+    /// conditional PUT (or returns no e-tag) an attempt fails with a `NotSupported` store
+    /// error instead of writing last-writer-wins. For commits a lost race must never drop
+    /// silently (a growing collection's manifest: the appender would report a commit that a
+    /// racing one overwrote).
+    pub fn strict(store: Arc<dyn ObjectStore>, path: Path) -> Self {
+        Self {
+            strict: true,
+            ..Self::new(store, path)
         }
     }
 
@@ -127,6 +143,15 @@ impl ConditionalPutCommitter {
         merged: PutPayload,
         why: &str,
     ) -> Result<CommitOutcome, AtlasError> {
+        if self.strict {
+            return Err(AtlasError::Store(object_store::Error::NotSupported {
+                source: format!(
+                    "{why}, and {} is committed only conditionally (a racing commit would be lost)",
+                    self.path
+                )
+                .into(),
+            }));
+        }
         if !self.warned.swap(true, Ordering::Relaxed) {
             tracing::warn!(
                 mask = %self.path,
