@@ -71,6 +71,10 @@ fn main() -> ExitCode {
             "selections_stats_and_attributes_span_the_parts",
             selections_stats_and_attributes_span_the_parts,
         ),
+        (
+            "appenders_killed_at_any_moment_leave_a_committed_version",
+            appenders_killed_at_any_moment_leave_a_committed_version,
+        ),
     ])
 }
 
@@ -358,5 +362,61 @@ fn selections_stats_and_attributes_span_the_parts() {
         assert!(atlas.verify(atlas_reader::VerifyDepth::Full).await.is_ok());
         let view = atlas.dataset(&name(2, 1)).unwrap();
         assert_eq!(view.ordinal(), 7);
+    });
+}
+
+/// Appender processes killed (SIGKILL) at spread-out moments of their run, writing or
+/// committing: after each kill the collection opens, every writer's datasets are there whole
+/// or not at all, the version counts the writers that are there, and the next append commits.
+fn appenders_killed_at_any_moment_leave_a_committed_version() {
+    const ROUNDS: usize = 16;
+    const EACH: usize = 200;
+    let dir = tempfile::tempdir().unwrap();
+    let collection = dir.path().join("growing");
+    let location = local(&collection);
+    let rt = runtime();
+    rt.block_on(append(&location, 99, 2));
+    let exe = std::env::current_exe().unwrap();
+    let mut killed_mid_way = 0;
+    for round in 0..ROUNDS {
+        let mut child = std::process::Command::new(&exe)
+            .env(CHILD_LOCATION, collection.to_str().unwrap())
+            .env(CHILD_WRITER, round.to_string())
+            .env(CHILD_DATASETS, EACH.to_string())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // From at once to about a run's length, 6 ms apart, so kills land in every step.
+        std::thread::sleep(std::time::Duration::from_millis(round as u64 * 6));
+        if child.try_wait().unwrap().is_none() {
+            killed_mid_way += 1;
+        }
+        let _ = child.kill();
+        child.wait().unwrap();
+        rt.block_on(async {
+            let atlas = Atlas::open_local(&collection).await.unwrap();
+            let names = names(&atlas);
+            let mut whole = 0;
+            for writer in 0..=round {
+                let present = (0..EACH)
+                    .filter(|&i| names.contains(&name(writer, i)))
+                    .count();
+                assert!(
+                    present == 0 || present == EACH,
+                    "writer {writer}: {present} of {EACH}"
+                );
+                whole += usize::from(present == EACH);
+            }
+            assert_eq!(atlas.version(), Some(1 + whole as u64));
+            assert_eq!(names.len(), 2 + whole * EACH);
+        });
+    }
+    println!("  {killed_mid_way} of {ROUNDS} appenders killed before they finished");
+    // Nothing a killed appender left blocks the next one.
+    rt.block_on(async {
+        let (version, _) = append(&location, 77, 3).await;
+        let atlas = Atlas::open_local(&collection).await.unwrap();
+        assert_eq!(atlas.version(), Some(version));
+        check_contents(&atlas).await;
     });
 }
