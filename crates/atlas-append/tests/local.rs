@@ -98,6 +98,10 @@ fn sixteen_processes_appending_at_once_lose_nothing() {
     rt.block_on(async {
         let atlas = Atlas::open_local(&collection).await.unwrap();
         assert_eq!(atlas.version(), Some(PROCESSES as u64 + 1));
+        let by_manifest = Atlas::open_local(collection.join("collection.manifest"))
+            .await
+            .unwrap();
+        assert_eq!(names(&by_manifest), names(&atlas));
         assert_eq!(atlas.dataset_count(), 10 + PROCESSES * PER_PROCESS);
         let mut expected: BTreeSet<String> = (0..10).map(|i| name(99, i)).collect();
         let before = expected.len();
@@ -321,6 +325,19 @@ fn an_open_reads_the_manifest_then_every_part_at_once() {
             "{:?}",
             counting.requests()
         );
+        // Named by its manifest, the latest version opens without the plain probe.
+        let counting = Arc::new(atlas_store::CountingStore::new(Arc::clone(&memory)));
+        let wrapped: Arc<dyn ObjectStore> = counting.clone();
+        let by_manifest = StoreLocation::Remote(object_access::RemotePrefix::new(
+            Arc::clone(&memory),
+            Path::from("c/collection.manifest"),
+            "memory:///c/collection.manifest",
+        ));
+        let latest = Atlas::open_location(&by_manifest, |_| wrapped)
+            .await
+            .unwrap();
+        assert_eq!(latest.version(), Some(PARTS as u64));
+        assert_eq!(counting.count(), 1 + 2 * PARTS, "{:?}", counting.requests());
     });
 }
 

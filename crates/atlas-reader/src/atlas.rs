@@ -304,7 +304,10 @@ impl Atlas {
     /// [`Atlas::open_location`] of version `version` of a growing collection
     /// (`docs/format/growing.md`): `None` is the latest (and opens a plain collection too),
     /// `Some(n)` version `n` as its commit left it, straight from the manifest, in two round
-    /// trips (the manifest, then every part's tail at once). A version the manifest does not
+    /// trips (the manifest, then every part's tail at once). A location naming the manifest
+    /// object itself (`<collection>/collection.manifest`) opens the growing collection at it,
+    /// the latest version in two round trips too (a plain location's latest costs a third:
+    /// the plain probe that finds no `data.atlas`). A version the manifest does not
     /// have is [`AtlasError::Growing`] with
     /// [`GrowingProblem::NoSuchVersion`](crate::GrowingProblem::NoSuchVersion); asking a
     /// version of a plain collection is `NotAnAtlasCollection` naming the manifest.
@@ -313,11 +316,31 @@ impl Atlas {
         version: Option<u64>,
         wrap: impl FnOnce(Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore>,
     ) -> Result<Self, AtlasError> {
-        let (dir, prefix) = match location {
+        // A location that names the manifest itself (`.../collection.manifest`) is a growing
+        // collection: its latest version opens without the plain probe first, in two round
+        // trips.
+        let manifest = crate::manifest::MANIFEST_OBJECT;
+        let (dir, prefix, growing) = match location {
             StoreLocation::Remote(remote) => {
-                return Self::open_dyn_version(wrap(remote.store()), remote.prefix(), version).await
+                let prefix = remote.prefix();
+                let (prefix, growing) = if prefix.filename() == Some(manifest) {
+                    let parts: Vec<_> = prefix.parts().collect();
+                    let parent = &parts[..parts.len().saturating_sub(1)];
+                    (parent.iter().cloned().collect::<Path>(), true)
+                } else {
+                    (prefix.clone(), false)
+                };
+                return Self::open_dyn_version(wrap(remote.store()), &prefix, version, growing)
+                    .await;
             }
-            StoreLocation::Local(dir) => (dir, Path::default()),
+            StoreLocation::Local(dir) => match dir.file_name() {
+                Some(name) if name == manifest => (
+                    dir.parent().unwrap_or(std::path::Path::new(".")),
+                    Path::default(),
+                    true,
+                ),
+                _ => (dir.as_path(), Path::default(), false),
+            },
         };
         let canonical = std::fs::canonicalize(dir).map_err(|source| match source.kind() {
             std::io::ErrorKind::NotFound => AtlasError::NotAnAtlasCollection {
@@ -331,19 +354,22 @@ impl Atlas {
         })?;
         crate::local::check_local_collection(&canonical)?;
         let store = LocalFileSystem::new_with_prefix(&canonical)?;
-        let atlas = Self::open_dyn_version(wrap(Arc::new(store)), &prefix, version).await?;
+        let atlas =
+            Self::open_dyn_version(wrap(Arc::new(store)), &prefix, version, growing).await?;
         Ok(atlas.with_committer(Arc::new(crate::local::LocalFlockCommitter::new(canonical))))
     }
 
+    /// `growing`: the location named the manifest, so there is no plain probe.
     async fn open_dyn_version(
         store: Arc<dyn ObjectStore>,
         prefix: &Path,
         version: Option<u64>,
+        growing: bool,
     ) -> Result<Self, AtlasError> {
-        let Some(version) = version else {
+        if version.is_none() && !growing {
             return Self::open_dyn(store, prefix).await;
-        };
-        crate::growing::open_growing(store, prefix, Some(version))
+        }
+        crate::growing::open_growing(store, prefix, version)
             .await?
             .ok_or_else(|| AtlasError::NotAnAtlasCollection {
                 path: crate::growing::manifest_path(prefix).to_string(),
