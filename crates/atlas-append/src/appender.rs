@@ -56,7 +56,8 @@ pub struct Appender {
     /// Every dataset name of the checked parts and of this append, with who holds it.
     taken: HashMap<String, String>,
     part_id: String,
-    writer: AtlasWriter,
+    /// The part's writer, until `commit` (or `adopt`) takes it.
+    writer: Option<AtlasWriter>,
     written: usize,
 }
 
@@ -142,7 +143,7 @@ impl Appender {
             manifest: Manifest::default(),
             taken: HashMap::new(),
             part_id,
-            writer,
+            writer: Some(writer),
             written: 0,
         };
         appender.take_names(&manifest.commits).await?;
@@ -172,7 +173,10 @@ impl Appender {
             });
         }
         let name = dataset.name().to_owned();
-        let ordinal = self.writer.write_dataset(dataset)?;
+        let writer = self.writer.as_mut().ok_or_else(|| {
+            atlas_writer::WriteError::Poisoned("the append is committed".to_owned())
+        })?;
+        let ordinal = writer.write_dataset(dataset)?;
         self.taken.insert(name, THIS_APPEND.to_owned());
         self.written += 1;
         Ok(ordinal)
@@ -182,14 +186,11 @@ impl Appender {
     /// before the commit; a failure removes the part again (best effort: a part no manifest
     /// names is never read).
     pub async fn commit(mut self) -> Result<AppendReport, AppendError> {
-        let writer = std::mem::replace(
-            &mut self.writer,
-            AtlasWriter::new(
-                Arc::clone(&self.store),
-                &Path::default(),
-                WriterOptions::default(),
-            ),
-        );
+        let Some(writer) = self.writer.take() else {
+            return Err(
+                atlas_writer::WriteError::Poisoned("the append is committed".to_owned()).into(),
+            );
+        };
         match writer.finish().await {
             Ok(summary) => self.publish(summary.container_bytes).await,
             Err(e) => {
