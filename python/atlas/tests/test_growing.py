@@ -109,3 +109,17 @@ def test_open_mfdataset_combines_datasets_of_every_part(tmp_path):
     combined = ac.open_mfdataset(c, combine="nested", concat_dim="run")
     assert combined["temp"].shape == (4, 2, 3)
     np.testing.assert_array_equal(combined["temp"].values[3], _values("feb_001"))
+
+
+def test_the_manifest_names_the_collection_and_a_pickle_keeps_its_version(tmp_path):
+    import pickle
+
+    location = str(tmp_path / "grown")
+    _append(location, "jan_", 2)
+    by_manifest = ac.open(os.path.join(location, "collection.manifest"))
+    assert by_manifest.version == 1 and by_manifest.names == ["jan_000", "jan_001"]
+    c = ac.open(location)
+    _append(location, "feb_", 1)
+    again = pickle.loads(pickle.dumps(c))
+    assert again.version == 1 and again.names == ["jan_000", "jan_001"]
+    assert pickle.loads(pickle.dumps(ac.open(location))).version == 2
