@@ -4,8 +4,8 @@ use crate::error::AppendError;
 use atlas_footer::CONTAINER_OBJECT;
 use atlas_reader::manifest::{Commit, Manifest, MANIFEST_OBJECT, PARTS_DIR};
 use atlas_reader::{
-    decode_manifest, manifest_path, Atlas, AtlasError, CommitOutcome, ConditionalPutCommitter,
-    GrowingProblem, LocalFlockCommitter, MaskCommitter,
+    decode_manifest, manifest_path, part_prefix, Atlas, AtlasError, CommitOutcome,
+    ConditionalPutCommitter, GrowingProblem, LocalFlockCommitter, MaskCommitter,
 };
 use atlas_writer::{AtlasWriter, DatasetSpec, WriterOptions};
 use durable_fs::{FileSystem, StdFileSystem};
@@ -121,7 +121,7 @@ impl Appender {
         local_dir: Option<PathBuf>,
         options: WriterOptions,
     ) -> Result<Self, AppendError> {
-        let manifest = match read_manifest(store.as_ref(), &prefix).await? {
+        let manifest = match atlas_reader::read_manifest(store.as_ref(), &prefix).await? {
             Some(manifest) => manifest,
             None => {
                 let container = prefix.clone().join(CONTAINER_OBJECT);
@@ -133,7 +133,7 @@ impl Appender {
             }
         };
         let part_id = new_part_id();
-        let part = prefix.clone().join(PARTS_DIR).join(part_id.as_str());
+        let part = part_prefix(&prefix, &part_id);
         let writer = AtlasWriter::new(Arc::clone(&store), &part, options);
         let mut appender = Self {
             store,
@@ -266,7 +266,7 @@ impl Appender {
         let got = from.get(path).await?;
         let size = got.meta.size;
         let mut chunks = got.into_stream();
-        let target = part_container(&self.prefix, &self.part_id);
+        let target = part_prefix(&self.prefix, &self.part_id).join(CONTAINER_OBJECT);
         let mut upload = WriteMultipart::new(self.store.put_multipart(&target).await?);
         while let Some(chunk) = chunks.next().await {
             match chunk {
@@ -435,7 +435,7 @@ impl Appender {
 
     /// Removes the uncommitted part, best effort: no manifest names it, so no reader opens it.
     async fn remove_part(&self) {
-        let container = part_container(&self.prefix, &self.part_id);
+        let container = part_prefix(&self.prefix, &self.part_id).join(CONTAINER_OBJECT);
         match self.store.delete(&container).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
             Err(e) => {
@@ -448,36 +448,11 @@ impl Appender {
     }
 }
 
-/// The `data.atlas` of part `id` of the collection at `prefix`.
-fn part_container(prefix: &Path, id: &str) -> Path {
-    prefix
-        .clone()
-        .join(PARTS_DIR)
-        .join(id)
-        .join(CONTAINER_OBJECT)
-}
-
 /// How a location is named in errors.
 fn location_name(location: &StoreLocation) -> String {
     match location {
         StoreLocation::Remote(remote) => remote.url().to_owned(),
         StoreLocation::Local(dir) => dir.display().to_string(),
-    }
-}
-
-/// Reads the manifest of the collection at `prefix`: `None` where there is none.
-async fn read_manifest(
-    store: &dyn ObjectStore,
-    prefix: &Path,
-) -> Result<Option<Manifest>, AppendError> {
-    let path = manifest_path(prefix);
-    match store.get(&path).await {
-        Ok(result) => {
-            let bytes = result.bytes().await?;
-            Ok(Some(decode_manifest(&path, &bytes)?))
-        }
-        Err(object_store::Error::NotFound { .. }) => Ok(None),
-        Err(e) => Err(e.into()),
     }
 }
 

@@ -56,26 +56,24 @@ pub fn manifest_path(prefix: &Path) -> Path {
     prefix.clone().join(MANIFEST_OBJECT)
 }
 
-/// The prefix of `commit`'s part under the collection at `prefix`.
-pub fn part_prefix(prefix: &Path, commit: &Commit) -> Path {
-    prefix
-        .clone()
-        .join(crate::manifest::PARTS_DIR)
-        .join(commit.part.as_str())
+/// The prefix of part `id` (`parts/<id>`) under the collection at `prefix`.
+pub fn part_prefix(prefix: &Path, id: &str) -> Path {
+    prefix.clone().join(crate::manifest::PARTS_DIR).join(id)
 }
 
-/// Reads and decodes the manifest at `path`: `None` where there is none.
-pub(crate) async fn read_manifest(
+/// Reads and decodes the manifest of the collection at `prefix` (one GET): `None` where there
+/// is none.
+pub async fn read_manifest(
     store: &dyn ObjectStore,
-    path: &Path,
-) -> Result<Option<(Manifest, Bytes)>, AtlasError> {
-    let bytes = match store.get(path).await {
+    prefix: &Path,
+) -> Result<Option<Manifest>, AtlasError> {
+    let path = manifest_path(prefix);
+    let bytes: Bytes = match store.get(&path).await {
         Ok(result) => result.bytes().await?,
         Err(object_store::Error::NotFound { .. }) => return Ok(None),
         Err(e) => return Err(e.into()),
     };
-    let manifest = decode_manifest(path, &bytes)?;
-    Ok(Some((manifest, bytes)))
+    decode_manifest(&path, &bytes).map(Some)
 }
 
 /// Decodes manifest bytes, naming the manifest (`path`) and the line of a refusal.
@@ -91,8 +89,7 @@ pub(crate) async fn open_growing(
     prefix: &Path,
     version: Option<u64>,
 ) -> Result<Option<Atlas>, AtlasError> {
-    let path = manifest_path(prefix);
-    let Some((manifest, _)) = read_manifest(store.as_ref(), &path).await? else {
+    let Some(manifest) = read_manifest(store.as_ref(), prefix).await? else {
         return Ok(None);
     };
     open_manifest_version(store, prefix, &manifest, version)
@@ -127,7 +124,7 @@ pub(crate) async fn open_manifest_version(
         .to_vec();
     let opens = commits.iter().map(|commit| {
         let store = Arc::clone(&store);
-        let part = part_prefix(prefix, commit);
+        let part = part_prefix(prefix, &commit.part);
         let path = &path;
         async move {
             Atlas::open_plain(store, &part).await.map_err(|e| match e {
@@ -194,7 +191,7 @@ impl Atlas {
         prefix: &Path,
         commit: &Commit,
     ) -> Result<Self, AtlasError> {
-        Atlas::open_plain(store, &part_prefix(prefix, commit)).await
+        Atlas::open_plain(store, &part_prefix(prefix, &commit.part)).await
     }
 
     /// For a growing collection: the version open (`None` for a plain collection).

@@ -23,7 +23,7 @@ mod attrs;
 mod delete;
 mod error;
 mod growing;
-pub use growing::{decode_manifest, manifest_path, part_prefix};
+pub use growing::{decode_manifest, manifest_path, part_prefix, read_manifest};
 mod local;
 pub mod manifest;
 mod open;
