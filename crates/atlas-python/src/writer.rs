@@ -4,6 +4,7 @@
 use crate::errors::{enter, run, Error, Failure};
 use crate::values::{attr_from_py, fill_from_py};
 use atlas::format::{Codec, CONTAINER_OBJECT};
+use atlas::manifest::MANIFEST_OBJECT;
 use atlas::ndarray::{ArrayD, IxDyn};
 use atlas::object_store::local::LocalFileSystem;
 use atlas::object_store::path::Path;
@@ -59,11 +60,17 @@ fn codec(name: &str) -> PyResult<Codec> {
     }
 }
 
-/// The store and prefix to write at, refusing a location that already holds a container.
+/// The store and prefix to write at, refusing a location that already holds a container or
+/// a growing collection's manifest (a root `data.atlas` would hide its parts from readers).
 async fn target(location: &str) -> Result<(Arc<dyn ObjectStore>, Path, Option<PathBuf>), Failure> {
     let exists = || {
         Failure::Exists(format!(
             "already holds {CONTAINER_OBJECT}; a collection is write-once"
+        ))
+    };
+    let growing = || {
+        Failure::Exists(format!(
+            "already holds a growing collection ({MANIFEST_OBJECT}); add to it with mode=\"append\""
         ))
     };
     match StoreLocation::parse(location).map_err(|e| Failure::Location(e.reason()))? {
@@ -78,6 +85,9 @@ async fn target(location: &str) -> Result<(Arc<dyn ObjectStore>, Path, Option<Pa
             if dir.join(CONTAINER_OBJECT).exists() {
                 return Err(exists());
             }
+            if dir.join(MANIFEST_OBJECT).exists() {
+                return Err(growing());
+            }
             let store = LocalFileSystem::new_with_prefix(&dir)
                 .map_err(|e| Failure::Location(e.to_string()))?;
             Ok((Arc::new(store), Path::default(), created))
@@ -86,7 +96,12 @@ async fn target(location: &str) -> Result<(Arc<dyn ObjectStore>, Path, Option<Pa
             let (store, prefix) = (remote.store(), remote.prefix().clone());
             let container = prefix.clone().join(CONTAINER_OBJECT);
             match store.head(&container).await {
-                Ok(_) => Err(exists()),
+                Ok(_) => return Err(exists()),
+                Err(atlas::object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(Failure::Write(e.into())),
+            }
+            match store.head(&prefix.clone().join(MANIFEST_OBJECT)).await {
+                Ok(_) => Err(growing()),
                 Err(atlas::object_store::Error::NotFound { .. }) => Ok((store, prefix, None)),
                 Err(e) => Err(Failure::Write(e.into())),
             }

@@ -123,3 +123,12 @@ def test_the_manifest_names_the_collection_and_a_pickle_keeps_its_version(tmp_pa
     again = pickle.loads(pickle.dumps(c))
     assert again.version == 1 and again.names == ["jan_000", "jan_001"]
     assert pickle.loads(pickle.dumps(ac.open(location))).version == 2
+
+
+def test_a_new_collection_is_not_written_over_a_growing_one(tmp_path):
+    location = str(tmp_path / "grown")
+    _append(location, "jan_", 1)
+    with pytest.raises(errors.CollectionExistsError) as refused:
+        ac.Writer(location)
+    assert 'mode="append"' in str(refused.value)
+    assert ac.open(location).names == ["jan_000"]
