@@ -5,7 +5,7 @@
 //! (`atlas-reader`'s `s3_server` test; nothing else runs against a server that fails it), runs
 //! `cargo test --workspace --locked` with the server's environment
 //! (the hardened `atlas-array-format` is a workspace member, so its own tests run too), then the
-//! S3 tests, which a plain `cargo test` reports as ignored: `cargo test -p atlas-reader -p
+//! S3 tests, which a plain `cargo test` reports as ignored: `cargo test -p atlas-append -p atlas-reader -p
 //! atlas-collections-cli -p dsrt-remote -p dsrt-cli --test s3 --test s3_faults --test
 //! s3_processes --test s3_shaped -- --ignored` (every target of `s3_targets`), failing unless every one of them
 //! ran and passed (`check_s3_run`). Then the Python
@@ -23,6 +23,7 @@ const BUCKET: &str = "atlas-ci";
 
 /// The packages whose `s3` test target needs the server (each test there is `#[ignore]`d).
 const S3_PACKAGES: &[&str] = &[
+    "atlas-append",
     "atlas-reader",
     "atlas-collections-cli",
     "dsrt-remote",

@@ -10,7 +10,7 @@ use atlas::object_store::local::LocalFileSystem;
 use atlas::object_store::path::Path;
 use atlas::object_store::ObjectStore;
 use atlas::{
-    ArraySpec, Atlas, AtlasError, AtlasWriter, Attr, DatasetSpec, DatasetView, FillValue,
+    Appender, ArraySpec, Atlas, AtlasError, AtlasWriter, Attr, DatasetSpec, DatasetView, FillValue,
     StatValue, VerifyDepth, WriterOptions,
 };
 use comfy_table::{presets, CellAlignment, Table};
@@ -21,7 +21,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use terminal_text::{escape, Escaped};
 
-pub(crate) async fn run(command: Command, as_json: bool) -> Result<(), CliError> {
+pub(crate) async fn run(
+    command: Command,
+    as_json: bool,
+    version: Option<u64>,
+) -> Result<(), CliError> {
+    let open = |collection: &str| {
+        let collection = collection.to_owned();
+        async move { open(&collection, version).await }
+    };
     let out = match command {
         Command::Info { collection } => info(&open(&collection).await?),
         Command::Ls { collection } => ls(&open(&collection).await?),
@@ -44,9 +52,18 @@ pub(crate) async fn run(command: Command, as_json: bool) -> Result<(), CliError>
                 .line(format!("deleted {} dataset(s); {total} hidden in total", report.newly_deleted))
         }
         Command::Verify { collection, full } => {
-            return verify(&collection, full, as_json).await;
+            return verify(&collection, full, as_json, version).await;
         }
-        Command::Demo { out, datasets } => demo(&out, datasets).await?,
+        Command::Demo {
+            out,
+            datasets,
+            name_prefix,
+        } => demo(&out, datasets, &name_prefix).await?,
+        Command::Append {
+            collection,
+            sources,
+        } => append(&collection, &sources).await?,
+        Command::Log { collection } => log(&open(&collection).await?),
     };
     out.print(as_json).map_err(CliError::Stdout)
 }
@@ -111,6 +128,15 @@ fn table(header: &[&str], right_aligned: &[usize]) -> Table {
 
 fn info(atlas: &Atlas) -> Output {
     let footer = atlas.footer();
+    // A growing collection's own footer is empty: its datasets are its parts'.
+    let stored = match atlas.version() {
+        Some(_) => atlas
+            .commits()
+            .iter()
+            .map(|c| usize::try_from(c.datasets).unwrap_or(usize::MAX))
+            .sum(),
+        None => footer.dataset_count(),
+    };
     let segments: Vec<Value> = atlas
         .variables()
         .map(|(name, v)| json!({"name": name, "offset": v.seg_offset, "length": v.seg_len}))
@@ -128,8 +154,10 @@ fn info(atlas: &Atlas) -> Output {
         "format_version": footer.version,
         "codec": footer.codec.to_string(),
         "created_unix_ms": footer.created_unix_ms,
-        "datasets": footer.dataset_count(),
+        "datasets": stored,
         "live_datasets": atlas.dataset_count(),
+        "version": atlas.version(),
+        "latest_version": atlas.latest_version(),
         "schemas": footer.schema_pool.len(),
         "strings": footer.string_pool.len(),
         "dtypes": footer.dtype_pool.len(),
@@ -146,8 +174,15 @@ fn info(atlas: &Atlas) -> Output {
     .line(format!(
         "datasets       {} live of {}",
         atlas.dataset_count(),
-        footer.dataset_count()
+        stored
     ))
+    .line(match (atlas.version(), atlas.latest_version()) {
+        (Some(version), Some(latest)) => format!(
+            "growing        version {version} of {latest}, {} part(s)",
+            atlas.commits().len()
+        ),
+        _ => "plain          one container".to_owned(),
+    })
     .line(format!(
         "pools          {} strings, {} dtypes, {} schemas",
         footer.string_pool.len(),
@@ -375,13 +410,18 @@ impl Target<'_> {
 
 /// `atlas verify`: one report, printed the same way whether the collection passes or not (a
 /// collection that does not even open is a report with that one problem); exit 1 on any problem.
-async fn verify(collection: &str, full: bool, as_json: bool) -> Result<(), CliError> {
+async fn verify(
+    collection: &str,
+    full: bool,
+    as_json: bool,
+    version: Option<u64>,
+) -> Result<(), CliError> {
     let depth = if full {
         VerifyDepth::Full
     } else {
         VerifyDepth::Structure
     };
-    let (report, datasets) = match open(collection).await {
+    let (report, datasets) = match open(collection, version).await {
         Ok(atlas) => (Some(atlas.verify(depth).await), atlas.dataset_count()),
         Err(CliError::Atlas(error)) => {
             let problems = vec![json!({"location": "container", "error": error.to_string()})];
@@ -518,7 +558,7 @@ async fn demo_target(out: &str) -> Result<(Arc<dyn ObjectStore>, Path), CliError
     Ok((Arc::new(store), Path::default()))
 }
 
-async fn demo(out: &str, datasets: usize) -> Result<Output, CliError> {
+async fn demo(out: &str, datasets: usize, name_prefix: &str) -> Result<Output, CliError> {
     let (store, prefix) = demo_target(out).await?;
     let mut writer = AtlasWriter::new(store, &prefix, WriterOptions::default());
     for i in 0..datasets {
@@ -530,7 +570,7 @@ async fn demo(out: &str, datasets: usize) -> Result<Output, CliError> {
         .map_err(shape_bug)?;
         let station = ArrayD::from_shape_vec(IxDyn(&[1]), vec![format!("station-{}", i % 3)])
             .map_err(shape_bug)?;
-        let spec = DatasetSpec::new(format!("month_{i:03}"))
+        let spec = DatasetSpec::new(format!("{name_prefix}{i:03}"))
             .array(
                 ArraySpec::new("temperature", temperature)
                     .dims(["y", "x"])
@@ -545,4 +585,100 @@ async fn demo(out: &str, datasets: usize) -> Result<Output, CliError> {
     let summary = writer.finish().await?;
     Ok(Output::new(json!({"datasets": summary.datasets, "segments": summary.segments, "bytes": summary.container_bytes}))
         .line(format!("wrote {} datasets in {} segments, {} bytes, to {out}", summary.datasets, summary.segments, summary.container_bytes)))
+}
+
+/// `atlas append`: each source as one part and one version, in order.
+async fn append(collection: &str, sources: &[String]) -> Result<Output, CliError> {
+    let target = place(collection)?;
+    let mut reports = Vec::with_capacity(sources.len());
+    let mut lines = Vec::with_capacity(sources.len());
+    for source in sources {
+        let from = place(source)?;
+        let appender = Appender::open(&target, WriterOptions::default()).await?;
+        let report = appender.adopt(&from).await?;
+        lines.push(format!(
+            "version {}: {} dataset(s) from {} as part {} ({}){}",
+            report.version,
+            report.datasets,
+            Escaped(source),
+            report.part,
+            HumanBytes(report.container_bytes),
+            match report.attempts {
+                1 => String::new(),
+                n => format!(", committed at attempt {n}"),
+            }
+        ));
+        reports.push(json!({
+            "source": source,
+            "version": report.version,
+            "datasets": report.datasets,
+            "part": report.part,
+            "bytes": report.container_bytes,
+            "attempts": report.attempts,
+        }));
+    }
+    let mut out = Output::new(Value::Array(reports));
+    for line in lines {
+        out = out.line(line);
+    }
+    Ok(out)
+}
+
+/// `atlas log`: the commits of the version open, oldest first.
+fn log(atlas: &Atlas) -> Output {
+    let commits = atlas.commits();
+    let mut table = table(&["VERSION", "COMMITTED (UTC)", "DATASETS", "PART"], &[0, 2]);
+    let mut rows = Vec::with_capacity(commits.len());
+    for commit in commits {
+        table.add_row(vec![
+            commit.version.to_string(),
+            utc(commit.created_unix_ms),
+            commit.datasets.to_string(),
+            commit.part.clone(),
+        ]);
+        rows.push(json!({
+            "version": commit.version,
+            "created_unix_ms": commit.created_unix_ms,
+            "datasets": commit.datasets,
+            "part": commit.part,
+        }));
+    }
+    let out = Output::new(Value::Array(rows));
+    if atlas.version().is_none() {
+        return out.line("a plain collection: no versions".to_owned());
+    }
+    out.table(&table)
+}
+
+/// `ms` since the Unix epoch as `YYYY-MM-DD HH:MM:SS.mmm` (UTC, proleptic Gregorian).
+fn utc(ms: i64) -> String {
+    let (days, ms_of_day) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+    // Days to a civil date (Howard Hinnant's `civil_from_days`).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (h, m, s, milli) = (
+        ms_of_day / 3_600_000,
+        ms_of_day / 60_000 % 60,
+        ms_of_day / 1_000 % 60,
+        ms_of_day % 1_000,
+    );
+    format!("{year:04}-{month:02}-{day:02} {h:02}:{m:02}:{s:02}.{milli:03}")
+}
+
+#[cfg(test)]
+mod utc_tests {
+    #[test]
+    fn commit_times_print_as_utc() {
+        assert_eq!(super::utc(0), "1970-01-01 00:00:00.000");
+        assert_eq!(super::utc(1_764_780_000_123), "2025-12-03 16:40:00.123");
+        assert_eq!(super::utc(951_782_400_000), "2000-02-29 00:00:00.000");
+        assert_eq!(super::utc(-1), "1969-12-31 23:59:59.999");
+    }
 }

@@ -1,6 +1,6 @@
 //! The CLI's error type and the exit status of each failure, the same statuses `dsrt` uses.
 
-use atlas::{AtlasError, WriteError};
+use atlas::{AppendError, AtlasError, WriteError};
 use std::io;
 use thiserror::Error;
 
@@ -26,6 +26,9 @@ pub(crate) enum CliError {
     /// collection and what is wrong.
     #[error(transparent)]
     Atlas(#[from] AtlasError),
+    /// Appending to a growing collection failed; nothing of it is visible.
+    #[error(transparent)]
+    Append(#[from] AppendError),
     /// Writing a collection (`demo`) failed.
     #[error(transparent)]
     Write(#[from] WriteError),
@@ -121,6 +124,7 @@ impl CliError {
     pub(crate) fn is_retryable(&self) -> bool {
         match self {
             Self::Atlas(error) => error.is_retryable(),
+            Self::Append(error) => error.is_retryable(),
             Self::Write(WriteError::Store(source)) => {
                 object_access::is_retryable_store_error(source)
             }

@@ -19,8 +19,9 @@ pub(crate) fn place(collection: &str) -> Result<StoreLocation, CliError> {
     })
 }
 
-/// Opens a collection named by a local directory or an object-store URL; a directory that does
-/// not exist is not a collection.
-pub(crate) async fn open(collection: &str) -> Result<Atlas, CliError> {
-    Ok(Atlas::open_location(&place(collection)?, |store| store).await?)
+/// Opens a collection named by a local directory or an object-store URL (`version`: that
+/// version of a growing collection, else the latest); a directory that does not exist is not a
+/// collection.
+pub(crate) async fn open(collection: &str, version: Option<u64>) -> Result<Atlas, CliError> {
+    Ok(Atlas::open_location_version(&place(collection)?, version, |store| store).await?)
 }

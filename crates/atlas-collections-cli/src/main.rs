@@ -1,4 +1,4 @@
-//! The `atlas` command: inspect, read, verify and delete from Atlas collections.
+//! The `atlas` command: inspect, read, verify, delete from and append to Atlas collections.
 //!
 //! A collection is named by a local directory or by a URL object_store parses
 //! (`s3://bucket/prefix`, configured from the usual `AWS_*` environment variables). Output is a
@@ -30,11 +30,19 @@ Examples:
   atlas demo /tmp/collection --datasets 100
   atlas info /tmp/collection
   atlas verify --full /tmp/collection
-  atlas read /tmp/collection month_001 temperature --start 0,1 --shape 1,2")]
+  atlas read /tmp/collection month_001 temperature --start 0,1 --shape 1,2
+  atlas demo /tmp/june --datasets 30 --name-prefix june_
+  atlas append /tmp/growing /tmp/june
+  atlas log /tmp/growing
+  atlas ls --at-version 1 /tmp/growing")]
 struct Cli {
     /// Print JSON instead of tables.
     #[arg(long, global = true)]
     json: bool,
+    /// Read this version of a growing collection instead of the latest (`atlas log` lists
+    /// them); refused for a plain collection.
+    #[arg(long, global = true, value_name = "N")]
+    at_version: Option<u64>,
     #[command(subcommand)]
     command: Command,
 }
@@ -75,7 +83,21 @@ enum Command {
         /// Number of datasets.
         #[arg(long, default_value_t = 12)]
         datasets: usize,
+        /// What the datasets' names start with (then a 3-digit number).
+        #[arg(long, default_value = "month_")]
+        name_prefix: String,
     },
+    /// Adds each SOURCE (a plain collection, copied as it is) to COLLECTION as one new part and
+    /// one new version; an empty or new COLLECTION becomes a growing collection. A dataset name
+    /// the collection already holds is refused before anything is written; concurrent appends
+    /// all land (docs/format/growing.md).
+    Append {
+        collection: String,
+        #[arg(required = true)]
+        sources: Vec<String>,
+    },
+    /// The versions of a growing collection: number, commit time (UTC), datasets added, part.
+    Log { collection: String },
 }
 
 /// `atlas read`.
@@ -117,7 +139,7 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         tokio::select! {
-            result = commands::run(cli.command, cli.json) => result,
+            result = commands::run(cli.command, cli.json, cli.at_version) => result,
             _ = tokio::signal::ctrl_c() => Err(CliError::Interrupted),
         }
     });

@@ -149,3 +149,42 @@ fn s3_errors_exit_non_zero_with_a_message() {
     assert!(!unknown.status.success());
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("nope"));
 }
+
+#[test]
+#[ignore = "needs the S3 test server; cargo xtask test runs them"]
+fn append_log_and_versions_on_s3() {
+    let jan = collection("append_jan");
+    let feb = collection("append_feb");
+    let grown = collection("append_grown");
+    stdout(&atlas(&[
+        "demo",
+        &jan,
+        "--datasets",
+        "3",
+        "--name-prefix",
+        "jan_",
+    ]));
+    stdout(&atlas(&[
+        "demo",
+        &feb,
+        "--datasets",
+        "2",
+        "--name-prefix",
+        "feb_",
+    ]));
+    let appended = json(&["append", &grown, &jan, &feb]);
+    assert_eq!(appended[1]["version"], 2);
+    assert_eq!(json(&["log", &grown]).as_array().unwrap().len(), 2);
+    assert_eq!(json(&["ls", &grown]).as_array().unwrap().len(), 5);
+    assert_eq!(
+        json(&["ls", &grown, "--at-version", "1"])
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    // A clash is refused and commits nothing.
+    assert_eq!(atlas(&["append", &grown, &feb]).status.code(), Some(1));
+    assert_eq!(json(&["log", &grown]).as_array().unwrap().len(), 2);
+    stdout(&atlas(&["verify", "--full", &grown]));
+}

@@ -43,13 +43,15 @@
 #![forbid(unsafe_code)]
 
 pub use array_format::{FillValue, StatValue, TimestampNs};
+pub use atlas_append::{AppendError, AppendReport, Appender};
 pub use atlas_model::{validate_name, Attr, NameError, NameKind};
+pub use atlas_reader::manifest;
 pub use atlas_reader::{
-    check_local_collection, ArrayData, ArrayLayout, ArrayMeta, ArraySchema, Atlas, AtlasError,
-    AttrCondition, CollectionStats, CommitOutcome, Comparison, ConditionalPutCommitter,
-    DatasetSchema, DatasetStats, DatasetView, DeleteReport, IntoAtlasStore, LocalFlockCommitter,
-    MaskCommitter, MergeFn, Run, SchemaView, SelectValue, Selection, Stat, StatCondition,
-    VerifyDepth, VerifyProblem, VerifyReport, MAX_VERIFY_CHUNK_ELEMENTS,
+    check_local_collection, retry_pause, ArrayData, ArrayLayout, ArrayMeta, ArraySchema, Atlas,
+    AtlasError, AttrCondition, CollectionStats, CommitOutcome, Comparison, ConditionalPutCommitter,
+    DatasetSchema, DatasetStats, DatasetView, DeleteReport, GrowingProblem, IntoAtlasStore,
+    LocalFlockCommitter, MaskCommitter, MergeFn, Run, SchemaView, SelectValue, Selection, Stat,
+    StatCondition, VerifyDepth, VerifyProblem, VerifyReport, MAX_VERIFY_CHUNK_ELEMENTS,
 };
 pub use atlas_writer::{
     ArraySpec, AtlasWriter, DatasetSpec, WriteError, WriteSummary, WriterOptions,

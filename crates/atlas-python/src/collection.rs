@@ -103,19 +103,23 @@ impl Collection {
     /// Opens the collection at `location`: a directory, a `file://` URL or an object-store
     /// URL (`Atlas::open_location`, as the `atlas` command opens one), whose store `options`
     /// (object_store's option names) override the environment's, behind a request counter.
+    ///
+    /// `version`: that version of a growing collection (`docs/format/growing.md`), else the
+    /// latest.
     #[staticmethod]
-    #[pyo3(signature = (location, options = None))]
+    #[pyo3(signature = (location, options = None, version = None))]
     fn open(
         py: Python<'_>,
         location: String,
         options: Option<Vec<(String, String)>>,
+        version: Option<u64>,
     ) -> PyResult<Self> {
         let options = options.unwrap_or_default();
         let place = StoreLocation::parse_with_options(&location, &options)
             .map_err(|e| Error::at(&location, Failure::Location(e.reason())))?;
         let (atlas, counter) = run(py, &location, async move {
             let mut counter = None;
-            let atlas = Atlas::open_location(&place, |store| {
+            let atlas = Atlas::open_location_version(&place, version, |store| {
                 let counting = CountingStore::with_capacity(store, RECENT_REQUESTS);
                 counter = Some(counting.clone());
                 Arc::new(counting)
@@ -136,6 +140,20 @@ impl Collection {
     #[getter]
     fn location(&self) -> &str {
         &self.location
+    }
+
+    /// The version open of a growing collection; `None` for a plain collection.
+    #[getter]
+    fn version(&self) -> Option<u64> {
+        self.atlas.version()
+    }
+
+    /// The versions of a growing collection up to the one open, oldest first:
+    /// `(version, created_unix_ms, datasets added, part id)`; empty for a plain collection.
+    fn log(&self) -> Vec<(u64, i64, u64, String)> {
+        (self.atlas.commits().iter())
+            .map(|c| (c.version, c.created_unix_ms, c.datasets, c.part.clone()))
+            .collect()
     }
 
     /// Live dataset names, in ordinal order.
@@ -389,10 +407,10 @@ impl Collection {
         let selection = crate::select::selection(&self.location, attrs, stats)?;
         let atlas = &self.atlas;
         let ordinals = run(py, &self.location, atlas.select(&selection))?;
-        let names = &atlas.footer().datasets;
+        // By the collection's ordinals, not one footer's: a growing collection's span its parts.
         Ok(ordinals
             .into_iter()
-            .filter_map(|o| names.name(o as usize).map(str::to_owned))
+            .filter_map(|o| atlas.dataset_at(o).map(|d| d.name().to_owned()))
             .collect())
     }
 

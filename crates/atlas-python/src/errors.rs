@@ -2,7 +2,7 @@
 //! the table from every Rust error variant to its class and attributes (see `py_support` for
 //! the pattern).
 
-use atlas::{AtlasError, NameError, WriteError};
+use atlas::{AppendError, AtlasError, NameError, WriteError};
 use py_support::{BindingError, ErrorFields, ExceptionClass, Fields};
 use pyo3::prelude::*;
 use std::future::Future;
@@ -58,6 +58,9 @@ fn atlas_class(error: &AtlasError) -> &'static ExceptionClass {
         AtlasError::InvalidSelection { .. } => &SELECTION,
         AtlasError::InvalidQuery { .. } => &QUERY,
         AtlasError::UnsupportedDType { .. } => &UNSUPPORTED_DTYPE,
+        // A version the collection does not have, an operation not offered on a growing
+        // collection: the base class, as `kind` ("growing") and the message say which.
+        AtlasError::Growing { .. } => &ATLAS_ERROR,
         AtlasError::Store(_)
         | AtlasError::Segment { .. }
         | AtlasError::Io { .. }
@@ -94,6 +97,9 @@ pub(crate) enum Failure {
     Name(NameError),
     /// A collection already exists where a writer was asked to create one.
     Exists(String),
+    /// An append was refused or lost its races (reads and writes inside it convert to
+    /// `Atlas` and `Write`).
+    Append(AppendError),
     /// The location could not be understood or reached before any Atlas call.
     Location(String),
     /// A Rust panic.
@@ -112,6 +118,46 @@ impl From<WriteError> for Failure {
             WriteError::InvalidName(name) => Self::Name(name),
             e => Self::Write(e),
         }
+    }
+}
+
+impl From<AppendError> for Failure {
+    fn from(e: AppendError) -> Self {
+        match e {
+            AppendError::Read(e) => Self::Atlas(e),
+            AppendError::Write(e) => Self::from(e),
+            e => Self::Append(e),
+        }
+    }
+}
+
+/// The class of an append's own refusals: a taken name is a duplicate name, a plain
+/// collection where a growing one was asked for is a collection that exists.
+fn append_class(error: &AppendError) -> &'static ExceptionClass {
+    match error {
+        AppendError::NameTaken { .. } => &DUPLICATE_NAME,
+        AppendError::PlainCollection { .. } => &COLLECTION_EXISTS,
+        AppendError::Read(e) => atlas_class(e),
+        AppendError::Write(e) => write_class(e),
+        AppendError::CommitConflict { .. } | AppendError::Io { .. } | AppendError::Store(_) | _ => {
+            &STORAGE
+        }
+    }
+}
+
+/// An append refusal's `kind`: a taken name's is what the name names, as a duplicate
+/// dataset's is.
+fn append_kind(error: &AppendError) -> &'static str {
+    match error {
+        AppendError::NameTaken { .. } => "dataset name",
+        AppendError::PlainCollection { .. } => "plain_collection",
+        AppendError::CommitConflict { .. } => "commit_conflict",
+        AppendError::Source { .. } => "source",
+        AppendError::Io { .. } => "io",
+        AppendError::Store(_) => "store",
+        AppendError::Read(e) => e.kind(),
+        AppendError::Write(e) => e.kind(),
+        _ => "append",
     }
 }
 
@@ -188,6 +234,7 @@ impl ErrorFields for Error {
             Failure::Write(e) => write_class(e),
             Failure::Name(_) => &INVALID_NAME,
             Failure::Exists(_) => &COLLECTION_EXISTS,
+            Failure::Append(e) => append_class(e),
             Failure::Location(_) => &STORAGE,
             Failure::Panicked(_) => &PANIC,
         }
@@ -200,6 +247,8 @@ impl ErrorFields for Error {
             Failure::Name(e) => e.to_string(),
             Failure::Atlas(e) => format!("{collection}: {e}"),
             Failure::Write(e) => format!("{collection}: {e}"),
+            // An append's refusals name the collection themselves.
+            Failure::Append(e) => e.to_string(),
             Failure::Exists(reason) | Failure::Location(reason) => {
                 format!("{collection}: {reason}")
             }
@@ -222,6 +271,7 @@ impl ErrorFields for Error {
             }
             Failure::Name(e) => (e.reason.to_owned(), e.kind.as_str(), false),
             Failure::Exists(reason) => (reason.clone(), "collection_exists", false),
+            Failure::Append(e) => (e.to_string(), append_kind(e), e.is_retryable()),
             Failure::Location(reason) => (reason.clone(), "location", false),
             Failure::Panicked(message) => (message.clone(), "panic", false),
         };

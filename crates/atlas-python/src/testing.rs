@@ -85,6 +85,11 @@ fn failure_examples() -> Vec<Failure> {
             reason: "must not be empty",
         }),
         Failure::Exists("already holds data.atlas; a collection is write-once".to_owned()),
+        Failure::Append(atlas::AppendError::NameTaken {
+            collection: "s3://bucket/runs".to_owned(),
+            name: "jan".to_owned(),
+            held_by: "part 0a1b (version 3)".to_owned(),
+        }),
         Failure::Location("unknown scheme 'nosuch'".to_owned()),
         Failure::Panicked("index out of bounds".to_owned()),
     ];
@@ -94,6 +99,7 @@ fn failure_examples() -> Vec<Failure> {
             | Failure::Write(_)
             | Failure::Name(_)
             | Failure::Exists(_)
+            | Failure::Append(_)
             | Failure::Location(_)
             | Failure::Panicked(_) => {}
         }

@@ -1,14 +1,17 @@
-//! `Writer`: datasets of NumPy arrays in, one `data.atlas` out, published only by `finish`.
+//! `Writer`: datasets of NumPy arrays in, one `data.atlas` out, published only by `finish`;
+//! with `mode="append"`, one new part of a growing collection, committed only by `finish`.
 
 use crate::errors::{enter, run, Error, Failure};
 use crate::values::{attr_from_py, fill_from_py};
 use atlas::format::{Codec, CONTAINER_OBJECT};
+use atlas::manifest::MANIFEST_OBJECT;
 use atlas::ndarray::{ArrayD, IxDyn};
 use atlas::object_store::local::LocalFileSystem;
 use atlas::object_store::path::Path;
 use atlas::object_store::{ObjectStore, ObjectStoreExt};
 use atlas::{
-    validate_name, ArraySpec, AtlasWriter, Attr, DatasetSpec, NameKind, TimestampNs, WriterOptions,
+    validate_name, Appender, ArraySpec, AtlasWriter, Attr, DatasetSpec, NameKind, TimestampNs,
+    WriterOptions,
 };
 use numpy::{Element, PyReadonlyArrayDyn};
 use object_access::StoreLocation;
@@ -25,10 +28,25 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// (and a local directory it created is removed again when it is still empty).
 #[pyclass(frozen, module = "atlas_collections._atlas")]
 pub(crate) struct Writer {
-    state: Mutex<Option<AtlasWriter>>,
+    state: Mutex<Option<Target>>,
     location: String,
     /// A local directory this writer created, removed on abort while empty.
     created_dir: Option<PathBuf>,
+}
+
+/// What a writer writes: a new collection, or a new part of a growing one.
+enum Target {
+    Create(AtlasWriter),
+    Append(Appender),
+}
+
+impl Target {
+    fn dataset_count(&self) -> usize {
+        match self {
+            Self::Create(writer) => writer.dataset_count(),
+            Self::Append(appender) => appender.dataset_count(),
+        }
+    }
 }
 
 fn codec(name: &str) -> PyResult<Codec> {
@@ -42,11 +60,17 @@ fn codec(name: &str) -> PyResult<Codec> {
     }
 }
 
-/// The store and prefix to write at, refusing a location that already holds a container.
+/// The store and prefix to write at, refusing a location that already holds a container or
+/// a growing collection's manifest (a root `data.atlas` would hide its parts from readers).
 async fn target(location: &str) -> Result<(Arc<dyn ObjectStore>, Path, Option<PathBuf>), Failure> {
     let exists = || {
         Failure::Exists(format!(
             "already holds {CONTAINER_OBJECT}; a collection is write-once"
+        ))
+    };
+    let growing = || {
+        Failure::Exists(format!(
+            "already holds a growing collection ({MANIFEST_OBJECT}); add to it with mode=\"append\""
         ))
     };
     match StoreLocation::parse(location).map_err(|e| Failure::Location(e.reason()))? {
@@ -61,6 +85,9 @@ async fn target(location: &str) -> Result<(Arc<dyn ObjectStore>, Path, Option<Pa
             if dir.join(CONTAINER_OBJECT).exists() {
                 return Err(exists());
             }
+            if dir.join(MANIFEST_OBJECT).exists() {
+                return Err(growing());
+            }
             let store = LocalFileSystem::new_with_prefix(&dir)
                 .map_err(|e| Failure::Location(e.to_string()))?;
             Ok((Arc::new(store), Path::default(), created))
@@ -69,7 +96,12 @@ async fn target(location: &str) -> Result<(Arc<dyn ObjectStore>, Path, Option<Pa
             let (store, prefix) = (remote.store(), remote.prefix().clone());
             let container = prefix.clone().join(CONTAINER_OBJECT);
             match store.head(&container).await {
-                Ok(_) => Err(exists()),
+                Ok(_) => return Err(exists()),
+                Err(atlas::object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(Failure::Write(e.into())),
+            }
+            match store.head(&prefix.clone().join(MANIFEST_OBJECT)).await {
+                Ok(_) => Err(growing()),
                 Err(atlas::object_store::Error::NotFound { .. }) => Ok((store, prefix, None)),
                 Err(e) => Err(Failure::Write(e.into())),
             }
@@ -176,11 +208,16 @@ pub(crate) fn check_name(py: Python<'_>, kind: &str, name: &str) -> PyResult<()>
 impl Writer {
     /// A writer for a new collection at `location` (a directory, a `file://` URL or an
     /// object-store URL). Refused when the location already holds a `data.atlas`.
+    ///
+    /// `mode="append"` adds the datasets to the growing collection at `location` (created when
+    /// empty) as one new part, committed by `finish` as a new version; a name the collection
+    /// already holds is refused before anything is written (`docs/format/growing.md`).
     #[new]
-    #[pyo3(signature = (location, *, codec="zstd", zstd_level=3, block_target_size=None, created_unix_ms=0))]
+    #[pyo3(signature = (location, *, mode="create", codec="zstd", zstd_level=3, block_target_size=None, created_unix_ms=0))]
     fn new(
         py: Python<'_>,
         location: String,
+        mode: &str,
         codec: &str,
         zstd_level: i32,
         block_target_size: Option<usize>,
@@ -196,13 +233,38 @@ impl Writer {
             options.block_target_size = size;
         }
         let target_location = location.clone();
-        let (store, prefix, created_dir) =
-            run(py, &location, async move { target(&target_location).await })?;
-        Ok(Self {
-            state: Mutex::new(Some(AtlasWriter::new(store, &prefix, options))),
-            location,
-            created_dir,
-        })
+        match mode {
+            "create" => {
+                let (store, prefix, created_dir) =
+                    run(py, &location, async move { target(&target_location).await })?;
+                Ok(Self {
+                    state: Mutex::new(Some(Target::Create(AtlasWriter::new(
+                        store, &prefix, options,
+                    )))),
+                    location,
+                    created_dir,
+                })
+            }
+            "append" => {
+                let place = StoreLocation::parse(&location)
+                    .map_err(|e| Error::at(&location, Failure::Location(e.reason())))?;
+                let created_dir = match &place {
+                    StoreLocation::Local(dir) if !dir.exists() => Some(dir.clone()),
+                    _ => None,
+                };
+                let appender = run(py, &location, async move {
+                    Appender::open(&place, options).await
+                })?;
+                Ok(Self {
+                    state: Mutex::new(Some(Target::Append(appender))),
+                    location,
+                    created_dir,
+                })
+            }
+            other => Err(PyValueError::new_err(format!(
+                "mode must be 'create' or 'append', not {other:?}"
+            ))),
+        }
     }
 
     /// The location being written.
@@ -231,12 +293,15 @@ impl Writer {
         let state = &self.state;
         enter(py, &self.location, move || {
             let mut guard = state.lock().unwrap_or_else(PoisonError::into_inner);
-            let writer = guard.as_mut().ok_or_else(|| {
+            let target = guard.as_mut().ok_or_else(|| {
                 Failure::Write(atlas::WriteError::Poisoned(
                     "the writer is finished or aborted".to_owned(),
                 ))
             })?;
-            writer.write_dataset(spec).map_err(Failure::from)
+            match target {
+                Target::Create(writer) => writer.write_dataset(spec).map_err(Failure::from),
+                Target::Append(appender) => appender.write_dataset(spec).map_err(Failure::from),
+            }
         })
     }
 
@@ -246,18 +311,38 @@ impl Writer {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .as_ref()
-            .map_or(0, AtlasWriter::dataset_count)
+            .map_or(0, Target::dataset_count)
     }
 
-    /// Writes the container and publishes it; returns what was written.
+    /// Writes the container and publishes it (for an append: commits the new version);
+    /// returns what was written.
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let writer = self
+        let target = self
             .state
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        let writer = writer
+        let target = target
             .ok_or_else(|| PyValueError::new_err("the writer is already finished or aborted"))?;
+        let writer = match target {
+            Target::Create(writer) => writer,
+            Target::Append(appender) => {
+                let report = match run(py, &self.location, appender.commit()) {
+                    Ok(report) => report,
+                    Err(e) => {
+                        self.remove_created_dir();
+                        return Err(e);
+                    }
+                };
+                let dict = PyDict::new(py);
+                dict.set_item("datasets", report.datasets)?;
+                dict.set_item("container_bytes", report.container_bytes)?;
+                dict.set_item("version", report.version)?;
+                dict.set_item("part", report.part)?;
+                dict.set_item("attempts", report.attempts)?;
+                return Ok(dict);
+            }
+        };
         let summary = run(py, &self.location, writer.finish());
         let summary = match summary {
             Ok(summary) => summary,

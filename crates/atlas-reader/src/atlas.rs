@@ -94,6 +94,14 @@ pub struct Atlas {
     datasets_segment: Option<u32>,
     /// What the footer cost this open, against its limit.
     footer_budget: FooterBudget,
+    /// A growing collection's parts, oldest first, each an `Atlas` of its own; empty for a
+    /// plain collection (and for a part), whose datasets are this `Atlas`'s own.
+    pub(crate) parts: Vec<Atlas>,
+    /// The collection-wide ordinal of this `Atlas`'s first dataset: a part's offset in its
+    /// growing collection, 0 otherwise.
+    pub(crate) ordinal_base: u32,
+    /// Set for a growing collection: the version open and the commits that made it.
+    pub(crate) growing: Option<crate::growing::Growing>,
 }
 
 /// One variable's segment: its name resolved at open, and a cell so that it is opened at most
@@ -139,7 +147,26 @@ impl Atlas {
         })
     }
 
+    /// Opens a plain collection at `prefix`, or, where there is no `data.atlas` but a
+    /// `collection.manifest`, the latest version of a growing one.
     async fn open_dyn(store: Arc<dyn ObjectStore>, prefix: &Path) -> Result<Self, AtlasError> {
+        match Self::open_plain(Arc::clone(&store), prefix).await {
+            Err(AtlasError::NotAnAtlasCollection { path, reason })
+                if reason == crate::open::NO_SUCH_OBJECT =>
+            {
+                crate::growing::open_growing(store, prefix, None)
+                    .await?
+                    .ok_or(AtlasError::NotAnAtlasCollection { path, reason })
+            }
+            other => other,
+        }
+    }
+
+    /// Opens the one container at `prefix` (a plain collection, or one part of a growing one).
+    pub(crate) async fn open_plain(
+        store: Arc<dyn ObjectStore>,
+        prefix: &Path,
+    ) -> Result<Self, AtlasError> {
         let container = prefix.clone().join(CONTAINER_OBJECT);
         let mask_path = prefix.clone().join(MASK_OBJECT);
         // The mask is fetched alongside the container's tail: one round trip, not two, where
@@ -212,7 +239,44 @@ impl Atlas {
             committer,
             datasets_segment,
             footer_budget: opened.budget,
+            parts: Vec::new(),
+            ordinal_base: 0,
+            growing: None,
         })
+    }
+
+    /// The `Atlas` of a growing collection: no container of its own (an empty footer, no
+    /// segments), serving `parts`' datasets.
+    pub(crate) fn growing_shell(
+        store: Arc<dyn ObjectStore>,
+        prefix: &Path,
+        growing: crate::growing::Growing,
+        parts: Vec<Atlas>,
+        created_unix_ms: i64,
+    ) -> Self {
+        let mask_path = prefix.clone().join(MASK_OBJECT);
+        let committer = Arc::new(ConditionalPutCommitter::new(
+            Arc::clone(&store),
+            mask_path.clone(),
+        ));
+        Self {
+            store,
+            container: growing.manifest_path.clone(),
+            mask_path,
+            footer: atlas_footer::FooterBuilder::new()
+                .finish(atlas_footer::Codec::Zstd, created_unix_ms),
+            schemas: Vec::new(),
+            deleted: RwLock::new(Arc::new(DeletedSet::new(0))),
+            segments: Vec::new(),
+            cache: Arc::new(BlockCache::new(0, 0)),
+            resident: AtomicU64::new(0),
+            committer,
+            datasets_segment: None,
+            footer_budget: FooterBudget::for_footer_size(0),
+            parts,
+            ordinal_base: 0,
+            growing: Some(growing),
+        }
     }
 
     /// Opens a collection in a local directory. Deletes hold an advisory `flock` on the
@@ -234,11 +298,49 @@ impl Atlas {
         location: &StoreLocation,
         wrap: impl FnOnce(Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore>,
     ) -> Result<Self, AtlasError> {
-        let (dir, prefix) = match location {
+        Self::open_location_version(location, None, wrap).await
+    }
+
+    /// [`Atlas::open_location`] of version `version` of a growing collection
+    /// (`docs/format/growing.md`): `None` is the latest (and opens a plain collection too),
+    /// `Some(n)` version `n` as its commit left it, straight from the manifest, in two round
+    /// trips (the manifest, then every part's tail at once). A location naming the manifest
+    /// object itself (`<collection>/collection.manifest`) opens the growing collection at it,
+    /// the latest version in two round trips too (a plain location's latest costs a third:
+    /// the plain probe that finds no `data.atlas`). A version the manifest does not
+    /// have is [`AtlasError::Growing`] with
+    /// [`GrowingProblem::NoSuchVersion`](crate::GrowingProblem::NoSuchVersion); asking a
+    /// version of a plain collection is `NotAnAtlasCollection` naming the manifest.
+    pub async fn open_location_version(
+        location: &StoreLocation,
+        version: Option<u64>,
+        wrap: impl FnOnce(Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore>,
+    ) -> Result<Self, AtlasError> {
+        // A location that names the manifest itself (`.../collection.manifest`) is a growing
+        // collection: its latest version opens without the plain probe first, in two round
+        // trips.
+        let manifest = crate::manifest::MANIFEST_OBJECT;
+        let (dir, prefix, growing) = match location {
             StoreLocation::Remote(remote) => {
-                return Self::open_dyn(wrap(remote.store()), remote.prefix()).await
+                let prefix = remote.prefix();
+                let (prefix, growing) = if prefix.filename() == Some(manifest) {
+                    let parts: Vec<_> = prefix.parts().collect();
+                    let parent = &parts[..parts.len().saturating_sub(1)];
+                    (parent.iter().cloned().collect::<Path>(), true)
+                } else {
+                    (prefix.clone(), false)
+                };
+                return Self::open_dyn_version(wrap(remote.store()), &prefix, version, growing)
+                    .await;
             }
-            StoreLocation::Local(dir) => (dir, Path::default()),
+            StoreLocation::Local(dir) => match dir.file_name() {
+                Some(name) if name == manifest => (
+                    dir.parent().unwrap_or(std::path::Path::new(".")),
+                    Path::default(),
+                    true,
+                ),
+                _ => (dir.as_path(), Path::default(), false),
+            },
         };
         let canonical = std::fs::canonicalize(dir).map_err(|source| match source.kind() {
             std::io::ErrorKind::NotFound => AtlasError::NotAnAtlasCollection {
@@ -252,8 +354,27 @@ impl Atlas {
         })?;
         crate::local::check_local_collection(&canonical)?;
         let store = LocalFileSystem::new_with_prefix(&canonical)?;
-        let atlas = Self::open_dyn(wrap(Arc::new(store)), &prefix).await?;
+        let atlas =
+            Self::open_dyn_version(wrap(Arc::new(store)), &prefix, version, growing).await?;
         Ok(atlas.with_committer(Arc::new(crate::local::LocalFlockCommitter::new(canonical))))
+    }
+
+    /// `growing`: the location named the manifest, so there is no plain probe.
+    async fn open_dyn_version(
+        store: Arc<dyn ObjectStore>,
+        prefix: &Path,
+        version: Option<u64>,
+        growing: bool,
+    ) -> Result<Self, AtlasError> {
+        if version.is_none() && !growing {
+            return Self::open_dyn(store, prefix).await;
+        }
+        crate::growing::open_growing(store, prefix, version)
+            .await?
+            .ok_or_else(|| AtlasError::NotAnAtlasCollection {
+                path: crate::growing::manifest_path(prefix).to_string(),
+                reason: "no such object: only a growing collection has versions".to_owned(),
+            })
     }
 
     /// Uses `committer` for [`Atlas::delete`] instead of the default.
@@ -284,9 +405,21 @@ impl Atlas {
         &self.container
     }
 
-    /// The live (not deleted) dataset ordinals' count.
+    /// The live (not deleted) dataset ordinals' count (over every part of a growing
+    /// collection).
     pub fn dataset_count(&self) -> usize {
-        self.footer.datasets.len() - self.deleted().len()
+        self.members()
+            .iter()
+            .map(|m| m.footer.datasets.len() - m.deleted().len())
+            .sum()
+    }
+
+    /// The `Atlas`es whose datasets this one serves: a growing collection's parts, or itself.
+    pub(crate) fn members(&self) -> &[Atlas] {
+        match self.growing {
+            Some(_) => &self.parts,
+            None => std::slice::from_ref(self),
+        }
     }
 
     /// A snapshot of the deleted ordinals.
@@ -298,14 +431,28 @@ impl Atlas {
         *self.deleted.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(set);
     }
 
-    /// The live dataset called `name`: one hash lookup.
+    /// The live dataset called `name`: one hash lookup (one per part of a growing collection).
     pub fn dataset(&self, name: &str) -> Option<DatasetView<'_>> {
-        let ordinal = self.footer.datasets.get_index_of(name)?;
-        self.dataset_at(u32::try_from(ordinal).ok()?)
+        self.members().iter().find_map(|member| {
+            let ordinal = member.footer.datasets.get_index_of(name)?;
+            member.own_dataset_at(u32::try_from(ordinal).ok()?)
+        })
     }
 
-    /// The live dataset at `ordinal`.
+    /// The live dataset at `ordinal`. A growing collection numbers its parts' datasets one
+    /// after the other, oldest part first.
     pub fn dataset_at(&self, ordinal: u32) -> Option<DatasetView<'_>> {
+        match &self.growing {
+            Some(growing) => {
+                let (part, local) = growing.locate(ordinal)?;
+                self.parts.get(part)?.own_dataset_at(local)
+            }
+            None => self.own_dataset_at(ordinal),
+        }
+    }
+
+    /// The live dataset at `ordinal` of this container.
+    pub(crate) fn own_dataset_at(&self, ordinal: u32) -> Option<DatasetView<'_>> {
         if self.deleted().contains(ordinal) {
             return None;
         }
@@ -318,6 +465,11 @@ impl Atlas {
 
     /// Every live dataset, in ordinal order.
     pub fn datasets(&self) -> impl Iterator<Item = DatasetView<'_>> + '_ {
+        self.members().iter().flat_map(Atlas::own_datasets)
+    }
+
+    /// Every live dataset of this container, in ordinal order.
+    pub(crate) fn own_datasets(&self) -> impl Iterator<Item = DatasetView<'_>> + '_ {
         let deleted = self.deleted();
         self.footer
             .datasets
@@ -332,8 +484,19 @@ impl Atlas {
             })
     }
 
-    /// Every variable (segment) with its name, in container order.
+    /// Every variable (segment) with its name, in container order. A growing collection lists
+    /// each variable once, with its entry in the oldest part that has it (the offsets are that
+    /// part's).
     pub fn variables(&self) -> impl Iterator<Item = (&str, &VariableEntry)> + '_ {
+        let mut seen = std::collections::HashSet::new();
+        self.members()
+            .iter()
+            .flat_map(Atlas::own_variables)
+            .filter(move |(name, _)| seen.insert(*name))
+    }
+
+    /// Every variable (segment) of this container, in container order.
+    pub(crate) fn own_variables(&self) -> impl Iterator<Item = (&str, &VariableEntry)> + '_ {
         self.segments.iter().map(|s| (s.name.as_str(), &s.entry))
     }
 

@@ -115,7 +115,20 @@ fn missing(view: &DatasetView<'_>, segment: &str, key: &str) -> AtlasError {
 impl Atlas {
     /// Dataset-level attribute `key` of every live dataset that has it, in ordinal order, from
     /// one open of the `_datasets` segment. A key no schema declares costs no request.
+    ///
+    /// A growing collection gives every part's, oldest part first.
     pub async fn attributes_by_dataset(
+        &self,
+        key: &str,
+    ) -> Result<Vec<(String, Attr)>, AtlasError> {
+        let mut out = Vec::new();
+        for member in self.members() {
+            out.extend(member.own_attributes_by_dataset(key).await?);
+        }
+        Ok(out)
+    }
+
+    async fn own_attributes_by_dataset(
         &self,
         key: &str,
     ) -> Result<Vec<(String, Attr)>, AtlasError> {
@@ -143,7 +156,7 @@ impl Atlas {
             match column.and_then(|c| c.get(i)).and_then(Option::as_ref) {
                 Some(value) => out.push((info.name.to_string(), Attr::from_stored(value))),
                 None => {
-                    if let Some(view) = self.dataset_at(ordinal) {
+                    if let Some(view) = self.own_dataset_at(ordinal) {
                         if view.schema().attr(key).is_some() {
                             return Err(missing(&view, DATASETS_SEGMENT, key));
                         }

@@ -63,6 +63,9 @@ pub struct ConditionalPutCommitter {
     store: Arc<dyn ObjectStore>,
     path: Path,
     warned: AtomicBool,
+    /// Refuse, rather than fall back to last-writer-wins, where the backend cannot commit
+    /// conditionally.
+    strict: bool,
 }
 
 impl ConditionalPutCommitter {
@@ -72,6 +75,19 @@ impl ConditionalPutCommitter {
             store,
             path,
             warned: AtomicBool::new(false),
+            strict: false,
+        }
+    }
+
+    /// Commits the object at `path` in `store` only conditionally: where the backend has no
+    /// conditional PUT (or returns no e-tag) an attempt fails with a `NotSupported` store
+    /// error instead of writing last-writer-wins. For commits a lost race must never drop
+    /// silently (a growing collection's manifest: the appender would report a commit that a
+    /// racing one overwrote).
+    pub fn strict(store: Arc<dyn ObjectStore>, path: Path) -> Self {
+        Self {
+            strict: true,
+            ..Self::new(store, path)
         }
     }
 
@@ -127,6 +143,15 @@ impl ConditionalPutCommitter {
         merged: PutPayload,
         why: &str,
     ) -> Result<CommitOutcome, AtlasError> {
+        if self.strict {
+            return Err(AtlasError::Store(object_store::Error::NotSupported {
+                source: format!(
+                    "{why}, and {} is committed only conditionally (a racing commit would be lost)",
+                    self.path
+                )
+                .into(),
+            }));
+        }
         if !self.warned.swap(true, Ordering::Relaxed) {
             tracing::warn!(
                 mask = %self.path,
@@ -152,7 +177,10 @@ impl Atlas {
     ///
     /// Reads the mask, adds the ordinals, and writes the whole mask back in one PUT, retrying on
     /// conflict; see the [`MaskCommitter`] in use for what a race costs.
+    ///
+    /// Not offered on a growing collection yet: [`AtlasError::Growing`].
     pub async fn delete<S: AsRef<str>>(&self, names: &[S]) -> Result<DeleteReport, AtlasError> {
+        self.refuse_on_growing("delete")?;
         let mut ordinals = Vec::with_capacity(names.len());
         for name in names {
             let name = name.as_ref();
@@ -223,7 +251,12 @@ impl Atlas {
     }
 }
 
-/// A short, growing pause, spread by a per-attempt offset so racing deleters drift apart.
+/// The pause before commit attempt `attempt + 1` after a conflict: short, growing, spread by a
+/// per-process offset so racing committers (deleters, appenders) drift apart.
+pub fn retry_pause(attempt: u32) -> Duration {
+    backoff(attempt)
+}
+
 fn backoff(attempt: u32) -> Duration {
     let jitter = u64::from(std::process::id() ^ attempt.wrapping_mul(2_654_435_761)) % 5;
     Duration::from_millis(u64::from(attempt.min(20)) + jitter)

@@ -113,6 +113,15 @@ pub enum AtlasError {
         #[source]
         source: array_format::Error,
     },
+    /// A growing collection (`docs/format/growing.md`) cannot do what was asked; `path` is its
+    /// manifest.
+    #[error("{path}: {problem}")]
+    Growing {
+        /// The manifest object.
+        path: String,
+        /// What was refused.
+        problem: GrowingProblem,
+    },
     /// The store failed.
     #[error("store: {0}")]
     Store(#[from] object_store::Error),
@@ -125,6 +134,38 @@ pub enum AtlasError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// What a growing collection refused ([`AtlasError::Growing`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GrowingProblem {
+    /// An open asked for a version the manifest does not have.
+    NoSuchVersion {
+        /// The version asked for.
+        asked: u64,
+        /// The latest committed version.
+        latest: u64,
+    },
+    /// An operation that growing collections do not offer yet (it names the operation).
+    Unsupported(&'static str),
+    /// The manifest gained commits since an appender last checked it; the appender checks
+    /// them and tries again (an append's callers never see this).
+    ManifestMoved,
+}
+
+impl std::fmt::Display for GrowingProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NoSuchVersion { asked, latest } => {
+                write!(f, "no version {asked}: versions run from 1 to {latest}")
+            }
+            Self::Unsupported(what) => {
+                write!(f, "{what} is not supported on a growing collection yet")
+            }
+            Self::ManifestMoved => f.write_str("the manifest gained commits since it was read"),
+        }
+    }
 }
 
 impl AtlasError {
@@ -148,6 +189,7 @@ impl AtlasError {
             },
             Self::Io { source, .. } => is_retryable_io_error(source),
             Self::DeleteConflict { .. } => true,
+            Self::Growing { problem, .. } => *problem == GrowingProblem::ManifestMoved,
             Self::NotAnAtlasCollection { .. }
             | Self::UnsupportedVersion { .. }
             | Self::CorruptCollection { .. }
@@ -178,6 +220,7 @@ impl AtlasError {
             Self::InvalidQuery { .. } => "invalid_query",
             Self::Mask { .. } => "mask",
             Self::DeleteConflict { .. } => "delete_conflict",
+            Self::Growing { .. } => "growing",
             Self::Segment { .. } => "segment",
             Self::Store(_) => "store",
             Self::Io { .. } => "io",
@@ -203,6 +246,7 @@ impl AtlasError {
             }
             Self::Mask { source, .. } => source.to_string(),
             Self::Io { source, .. } => source.to_string(),
+            Self::Growing { problem, .. } => problem.to_string(),
             Self::NoSuchArray(_)
             | Self::TypeMismatch { .. }
             | Self::UnsupportedDType { .. }
@@ -221,6 +265,7 @@ impl AtlasError {
             | Self::UnsupportedVersion { path, .. }
             | Self::CorruptCollection { path, .. }
             | Self::Mask { path, .. }
+            | Self::Growing { path, .. }
             | Self::Io { path, .. } => Some(path),
             Self::DatasetNotFound(_)
             | Self::NoSuchArray(_)
@@ -267,6 +312,10 @@ impl AtlasError {
                 path: name(&path),
                 source,
             },
+            Self::Growing { path, problem } => Self::Growing {
+                path: name(&path),
+                problem,
+            },
             other @ (Self::Io { .. }
             | Self::DatasetNotFound(_)
             | Self::NoSuchArray(_)
@@ -297,6 +346,7 @@ impl AtlasError {
             | Self::UnsupportedDType { .. }
             | Self::InvalidSelection { .. }
             | Self::DeleteConflict { .. }
+            | Self::Growing { .. }
             | Self::Segment { .. }
             | Self::Store(_)
             | Self::Io { .. } => None,
@@ -318,6 +368,7 @@ impl AtlasError {
             | Self::InvalidQuery { .. }
             | Self::Mask { .. }
             | Self::DeleteConflict { .. }
+            | Self::Growing { .. }
             | Self::Segment { .. }
             | Self::Store(_)
             | Self::Io { .. } => None,
@@ -339,6 +390,7 @@ impl AtlasError {
             | Self::DatasetNotFound(_)
             | Self::Mask { .. }
             | Self::DeleteConflict { .. }
+            | Self::Growing { .. }
             | Self::Segment { .. }
             | Self::Store(_)
             | Self::Io { .. } => None,
@@ -395,6 +447,13 @@ impl AtlasError {
                 source: atlas_mask::MaskError::NotAMask("wrong magic".to_owned()),
             },
             Self::DeleteConflict { attempts: 8 },
+            Self::Growing {
+                path: "runs/collection.manifest".to_owned(),
+                problem: GrowingProblem::NoSuchVersion {
+                    asked: 9,
+                    latest: 4,
+                },
+            },
             Self::Segment {
                 variable: "t2m".to_owned(),
                 source: array_format::Error::Storage("connection reset".to_owned()),
@@ -434,6 +493,7 @@ impl AtlasError {
                 | Self::InvalidQuery { .. }
                 | Self::Mask { .. }
                 | Self::DeleteConflict { .. }
+                | Self::Growing { .. }
                 | Self::Segment { .. }
                 | Self::Store(_)
                 | Self::Io { .. } => {}

@@ -11,8 +11,15 @@
 //! loses nothing where the backend can commit conditionally (or, on local disk, under a
 //! directory `flock`), and is last-writer-wins, with a warning, elsewhere.
 //!
-//! What it is not for: writing containers (`atlas-writer`); the byte layouts themselves
-//! (`atlas-footer`, `atlas-mask`).
+//! A growing collection (`docs/format/growing.md`: immutable parts named by
+//! `collection.manifest`, whose bytes [`manifest`] reads and writes) opens as one collection:
+//! the manifest, then every part of the version asked for at once, each part an `Atlas` of its
+//! own behind the one that numbers their datasets one after the other and folds lookups,
+//! statistics, selections, run reads and verification over them.
+//!
+//! What it is not for: writing containers (`atlas-writer`) or appending parts
+//! (`atlas-append`); the byte layouts of the container and the mask (`atlas-footer`,
+//! `atlas-mask`).
 //!
 //! Layering: above `atlas-footer`, `atlas-mask`, `atlas-model` and `atlas-store`; below the
 //! `atlas` facade and the CLI.
@@ -22,7 +29,10 @@ mod atlas;
 mod attrs;
 mod delete;
 mod error;
+mod growing;
+pub use growing::{decode_manifest, manifest_path, part_prefix, read_manifest};
 mod local;
+pub mod manifest;
 mod open;
 mod run;
 mod select;
@@ -33,8 +43,10 @@ mod view;
 
 pub use atlas::{Atlas, IntoAtlasStore};
 pub use atlas_model::Attr;
-pub use delete::{CommitOutcome, ConditionalPutCommitter, DeleteReport, MaskCommitter, MergeFn};
-pub use error::AtlasError;
+pub use delete::{
+    retry_pause, CommitOutcome, ConditionalPutCommitter, DeleteReport, MaskCommitter, MergeFn,
+};
+pub use error::{AtlasError, GrowingProblem};
 pub use local::{check_local_collection, LocalFlockCommitter};
 /// Test hooks: stop a local delete at a chosen step (the crash-safety tests). Only with the
 /// `test-hooks` feature; not part of the supported API.

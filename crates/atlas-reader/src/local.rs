@@ -17,9 +17,12 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Prefix of the temp file a commit writes before its rename. A crash can leave one behind; the
-/// next commit, holding the lock, removes it.
-const TEMP_PREFIX: &str = ".deleted.mask.";
+/// The temp file a commit of `object` writes before its rename is named `.<object>.` and a
+/// unique tail. A crash can leave one behind; the next commit of that object, holding the lock,
+/// removes it.
+fn temp_prefix(object: &str) -> String {
+    format!(".{object}.")
+}
 
 /// A point inside one [`LocalFlockCommitter`] commit, reported to its step hook.
 ///
@@ -47,10 +50,14 @@ pub enum CommitStep {
 #[cfg_attr(not(feature = "test-hooks"), allow(unreachable_pub))]
 pub type StepHook = Arc<dyn Fn(CommitStep) + Send + Sync>;
 
-/// Commits `deleted.mask` in a local collection directory under a directory `flock`.
+/// Commits `deleted.mask` (or, [`LocalFlockCommitter::for_object`], another small object of
+/// the collection, such as a growing collection's manifest) in a local collection directory
+/// under a directory `flock`.
 #[derive(Clone)]
 pub struct LocalFlockCommitter {
     dir: PathBuf,
+    /// The file committed, in `dir`.
+    object: String,
     hook: Option<StepHook>,
 }
 
@@ -58,6 +65,7 @@ impl std::fmt::Debug for LocalFlockCommitter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocalFlockCommitter")
             .field("dir", &self.dir)
+            .field("object", &self.object)
             .field("hook", &self.hook.is_some())
             .finish()
     }
@@ -66,8 +74,15 @@ impl std::fmt::Debug for LocalFlockCommitter {
 impl LocalFlockCommitter {
     /// Commits the mask of the collection in `dir`.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self::for_object(dir, MASK_OBJECT)
+    }
+
+    /// Commits the file `object` of the collection in `dir` (the same lock as the mask's: one
+    /// commit of the collection at a time on this host). `dir` must exist.
+    pub fn for_object(dir: impl Into<PathBuf>, object: &str) -> Self {
         Self {
             dir: dir.into(),
+            object: object.to_owned(),
             hook: None,
         }
     }
@@ -99,13 +114,15 @@ impl MaskCommitter for LocalFlockCommitter {
         merge: &'a MergeFn<'a>,
     ) -> BoxFuture<'a, Result<CommitOutcome, AtlasError>> {
         Box::pin(async move {
-            let (dir, hook) = (self.dir.clone(), self.hook.clone());
-            let (locked, current) =
-                blocking(&self.dir, move || lock_and_read(&dir, hook.as_ref())).await?;
+            let (dir, object, hook) = (self.dir.clone(), self.object.clone(), self.hook.clone());
+            let (locked, current) = blocking(&self.dir, move || {
+                lock_and_read(&dir, &object, hook.as_ref())
+            })
+            .await?;
             let merged = merge(current.as_deref())?;
-            let (dir, hook) = (self.dir.clone(), self.hook.clone());
+            let (dir, object, hook) = (self.dir.clone(), self.object.clone(), self.hook.clone());
             blocking(&self.dir, move || {
-                publish_locked(&dir, &locked, &merged, hook.as_ref())
+                publish_locked(&dir, &object, &locked, &merged, hook.as_ref())
             })
             .await
         })
@@ -213,19 +230,29 @@ fn file_kind(meta: &std::fs::Metadata) -> &'static str {
 }
 
 /// Blocking: opens and locks the collection directory (the returned file holds the lock until
-/// it is dropped), removes temp files a crashed commit left, and reads the current mask.
+/// it is dropped), removes temp files a crashed commit left, and reads the current `object`.
 fn lock_and_read(
     dir: &Path,
+    object: &str,
     hook: Option<&StepHook>,
 ) -> Result<(DirLock, Option<Vec<u8>>), AtlasError> {
     // durable-fs's lock retries an interrupted wait and unlocks before closing, so a child
     // forked mid-commit cannot keep the directory locked.
     let locked = DirLock::acquire(dir, LockMode::Exclusive).map_err(io_error(dir))?;
     step(hook, CommitStep::Locked);
-    remove_stale_temps(dir);
+    remove_stale_temps(dir, object);
     // Checked again under the lock: a FIFO put in place since the open would hang the read.
     check_local_collection(dir)?;
-    let mask = dir.join(MASK_OBJECT);
+    let mask = dir.join(object);
+    if let Some(kind) = not_a_regular_file(&mask)? {
+        return Err(AtlasError::Io {
+            path: mask.display().to_string(),
+            source: std::io::Error::new(
+                ErrorKind::InvalidData,
+                format!("{kind}, not a regular file"),
+            ),
+        });
+    }
     let current = match std::fs::read(&mask) {
         Ok(bytes) => Some(bytes),
         Err(e) if e.kind() == ErrorKind::NotFound => None,
@@ -239,14 +266,15 @@ fn lock_and_read(
 /// error, as the commit's durability is unknown.
 fn publish_locked(
     dir: &Path,
+    object: &str,
     _locked: &DirLock,
     merged: &[u8],
     hook: Option<&StepHook>,
 ) -> Result<CommitOutcome, AtlasError> {
     step(hook, CommitStep::Merged);
-    let mask = dir.join(MASK_OBJECT);
+    let mask = dir.join(object);
     let fs = SteppingFs { hook };
-    match durable_fs::publish(&fs, &mask, TEMP_PREFIX, merged) {
+    match durable_fs::publish(&fs, &mask, &temp_prefix(object), merged) {
         Ok(Published::Durable) => Ok(CommitOutcome::Committed),
         Ok(Published::DurabilityUnknown(e)) => Err(io_error(dir)(e)),
         Err(e) => Err(io_error(&e.target)(std::io::Error::new(
@@ -287,14 +315,15 @@ impl FileSystem for SteppingFs<'_> {
     }
 }
 
-fn remove_stale_temps(dir: &Path) {
+fn remove_stale_temps(dir: &Path, object: &str) {
+    let prefix = temp_prefix(object);
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
-        if durable_fs::is_temp_name(&entry.file_name().to_string_lossy(), TEMP_PREFIX) {
+        if durable_fs::is_temp_name(&entry.file_name().to_string_lossy(), &prefix) {
             if let Err(e) = std::fs::remove_file(entry.path()) {
-                tracing::warn!(path = %entry.path().display(), %e, "could not remove a stale mask temp file");
+                tracing::warn!(path = %entry.path().display(), %e, "could not remove a stale commit temp file");
             }
         }
     }

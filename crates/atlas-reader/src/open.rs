@@ -11,6 +11,10 @@ use bytes::Bytes;
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 
+/// The reason [`read_container`] gives for a container that does not exist: a growing
+/// collection has none, so an open that meets it looks for a manifest instead.
+pub(crate) const NO_SUCH_OBJECT: &str = "no such object";
+
 /// What an open learns about the container.
 pub(crate) struct OpenedContainer {
     pub(crate) footer: CollectionFooter,
@@ -35,7 +39,7 @@ pub(crate) async fn read_container(
         Err(object_store::Error::NotFound { .. }) => {
             return Err(AtlasError::NotAnAtlasCollection {
                 path: at.to_owned(),
-                reason: "no such object".into(),
+                reason: NO_SUCH_OBJECT.into(),
             })
         }
         Err(e) => return Err(e.into()),

@@ -110,7 +110,47 @@ impl Atlas {
     /// collection's block cache (blocks already cached cost nothing, a small segment kept
     /// whole costs no request); unwritten chunks read as the array's fill value. Nothing is
     /// fetched before every dataset has been checked.
+    ///
+    /// In a growing collection, each stretch of consecutive ordinals that lie in one part is
+    /// read from that part as above; the stretches are joined in the order asked for.
     pub async fn read_run<T: ArrayElement + Clone>(
+        &self,
+        array: &str,
+        ordinals: &[u32],
+    ) -> Result<Run<T>, AtlasError> {
+        let Some(growing) = &self.growing else {
+            return self.own_read_run(array, ordinals).await;
+        };
+        let mut located = Vec::with_capacity(ordinals.len());
+        for &ordinal in ordinals {
+            let at = growing
+                .locate(ordinal)
+                .ok_or_else(|| AtlasError::InvalidSelection {
+                    array: array.to_owned(),
+                    reason: format!(
+                        "no dataset has ordinal {ordinal}: the collection has {}",
+                        growing.total()
+                    ),
+                })?;
+            located.push(at);
+        }
+        let mut run = Run {
+            values: Vec::new(),
+            shapes: Vec::with_capacity(ordinals.len()),
+        };
+        for stretch in located.chunk_by(|a, b| a.0 == b.0) {
+            let Some(part) = stretch.first().and_then(|&(p, _)| self.parts.get(p)) else {
+                continue;
+            };
+            let local: Vec<u32> = stretch.iter().map(|&(_, o)| o).collect();
+            let Run { values, shapes } = part.own_read_run(array, &local).await?;
+            run.values.extend(values);
+            run.shapes.extend(shapes);
+        }
+        Ok(run)
+    }
+
+    async fn own_read_run<T: ArrayElement + Clone>(
         &self,
         array: &str,
         ordinals: &[u32],
@@ -119,7 +159,7 @@ impl Atlas {
         let mut names = Vec::with_capacity(ordinals.len());
         let mut segment: Option<(u32, &ArrayFile)> = None;
         for &ordinal in ordinals {
-            let view = self.dataset_at(ordinal).ok_or_else(|| {
+            let view = self.own_dataset_at(ordinal).ok_or_else(|| {
                 match self.footer.datasets.get_index(ordinal as usize) {
                     Some((name, _)) => AtlasError::DatasetNotFound(name.to_owned()),
                     None => AtlasError::InvalidSelection {
@@ -153,7 +193,7 @@ impl Atlas {
             });
         };
         let segment_name = self
-            .variables()
+            .own_variables()
             .nth(variable as usize)
             .map_or(array, |(name, _)| name);
         file.prefetch_arrays(&names)

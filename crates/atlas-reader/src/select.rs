@@ -437,7 +437,34 @@ impl Atlas {
     /// tail (its footer: about 512 bytes per dataset holding the array, plus 64 KiB), one
     /// request below 2 MiB (about 4,000 datasets), a second only for a footer larger than that
     /// estimate.
+    ///
+    /// A growing collection answers part by part, oldest first, each part opening its own
+    /// segments (all of one part's at once). A condition is refused only when every part
+    /// refuses it: a key or array only later parts declare selects nothing in the others.
     pub async fn select(&self, selection: &Selection) -> Result<Vec<u32>, AtlasError> {
+        if self.growing.is_none() {
+            return self.own_select(selection).await;
+        }
+        let mut out = Vec::new();
+        let mut refused = None;
+        let mut answered = false;
+        for part in &self.parts {
+            match part.own_select(selection).await {
+                Ok(ordinals) => {
+                    answered = true;
+                    out.extend(ordinals.into_iter().map(|o| part.ordinal_base + o));
+                }
+                Err(e @ AtlasError::InvalidQuery { .. }) => refused = refused.or(Some(e)),
+                Err(e) => return Err(e),
+            }
+        }
+        match (answered, refused) {
+            (false, Some(e)) => Err(e),
+            _ => Ok(out),
+        }
+    }
+
+    async fn own_select(&self, selection: &Selection) -> Result<Vec<u32>, AtlasError> {
         let datasets = self.footer.datasets.len();
         let deleted = self.deleted();
         let mut keep: Vec<bool> = (0..datasets)

@@ -39,6 +39,19 @@ pub struct CollectionStats {
 }
 
 impl CollectionStats {
+    /// Folds in what another set of datasets folded to (another part of a growing collection).
+    fn merge(&mut self, other: CollectionStats) {
+        self.datasets += other.datasets;
+        self.null_count = self.null_count.saturating_add(other.null_count);
+        self.row_count = self.row_count.saturating_add(other.row_count);
+        fold(&mut self.min, other.min.as_ref(), std::cmp::Ordering::Less);
+        fold(
+            &mut self.max,
+            other.max.as_ref(),
+            std::cmp::Ordering::Greater,
+        );
+    }
+
     /// Folds in one live dataset's stored statistics (`None`: the segment recorded none).
     fn add(&mut self, stats: Option<&ArrayStats>) {
         self.datasets += 1;
@@ -131,15 +144,26 @@ fn row(dataset: &str, ordinal: u32, stats: Option<&ArrayStats>) -> DatasetStats 
 impl Atlas {
     /// One row per live dataset holding `array`, in segment (= ordinal) order, from one open of
     /// that variable's segment. An array no dataset declares is `NoSuchArray`, without a request.
+    ///
+    /// A growing collection gives the rows of every part holding `array`, oldest part first.
     pub async fn array_stats_by_dataset(
         &self,
         array: &str,
     ) -> Result<Vec<DatasetStats>, AtlasError> {
         let mut rows = Vec::new();
-        self.for_each_live_array(array, |info, ordinal| {
-            rows.push(row(&info.name, ordinal, info.stats.as_ref()));
-        })
-        .await?;
+        let mut declared = false;
+        for member in self.members() {
+            let base = member.ordinal_base;
+            let done = member
+                .for_each_live_array(array, |info, ordinal| {
+                    rows.push(row(&info.name, base + ordinal, info.stats.as_ref()));
+                })
+                .await;
+            skip_undeclared(done, &mut declared)?;
+        }
+        if !declared {
+            return Err(AtlasError::NoSuchArray(array.to_owned()));
+        }
         Ok(rows)
     }
 
@@ -148,8 +172,18 @@ impl Atlas {
     /// is `NoSuchArray`, without a request.
     pub async fn array_stats(&self, array: &str) -> Result<CollectionStats, AtlasError> {
         let mut total = CollectionStats::default();
-        self.for_each_live_array(array, |info, _| total.add(info.stats.as_ref()))
-            .await?;
+        let mut declared = false;
+        for member in self.members() {
+            let mut part = CollectionStats::default();
+            let done = member
+                .for_each_live_array(array, |info, _| part.add(info.stats.as_ref()))
+                .await;
+            skip_undeclared(done, &mut declared)?;
+            total.merge(part);
+        }
+        if !declared {
+            return Err(AtlasError::NoSuchArray(array.to_owned()));
+        }
         Ok(total)
     }
 
@@ -177,6 +211,20 @@ impl Atlas {
             }
         }
         Ok(())
+    }
+}
+
+/// One member's (a growing collection's part's) answer: a part none of whose datasets
+/// declares the array is skipped (the caller reports `NoSuchArray` only when no member
+/// declares it); other failures stop the call.
+fn skip_undeclared(done: Result<(), AtlasError>, declared: &mut bool) -> Result<(), AtlasError> {
+    match done {
+        Ok(()) => {
+            *declared = true;
+            Ok(())
+        }
+        Err(AtlasError::NoSuchArray(_)) => Ok(()),
+        Err(e) => Err(e),
     }
 }
 

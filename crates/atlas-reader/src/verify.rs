@@ -75,12 +75,36 @@ impl Atlas {
     /// Every failure, store errors included, is a problem in the report; nothing is left out
     /// because an earlier check failed (a segment that does not open is reported once, and its
     /// arrays are not decoded).
+    ///
+    /// A growing collection verifies every part, each problem's location led by
+    /// `part <id>: `.
     pub async fn verify(&self, depth: VerifyDepth) -> VerifyReport {
+        let Some(growing) = &self.growing else {
+            return self.verify_own(depth).await;
+        };
+        let mut report = VerifyReport::default();
+        for (part, commit) in self.parts.iter().zip(&growing.commits) {
+            let own = part.verify_own(depth).await;
+            report.segments_checked += own.segments_checked;
+            report.arrays_checked += own.arrays_checked;
+            report.chunks_decoded += own.chunks_decoded;
+            report.skipped.extend(own.skipped);
+            for problem in own.problems {
+                report.problem(
+                    format!("part {}: {}", commit.part, problem.location),
+                    problem.error,
+                );
+            }
+        }
+        report
+    }
+
+    async fn verify_own(&self, depth: VerifyDepth) -> VerifyReport {
         let mut report = VerifyReport::default();
         self.verify_header(&mut report).await;
         let mut opened: Vec<(String, &ArrayFile)> = Vec::new();
         let mut unopened = std::collections::HashSet::new();
-        for (variable, (name, _)) in (0u32..).zip(self.variables()) {
+        for (variable, (name, _)) in (0u32..).zip(self.own_variables()) {
             report.segments_checked += 1;
             match self.segment(variable).await {
                 Ok(file) => opened.push((name.to_owned(), file)),

@@ -231,9 +231,10 @@ impl<'a> DatasetView<'a> {
         self.name
     }
 
-    /// The dataset's ordinal: its position in the footer, stable for the container's life.
+    /// The dataset's ordinal: its position in the footer, stable for the container's life (in
+    /// a growing collection, its part's first ordinal plus its position in the part's footer).
     pub fn ordinal(&self) -> u32 {
-        self.ordinal
+        self.atlas.ordinal_base + self.ordinal
     }
 
     pub(crate) fn atlas(&self) -> &'a Atlas {

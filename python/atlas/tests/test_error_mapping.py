@@ -27,6 +27,7 @@ EXPECTED = {
     "AtlasError::InvalidQuery": ("QueryError", "invalid_query"),
     "AtlasError::Mask": ("CorruptCollectionError", "mask"),
     "AtlasError::DeleteConflict": ("StorageError", "delete_conflict"),
+    "AtlasError::Growing": ("AtlasError", "growing"),
     "AtlasError::Segment(Storage)": ("StorageError", "segment"),
     "AtlasError::Segment(Io)": ("StorageError", "segment"),
     "AtlasError::Store(Generic)": ("StorageError", "store"),
@@ -52,6 +53,8 @@ EXPECTED = {
     "Failure::Write": ("WriteError", "poisoned"),
     "Failure::Name": ("InvalidNameError", "dataset name"),
     "Failure::Exists": ("CollectionExistsError", "collection_exists"),
+    # An append's taken name is a duplicate name, its kind what the name names.
+    "Failure::Append": ("DuplicateNameError", "dataset name"),
     "Failure::Location": ("StorageError", "location"),
     "Failure::Panicked": ("AtlasPanicError", "panic"),
 }

@@ -69,3 +69,19 @@ def test_an_aborted_writer_publishes_nothing_on_s3(s3_prefix):
         pass
     else:
         raise AssertionError("an aborted write was published")
+
+
+def test_appenders_in_several_processes_all_land_on_s3(s3_prefix):
+    import multiprocessing
+
+    from test_growing import _append, _values
+
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(4) as pool:
+        reports = pool.starmap(_append, [(s3_prefix, f"p{i}_", 5) for i in range(4)])
+    assert sorted(r["version"] for r in reports) == [1, 2, 3, 4]
+    c = ac.open(s3_prefix)
+    assert c.version == 4 and len(c.names) == 20
+    np.testing.assert_array_equal(c["p2_004"]["temp"][...], _values("p2_004"))
+    first = ac.open(s3_prefix, version=1)
+    assert len(first.names) == 5 and first.request_count == 1 + 2

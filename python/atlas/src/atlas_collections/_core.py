@@ -66,13 +66,19 @@ class DeleteReport:
     attempts: int
 
 
-def open(location: PathLike, **store_options: str) -> Collection:  # noqa: A001 - mirrors builtins.open / xr.open_*
+def open(  # noqa: A001 - mirrors builtins.open / xr.open_*
+    location: PathLike, *, version: int | None = None, **store_options: str
+) -> Collection:
     """Opens the collection at ``location``: a directory, ``file://`` URL, or ``s3://bucket/prefix``
     (configured from ``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
     ``AWS_REGION``, ``AWS_ALLOW_HTTP``, like the ``atlas`` command, and from ``store_options``,
     object_store's option names such as ``aws_endpoint``, which take precedence). At most three
-    requests."""
-    return Collection(location, store_options=store_options or None)
+    requests for a plain collection.
+
+    A growing collection (one that ``Writer(location, mode="append")`` adds to) opens as one
+    collection of every part; ``version`` opens that version as its commit left it instead of
+    the latest (``Collection.log()`` lists them)."""
+    return Collection(location, store_options=store_options or None, version=version)
 
 
 #: The collections this process reopened from a pickle, by location (and store options): a
@@ -84,7 +90,9 @@ _REOPENED_PID = 0
 _REOPEN_OPENS: dict[str, int] = {}
 
 
-def _reopen(location: str, store_options: Mapping[str, str] | None = None) -> Collection:
+def _reopen(
+    location: str, store_options: Mapping[str, str] | None = None, version: int | None = None
+) -> Collection:
     """The collection at ``location``, opened once per process (how a pickled collection, and
     every dataset and array pickled with it, comes back in a dask worker)."""
     global _REOPENED_PID
@@ -94,10 +102,12 @@ def _reopen(location: str, store_options: Mapping[str, str] | None = None) -> Co
         _REOPENED.clear()
         _REOPEN_OPENS.clear()
         _REOPENED_PID = os.getpid()
-    key = (location, tuple(sorted((store_options or {}).items())))
+    key = (location, tuple(sorted((store_options or {}).items())), version)
     collection = _REOPENED.get(key)
     if collection is None:
-        collection = _REOPENED[key] = Collection(location, store_options=store_options)
+        collection = _REOPENED[key] = Collection(
+            location, store_options=store_options, version=version
+        )
         _REOPEN_OPENS[location] = _REOPEN_OPENS.get(location, 0) + 1
     return collection
 
@@ -109,11 +119,15 @@ class Collection:
     opened there, once per process and location however many tasks carry it."""
 
     def __init__(
-        self, location: PathLike, *, store_options: Mapping[str, str] | None = None
+        self,
+        location: PathLike,
+        *,
+        store_options: Mapping[str, str] | None = None,
+        version: int | None = None,
     ) -> None:
         self.store_options = {str(k): str(v) for k, v in (store_options or {}).items()}
         self._native = _atlas.Collection.open(
-            _location(location), sorted(self.store_options.items()) or None
+            _location(location), sorted(self.store_options.items()) or None, version
         )
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
@@ -121,6 +135,11 @@ class Collection:
         if "://" not in location:
             # Another process may run in another directory.
             location = os.path.abspath(location)
+        # A growing collection reopens at the version open here, so a worker sees the same
+        # datasets as the process that pickled it, whatever was appended since.
+        version = self.version
+        if version is not None:
+            return (_reopen, (location, self.store_options or None, version))
         if self.store_options:
             return (_reopen, (location, self.store_options))
         return (_reopen, (location,))
@@ -128,6 +147,20 @@ class Collection:
     @property
     def location(self) -> str:
         return self._native.location
+
+    @property
+    def version(self) -> int | None:
+        """The version open of a growing collection; ``None`` for a plain collection."""
+        return self._native.version
+
+    def log(self) -> list[dict[str, Any]]:
+        """The versions of a growing collection up to the one open, oldest first: each its
+        ``version``, ``created_unix_ms``, ``datasets`` (added) and ``part``. Empty for a plain
+        collection."""
+        return [
+            {"version": v, "created_unix_ms": t, "datasets": n, "part": p}
+            for v, t, n, p in self._native.log()
+        ]
 
     # -- datasets ---------------------------------------------------------------------------
     @property
@@ -622,6 +655,12 @@ def _dataset_items(
 class Writer:
     """Writes a new collection; nothing is published until :meth:`finish`.
 
+    ``mode="append"`` adds the datasets to the growing collection at ``location`` (an empty or
+    new location becomes one) as one new part, committed as a new version by :meth:`finish`; a
+    dataset name the collection already holds is refused (``DuplicateNameError``) before
+    anything is written, and appenders running at once all land. A plain collection (a
+    ``data.atlas`` at ``location``) is not appended to (``CollectionExistsError``).
+
     Use it as a context manager: a clean exit finishes, an exception aborts (no ``data.atlas``
     is left behind, and a directory the writer created is removed while still empty)::
 
@@ -634,6 +673,7 @@ class Writer:
         self,
         location: PathLike,
         *,
+        mode: str = "create",
         codec: str = "zstd",
         zstd_level: int = 3,
         block_target_size: int | None = None,
@@ -641,6 +681,7 @@ class Writer:
     ) -> None:
         self._native = _atlas.Writer(
             _location(location),
+            mode=mode,
             codec=codec,
             zstd_level=zstd_level,
             block_target_size=block_target_size,
@@ -686,8 +727,10 @@ class Writer:
     def dataset_count(self) -> int:
         return self._native.dataset_count()
 
-    def finish(self) -> dict[str, int]:
-        """Writes and publishes ``data.atlas``; returns the datasets, segments and bytes written."""
+    def finish(self) -> dict[str, Any]:
+        """Writes and publishes ``data.atlas``; returns the datasets, segments and bytes written
+        (for an append: the datasets, bytes, the ``version`` committed, the ``part`` and the
+        commit ``attempts``)."""
         return self._native.finish()
 
     def abort(self) -> None:
@@ -711,7 +754,7 @@ class Writer:
         return f"<atlas_collections.Writer {self.location!r}: {self.dataset_count} datasets>"
 
 
-def write_xarray(location: PathLike, datasets: Mapping[str, Any], **options: Any) -> dict[str, int]:
+def write_xarray(location: PathLike, datasets: Mapping[str, Any], **options: Any) -> dict[str, Any]:
     """Writes ``{name: xarray.Dataset}`` as a new collection at ``location``, one dataset each."""
     with Writer(location, **options) as writer:
         for name, ds in datasets.items():

@@ -1,0 +1,475 @@
+//! The appender: names checked, the part written, the manifest committed.
+
+use crate::error::AppendError;
+use atlas_footer::CONTAINER_OBJECT;
+use atlas_reader::manifest::{Commit, Manifest, MANIFEST_OBJECT, PARTS_DIR};
+use atlas_reader::{
+    decode_manifest, manifest_path, part_prefix, Atlas, AtlasError, CommitOutcome,
+    ConditionalPutCommitter, GrowingProblem, LocalFlockCommitter, MaskCommitter,
+};
+use atlas_writer::{AtlasWriter, DatasetSpec, WriterOptions};
+use durable_fs::{FileSystem, StdFileSystem};
+use futures::StreamExt;
+use object_access::StoreLocation;
+use object_store::local::LocalFileSystem;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, WriteMultipart};
+use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
+use std::hash::BuildHasher;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Commits tried before an append gives up on conflicts (each a lost race with another
+/// appender that did commit).
+const MAX_ATTEMPTS: u32 = 1_000;
+
+/// Who holds a taken name, for the error that refuses it.
+const THIS_APPEND: &str = "this append";
+
+/// What [`Appender::commit`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppendReport {
+    /// The version the commit made.
+    pub version: u64,
+    /// The new part's id (its prefix is `parts/<id>`).
+    pub part: String,
+    /// Datasets the part holds.
+    pub datasets: usize,
+    /// Size of the part's `data.atlas`.
+    pub container_bytes: u64,
+    /// Commit attempts (more than 1: another appender committed in between).
+    pub attempts: u32,
+}
+
+/// Appends datasets to a growing collection as one new part; see the [crate docs](crate).
+pub struct Appender {
+    store: Arc<dyn ObjectStore>,
+    prefix: Path,
+    /// The collection as the caller named it, for errors.
+    collection: String,
+    /// The collection directory, on local disk: commits take its `flock`, the part is fsynced.
+    local_dir: Option<PathBuf>,
+    /// The manifest as last checked: every name of its parts is in `taken`.
+    manifest: Manifest,
+    /// Every dataset name of the checked parts and of this append, with who holds it.
+    taken: HashMap<String, String>,
+    part_id: String,
+    /// The part's writer, until `commit` (or `adopt`) takes it.
+    writer: Option<AtlasWriter>,
+    written: usize,
+}
+
+impl std::fmt::Debug for Appender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Appender")
+            .field("collection", &self.collection)
+            .field("version", &self.manifest.latest())
+            .field("part", &self.part_id)
+            .field("written", &self.written)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Appender {
+    /// Starts an append to the collection at `location` (a directory, created if missing, or
+    /// a store prefix): reads its manifest and every dataset name of its latest version (the
+    /// manifest, then every part's tail at once). An empty location becomes a growing
+    /// collection at the first commit; one holding a plain collection (`data.atlas`) is
+    /// refused.
+    pub async fn open(
+        location: &StoreLocation,
+        options: WriterOptions,
+    ) -> Result<Self, AppendError> {
+        match location {
+            StoreLocation::Remote(remote) => {
+                Self::open_store(
+                    remote.store(),
+                    remote.prefix().clone(),
+                    location_name(location),
+                    None,
+                    options,
+                )
+                .await
+            }
+            StoreLocation::Local(dir) => {
+                let io = |source| AppendError::Io {
+                    path: dir.display().to_string(),
+                    source,
+                };
+                std::fs::create_dir_all(dir).map_err(io)?;
+                let canonical = std::fs::canonicalize(dir).map_err(io)?;
+                atlas_reader::check_local_collection(&canonical)?;
+                let store = Arc::new(LocalFileSystem::new_with_prefix(&canonical)?);
+                Self::open_store(
+                    store,
+                    Path::default(),
+                    location_name(location),
+                    Some(canonical),
+                    options,
+                )
+                .await
+            }
+        }
+    }
+
+    async fn open_store(
+        store: Arc<dyn ObjectStore>,
+        prefix: Path,
+        collection: String,
+        local_dir: Option<PathBuf>,
+        options: WriterOptions,
+    ) -> Result<Self, AppendError> {
+        let manifest = match atlas_reader::read_manifest(store.as_ref(), &prefix).await? {
+            Some(manifest) => manifest,
+            None => {
+                let container = prefix.clone().join(CONTAINER_OBJECT);
+                match store.head(&container).await {
+                    Ok(_) => return Err(AppendError::PlainCollection { collection }),
+                    Err(object_store::Error::NotFound { .. }) => Manifest::default(),
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        };
+        let part_id = new_part_id();
+        let part = part_prefix(&prefix, &part_id);
+        let writer = AtlasWriter::new(Arc::clone(&store), &part, options);
+        let mut appender = Self {
+            store,
+            prefix,
+            collection,
+            local_dir,
+            manifest: Manifest::default(),
+            taken: HashMap::new(),
+            part_id,
+            writer: Some(writer),
+            written: 0,
+        };
+        appender.take_names(&manifest.commits).await?;
+        appender.manifest = manifest;
+        Ok(appender)
+    }
+
+    /// The version this append read (0 for a collection with no commit yet); its commit makes
+    /// a later one.
+    pub fn base_version(&self) -> u64 {
+        self.manifest.latest()
+    }
+
+    /// Datasets written so far.
+    pub fn dataset_count(&self) -> usize {
+        self.written
+    }
+
+    /// Writes one dataset into the new part and returns its ordinal there. A name the
+    /// collection (or this append) already holds is refused before anything is written.
+    pub fn write_dataset(&mut self, dataset: DatasetSpec) -> Result<u32, AppendError> {
+        if let Some(held_by) = self.taken.get(dataset.name()) {
+            return Err(AppendError::NameTaken {
+                collection: self.collection.clone(),
+                name: dataset.name().to_owned(),
+                held_by: held_by.clone(),
+            });
+        }
+        let name = dataset.name().to_owned();
+        let writer = self.writer.as_mut().ok_or_else(|| {
+            atlas_writer::WriteError::Poisoned("the append is committed".to_owned())
+        })?;
+        let ordinal = writer.write_dataset(dataset)?;
+        self.taken.insert(name, THIS_APPEND.to_owned());
+        self.written += 1;
+        Ok(ordinal)
+    }
+
+    /// Writes the part, then commits the next manifest version naming it. Nothing is visible
+    /// before the commit; a failure removes the part again (best effort: a part no manifest
+    /// names is never read).
+    pub async fn commit(mut self) -> Result<AppendReport, AppendError> {
+        let Some(writer) = self.writer.take() else {
+            return Err(
+                atlas_writer::WriteError::Poisoned("the append is committed".to_owned()).into(),
+            );
+        };
+        match writer.finish().await {
+            Ok(summary) => self.publish(summary.container_bytes).await,
+            Err(e) => {
+                self.remove_part().await;
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Takes the plain collection at `source`, as it is, as the new part: every dataset's name
+    /// is checked first (nothing is written for a clash), then its `data.atlas` is copied, byte
+    /// for byte and streamed, into the part, and the version committed. Only for an appender
+    /// that has written no dataset; a source with deleted datasets, or a growing one, is
+    /// refused (`AppendError::Source`).
+    pub async fn adopt(mut self, source: &StoreLocation) -> Result<AppendReport, AppendError> {
+        let refuse = |reason: &str| AppendError::Source {
+            collection: location_name(source),
+            reason: reason.to_owned(),
+        };
+        if self.written > 0 {
+            return Err(refuse(
+                "an appender that wrote datasets cannot also adopt a collection",
+            ));
+        }
+        let collection = Atlas::open_location(source, |store| store).await?;
+        if collection.version().is_some() {
+            return Err(refuse("a growing collection cannot be adopted as a part"));
+        }
+        if !collection.deleted().is_empty() {
+            return Err(refuse(
+                "it has deleted datasets; rewrite it without them first",
+            ));
+        }
+        for dataset in collection.datasets() {
+            if let Some(held_by) = self.taken.get(dataset.name()) {
+                return Err(AppendError::NameTaken {
+                    collection: self.collection.clone(),
+                    name: dataset.name().to_owned(),
+                    held_by: held_by.clone(),
+                });
+            }
+        }
+        for dataset in collection.datasets() {
+            self.taken
+                .insert(dataset.name().to_owned(), THIS_APPEND.to_owned());
+        }
+        self.written = collection.dataset_count();
+        let (from, path) = match source {
+            StoreLocation::Remote(remote) => (
+                remote.store(),
+                remote.prefix().clone().join(CONTAINER_OBJECT),
+            ),
+            StoreLocation::Local(dir) => (
+                Arc::new(LocalFileSystem::new_with_prefix(dir)?) as Arc<dyn ObjectStore>,
+                Path::from(CONTAINER_OBJECT),
+            ),
+        };
+        match self.copy_container(from.as_ref(), &path).await {
+            Ok(bytes) => self.publish(bytes).await,
+            Err(e) => {
+                self.remove_part().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Streams the object at `path` of `from` into the part's `data.atlas`; returns its size.
+    async fn copy_container(
+        &self,
+        from: &dyn ObjectStore,
+        path: &Path,
+    ) -> Result<u64, AppendError> {
+        let got = from.get(path).await?;
+        let size = got.meta.size;
+        let mut chunks = got.into_stream();
+        let target = part_prefix(&self.prefix, &self.part_id).join(CONTAINER_OBJECT);
+        let mut upload = WriteMultipart::new(self.store.put_multipart(&target).await?);
+        while let Some(chunk) = chunks.next().await {
+            match chunk {
+                Ok(bytes) => upload.write(&bytes),
+                Err(e) => {
+                    if let Err(abort) = upload.abort().await {
+                        tracing::warn!(%abort, "could not abort the part upload");
+                    }
+                    return Err(e.into());
+                }
+            }
+        }
+        upload.finish().await?;
+        Ok(size)
+    }
+
+    /// Commits the written part (`container_bytes` long): fsynced first on local disk, then
+    /// the manifest; a failure removes the part.
+    async fn publish(mut self, container_bytes: u64) -> Result<AppendReport, AppendError> {
+        let committed = async {
+            self.sync_local_part()?;
+            self.commit_manifest().await
+        }
+        .await;
+        match committed {
+            Ok((version, attempts)) => {
+                tracing::info!(
+                    collection = %self.collection,
+                    version,
+                    part = %self.part_id,
+                    datasets = self.written,
+                    attempts,
+                    "appended a part"
+                );
+                Ok(AppendReport {
+                    version,
+                    part: self.part_id.clone(),
+                    datasets: self.written,
+                    container_bytes,
+                    attempts,
+                })
+            }
+            Err(e) => {
+                self.remove_part().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Commits the manifest with one more commit naming the part: read, check, conditional
+    /// write, again after a conflict. A manifest that moved since it was checked has its new
+    /// parts' names checked first. Returns the version made and the attempts taken.
+    async fn commit_manifest(&mut self) -> Result<(u64, u32), AppendError> {
+        let committer: Arc<dyn MaskCommitter> = match &self.local_dir {
+            Some(dir) => Arc::new(LocalFlockCommitter::for_object(dir, MANIFEST_OBJECT)),
+            None => Arc::new(ConditionalPutCommitter::strict(
+                Arc::clone(&self.store),
+                manifest_path(&self.prefix),
+            )),
+        };
+        let path = manifest_path(&self.prefix);
+        let datasets = self.written as u64;
+        for attempt in 1..=MAX_ATTEMPTS {
+            let moved: Mutex<Option<Manifest>> = Mutex::new(None);
+            let made: Mutex<u64> = Mutex::new(0);
+            let merge = |current: Option<&[u8]>| -> Result<Vec<u8>, AtlasError> {
+                let current = match current {
+                    Some(bytes) => decode_manifest(&path, bytes)?,
+                    None => Manifest::default(),
+                };
+                if current != self.manifest {
+                    *moved.lock().unwrap_or_else(PoisonError::into_inner) = Some(current);
+                    return Err(AtlasError::Growing {
+                        path: path.to_string(),
+                        problem: GrowingProblem::ManifestMoved,
+                    });
+                }
+                let next = current.with_commit(unix_ms_now(), datasets, &self.part_id);
+                *made.lock().unwrap_or_else(PoisonError::into_inner) = next.latest();
+                Ok(next.encode())
+            };
+            let outcome = committer.attempt(&merge).await;
+            let moved = moved.into_inner().unwrap_or_else(PoisonError::into_inner);
+            match (outcome, moved) {
+                (Ok(CommitOutcome::Committed), _) => {
+                    return Ok((
+                        made.into_inner().unwrap_or_else(PoisonError::into_inner),
+                        attempt,
+                    ))
+                }
+                (Ok(CommitOutcome::Conflict), _) => {
+                    tokio::time::sleep(atlas_reader::retry_pause(attempt)).await;
+                }
+                (Err(_), Some(current)) => self.catch_up(current).await?,
+                (Err(e), None) => return Err(e.into()),
+            }
+        }
+        Err(AppendError::CommitConflict {
+            collection: self.collection.clone(),
+            attempts: MAX_ATTEMPTS,
+        })
+    }
+
+    /// Takes in the manifest as another appender left it: the names of every part committed
+    /// since the one checked (every part, if its history differs) are checked against this
+    /// append's and taken.
+    async fn catch_up(&mut self, current: Manifest) -> Result<(), AppendError> {
+        let checked = self.manifest.commits.len();
+        let same_history = current.commits.get(..checked) == Some(&self.manifest.commits[..]);
+        if !same_history {
+            self.taken.retain(|_, held_by| held_by == THIS_APPEND);
+        }
+        let new = if same_history {
+            &current.commits[checked..]
+        } else {
+            &current.commits[..]
+        };
+        self.take_names(new).await?;
+        self.manifest = current;
+        Ok(())
+    }
+
+    /// Opens the parts of `commits` at once and takes their dataset names; a name this append
+    /// wrote is `NameTaken`.
+    async fn take_names(&mut self, commits: &[Commit]) -> Result<(), AppendError> {
+        let opens = commits
+            .iter()
+            .map(|commit| Atlas::open_part(Arc::clone(&self.store), &self.prefix, commit));
+        let parts = futures::future::try_join_all(opens).await?;
+        for (commit, part) in commits.iter().zip(&parts) {
+            let held_by = format!("part {} (version {})", commit.part, commit.version);
+            for dataset in part.datasets() {
+                let name = dataset.name();
+                if self.taken.get(name).map(String::as_str) == Some(THIS_APPEND) {
+                    return Err(AppendError::NameTaken {
+                        collection: self.collection.clone(),
+                        name: name.to_owned(),
+                        held_by,
+                    });
+                }
+                self.taken.insert(name.to_owned(), held_by.clone());
+            }
+        }
+        Ok(())
+    }
+
+    /// On local disk, makes the part durable before a manifest names it: its container, its
+    /// directory and the directories above it, fsynced.
+    fn sync_local_part(&self) -> Result<(), AppendError> {
+        let Some(dir) = &self.local_dir else {
+            return Ok(());
+        };
+        let parts = dir.join(PARTS_DIR);
+        let part = parts.join(&self.part_id);
+        let container = part.join(CONTAINER_OBJECT);
+        let fs = StdFileSystem;
+        let io = |path: &std::path::Path| {
+            let path = path.display().to_string();
+            move |source| AppendError::Io { path, source }
+        };
+        fs.sync_existing(&container).map_err(io(&container))?;
+        fs.sync_dir(&part).map_err(io(&part))?;
+        fs.sync_dir(&parts).map_err(io(&parts))?;
+        fs.sync_dir(dir).map_err(io(dir))
+    }
+
+    /// Removes the uncommitted part, best effort: no manifest names it, so no reader opens it.
+    async fn remove_part(&self) {
+        let container = part_prefix(&self.prefix, &self.part_id).join(CONTAINER_OBJECT);
+        match self.store.delete(&container).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+            Err(e) => {
+                tracing::warn!(part = %container, %e, "could not remove an uncommitted part");
+            }
+        }
+        if let Some(dir) = &self.local_dir {
+            let _ = std::fs::remove_dir(dir.join(PARTS_DIR).join(&self.part_id));
+        }
+    }
+}
+
+/// How a location is named in errors.
+fn location_name(location: &StoreLocation) -> String {
+    match location {
+        StoreLocation::Remote(remote) => remote.url().to_owned(),
+        StoreLocation::Local(dir) => dir.display().to_string(),
+    }
+}
+
+/// A part id no other appender picks: 128 bits from two of std's randomly keyed hashers
+/// (seeded from the OS), with the process id and the time folded in, as 32 hex digits.
+fn new_part_id() -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let a = RandomState::new().hash_one((now, std::process::id(), 1u8));
+    let b = RandomState::new().hash_one((now, std::process::id(), 2u8));
+    format!("{a:016x}{b:016x}")
+}
+
+/// Milliseconds since the Unix epoch on this host's clock (0 before it).
+fn unix_ms_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}

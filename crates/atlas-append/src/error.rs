@@ -1,0 +1,76 @@
+//! Everything an append can fail with.
+
+use atlas_reader::AtlasError;
+use atlas_writer::WriteError;
+use thiserror::Error;
+
+/// An append that failed. Nothing it wrote is visible: the manifest was not committed.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum AppendError {
+    /// A dataset of this name is already in the collection (or in this append).
+    #[error("{collection}: dataset '{name}' is already in {held_by}")]
+    NameTaken {
+        /// The collection appended to.
+        collection: String,
+        /// The dataset name.
+        name: String,
+        /// Where: `part <id> (version <n>)`, or `this append`.
+        held_by: String,
+    },
+    /// The location holds a plain collection (`data.atlas` at its root), which cannot grow.
+    #[error("{collection}: a plain collection (data.atlas) cannot be appended to; append to an empty or growing location")]
+    PlainCollection {
+        /// The collection.
+        collection: String,
+    },
+    /// A collection given to [`Appender::adopt`](crate::Appender::adopt) cannot become a part.
+    #[error("{collection}: cannot be adopted as a part: {reason}")]
+    Source {
+        /// The collection to adopt.
+        collection: String,
+        /// Why not.
+        reason: String,
+    },
+    /// The commit kept losing races with other appenders.
+    #[error("{collection}: append gave up after {attempts} conflicting commits")]
+    CommitConflict {
+        /// The collection.
+        collection: String,
+        /// Attempts made.
+        attempts: u32,
+    },
+    /// Reading the collection (its manifest, its parts) or committing failed.
+    #[error("{0}")]
+    Read(#[from] AtlasError),
+    /// Writing the new part failed.
+    #[error("{0}")]
+    Write(#[from] WriteError),
+    /// A local file operation failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: String,
+        /// What failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The store's location could not be used.
+    #[error("store: {0}")]
+    Store(#[from] object_store::Error),
+}
+
+impl AppendError {
+    /// Whether the same append may succeed if made again (see `AtlasError::is_retryable`): a
+    /// store or transport failure, or a commit that kept losing races.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::CommitConflict { .. } => true,
+            Self::Read(e) => e.is_retryable(),
+            Self::Write(e) => e.is_retryable(),
+            Self::Io { source, .. } => object_access::is_retryable_io_error(source),
+            Self::Store(e) => object_access::is_retryable_store_error(e),
+            Self::NameTaken { .. } | Self::PlainCollection { .. } | Self::Source { .. } => false,
+        }
+    }
+}

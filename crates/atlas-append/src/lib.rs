@@ -1,0 +1,27 @@
+//! Appends to growing Atlas collections.
+//!
+//! What it is for: [`Appender`] adds datasets to a growing collection (`docs/format/growing.md`)
+//! without touching what is there. It reads the manifest and the names of every dataset of the
+//! latest version, refuses a name already present before anything is written, writes the new
+//! datasets with an [`AtlasWriter`](atlas_writer::AtlasWriter) as one new part (a complete
+//! plain collection under `parts/<id>/`), and then commits the next manifest version with a
+//! conditional write: `PutMode::Create`/`Update` on an object store, the directory `flock` and
+//! a crash-safe publication on local disk (the [`MaskCommitter`](atlas_reader::MaskCommitter)
+//! primitives deletes use). A commit that finds the manifest moved checks the parts committed
+//! meanwhile for a clashing name and tries again, so concurrent appenders lose nothing. Until
+//! the commit nothing is visible: a failed or interrupted append leaves the collection as it
+//! was (at most an unreferenced part, which no reader opens).
+//!
+//! What it is not for: reading (`atlas-reader` opens a growing collection as one), writing a
+//! plain collection (`atlas-writer`), deletes, replacing parts or reclaiming space.
+//!
+//! Layering: above `atlas-reader` (the manifest, the parts' names, the commit primitives) and
+//! `atlas-writer` (the part's container), `durable-fs` (fsync of a local part) and
+//! `object-access` (locations, the retryable rule); below the `atlas` facade and the CLI.
+#![forbid(unsafe_code)]
+
+mod appender;
+mod error;
+
+pub use appender::{AppendReport, Appender};
+pub use error::AppendError;

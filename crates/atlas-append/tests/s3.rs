@@ -1,0 +1,83 @@
+//! Growing collections on the S3 test server: 16 processes appending 50 datasets each to one
+//! collection at once lose nothing (the manifest commits with `If-None-Match: *` /
+//! `If-Match`, a lost race retried after catching up), and every dataset reads back as
+//! written. Ignored unless `--ignored`: it needs the S3 test server (`cargo xtask test`, or
+//! `bash .ci/s3-server.sh start DIR` and `source DIR/env`).
+#![allow(clippy::disallowed_methods)] // a test drives its own runtime
+#![allow(
+    clippy::unwrap_used,
+    clippy::cast_possible_truncation,
+    clippy::print_stdout
+)] // test code: reports figures
+
+mod common;
+
+use atlas_reader::Atlas;
+use common::*;
+use dsrt_atlas_test_runner as runner;
+use object_access::StoreLocation;
+use std::collections::BTreeSet;
+use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+const PROCESSES: usize = 16;
+const PER_PROCESS: usize = 50;
+
+fn main() -> ExitCode {
+    if std::env::var(CHILD_LOCATION).is_ok() {
+        child_append();
+        return ExitCode::SUCCESS;
+    }
+    runner::run_ignored(
+        &[(
+            "sixteen_processes_appending_at_once_on_s3_lose_nothing",
+            sixteen_processes_appending_at_once_on_s3_lose_nothing,
+        )],
+        "needs the S3 test server; cargo xtask test runs them",
+    )
+}
+
+fn url(test: &str) -> String {
+    let Ok(bucket) = std::env::var("ATLAS_S3_TEST_BUCKET") else {
+        panic!(
+            "{test}: ATLAS_S3_TEST_BUCKET is not set, so no S3 server is configured. Run \
+             `cargo xtask test`, or `bash .ci/s3-server.sh start DIR` and `source DIR/env` first."
+        );
+    };
+    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_default();
+    assert!(
+        endpoint.starts_with("http://127.0.0.1") || endpoint.starts_with("http://localhost"),
+        "AWS_ENDPOINT_URL ('{endpoint}') is not on loopback; these tests only talk to a local server"
+    );
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!(
+        "s3://{bucket}/atlas-append-tests/{test}-{}-{nanos}",
+        std::process::id()
+    )
+}
+
+fn sixteen_processes_appending_at_once_on_s3_lose_nothing() {
+    let url = url("sixteen_processes");
+    let location = StoreLocation::parse(&url).unwrap();
+    let rt = runtime();
+    rt.block_on(append(&location, 99, 10));
+    let results = append_in_processes(&url, 0..PROCESSES, PER_PROCESS);
+    let versions: BTreeSet<u64> = results.iter().map(|(v, _)| *v).collect();
+    assert_eq!(versions, (2..=PROCESSES as u64 + 1).collect());
+    let retried = results.iter().filter(|(_, a)| *a > 1).count();
+    println!("  {PROCESSES} appenders on S3: {retried} retried after a conflict");
+    rt.block_on(async {
+        let atlas = Atlas::open_location(&location, |s| s).await.unwrap();
+        assert_eq!(atlas.version(), Some(PROCESSES as u64 + 1));
+        let mut expected: BTreeSet<String> = (0..10).map(|i| name(99, i)).collect();
+        for writer in 0..PROCESSES {
+            expected.extend((0..PER_PROCESS).map(|i| name(writer, i)));
+        }
+        assert_eq!(expected.len(), 10 + 800);
+        assert_eq!(names(&atlas), expected);
+        check_contents(&atlas).await;
+    });
+}

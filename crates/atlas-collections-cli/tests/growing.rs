@@ -1,0 +1,175 @@
+//! `atlas append`, `atlas log` and `--at-version`, run as a user would: sources become parts
+//! and versions, a clashing name is refused with nothing written, concurrent `atlas append`
+//! processes all land, and every read command reads any version.
+#![allow(clippy::unwrap_used)] // Test code.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn atlas(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_atlas"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn json(args: &[&str]) -> Value {
+    let mut args = args.to_vec();
+    args.push("--json");
+    serde_json::from_str(&stdout(&atlas(&args))).unwrap()
+}
+
+/// A plain demo collection of `datasets` datasets named `<prefix>000`...
+fn source(dir: &Path, prefix: &str, datasets: usize) -> String {
+    let out = dir.join(prefix).to_str().unwrap().to_owned();
+    stdout(&atlas(&[
+        "demo",
+        &out,
+        "--datasets",
+        &datasets.to_string(),
+        "--name-prefix",
+        prefix,
+    ]));
+    out
+}
+
+fn names(collection: &str, version: Option<&str>) -> Vec<String> {
+    let mut args = vec!["ls", collection];
+    if let Some(version) = version {
+        args.extend(["--at-version", version]);
+    }
+    json(&args)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn append_log_and_read_every_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let jan = source(dir.path(), "jan_", 3);
+    let feb = source(dir.path(), "feb_", 2);
+    let grown = dir.path().join("grown").to_str().unwrap().to_owned();
+    let appended = json(&["append", &grown, &jan, &feb]);
+    assert_eq!(appended[0]["version"], 1);
+    assert_eq!(appended[1]["version"], 2);
+    assert_eq!(appended[1]["datasets"], 2);
+    let log = json(&["log", &grown]);
+    let added: Vec<u64> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["datasets"].as_u64().unwrap())
+        .collect();
+    assert_eq!(added, [3, 2]);
+    let human = stdout(&atlas(&["log", &grown]));
+    assert!(human.starts_with("VERSION"), "{human}");
+    assert_eq!(names(&grown, Some("1")), ["jan_000", "jan_001", "jan_002"]);
+    assert_eq!(
+        names(&grown, None),
+        ["jan_000", "jan_001", "jan_002", "feb_000", "feb_001"]
+    );
+    let stats = json(&["stats", &grown, "temperature"]);
+    assert_eq!(stats["datasets"], 5);
+    let info = json(&["info", &grown, "--at-version", "1"]);
+    assert_eq!(info["version"], 1);
+    assert_eq!(info["latest_version"], 2);
+    assert_eq!(info["live_datasets"], 3);
+    stdout(&atlas(&["verify", "--full", &grown]));
+    // A version the collection does not have, or a version of a plain collection: exit 1.
+    assert_eq!(
+        atlas(&["ls", &grown, "--at-version", "3"]).status.code(),
+        Some(1)
+    );
+    assert_eq!(
+        atlas(&["ls", &jan, "--at-version", "1"]).status.code(),
+        Some(1)
+    );
+    // The sources are plain collections and stay readable as before.
+    assert_eq!(names(&feb, None), ["feb_000", "feb_001"]);
+}
+
+#[test]
+fn a_clashing_append_is_refused_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let jan = source(dir.path(), "jan_", 2);
+    let grown = dir.path().join("grown").to_str().unwrap().to_owned();
+    stdout(&atlas(&["append", &grown, &jan]));
+    let before = files_below(Path::new(&grown));
+    let refused = atlas(&["append", &grown, &jan]);
+    assert_eq!(refused.status.code(), Some(1));
+    let message = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        message.contains("'jan_000' is already in part"),
+        "{message}"
+    );
+    assert_eq!(files_below(Path::new(&grown)), before);
+    // A plain collection is not appended to.
+    let feb = source(dir.path(), "feb_", 1);
+    let plain = atlas(&["append", &jan, &feb]);
+    assert_eq!(plain.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&plain.stderr).contains("a plain collection"));
+}
+
+#[test]
+fn concurrent_atlas_append_processes_all_land() {
+    const PROCESSES: usize = 8;
+    let dir = tempfile::tempdir().unwrap();
+    let grown = dir.path().join("grown").to_str().unwrap().to_owned();
+    let sources: Vec<String> = (0..PROCESSES)
+        .map(|i| source(dir.path(), &format!("s{i}_"), 5))
+        .collect();
+    let children: Vec<_> = sources
+        .iter()
+        .map(|s| {
+            Command::new(env!("CARGO_BIN_EXE_atlas"))
+                .args(["append", &grown, s])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        stdout(&child.wait_with_output().unwrap());
+    }
+    let log = json(&["log", &grown]);
+    assert_eq!(log.as_array().unwrap().len(), PROCESSES);
+    let mut all = names(&grown, None);
+    all.sort();
+    let mut expected: Vec<String> = (0..PROCESSES)
+        .flat_map(|i| (0..5).map(move |d| format!("s{i}_{d:03}")))
+        .collect();
+    expected.sort();
+    assert_eq!(all, expected);
+}
+
+/// Every file below `dir` with its bytes, sorted by path.
+fn files_below(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push((path.display().to_string(), std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}

@@ -1,0 +1,223 @@
+//! Growing collections (`docs/format/growing.md`): a manifest naming immutable parts, each a
+//! plain collection under `parts/<id>/`, opened as one collection.
+//!
+//! The open reads `collection.manifest` (one request: it names every version), then every part
+//! of the version asked for at once (each part's tail and mask, as a plain open): two round
+//! trips whatever the number of parts. The parts' datasets are numbered one after the other,
+//! oldest part first; names are unique across parts because an append refuses a name a part
+//! already holds.
+
+use crate::atlas::Atlas;
+use crate::error::{AtlasError, GrowingProblem};
+use crate::manifest::{Commit, Manifest, MANIFEST_OBJECT};
+use bytes::Bytes;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt};
+use std::sync::Arc;
+
+/// What an open growing collection knows beyond its parts.
+#[derive(Debug)]
+pub(crate) struct Growing {
+    /// The manifest object.
+    pub(crate) manifest_path: Path,
+    /// The version open.
+    pub(crate) version: u64,
+    /// The latest version when the manifest was read.
+    pub(crate) latest: u64,
+    /// The commits up to the version open, oldest first: commit `i` added part `i`.
+    pub(crate) commits: Vec<Commit>,
+    /// Each part's first collection-wide ordinal, ascending.
+    bases: Vec<u32>,
+    /// Datasets (live or deleted) over every part.
+    total: u64,
+}
+
+impl Growing {
+    /// Datasets (live or deleted) over every part.
+    pub(crate) fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// The part holding collection-wide `ordinal`, and the ordinal within it.
+    pub(crate) fn locate(&self, ordinal: u32) -> Option<(usize, u32)> {
+        if u64::from(ordinal) >= self.total {
+            return None;
+        }
+        let part = self
+            .bases
+            .partition_point(|&base| base <= ordinal)
+            .checked_sub(1)?;
+        Some((part, ordinal - self.bases[part]))
+    }
+}
+
+/// The manifest object of the collection at `prefix`.
+pub fn manifest_path(prefix: &Path) -> Path {
+    prefix.clone().join(MANIFEST_OBJECT)
+}
+
+/// The prefix of part `id` (`parts/<id>`) under the collection at `prefix`.
+pub fn part_prefix(prefix: &Path, id: &str) -> Path {
+    prefix.clone().join(crate::manifest::PARTS_DIR).join(id)
+}
+
+/// Reads and decodes the manifest of the collection at `prefix` (one GET): `None` where there
+/// is none.
+pub async fn read_manifest(
+    store: &dyn ObjectStore,
+    prefix: &Path,
+) -> Result<Option<Manifest>, AtlasError> {
+    let path = manifest_path(prefix);
+    let bytes: Bytes = match store.get(&path).await {
+        Ok(result) => result.bytes().await?,
+        Err(object_store::Error::NotFound { .. }) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    decode_manifest(&path, &bytes).map(Some)
+}
+
+/// Decodes manifest bytes, naming the manifest (`path`) and the line of a refusal.
+pub fn decode_manifest(path: &Path, bytes: &[u8]) -> Result<Manifest, AtlasError> {
+    Manifest::decode(bytes)
+        .map_err(|e| AtlasError::corrupt(path.as_ref(), format!("line {}", e.line), e.reason))
+}
+
+/// Opens version `version` (`None`: the latest) of the growing collection at `prefix`;
+/// `Ok(None)` where there is no manifest.
+pub(crate) async fn open_growing(
+    store: Arc<dyn ObjectStore>,
+    prefix: &Path,
+    version: Option<u64>,
+) -> Result<Option<Atlas>, AtlasError> {
+    let Some(manifest) = read_manifest(store.as_ref(), prefix).await? else {
+        return Ok(None);
+    };
+    open_manifest_version(store, prefix, &manifest, version)
+        .await
+        .map(Some)
+}
+
+/// Opens `version` (`None`: the latest) of the collection at `prefix` that `manifest`
+/// describes: every part at once.
+pub(crate) async fn open_manifest_version(
+    store: Arc<dyn ObjectStore>,
+    prefix: &Path,
+    manifest: &Manifest,
+    version: Option<u64>,
+) -> Result<Atlas, AtlasError> {
+    let path = manifest_path(prefix);
+    let latest = manifest.latest();
+    let version = version.unwrap_or(latest);
+    if version == 0 || version > latest {
+        return Err(AtlasError::Growing {
+            path: path.to_string(),
+            problem: GrowingProblem::NoSuchVersion {
+                asked: version,
+                latest,
+            },
+        });
+    }
+    let commits = manifest
+        .commits
+        .get(..usize::try_from(version).unwrap_or(usize::MAX))
+        .unwrap_or(&manifest.commits)
+        .to_vec();
+    let opens = commits.iter().map(|commit| {
+        let store = Arc::clone(&store);
+        let part = part_prefix(prefix, &commit.part);
+        let path = &path;
+        async move {
+            Atlas::open_plain(store, &part).await.map_err(|e| match e {
+                // A manifest that names a part with no container is damaged: the append
+                // that committed it wrote the part first.
+                AtlasError::NotAnAtlasCollection { path: at, reason } => AtlasError::corrupt(
+                    path.as_ref(),
+                    format!("line {}", commit.version + 1),
+                    format!("part {}: {at}: {reason}", commit.part),
+                ),
+                other => other,
+            })
+        }
+    });
+    let mut parts = futures::future::try_join_all(opens).await?;
+    let mut bases = Vec::with_capacity(parts.len());
+    let mut total: u64 = 0;
+    for part in &mut parts {
+        let base = u32::try_from(total).map_err(|_| {
+            AtlasError::corrupt(
+                path.as_ref(),
+                "parts",
+                "more than 2^32 datasets over the parts".to_owned(),
+            )
+        })?;
+        part.ordinal_base = base;
+        bases.push(base);
+        total += part.footer.datasets.len() as u64;
+    }
+    if total > u64::from(u32::MAX) {
+        return Err(AtlasError::corrupt(
+            path.as_ref(),
+            "parts",
+            "more than 2^32 datasets over the parts".to_owned(),
+        ));
+    }
+    let created = commits.last().map_or(0, |c| c.created_unix_ms);
+    let growing = Growing {
+        manifest_path: path.clone(),
+        version,
+        latest,
+        commits,
+        bases,
+        total,
+    };
+    Ok(Atlas::growing_shell(store, prefix, growing, parts, created))
+}
+
+impl Atlas {
+    /// Opens `version` (`None`: the latest) of the growing collection at `prefix` in `store`
+    /// as `manifest` (already read, as an appender reads it) describes it: every part at once.
+    pub async fn open_manifest(
+        store: Arc<dyn ObjectStore>,
+        prefix: &Path,
+        manifest: &Manifest,
+        version: Option<u64>,
+    ) -> Result<Self, AtlasError> {
+        open_manifest_version(store, prefix, manifest, version).await
+    }
+
+    /// Opens the part `commit` added to the growing collection at `prefix`, alone.
+    pub async fn open_part(
+        store: Arc<dyn ObjectStore>,
+        prefix: &Path,
+        commit: &Commit,
+    ) -> Result<Self, AtlasError> {
+        Atlas::open_plain(store, &part_prefix(prefix, &commit.part)).await
+    }
+
+    /// For a growing collection: the version open (`None` for a plain collection).
+    pub fn version(&self) -> Option<u64> {
+        self.growing.as_ref().map(|g| g.version)
+    }
+
+    /// For a growing collection: the latest version when it was opened.
+    pub fn latest_version(&self) -> Option<u64> {
+        self.growing.as_ref().map(|g| g.latest)
+    }
+
+    /// For a growing collection: the commits that made the version open, oldest first (what
+    /// `atlas log` lists). Empty for a plain collection.
+    pub fn commits(&self) -> &[Commit] {
+        self.growing.as_ref().map_or(&[], |g| g.commits.as_slice())
+    }
+
+    /// Refuses `operation` on a growing collection.
+    pub(crate) fn refuse_on_growing(&self, operation: &'static str) -> Result<(), AtlasError> {
+        match &self.growing {
+            Some(growing) => Err(AtlasError::Growing {
+                path: growing.manifest_path.to_string(),
+                problem: GrowingProblem::Unsupported(operation),
+            }),
+            None => Ok(()),
+        }
+    }
+}
