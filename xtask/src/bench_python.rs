@@ -94,7 +94,7 @@ pub(crate) const PYTHON_BENCHES: &[PythonBench] = &[
     PythonBench {
         name: "bench_calendar_import",
         script: "python/atlas/benchmarks/bench_calendar_import.py",
-        args: &[],
+        args: &["--blocks", "10"],
         takes_s3: false,
         runs_dsrt: false,
     },
