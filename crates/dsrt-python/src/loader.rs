@@ -6,8 +6,8 @@ use crate::dataset::PyDataset;
 use crate::errors::{enter, Error};
 use crate::options::{state_from_dict, state_to_dict, Kwargs, PlanArgs};
 use datasetrt::{
-    BatchRow, Cache, Dataset, DatasetError, EpochPlan, IterState, Loader, LoaderConfig, Partition,
-    PlanCursor, ShardHints,
+    BatchRow, Cache, Dataset, DatasetError, EpochPlan, IterState, Loader, LoaderConfig,
+    LoaderStats, Partition, PlanCursor, ShardHints,
 };
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
@@ -44,6 +44,8 @@ pub(crate) struct PyLoader {
     dataset: Arc<Dataset>,
     base: LoaderConfig,
     loader: Mutex<Loader>,
+    /// The counters of the loader in `loader`, read without waiting for a thread iterating it.
+    stats: Mutex<Arc<LoaderStats>>,
 }
 
 impl PyLoader {
@@ -56,7 +58,9 @@ impl PyLoader {
     fn rebuild(&self, py: Python<'_>, config: LoaderConfig) -> PyResult<()> {
         let dataset = Arc::clone(&self.dataset);
         let fresh = enter(py, move || Loader::new(dataset, config))?;
+        let stats = fresh.stats_handle();
         let old = std::mem::replace(&mut *self.lock(py)?, fresh);
+        *self.stats.lock().unwrap_or_else(PoisonError::into_inner) = stats;
         // Joining the old workers may wait for a chunk in flight.
         enter(py, move || {
             drop(old);
@@ -88,6 +92,7 @@ impl PyLoader {
         Ok(Self {
             dataset,
             base,
+            stats: Mutex::new(loader.stats_handle()),
             loader: Mutex::new(loader),
         })
     }
@@ -156,6 +161,13 @@ impl PyLoader {
             ..self.base.clone()
         };
         self.rebuild(py, config)
+    }
+
+    /// What the loader has done since it was created or last restarted (`set_epoch`,
+    /// `load_state_dict`), as a dict (docs/python.md, "Loader stats").
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let stats = Arc::clone(&self.stats.lock().unwrap_or_else(PoisonError::into_inner));
+        crate::stats::stats_dict(py, &stats.snapshot())
     }
 }
 

@@ -17,6 +17,7 @@ taken with any ``num_workers`` (then build a new loader over the dataset with an
 from __future__ import annotations
 
 import os
+import uuid
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Callable
@@ -37,6 +38,7 @@ from ._native import (
 )
 from ._schedule import Phase
 from ._tokens import token_plan_args, token_weights
+from .metrics import merge_stats
 
 __all__ = [
     "ColumnarBatch",
@@ -677,7 +679,7 @@ class TokenTensors:
     ``batch.pin_memory()`` give a dict of the tensors moved or pinned.
     """
 
-    __slots__ = ("_batch", "_cache")
+    __slots__ = ("_batch", "_cache", "_stats")
     _NAMES = (
         "input_ids",
         "labels",
@@ -692,12 +694,17 @@ class TokenTensors:
     )
     _TENSORS = ("input_ids", "labels", "position_ids", "segment_ids", "loss_mask", "cu_seqlens")
 
-    def __init__(self, batch: TokenBatch) -> None:
+    def __init__(
+        self, batch: TokenBatch, stats: tuple[tuple[str, int], int, dict[str, Any]] | None = None
+    ) -> None:
         self._batch = batch
         self._cache: dict[str, Any] = {}
+        # From a DataLoader worker: ((dataset key, epoch), worker id, the worker's stats after
+        # this batch), recorded where the batch is unpickled (see TokenStreamingDataset.stats).
+        self._stats = stats
 
     def __reduce__(self):
-        return (TokenTensors, (self._batch,))
+        return (_token_tensors, (self._batch, self._stats))
 
     def __len__(self) -> int:
         return len(self._batch)
@@ -772,6 +779,21 @@ class TokenTensors:
 
     def __repr__(self) -> str:
         return f"TokenTensors(<{len(self)} rows of {self._batch.seq_len} tokens>)"
+
+
+# The latest stats of each DataLoader worker, per TokenStreamingDataset (its _stats_key), as
+# their batches arrived in this process.
+_WORKER_STATS: dict[tuple[str, int], dict[int, dict[str, Any]]] = {}
+
+
+def _token_tensors(
+    batch: TokenBatch, stats: tuple[tuple[str, int], int, dict[str, Any]] | None
+) -> TokenTensors:
+    """Unpickles a TokenTensors, recording the stats of the worker that sent it."""
+    if stats is not None:
+        key, worker, counters = stats
+        _WORKER_STATS.setdefault(key, {})[worker] = counters
+    return TokenTensors(batch)
 
 
 def document_attention_mask(segment_ids: torch.Tensor) -> torch.Tensor:
@@ -900,13 +922,33 @@ class TokenStreamingDataset(torch.utils.data.IterableDataset):
         self._worker_resume: dict[str, Any] | None = None
         self._progress: dict[str, Any] = self._fresh_progress(None, 1)
         self._plans: dict[Any, _TokenPlan] = {}
+        # Names this dataset's workers' stats in the training process (see stats()).
+        self._stats_key = uuid.uuid4().hex
+        # The batches the Rust threads read when there are no worker processes.
+        self._batches: Any = None
         # Fail early, in the constructing process, on bad paths or settings.
         self._plan()
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_plans"] = {}
+        state["_batches"] = None
         return state
+
+    def stats(self) -> dict[str, Any]:
+        """What this dataset's loading has done in the current iteration, as a dict
+        (docs/python.md, "Loader stats"). Without worker processes, the Rust loader's own
+        stats. With ``num_workers`` workers, in the training process: the sum over the workers
+        of their stats (:func:`datasetrt.metrics.merge_stats`; ``workers`` says how many), each
+        worker's as its latest batch brought them (each batch carries its worker's counters),
+        so the counts are exactly those of the batches received here; ``wait_s`` is then the
+        workers' time reading, not the training process's wait. Inside a worker: its own."""
+        workers = _WORKER_STATS.get((self._stats_key, self.epoch))
+        if workers and torch.utils.data.get_worker_info() is None:
+            return merge_stats([workers[w] for w in sorted(workers)])
+        if self._batches is not None:
+            return self._batches.stats()
+        return self._plan().stats()
 
     def _plan(self) -> _TokenPlan:
         """This process's plan of the epoch from ``_resume``."""
@@ -984,6 +1026,7 @@ class TokenStreamingDataset(torch.utils.data.IterableDataset):
                 expand=True,
                 first_batch=progress["chunks_done"],
             )
+            self._batches = batches
             for batch in batches:
                 progress["chunks_done"] += 1
                 progress["steps_done"] += len(batch)
@@ -992,11 +1035,12 @@ class TokenStreamingDataset(torch.utils.data.IterableDataset):
             return
         # This worker's batches: worker, worker + workers, ...; each crosses compact and is
         # expanded in the training process.
+        self._batches = None  # a forked worker's copy of its parent's
         for chunk in range(worker + progress["chunks_done"] * workers, chunks, workers):
             batch = plan.read(chunk * unit, min((chunk + 1) * unit, steps), expand=False)
             progress["chunks_done"] += 1
             progress["steps_done"] += len(batch)
-            yield TokenTensors(batch)
+            yield TokenTensors(batch, ((self._stats_key, self.epoch), worker, plan.stats()))
 
     def state_dict(self) -> dict[str, Any]:
         """The progress of the iteration under way in this process (a DataLoader worker's own
