@@ -2,9 +2,9 @@
 ``DataLoader`` workers summed, logged through the ``datasetrt`` logger at an interval, and
 served to Prometheus.
 
-Every loader's ``stats()`` is a dict the native module makes from the Rust loader's counters
-(``Loader.stats()``, ``TokenDataset.stats()``, ``StreamingDataset.stats()``,
-``TokenStreamingDataset.stats()``); this module only sums, formats and exports those dicts.
+A loader's ``stats()`` is a dict the native module makes from the Rust loader's counters
+(``Loader.stats()``, ``TokenDataset.stats()``, ``TokenStreamingDataset.stats()``); this module
+only sums, formats and exports those dicts.
 """
 
 from __future__ import annotations
