@@ -211,6 +211,19 @@ impl LoaderStats {
         }
     }
 
+    /// A batch of `rows` was read for a consumer that asked for it at `asked`: the steps were
+    /// found by `planned`, read by now. What a reader of single batches (the Python
+    /// `RankPlan`'s reads) counts: time by stage, samples per cache (one relaxed addition
+    /// per row), the batch's delivery.
+    pub fn batch_read(&self, asked: Instant, planned: Instant, rows: &[crate::BatchRow]) {
+        self.add_time(Stage::Plan, planned.saturating_duration_since(asked));
+        self.add_time(Stage::Read, planned.elapsed());
+        for row in rows {
+            self.add_source(row.cache, 1);
+        }
+        self.delivered(asked, rows.len() as u64, 0);
+    }
+
     /// The counts so far.
     pub fn snapshot(&self) -> StatsSnapshot {
         let fetch = fetch_counters().totals().since(&self.fetch_base);

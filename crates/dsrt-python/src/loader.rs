@@ -14,6 +14,7 @@ use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
 use pyo3::types::{PyBytes, PyDict, PyList, PyRange};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
 
 fn loaded_sample(
     py: Python<'_>,
@@ -186,6 +187,8 @@ pub(crate) struct PyRankPlan {
     cursor: Mutex<PlanCursor>,
     /// What `hint_ahead` has looked at of the steps ahead.
     hints: Mutex<ShardHints>,
+    /// What the reads of this plan have done in this process (a `DataLoader` worker's share).
+    stats: Arc<LoaderStats>,
 }
 
 impl PyRankPlan {
@@ -252,6 +255,7 @@ impl PyRankPlan {
             .transpose()?;
         kwargs.finish()?;
         let dataset = Arc::clone(&dataset.get().dataset);
+        let dataset_caches = dataset.caches().len();
         let shared = Arc::clone(&dataset);
         let PlanArgs {
             plan,
@@ -273,6 +277,7 @@ impl PyRankPlan {
             start,
             cursor,
             hints: Mutex::new(ShardHints::new()),
+            stats: Arc::new(LoaderStats::new(dataset_caches)),
         })
     }
 
@@ -335,8 +340,11 @@ impl PyRankPlan {
     /// an `ArrowBatch` of one row per step (`Dataset::read_columnar`): `payload`, `key`,
     /// `padding`, `step` and `metadata`.
     fn read_columnar(&self, py: Python<'_>, steps: &Bound<'_, PyAny>) -> PyResult<ArrowBatch> {
+        let asked = Instant::now();
         let rows = self.rows(&steps_arg(steps)?)?;
+        let planned = Instant::now();
         let batch = enter(py, || self.dataset.read_columnar(&rows))?;
+        self.stats.batch_read(asked, planned, &rows);
         Ok(ArrowBatch { batch })
     }
 
@@ -345,15 +353,20 @@ impl PyRankPlan {
     /// `decoded`), then `key`, `padding`, `step` and `metadata`. For a reader that maps the
     /// shard files itself (`_located_payloads`).
     fn read_located(&self, py: Python<'_>, steps: &Bound<'_, PyAny>) -> PyResult<ArrowBatch> {
+        let asked = Instant::now();
         let rows = self.rows(&steps_arg(steps)?)?;
+        let planned = Instant::now();
         let batch = enter(py, || self.dataset.read_located(&rows))?;
+        self.stats.batch_read(asked, planned, &rows);
         Ok(ArrowBatch { batch })
     }
 
     /// Reads `steps` (GIL released) and returns their samples in order, each with `key`,
     /// `payload`, `metadata`, `step`, `global_position` and `padding`.
     fn read<'py>(&self, py: Python<'py>, steps: Vec<u64>) -> PyResult<Bound<'py, PyList>> {
+        let asked = Instant::now();
         let rows = self.rows(&steps)?;
+        let planned = Instant::now();
         let caches = self.dataset.caches();
         let items: Vec<(&Cache, u64)> = (rows.iter())
             .map(|row| (&caches[row.cache].cache, row.sample_id))
@@ -370,6 +383,13 @@ impl PyRankPlan {
                 padding: row.padding,
             }
         })?;
+        self.stats.batch_read(asked, planned, &rows);
         PyList::new(py, samples)
+    }
+
+    /// What the reads of this plan have done in this process since it was made, as a dict
+    /// (docs/python.md, "Loader stats"): a `DataLoader` worker's share of the epoch.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        crate::stats::stats_dict(py, &self.stats.snapshot())
     }
 }

@@ -161,3 +161,27 @@ def test_a_sample_loader_counts_its_samples_and_bytes(tmp_path):
     assert stats["bytes_read"] == payload
     assert stats["source_counts"] == [50]
     assert stats["time_to_first_batch_s"] is not None
+
+
+@pytest.mark.parametrize("collate", ["samples", "columnar"])
+def test_streaming_dataset_workers_stats_add_up_to_the_epoch(tmp_path, collate):
+    from datasetrt.torch import StreamingDataset
+
+    paths = [write(tmp_path / "a", 300, 3), write(tmp_path / "b", 100, 4)]
+    ds = StreamingDataset(paths, rank=0, world_size=1, batch_size=8, collate=collate)
+    received = batches = 0
+    for batch in DataLoader(ds, batch_size=None, num_workers=2):
+        received += len(batch)
+        batches += 1
+    stats = ds.stats()
+    assert stats["workers"] == 2
+    assert stats["samples"] == received == 400
+    assert stats["source_counts"] == [300, 100]
+    assert stats["time_to_first_batch_s"] is not None
+    # Without workers: the reads of this process.
+    alone = StreamingDataset(paths, rank=0, world_size=1, batch_size=8, collate=collate)
+    for _ in DataLoader(alone, batch_size=None, num_workers=0):
+        pass
+    single = alone.stats()
+    assert single["samples"] == 400 and single["source_counts"] == [300, 100]
+    assert "workers" not in single

@@ -52,6 +52,64 @@ __all__ = [
 
 _STATE_TAG = "__datasetrt_streaming__"
 
+# The scalar stats a DataLoader worker of StreamingDataset writes into its row of the shared
+# block, in this order, then its per-cache counts; `batches` first, so a row that has never
+# been written reads 0 there.
+_STATS_SCALARS = (
+    "batches",
+    "elapsed_s",
+    "time_to_first_batch_s",
+    "samples",
+    "tokens",
+    "bytes_read",
+    "bytes_downloaded",
+    "downloads",
+    "downloads_in_flight",
+    "shard_cache_hits",
+    "wait_s",
+    "wall_s",
+    "plan_s",
+    "download_s",
+    "read_s",
+    "assemble_s",
+)
+_COUNTS = {"batches", "samples", "tokens", "bytes_read", "bytes_downloaded", "downloads"}
+_COUNTS |= {"downloads_in_flight", "shard_cache_hits"}
+
+# Workers of one StreamingDataset whose stats the training process sums (ids beyond are not
+# counted).
+_MAX_STATS_WORKERS = 64
+
+
+def _stats_recorder(block: torch.Tensor, plan: RankPlan, info: Any) -> Callable[[], None]:
+    """In a DataLoader worker, writes the worker's stats into its row of `block` (after each
+    read); elsewhere does nothing."""
+    if info is None or info.id >= len(block):
+        return lambda: None
+    row = block[info.id]
+
+    def record() -> None:
+        stats = plan.stats()
+        values = [stats[key] for key in _STATS_SCALARS] + stats["source_counts"]
+        first = stats["time_to_first_batch_s"]
+        values[2] = float("nan") if first is None else first
+        row.copy_(torch.tensor(values, dtype=torch.float64))
+
+    return record
+
+
+def _stats_from_row(row: torch.Tensor) -> dict[str, Any]:
+    """A worker's stats dict from its row of the shared block."""
+    values = row.tolist()
+    stats: dict[str, Any] = {}
+    for key, value in zip(_STATS_SCALARS, values):
+        stats[key] = int(value) if key in _COUNTS else value
+    if stats["time_to_first_batch_s"] != stats["time_to_first_batch_s"]:  # NaN: none yet
+        stats["time_to_first_batch_s"] = None
+    stats["source_counts"] = [int(v) for v in values[len(_STATS_SCALARS) :]]
+    return stats
+
+
 # Datasets with remote caches a forked worker inherited from its parent and replaced by its
 # own (see StreamingDataset._open): never used again, never dropped.
 _INHERITED: list[Any] = []
@@ -279,14 +337,41 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         self._dataset: Dataset | None = None
         self._dataset_pid: int | None = None
         self._plan_len: int | None = None
+        # The plan this process reads through (its stats when there are no workers).
+        self._reading: RankPlan | None = None
         # Fail early, in the constructing process, on bad paths or settings.
         self._plan()
+        # Each DataLoader worker's latest stats, one row per worker id, in memory shared with
+        # the workers (see stats()).
+        self._stats_block = torch.zeros(
+            (_MAX_STATS_WORKERS, len(_STATS_SCALARS) + len(self._open().caches)),
+            dtype=torch.float64,
+        ).share_memory_()
 
     # Pickling: locations and settings only, never an open cache or mapping.
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_dataset"] = None
+        state["_reading"] = None
         return state
+
+    def stats(self) -> dict[str, Any]:
+        """What this dataset's reading has done in the current epoch, as a dict
+        (docs/python.md, "Loader stats"). Without worker processes, the reads of this process.
+        With ``num_workers`` workers, in the training process: the sum over the workers
+        (:func:`datasetrt.metrics.merge_stats`; ``workers`` says how many), each worker's
+        stats as it wrote them after its latest batch into a block of memory shared with the
+        training process (batches the workers have read, which the ``DataLoader`` may not have
+        handed over yet: equal to what the training process received once the epoch is done).
+        Inside a worker: its own."""
+        info = torch.utils.data.get_worker_info()
+        if info is None:
+            rows = [_stats_from_row(row) for row in self._stats_block if row[0] > 0]
+            if rows:
+                return merge_stats(rows)
+        if self._reading is None:
+            self._reading = self._plan()
+        return self._reading.stats()
 
     def _open(self) -> Dataset:
         if self._dataset is not None and self._dataset_pid != os.getpid():
@@ -343,6 +428,9 @@ class StreamingDataset(torch.utils.data.IterableDataset):
             self._resume = None
             self._worker_resume = None
         self.epoch = epoch
+        # A new epoch's workers start their stats afresh.
+        self._stats_block.zero_()
+        self._reading = None
 
     def __len__(self) -> int:
         """Items this rank yields in the (rest of the) epoch: the same on every rank."""
@@ -363,6 +451,8 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         info = torch.utils.data.get_worker_info()
         worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
         plan = self._plan()
+        self._reading = plan
+        record = _stats_recorder(self._stats_block, plan, info)
         steps = len(plan)
         unit = self.batch_size or 1
         chunks = -(-steps // unit)
@@ -394,6 +484,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
                     batch = ColumnarBatch(plan.read_columnar(wanted))
                 progress["chunks_done"] += 1
                 progress["steps_done"] += len(wanted)
+                record()
                 yield transform(batch) if transform is not None else batch
             if info is None:
                 self._resume = None
@@ -406,6 +497,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
                 group_steps.extend(range(chunk * unit, min((chunk + 1) * unit, steps)))
             plan.hint_ahead(group[0] * unit, min((group[-1] + 1) * unit, steps))
             samples = plan.read(group_steps)
+            record()
             at = 0
             for chunk in group:
                 n = min((chunk + 1) * unit, steps) - chunk * unit
