@@ -35,6 +35,7 @@ mod migrate_remote;
 mod output;
 mod pack;
 mod plan;
+mod profile;
 mod progress;
 mod store_args;
 mod verify;
@@ -97,6 +98,9 @@ enum Command {
     Iterate(iterate::IterateArgs),
     /// Report what an epoch reads on a topology, per node, without reading any payload.
     Plan(plan::PlanArgs),
+    /// Run the loader for a while and report whether it keeps up with a consumer, and where
+    /// its time went.
+    Profile(profile::ProfileArgs),
 }
 
 fn main() -> ExitCode {
@@ -114,6 +118,7 @@ fn main() -> ExitCode {
         Command::Migrate(args) => migrate::run(&args),
         Command::Iterate(args) => iterate::run(&args),
         Command::Plan(args) => plan::run(&args),
+        Command::Profile(args) => profile::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

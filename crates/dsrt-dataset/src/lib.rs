@@ -26,6 +26,7 @@ mod dataset;
 mod error;
 mod hints;
 mod loader;
+mod stats; // counters of what a loader did: its batches, the consumer's wait, its threads' time
 mod table;
 
 pub use batch::{
@@ -33,7 +34,9 @@ pub use batch::{
     PayloadAt, PayloadRange,
 };
 pub use dataset::{Dataset, DatasetCache, SelectRow};
+pub use dsrt_reader::FetchTotals;
 pub use error::DatasetError;
 pub use hints::{ShardHints, HINT_SHARDS};
 pub use loader::{LoadedSample, Loader, LoaderConfig, DEFAULT_PREFETCH_BYTES};
+pub use stats::{LoaderStats, Stage, StatsSnapshot};
 pub use table::{SampleKey, SampleTable};

@@ -2,6 +2,7 @@
 
 use crate::buffers::PooledBuffer;
 use crate::hints::ShardHints;
+use crate::stats::{LoaderStats, Stage, StatsSnapshot};
 use crate::{Dataset, DatasetError, SampleKey};
 use bytes::Bytes;
 use dsrt_metadata::RowView;
@@ -15,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 /// How a rank iterates one epoch.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -152,6 +154,8 @@ struct Steps {
     /// before they start: the first sample's shard then downloads alone instead of sharing
     /// the link with the shards of their first chunks.
     first_chunk: FirstChunk,
+    /// What the loader has done (see [`Loader::stats`]).
+    stats: Arc<LoaderStats>,
 }
 
 /// Whether the first chunk is loaded, for threads to wait on.
@@ -296,6 +300,7 @@ impl Steps {
     /// Starts loading the steps `range` (one chunk): tells the shard sources what comes,
     /// plans the steps into `scratch`. Its pieces then come from [`Steps::load_piece`].
     fn begin_chunk(&self, range: std::ops::Range<u64>, scratch: &mut Scratch) {
+        let started = Instant::now();
         self.read_ahead.start(range.end - range.start);
         if self.hints {
             scratch
@@ -304,12 +309,14 @@ impl Steps {
         }
         self.plan_steps(range, scratch);
         scratch.failed = None;
+        self.stats.add_time(Stage::Plan, started.elapsed());
     }
 
     /// Reads the planned steps from `from` on into one shared payload buffer from the pool,
     /// up to the one that brings it to `piece_bytes`; the piece, and where the next begins
     /// (`scratch.planned.len()` once the chunk is done).
     fn load_piece(&self, scratch: &mut Scratch, from: usize) -> (Chunk, usize) {
+        let started = Instant::now();
         let buffers = self.dataset.chunk_buffers();
         let mut data = buffers.take();
         let planned = std::mem::take(&mut scratch.planned);
@@ -318,6 +325,9 @@ impl Steps {
         let need = self.chunk_bytes(&planned[from..]).min(self.piece_bytes);
         data.reserve(need.saturating_sub(data.len()));
         let mut used = 0;
+        // Payload bytes of the piece (decoded), in the chunk buffer or shared: for the stats.
+        let mut payload_bytes = 0u64;
+        scratch.per_source.resize(self.dataset.caches().len(), 0);
         scratch.located.clear();
         let mut next = from;
         for &(step, position, sample) in &planned[from..] {
@@ -333,9 +343,20 @@ impl Steps {
                 Ok(Located {
                     payload: Placed::InChunk(range),
                     ..
-                }) => used = range.end,
-                Ok(_) => {}
+                }) => {
+                    used = range.end;
+                    payload_bytes += range.len() as u64;
+                }
+                Ok(Located {
+                    payload: Placed::Shared(bytes),
+                    ..
+                }) => payload_bytes += bytes.len() as u64,
                 Err(_) => scratch.failed = Some(step),
+            }
+            if let (Ok(_), Some(planned)) = (&located, sample) {
+                if let Some(count) = scratch.per_source.get_mut(planned.cache) {
+                    *count += 1;
+                }
             }
             scratch.located.push(located);
             if used >= self.piece_bytes {
@@ -344,6 +365,13 @@ impl Steps {
         }
         scratch.planned = planned;
         scratch.shared.clear();
+        self.stats.add_bytes_read(payload_bytes);
+        for (source, count) in scratch.per_source.iter_mut().enumerate() {
+            if *count > 0 {
+                self.stats.add_source(source, std::mem::take(count));
+            }
+        }
+        self.stats.add_time(Stage::Read, started.elapsed());
         let data = Bytes::from_owner(PooledBuffer::new(data, used, buffers));
         let piece = scratch
             .located
@@ -382,6 +410,8 @@ struct Scratch {
     cursor: Option<PlanCursor>,
     /// What this thread tells shard sources of the steps ahead.
     hints: ShardHints,
+    /// Samples of the piece being loaded per cache, added to the stats once per piece.
+    per_source: Vec<u64>,
 }
 
 impl Scratch {
@@ -445,6 +475,8 @@ impl std::fmt::Debug for Loader {
 impl Loader {
     /// Plans the epoch and, with `workers > 0`, starts the worker threads.
     pub fn new(dataset: Arc<Dataset>, config: LoaderConfig) -> Result<Self, DatasetError> {
+        let stats = Arc::new(LoaderStats::new(dataset.caches().len()));
+        let planning = Instant::now();
         let topology = Topology::new(config.world_size.max(1), config.ranks_per_node.max(1))?;
         let (plan, start) = dataset.plan_for(
             &config.plan,
@@ -455,6 +487,7 @@ impl Loader {
         )?;
         let plan = Arc::new(plan);
         let partition = Partition::new(config.rank, topology, config.policy, &start)?;
+        stats.add_time(Stage::Plan, planning.elapsed());
         let len = partition.len();
         let prefetch = config.prefetch.max(1);
         let chunk_steps = prefetch.min(MAX_CHUNK_STEPS);
@@ -481,6 +514,7 @@ impl Loader {
             read_ahead: ReadAhead::default(),
             hints,
             first_chunk: FirstChunk::default(),
+            stats,
         });
         let workers = (0..config.workers)
             .map(|w| spawn_worker(&steps, w as u64, config.workers as u64, len, queue))
@@ -529,6 +563,18 @@ impl Loader {
     /// The epoch's plan, cut for the topology the epoch started on.
     pub fn plan(&self) -> &EpochPlan {
         &self.steps.plan
+    }
+
+    /// What the loader has done so far (see [`StatsSnapshot`]); its batches are the pieces
+    /// its workers hand over (chunks of up to `min(prefetch, 256)` steps), its sources the
+    /// dataset's caches, counted in samples.
+    pub fn stats(&self) -> StatsSnapshot {
+        self.steps.stats.snapshot()
+    }
+
+    /// The loader's counters, to read from another thread while it runs.
+    pub fn stats_handle(&self) -> Arc<LoaderStats> {
+        Arc::clone(&self.steps.stats)
     }
 }
 
@@ -636,6 +682,7 @@ impl Iterator for Loader {
         }
         let step = self.next_step;
         if self.ready.is_empty() {
+            let asked = Instant::now();
             let chunk = self.steps.chunk_of(step);
             if self.chunk_left == 0 {
                 // Every chunk before this one is fully yielded (said once, also when the wait
@@ -671,6 +718,9 @@ impl Iterator for Loader {
                 }
             }
             self.chunk_left = self.chunk_left.saturating_sub(self.ready.len() as u64);
+            self.steps
+                .stats
+                .delivered(asked, self.ready.len() as u64, 0);
         }
         self.next_step += 1;
         Some(

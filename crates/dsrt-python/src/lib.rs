@@ -26,6 +26,7 @@ mod loader;
 mod options;
 mod pack;
 mod remote;
+mod stats;
 #[cfg(feature = "test-hooks")]
 mod testing;
 mod token_stream;

@@ -6,14 +6,15 @@ use crate::dataset::PyDataset;
 use crate::errors::{enter, Error};
 use crate::options::{state_from_dict, state_to_dict, Kwargs, PlanArgs};
 use datasetrt::{
-    BatchRow, Cache, Dataset, DatasetError, EpochPlan, IterState, Loader, LoaderConfig, Partition,
-    PlanCursor, ShardHints,
+    BatchRow, Cache, Dataset, DatasetError, EpochPlan, IterState, Loader, LoaderConfig,
+    LoaderStats, Partition, PlanCursor, ShardHints,
 };
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
 use pyo3::types::{PyBytes, PyDict, PyList, PyRange};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
 
 fn loaded_sample(
     py: Python<'_>,
@@ -44,6 +45,8 @@ pub(crate) struct PyLoader {
     dataset: Arc<Dataset>,
     base: LoaderConfig,
     loader: Mutex<Loader>,
+    /// The counters of the loader in `loader`, read without waiting for a thread iterating it.
+    stats: Mutex<Arc<LoaderStats>>,
 }
 
 impl PyLoader {
@@ -56,7 +59,9 @@ impl PyLoader {
     fn rebuild(&self, py: Python<'_>, config: LoaderConfig) -> PyResult<()> {
         let dataset = Arc::clone(&self.dataset);
         let fresh = enter(py, move || Loader::new(dataset, config))?;
+        let stats = fresh.stats_handle();
         let old = std::mem::replace(&mut *self.lock(py)?, fresh);
+        *self.stats.lock().unwrap_or_else(PoisonError::into_inner) = stats;
         // Joining the old workers may wait for a chunk in flight.
         enter(py, move || {
             drop(old);
@@ -88,6 +93,7 @@ impl PyLoader {
         Ok(Self {
             dataset,
             base,
+            stats: Mutex::new(loader.stats_handle()),
             loader: Mutex::new(loader),
         })
     }
@@ -157,6 +163,13 @@ impl PyLoader {
         };
         self.rebuild(py, config)
     }
+
+    /// What the loader has done since it was created or last restarted (`set_epoch`,
+    /// `load_state_dict`), as a dict (docs/python.md, "Loader stats").
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let stats = Arc::clone(&self.stats.lock().unwrap_or_else(PoisonError::into_inner));
+        crate::stats::stats_dict(py, &stats.snapshot())
+    }
 }
 
 /// One rank's steps of one epoch, for readers that split them further (the PyTorch
@@ -174,6 +187,8 @@ pub(crate) struct PyRankPlan {
     cursor: Mutex<PlanCursor>,
     /// What `hint_ahead` has looked at of the steps ahead.
     hints: Mutex<ShardHints>,
+    /// What the reads of this plan have done in this process (a `DataLoader` worker's share).
+    stats: Arc<LoaderStats>,
 }
 
 impl PyRankPlan {
@@ -240,6 +255,7 @@ impl PyRankPlan {
             .transpose()?;
         kwargs.finish()?;
         let dataset = Arc::clone(&dataset.get().dataset);
+        let dataset_caches = dataset.caches().len();
         let shared = Arc::clone(&dataset);
         let PlanArgs {
             plan,
@@ -261,6 +277,7 @@ impl PyRankPlan {
             start,
             cursor,
             hints: Mutex::new(ShardHints::new()),
+            stats: Arc::new(LoaderStats::new(dataset_caches)),
         })
     }
 
@@ -323,8 +340,11 @@ impl PyRankPlan {
     /// an `ArrowBatch` of one row per step (`Dataset::read_columnar`): `payload`, `key`,
     /// `padding`, `step` and `metadata`.
     fn read_columnar(&self, py: Python<'_>, steps: &Bound<'_, PyAny>) -> PyResult<ArrowBatch> {
+        let asked = Instant::now();
         let rows = self.rows(&steps_arg(steps)?)?;
+        let planned = Instant::now();
         let batch = enter(py, || self.dataset.read_columnar(&rows))?;
+        self.stats.batch_read(asked, planned, &rows);
         Ok(ArrowBatch { batch })
     }
 
@@ -333,15 +353,20 @@ impl PyRankPlan {
     /// `decoded`), then `key`, `padding`, `step` and `metadata`. For a reader that maps the
     /// shard files itself (`_located_payloads`).
     fn read_located(&self, py: Python<'_>, steps: &Bound<'_, PyAny>) -> PyResult<ArrowBatch> {
+        let asked = Instant::now();
         let rows = self.rows(&steps_arg(steps)?)?;
+        let planned = Instant::now();
         let batch = enter(py, || self.dataset.read_located(&rows))?;
+        self.stats.batch_read(asked, planned, &rows);
         Ok(ArrowBatch { batch })
     }
 
     /// Reads `steps` (GIL released) and returns their samples in order, each with `key`,
     /// `payload`, `metadata`, `step`, `global_position` and `padding`.
     fn read<'py>(&self, py: Python<'py>, steps: Vec<u64>) -> PyResult<Bound<'py, PyList>> {
+        let asked = Instant::now();
         let rows = self.rows(&steps)?;
+        let planned = Instant::now();
         let caches = self.dataset.caches();
         let items: Vec<(&Cache, u64)> = (rows.iter())
             .map(|row| (&caches[row.cache].cache, row.sample_id))
@@ -358,6 +383,13 @@ impl PyRankPlan {
                 padding: row.padding,
             }
         })?;
+        self.stats.batch_read(asked, planned, &rows);
         PyList::new(py, samples)
+    }
+
+    /// What the reads of this plan have done in this process since it was made, as a dict
+    /// (docs/python.md, "Loader stats"): a `DataLoader` worker's share of the epoch.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        crate::stats::stats_dict(py, &self.stats.snapshot())
     }
 }

@@ -15,9 +15,9 @@ use arrow_array::{
 use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Fields};
 use datasetrt::token_stream::{
-    BatchPiece, BatchPool, CacheSource, Column, DocumentSource, LoaderOptions, LongDocs, PackMode,
-    RowBlock, RowCursor, RunConfig, TokenBatch, TokenConfig, TokenLoader, TokenPlan, TokenReport,
-    TokenState, TokenStreamError as StreamError,
+    BatchPiece, BatchPool, BatchReader, CacheSource, Column, DocumentSource, LoaderOptions,
+    LoaderStats, LongDocs, PackMode, RunConfig, TokenBatch, TokenConfig, TokenLoader, TokenPlan,
+    TokenReport, TokenState, TokenStreamError as StreamError,
 };
 use datasetrt::{RemainderPolicy, Sampling, Shuffle};
 use pyo3::exceptions::{PyKeyError, PyValueError};
@@ -25,6 +25,7 @@ use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
 use pyo3::types::PyDict;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
 
 /// Runs `work` as `errors::enter` does; a setting the stream refuses is the caller's
 /// `ValueError`, any other error raised by its class (`TokenStreamError`, or the plan's, the
@@ -72,13 +73,6 @@ fn process_pool() -> &'static Arc<BatchPool> {
     POOL.get_or_init(BatchPool::new)
 }
 
-/// What one reader of a plan keeps: its place in the stream and its buffers.
-struct Reader {
-    cursor: RowCursor,
-    rows: RowBlock,
-    buf: datasetrt::tokens::TokenBuf,
-}
-
 /// One rank's plan of an epoch of token rows over token caches (see `datasetrt.TokenDataset`,
 /// which builds it): `len(plan)` rows for this rank, `plan.read(start, stop)` reads steps
 /// `start..stop` as one `TokenBatch` (GIL released), `plan.batches(...)` reads every batch
@@ -87,7 +81,9 @@ struct Reader {
 pub(crate) struct PyTokenPlan {
     plan: Arc<TokenPlan>,
     source: Arc<CacheSource>,
-    reader: Mutex<Option<Reader>>,
+    reader: Mutex<Option<BatchReader<CacheSource>>>,
+    /// What `read` has done in this process (a `DataLoader` worker's reads: see `stats`).
+    stats: Arc<LoaderStats>,
 }
 
 fn mode_of(name: &str) -> PyResult<PackMode> {
@@ -256,6 +252,7 @@ impl PyTokenPlan {
         };
         let plan = enter_stream(py, || TokenPlan::new(&source, &config, &run))?;
         Ok(Self {
+            stats: Arc::new(LoaderStats::new(source.sources())),
             plan: Arc::new(plan),
             source: Arc::new(source),
             reader: Mutex::new(None),
@@ -318,33 +315,20 @@ impl PyTokenPlan {
     /// the training columns now (else where they are first asked for).
     #[pyo3(signature = (start, stop, expand = true))]
     fn read(&self, py: Python<'_>, start: u64, stop: u64, expand: bool) -> PyResult<PyTokenBatch> {
+        let asked = Instant::now();
         let mut guard = self
             .reader
             .lock_py_attached(py)
             .map_err(|_| PyValueError::new_err("the plan failed in another thread"))?;
-        let (plan, source) = (&self.plan, &self.source);
+        let (plan, source, stats) = (&self.plan, &self.source, &self.stats);
         let slot = &mut *guard;
         let batch = enter_stream(py, || {
-            let reader = slot.get_or_insert_with(|| Reader {
-                cursor: RowCursor::new(plan, source.as_ref()),
-                rows: RowBlock::default(),
-                buf: datasetrt::tokens::TokenBuf::new(),
-            });
-            reader
-                .cursor
-                .read(plan, source.as_ref(), start..stop, &mut reader.rows)?;
-            let mut batch = TokenBatch::read(
-                plan,
-                source.as_ref(),
-                &reader.rows,
-                &mut reader.buf,
-                process_pool(),
-            )?;
-            if expand {
-                batch.expand(process_pool());
-            }
-            Ok(batch)
+            let reader = slot.get_or_insert_with(|| BatchReader::new(plan, source.as_ref()));
+            let pool = process_pool();
+            reader.read(plan, source.as_ref(), start..stop, pool, expand, stats)
         })?;
+        let rows = batch.rows() as u64;
+        (self.stats).delivered(asked, rows, rows * batch.seq_len() as u64);
         Ok(PyTokenBatch::new(batch))
     }
 
@@ -368,8 +352,15 @@ impl PyTokenPlan {
         };
         let loader = TokenLoader::new(Arc::clone(&self.plan), Arc::clone(&self.source), options);
         PyTokenBatches {
+            stats: loader.stats_handle(),
             loader: Mutex::new(loader),
         }
+    }
+
+    /// What `read` has done in this process since the plan was made, as a dict
+    /// (docs/python.md, "Loader stats"): a `DataLoader` worker's share of the epoch.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        crate::stats::stats_dict(py, &self.stats.snapshot())
     }
 }
 
@@ -382,6 +373,8 @@ fn serde_json_string(value: &impl serde::Serialize) -> PyResult<String> {
 #[pyclass(module = "datasetrt._native", name = "_TokenBatches", frozen)]
 pub(crate) struct PyTokenBatches {
     loader: Mutex<TokenLoader<CacheSource>>,
+    /// The loader's counters, read without waiting for a thread iterating it.
+    stats: Arc<LoaderStats>,
 }
 
 #[pymethods]
@@ -398,6 +391,11 @@ impl PyTokenBatches {
         let loader = &mut *guard;
         let batch = enter_stream(py, || loader.next().transpose())?;
         Ok(batch.map(PyTokenBatch::new))
+    }
+
+    /// What the loader has done so far, as a dict (docs/python.md, "Loader stats").
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        crate::stats::stats_dict(py, &self.stats.snapshot())
     }
 
     /// Batches left.

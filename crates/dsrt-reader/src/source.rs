@@ -3,6 +3,7 @@
 //! [`Cache`](crate::Cache) and everything built on `Cache` works unchanged.
 
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The whole of one shard's bytes, shared: whoever holds a clone keeps them readable (for a
@@ -36,4 +37,107 @@ pub trait ShardSource: Send + Sync {
         let _ = shard;
         None
     }
+}
+
+/// What the process's [`ShardSource`]s fetched, counted as they go: one set per process,
+/// which every source bumps and every loader reads (as the difference between two
+/// [`FetchTotals`]). Process-wide because a source serves every loader and thread of the
+/// process that opened its cache; a loader cannot tell its own downloads from another's.
+/// Counters only: a source adds to them per download or range request, never per sample.
+#[derive(Debug, Default)]
+pub struct FetchCounters {
+    fetched_bytes: AtomicU64,
+    downloads: AtomicU64,
+    hits: AtomicU64,
+    in_flight: AtomicU64,
+    wait_ns: AtomicU64,
+}
+
+/// A reading of [`FetchCounters`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FetchTotals {
+    /// Bytes received from stores (whole shards and range requests).
+    pub fetched_bytes: u64,
+    /// Shard downloads completed.
+    pub downloads: u64,
+    /// Shards a reader needed that were already local (the node's shard cache held them).
+    pub hits: u64,
+    /// Downloads under way when read (a gauge: not a difference of two readings).
+    pub in_flight: u64,
+    /// Nanoseconds reading threads spent waiting on stores (for a shard to download, or for a
+    /// range request), summed over threads.
+    pub wait_ns: u64,
+}
+
+impl FetchTotals {
+    /// What was counted since `earlier` (the gauge `in_flight` is this reading's).
+    #[must_use]
+    pub fn since(&self, earlier: &Self) -> Self {
+        Self {
+            fetched_bytes: self.fetched_bytes.saturating_sub(earlier.fetched_bytes),
+            downloads: self.downloads.saturating_sub(earlier.downloads),
+            hits: self.hits.saturating_sub(earlier.hits),
+            in_flight: self.in_flight,
+            wait_ns: self.wait_ns.saturating_sub(earlier.wait_ns),
+        }
+    }
+}
+
+impl FetchCounters {
+    /// `bytes` arrived from a store.
+    pub fn add_fetched(&self, bytes: u64) {
+        self.fetched_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// A reader found a shard local instead of downloading it.
+    pub fn add_hit(&self) {
+        self.hits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A download starts; it counts as in flight until the guard drops.
+    pub fn download(&self) -> InFlight<'_> {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(self)
+    }
+
+    /// A reading thread waited `wait` on a store (a download or a range request).
+    pub fn add_wait(&self, wait: std::time::Duration) {
+        let ns = u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX);
+        self.wait_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// The counts so far.
+    pub fn totals(&self) -> FetchTotals {
+        FetchTotals {
+            fetched_bytes: self.fetched_bytes.load(Ordering::Relaxed),
+            downloads: self.downloads.load(Ordering::Relaxed),
+            hits: self.hits.load(Ordering::Relaxed),
+            in_flight: self.in_flight.load(Ordering::Relaxed),
+            wait_ns: self.wait_ns.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A download in flight (see [`FetchCounters::download`]): counted done when dropped.
+#[derive(Debug)]
+#[must_use]
+pub struct InFlight<'a>(&'a FetchCounters);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.0.downloads.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The process's [`FetchCounters`].
+pub fn fetch_counters() -> &'static FetchCounters {
+    static COUNTERS: FetchCounters = FetchCounters {
+        fetched_bytes: AtomicU64::new(0),
+        downloads: AtomicU64::new(0),
+        hits: AtomicU64::new(0),
+        in_flight: AtomicU64::new(0),
+        wait_ns: AtomicU64::new(0),
+    };
+    &COUNTERS
 }

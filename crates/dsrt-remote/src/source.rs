@@ -8,7 +8,7 @@ use crate::options::ShardFetch;
 use crate::prefetch::Prefetcher;
 use crate::RemotePrefix;
 use dsrt_manifest::ShardEntry;
-use dsrt_reader::{ShardSource, SharedShard};
+use dsrt_reader::{fetch_counters, ShardSource, SharedShard};
 use dsrt_shard_cache::{CachedFile, FetchError, FetchSink, Publication, ShardCache};
 use handle_pool::{HandlePool, Holder};
 use std::collections::VecDeque;
@@ -265,14 +265,19 @@ impl RemoteShards {
                     return Ok(());
                 }
                 shared
-                    .shard_file(shard)
+                    .shard_file_waited(shard)
                     .map_err(io::Error::other)?
                     .read_exact_at(buf, offset)
             }
-            ShardFetch::Range => shared
-                .retry
-                .run(|| shared.read_range(shard, offset, buf))
-                .map_err(io::Error::other),
+            ShardFetch::Range => {
+                let started = std::time::Instant::now();
+                let read = shared
+                    .retry
+                    .run(|| shared.read_range(shard, offset, buf))
+                    .map_err(io::Error::other);
+                fetch_counters().add_wait(started.elapsed());
+                read
+            }
         }
     }
 }
@@ -299,7 +304,9 @@ impl Shared {
         let relative = shard_object(&entry.name);
         let url = self.remote.object_url(&relative);
         let object = self.remote.object(&relative);
-        read_range(self.remote.store().as_ref(), &object, &url, offset, buf)
+        read_range(self.remote.store().as_ref(), &object, &url, offset, buf)?;
+        fetch_counters().add_fetched(buf.len() as u64);
+        Ok(())
     }
 
     /// Shard `shard`'s local file if this process has it open or the local cache holds it
@@ -316,6 +323,7 @@ impl Shared {
         let entry = self.entries.get(index)?;
         let sha = dsrt_atlas_codec::parse_sha256_hex(&entry.sha256)?;
         let file = Arc::new(self.local.get(&self.local_rel(entry), &sha).ok()??);
+        fetch_counters().add_hit();
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         let (file, placed) = match open.files.get_mut(index)? {
             Some(present) => (Arc::clone(present), false),
@@ -353,7 +361,9 @@ impl Shared {
             return false;
         }
         // The record first, then the shard's download: the reader waits on the record only.
+        let started = std::time::Instant::now();
         let read = self.read_range(shard, offset, buf).is_ok();
+        fetch_counters().add_wait(started.elapsed());
         if !early.started[index].swap(true, Ordering::AcqRel) {
             let shared = Arc::clone(self);
             let spawned = self.background.spawn("dsrt-download", move || {
@@ -365,6 +375,16 @@ impl Shared {
             }
         }
         read
+    }
+
+    /// [`Shared::shard_file`] for a reader, the time it takes counted as the process's wait
+    /// for downloads (`dsrt_reader::fetch_counters`): readers get here only when the shard is
+    /// not local, so a read that finds it costs no clock.
+    fn shard_file_waited(&self, shard: u64) -> Result<Arc<CachedFile>, RemoteError> {
+        let started = std::time::Instant::now();
+        let file = self.shard_file(shard);
+        fetch_counters().add_wait(started.elapsed());
+        file
     }
 
     /// Shard `shard`'s local file, open and read-locked, downloading it if needed. While
@@ -437,7 +457,7 @@ impl Shared {
         }
         let file = match self.local_file(shard) {
             Some(file) => file,
-            None => self.shard_file(shard)?,
+            None => self.shard_file_waited(shard)?,
         };
         let map = file.map().map_err(|source| RemoteError::LocalIo {
             path: file.path().display().to_string(),
@@ -580,6 +600,7 @@ impl Shared {
         })?;
         let local_rel = self.local_rel(entry);
         let mut fetch = |sink: &mut dyn FetchSink| -> Result<(), FetchError> {
+            let _in_flight = fetch_counters().download();
             let store = self.remote.store();
             let store = store.as_ref();
             self.retry
@@ -592,6 +613,7 @@ impl Shared {
                     sink.restart().map_err(local_io)?;
                     stream_object(store, &object, &url, &mut |at, bytes| {
                         self.check_open()?;
+                        fetch_counters().add_fetched(bytes.len() as u64);
                         sink.write_owned(at, bytes)
                     })
                     .map(|_| ())
@@ -619,7 +641,12 @@ impl Shared {
             // Found in the shard cache (checked when it entered): hashed again when asked,
             // so what validation passes is what is read. A damaged copy is removed, and
             // reported; the next read downloads it again.
+            Ok(file) if !file.downloaded() && !self.recheck => {
+                fetch_counters().add_hit();
+                Ok(file)
+            }
             Ok(file) if self.recheck && !file.downloaded() => {
+                fetch_counters().add_hit();
                 match self.local.check(&local_rel, &file, &sha) {
                     Ok(()) => Ok(file),
                     Err(source) => Err(RemoteError::LocalCache { url, source }),

@@ -47,7 +47,8 @@ pub use config::{
     LongDocs, PackMode, RunConfig, TokenConfig, TokenState, TokenStreamError, DEFAULT_PACKING_BINS,
     DEFAULT_WINDOW_BLOCK, MAX_SEQ_LEN,
 };
-pub use loader::{LoaderOptions, TokenLoader};
+pub use dsrt_dataset::{LoaderStats, Stage, StatsSnapshot};
+pub use loader::{BatchReader, LoaderOptions, TokenLoader};
 pub use plan::TokenPlan;
 pub use report::{RowShuffle, SourceReport, TokenNodeReport, TokenReport};
 pub use rows::{Piece, RowBlock, RowCursor, RowSpec};

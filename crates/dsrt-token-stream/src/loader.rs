@@ -5,9 +5,12 @@ use crate::batch::{BatchPool, TokenBatch};
 use crate::rows::{RowBlock, RowCursor};
 use crate::source::DocumentSource;
 use crate::{TokenPlan, TokenState, TokenStreamError};
+use dsrt_dataset::{LoaderStats, Stage, StatsSnapshot};
+use std::ops::Range;
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 /// How a [`TokenLoader`] reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,37 +47,94 @@ struct Shared<S> {
     pool: Arc<BatchPool>,
     batch_size: u64,
     expand: bool,
+    /// What the loader has done (see [`TokenLoader::stats`]).
+    stats: Arc<LoaderStats>,
 }
 
-/// What one reading thread reuses from batch to batch.
-struct Reader<S: DocumentSource> {
+/// What one reading thread reuses from batch to batch: its place in the stream, the rows and
+/// token buffers of the batch it reads, and that batch's tokens per source. The loader's
+/// threads read through one each, as does anything that reads single batches of a plan (the
+/// Python binding's `_TokenPlan.read`, in a `DataLoader` worker).
+pub struct BatchReader<S: DocumentSource> {
     cursor: RowCursor,
     rows: RowBlock,
     buf: S::Buf,
+    /// Tokens of the batch being read per source, added to the stats once per batch.
+    per_source: Vec<u64>,
 }
 
-impl<S: DocumentSource> Reader<S> {
-    fn new(shared: &Shared<S>) -> Self {
+impl<S: DocumentSource> std::fmt::Debug for BatchReader<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchReader").finish_non_exhaustive()
+    }
+}
+
+impl<S: DocumentSource> BatchReader<S> {
+    /// A reader of `plan`'s steps from `source`.
+    pub fn new(plan: &TokenPlan, source: &S) -> Self {
         Self {
-            cursor: RowCursor::new(&shared.plan, shared.source.as_ref()),
+            cursor: RowCursor::new(plan, source),
             rows: RowBlock::default(),
             buf: S::Buf::default(),
+            per_source: vec![0; source.sources()],
         }
     }
 
-    /// Batch `index` of the rank's steps.
-    fn batch(&mut self, shared: &Shared<S>, index: u64) -> Result<TokenBatch, TokenStreamError> {
-        let (plan, source) = (shared.plan.as_ref(), shared.source.as_ref());
-        let start = index * shared.batch_size;
-        let steps = start..(start + shared.batch_size).min(plan.len());
+    /// Steps `steps` of `plan` as one batch (its columns derived when `expand`), its columns
+    /// from `pool`; the time each stage took and each source's tokens are added to `stats`
+    /// (the batch's delivery is the caller's to count).
+    pub fn read(
+        &mut self,
+        plan: &TokenPlan,
+        source: &S,
+        steps: Range<u64>,
+        pool: &Arc<BatchPool>,
+        expand: bool,
+        stats: &LoaderStats,
+    ) -> Result<TokenBatch, TokenStreamError> {
+        let started = Instant::now();
         self.cursor.read(plan, source, steps, &mut self.rows)?;
+        let planned = Instant::now();
+        stats.add_time(Stage::Plan, planned - started);
         source.will_need(&mut self.rows.pieces.iter().map(|p| (p.source as usize, p.doc)));
-        let mut batch = TokenBatch::read(plan, source, &self.rows, &mut self.buf, &shared.pool)?;
-        if shared.expand {
-            batch.expand(&shared.pool);
+        let mut batch = TokenBatch::read(plan, source, &self.rows, &mut self.buf, pool)?;
+        let read = Instant::now();
+        stats.add_time(Stage::Read, read - planned);
+        for piece in &self.rows.pieces {
+            if let Some(count) = self.per_source.get_mut(piece.source as usize) {
+                *count += u64::from(piece.len);
+            }
+        }
+        for (source, count) in self.per_source.iter_mut().enumerate() {
+            if *count > 0 {
+                stats.add_source(source, std::mem::take(count));
+            }
+        }
+        if expand {
+            batch.expand(pool);
+            stats.add_time(Stage::Assemble, read.elapsed());
         }
         Ok(batch)
     }
+}
+
+/// Batch `index` of `shared`'s plan, read by `reader`.
+fn read_batch<S: DocumentSource>(
+    reader: &mut BatchReader<S>,
+    shared: &Shared<S>,
+    index: u64,
+) -> Result<TokenBatch, TokenStreamError> {
+    let plan = shared.plan.as_ref();
+    let start = index * shared.batch_size;
+    let steps = start..(start + shared.batch_size).min(plan.len());
+    reader.read(
+        plan,
+        shared.source.as_ref(),
+        steps,
+        &shared.pool,
+        shared.expand,
+        &shared.stats,
+    )
 }
 
 type Worker = (
@@ -91,7 +151,7 @@ pub struct TokenLoader<S: DocumentSource + 'static> {
     first: u64,
     next_batch: u64,
     batches: u64,
-    inline: Option<Reader<S>>,
+    inline: Option<BatchReader<S>>,
     workers: Vec<Worker>,
 }
 
@@ -109,12 +169,14 @@ impl<S: DocumentSource + 'static> TokenLoader<S> {
     pub fn new(plan: Arc<TokenPlan>, source: Arc<S>, options: LoaderOptions) -> Self {
         let batch_size = options.batch_size.max(1) as u64;
         let batches = plan.len().div_ceil(batch_size);
+        let stats = Arc::new(LoaderStats::new(source.sources()));
         let shared = Arc::new(Shared {
             plan,
             source,
             pool: BatchPool::new(),
             batch_size,
             expand: options.expand,
+            stats,
         });
         let first = options.first_batch.min(batches);
         let workers = (0..options.workers)
@@ -123,7 +185,8 @@ impl<S: DocumentSource + 'static> TokenLoader<S> {
                 spawn(&shared, first + w as u64, stride, batches, options.prefetch)
             })
             .collect();
-        let inline = (options.workers == 0).then(|| Reader::new(&shared));
+        let inline =
+            (options.workers == 0).then(|| BatchReader::new(&shared.plan, shared.source.as_ref()));
         Self {
             shared,
             first,
@@ -160,6 +223,18 @@ impl<S: DocumentSource + 'static> TokenLoader<S> {
         let plan = &self.shared.plan;
         plan.state_after((self.next_batch * self.shared.batch_size).min(plan.len()))
     }
+
+    /// What the loader has done so far (see [`StatsSnapshot`]): its batches, their rows as
+    /// samples and their input tokens (`rows × seq_len`), its sources' shares in the tokens
+    /// of the pieces read.
+    pub fn stats(&self) -> StatsSnapshot {
+        self.shared.stats.snapshot()
+    }
+
+    /// The loader's counters, to read from another thread while it runs.
+    pub fn stats_handle(&self) -> Arc<LoaderStats> {
+        Arc::clone(&self.shared.stats)
+    }
 }
 
 fn spawn<S: DocumentSource + 'static>(
@@ -172,10 +247,10 @@ fn spawn<S: DocumentSource + 'static>(
     let (sender, receiver) = sync_channel(prefetch.max(1) - 1);
     let shared = Arc::clone(shared);
     let handle = std::thread::spawn(move || {
-        let mut reader = Reader::new(&shared);
+        let mut reader = BatchReader::new(&shared.plan, shared.source.as_ref());
         let mut index = first;
         while index < batches {
-            let batch = reader.batch(&shared, index);
+            let batch = read_batch(&mut reader, &shared, index);
             // A closed channel: the loader was dropped.
             if sender.send(batch).is_err() {
                 return;
@@ -194,8 +269,9 @@ impl<S: DocumentSource + 'static> Iterator for TokenLoader<S> {
             return None;
         }
         let index = self.next_batch;
+        let asked = Instant::now();
         let batch = if let Some(reader) = self.inline.as_mut() {
-            reader.batch(&self.shared, index)
+            read_batch(reader, &self.shared, index)
         } else {
             let worker =
                 usize::try_from((index - self.first) % self.workers.len() as u64).unwrap_or(0);
@@ -212,6 +288,11 @@ impl<S: DocumentSource + 'static> Iterator for TokenLoader<S> {
             }
         };
         self.next_batch += 1;
+        if let Ok(batch) = &batch {
+            let rows = batch.rows() as u64;
+            let tokens = rows * batch.seq_len() as u64;
+            self.shared.stats.delivered(asked, rows, tokens);
+        }
         Some(batch)
     }
 

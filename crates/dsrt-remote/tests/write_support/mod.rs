@@ -88,6 +88,8 @@ pub(crate) struct Behaviour {
     pub hold_shard_gets: AtomicBool,
     /// While set, a range GET under `shards/` waits (after it is recorded).
     pub hold_range_gets: AtomicBool,
+    /// Every GET under `shards/` takes this long before its response starts: a slow store.
+    pub shard_get_delay: Option<std::time::Duration>,
 }
 
 pub(crate) struct TestStore {
@@ -207,6 +209,9 @@ impl ObjectStore for TestStore {
             };
             while hold.load(Ordering::SeqCst) {
                 tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+            if let Some(delay) = self.behaviour.shard_get_delay {
+                tokio::time::sleep(delay).await;
             }
         }
         self.inner.get_opts(location, options).await

@@ -185,6 +185,8 @@ class TokenDataset:
         self._plan = self._make_plan(state)
         # Batches of this plan already yielded (by this object, since the plan began).
         self._done = 0
+        # The batches of the iteration under way or last run, for stats().
+        self._batches: Any = None
 
     def _make_plan(self, state: Mapping[str, Any] | None) -> _TokenPlan:
         return _TokenPlan(
@@ -238,12 +240,22 @@ class TokenDataset:
             expand=True,
             first_batch=self._done,
         )
+        self._batches = batches
         for batch in batches:
             self._done += 1
             yield batch
         # A finished pass: the next one starts the epoch over.
         self._plan = self._make_plan(None)
         self._done = 0
+
+    def stats(self) -> dict[str, Any]:
+        """What the iteration under way (or the last one) has done, as a dict: batches,
+        tokens, the consumer's wait and stall share, time to first batch, bytes, downloads,
+        each source's share, the reading threads' time per stage (docs/python.md, "Loader
+        stats"). Before any iteration, zero counts."""
+        if self._batches is None:
+            return self._plan.stats()
+        return self._batches.stats()
 
     def state_dict(self) -> dict[str, Any]:
         """The state after the batches yielded so far (``seq_len``, ``mode`` and the sample

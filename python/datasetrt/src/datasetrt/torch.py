@@ -17,6 +17,7 @@ taken with any ``num_workers`` (then build a new loader over the dataset with an
 from __future__ import annotations
 
 import os
+import uuid
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Callable
@@ -37,6 +38,7 @@ from ._native import (
 )
 from ._schedule import Phase
 from ._tokens import token_plan_args, token_weights
+from .metrics import merge_stats
 
 __all__ = [
     "ColumnarBatch",
@@ -49,6 +51,64 @@ __all__ = [
 ]
 
 _STATE_TAG = "__datasetrt_streaming__"
+
+# The scalar stats a DataLoader worker of StreamingDataset writes into its row of the shared
+# block, in this order, then its per-cache counts; `batches` first, so a row that has never
+# been written reads 0 there.
+_STATS_SCALARS = (
+    "batches",
+    "elapsed_s",
+    "time_to_first_batch_s",
+    "samples",
+    "tokens",
+    "bytes_read",
+    "bytes_downloaded",
+    "downloads",
+    "downloads_in_flight",
+    "shard_cache_hits",
+    "wait_s",
+    "wall_s",
+    "plan_s",
+    "download_s",
+    "read_s",
+    "assemble_s",
+)
+_COUNTS = {"batches", "samples", "tokens", "bytes_read", "bytes_downloaded", "downloads"}
+_COUNTS |= {"downloads_in_flight", "shard_cache_hits"}
+
+# Workers of one StreamingDataset whose stats the training process sums (ids beyond are not
+# counted).
+_MAX_STATS_WORKERS = 64
+
+
+def _stats_recorder(block: torch.Tensor, plan: RankPlan, info: Any) -> Callable[[], None]:
+    """In a DataLoader worker, writes the worker's stats into its row of `block` (after each
+    read); elsewhere does nothing."""
+    if info is None or info.id >= len(block):
+        return lambda: None
+    row = block[info.id]
+
+    def record() -> None:
+        stats = plan.stats()
+        values = [stats[key] for key in _STATS_SCALARS] + stats["source_counts"]
+        first = stats["time_to_first_batch_s"]
+        values[2] = float("nan") if first is None else first
+        row.copy_(torch.tensor(values, dtype=torch.float64))
+
+    return record
+
+
+def _stats_from_row(row: torch.Tensor) -> dict[str, Any]:
+    """A worker's stats dict from its row of the shared block."""
+    values = row.tolist()
+    stats: dict[str, Any] = {}
+    for key, value in zip(_STATS_SCALARS, values):
+        stats[key] = int(value) if key in _COUNTS else value
+    if stats["time_to_first_batch_s"] != stats["time_to_first_batch_s"]:  # NaN: none yet
+        stats["time_to_first_batch_s"] = None
+    stats["source_counts"] = [int(v) for v in values[len(_STATS_SCALARS) :]]
+    return stats
+
 
 # Datasets with remote caches a forked worker inherited from its parent and replaced by its
 # own (see StreamingDataset._open): never used again, never dropped.
@@ -277,14 +337,41 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         self._dataset: Dataset | None = None
         self._dataset_pid: int | None = None
         self._plan_len: int | None = None
+        # The plan this process reads through (its stats when there are no workers).
+        self._reading: RankPlan | None = None
         # Fail early, in the constructing process, on bad paths or settings.
         self._plan()
+        # Each DataLoader worker's latest stats, one row per worker id, in memory shared with
+        # the workers (see stats()).
+        self._stats_block = torch.zeros(
+            (_MAX_STATS_WORKERS, len(_STATS_SCALARS) + len(self._open().caches)),
+            dtype=torch.float64,
+        ).share_memory_()
 
     # Pickling: locations and settings only, never an open cache or mapping.
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_dataset"] = None
+        state["_reading"] = None
         return state
+
+    def stats(self) -> dict[str, Any]:
+        """What this dataset's reading has done in the current epoch, as a dict
+        (docs/python.md, "Loader stats"). Without worker processes, the reads of this process.
+        With ``num_workers`` workers, in the training process: the sum over the workers
+        (:func:`datasetrt.metrics.merge_stats`; ``workers`` says how many), each worker's
+        stats as it wrote them after its latest batch into a block of memory shared with the
+        training process (batches the workers have read, which the ``DataLoader`` may not have
+        handed over yet: equal to what the training process received once the epoch is done).
+        Inside a worker: its own."""
+        info = torch.utils.data.get_worker_info()
+        if info is None:
+            rows = [_stats_from_row(row) for row in self._stats_block if row[0] > 0]
+            if rows:
+                return merge_stats(rows)
+        if self._reading is None:
+            self._reading = self._plan()
+        return self._reading.stats()
 
     def _open(self) -> Dataset:
         if self._dataset is not None and self._dataset_pid != os.getpid():
@@ -341,6 +428,9 @@ class StreamingDataset(torch.utils.data.IterableDataset):
             self._resume = None
             self._worker_resume = None
         self.epoch = epoch
+        # A new epoch's workers start their stats afresh.
+        self._stats_block.zero_()
+        self._reading = None
 
     def __len__(self) -> int:
         """Items this rank yields in the (rest of the) epoch: the same on every rank."""
@@ -361,6 +451,8 @@ class StreamingDataset(torch.utils.data.IterableDataset):
         info = torch.utils.data.get_worker_info()
         worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
         plan = self._plan()
+        self._reading = plan
+        record = _stats_recorder(self._stats_block, plan, info)
         steps = len(plan)
         unit = self.batch_size or 1
         chunks = -(-steps // unit)
@@ -392,6 +484,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
                     batch = ColumnarBatch(plan.read_columnar(wanted))
                 progress["chunks_done"] += 1
                 progress["steps_done"] += len(wanted)
+                record()
                 yield transform(batch) if transform is not None else batch
             if info is None:
                 self._resume = None
@@ -404,6 +497,7 @@ class StreamingDataset(torch.utils.data.IterableDataset):
                 group_steps.extend(range(chunk * unit, min((chunk + 1) * unit, steps)))
             plan.hint_ahead(group[0] * unit, min((group[-1] + 1) * unit, steps))
             samples = plan.read(group_steps)
+            record()
             at = 0
             for chunk in group:
                 n = min((chunk + 1) * unit, steps) - chunk * unit
@@ -677,7 +771,7 @@ class TokenTensors:
     ``batch.pin_memory()`` give a dict of the tensors moved or pinned.
     """
 
-    __slots__ = ("_batch", "_cache")
+    __slots__ = ("_batch", "_cache", "_stats")
     _NAMES = (
         "input_ids",
         "labels",
@@ -692,12 +786,17 @@ class TokenTensors:
     )
     _TENSORS = ("input_ids", "labels", "position_ids", "segment_ids", "loss_mask", "cu_seqlens")
 
-    def __init__(self, batch: TokenBatch) -> None:
+    def __init__(
+        self, batch: TokenBatch, stats: tuple[tuple[str, int], int, dict[str, Any]] | None = None
+    ) -> None:
         self._batch = batch
         self._cache: dict[str, Any] = {}
+        # From a DataLoader worker: ((dataset key, epoch), worker id, the worker's stats after
+        # this batch), recorded where the batch is unpickled (see TokenStreamingDataset.stats).
+        self._stats = stats
 
     def __reduce__(self):
-        return (TokenTensors, (self._batch,))
+        return (_token_tensors, (self._batch, self._stats))
 
     def __len__(self) -> int:
         return len(self._batch)
@@ -772,6 +871,21 @@ class TokenTensors:
 
     def __repr__(self) -> str:
         return f"TokenTensors(<{len(self)} rows of {self._batch.seq_len} tokens>)"
+
+
+# The latest stats of each DataLoader worker, per TokenStreamingDataset (its _stats_key), as
+# their batches arrived in this process.
+_WORKER_STATS: dict[tuple[str, int], dict[int, dict[str, Any]]] = {}
+
+
+def _token_tensors(
+    batch: TokenBatch, stats: tuple[tuple[str, int], int, dict[str, Any]] | None
+) -> TokenTensors:
+    """Unpickles a TokenTensors, recording the stats of the worker that sent it."""
+    if stats is not None:
+        key, worker, counters = stats
+        _WORKER_STATS.setdefault(key, {})[worker] = counters
+    return TokenTensors(batch)
 
 
 def document_attention_mask(segment_ids: torch.Tensor) -> torch.Tensor:
@@ -900,13 +1014,33 @@ class TokenStreamingDataset(torch.utils.data.IterableDataset):
         self._worker_resume: dict[str, Any] | None = None
         self._progress: dict[str, Any] = self._fresh_progress(None, 1)
         self._plans: dict[Any, _TokenPlan] = {}
+        # Names this dataset's workers' stats in the training process (see stats()).
+        self._stats_key = uuid.uuid4().hex
+        # The batches the Rust threads read when there are no worker processes.
+        self._batches: Any = None
         # Fail early, in the constructing process, on bad paths or settings.
         self._plan()
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_plans"] = {}
+        state["_batches"] = None
         return state
+
+    def stats(self) -> dict[str, Any]:
+        """What this dataset's loading has done in the current iteration, as a dict
+        (docs/python.md, "Loader stats"). Without worker processes, the Rust loader's own
+        stats. With ``num_workers`` workers, in the training process: the sum over the workers
+        of their stats (:func:`datasetrt.metrics.merge_stats`; ``workers`` says how many), each
+        worker's as its latest batch brought them (each batch carries its worker's counters),
+        so the counts are exactly those of the batches received here; ``wait_s`` is then the
+        workers' time reading, not the training process's wait. Inside a worker: its own."""
+        workers = _WORKER_STATS.get((self._stats_key, self.epoch))
+        if workers and torch.utils.data.get_worker_info() is None:
+            return merge_stats([workers[w] for w in sorted(workers)])
+        if self._batches is not None:
+            return self._batches.stats()
+        return self._plan().stats()
 
     def _plan(self) -> _TokenPlan:
         """This process's plan of the epoch from ``_resume``."""
@@ -984,6 +1118,7 @@ class TokenStreamingDataset(torch.utils.data.IterableDataset):
                 expand=True,
                 first_batch=progress["chunks_done"],
             )
+            self._batches = batches
             for batch in batches:
                 progress["chunks_done"] += 1
                 progress["steps_done"] += len(batch)
@@ -992,11 +1127,12 @@ class TokenStreamingDataset(torch.utils.data.IterableDataset):
             return
         # This worker's batches: worker, worker + workers, ...; each crosses compact and is
         # expanded in the training process.
+        self._batches = None  # a forked worker's copy of its parent's
         for chunk in range(worker + progress["chunks_done"] * workers, chunks, workers):
             batch = plan.read(chunk * unit, min((chunk + 1) * unit, steps), expand=False)
             progress["chunks_done"] += 1
             progress["steps_done"] += len(batch)
-            yield TokenTensors(batch)
+            yield TokenTensors(batch, ((self._stats_key, self.epoch), worker, plan.stats()))
 
     def state_dict(self) -> dict[str, Any]:
         """The progress of the iteration under way in this process (a DataLoader worker's own
