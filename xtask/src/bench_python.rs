@@ -185,11 +185,13 @@ mod tests {
     use super::*;
 
     /// Scripts in the benchmark directories that are not benchmarks of their own: modules the
-    /// others import, and `bench_plan.py`, which `benches/compare/plans.py` runs against an older
-    /// package.
+    /// others import, `bench_plan.py`, which `benches/compare/plans.py` runs against an older
+    /// package, and `stats_cost.py`, which times the loader stats on the cache
+    /// `bench_token_batches.py --work DIR` left (`bench_stats_on_off.sh` compares two builds).
     const HELPER_SCRIPTS: &[&str] = &[
         "python/atlas/benchmarks/corpus.py",
         "python/datasetrt/benchmarks/bench_plan.py",
+        "python/datasetrt/benchmarks/stats_cost.py",
     ];
 
     /// Every script in a benchmark directory is run by `cargo xtask bench` or named as a
