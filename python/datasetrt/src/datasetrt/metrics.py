@@ -19,7 +19,7 @@ __all__ = ["PrometheusCollector", "StatsLogger", "log_stats", "merge_stats"]
 logger = logging.getLogger("datasetrt")
 
 # Keys that add up over the processes of one training process's loader (its DataLoader
-# workers): counts, bytes and thread-seconds.
+# workers): counts, bytes and thread-seconds; `batches` first (datasetrt.torch relies on it).
 _SUMMED = (
     "batches",
     "samples",

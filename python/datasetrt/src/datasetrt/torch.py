@@ -38,7 +38,7 @@ from ._native import (
 )
 from ._schedule import Phase
 from ._tokens import token_plan_args, token_weights
-from .metrics import merge_stats
+from .metrics import _SUMMED, merge_stats
 
 __all__ = [
     "ColumnarBatch",
@@ -55,24 +55,7 @@ _STATE_TAG = "__datasetrt_streaming__"
 # The scalar stats a DataLoader worker of StreamingDataset writes into its row of the shared
 # block, in this order, then its per-cache counts; `batches` first, so a row that has never
 # been written reads 0 there.
-_STATS_SCALARS = (
-    "batches",
-    "elapsed_s",
-    "time_to_first_batch_s",
-    "samples",
-    "tokens",
-    "bytes_read",
-    "bytes_downloaded",
-    "downloads",
-    "downloads_in_flight",
-    "shard_cache_hits",
-    "wait_s",
-    "wall_s",
-    "plan_s",
-    "download_s",
-    "read_s",
-    "assemble_s",
-)
+_STATS_SCALARS = ("batches", "elapsed_s", "time_to_first_batch_s", *_SUMMED[1:])
 _COUNTS = {"batches", "samples", "tokens", "bytes_read", "bytes_downloaded", "downloads"}
 _COUNTS |= {"downloads_in_flight", "shard_cache_hits"}
 
