@@ -1,6 +1,7 @@
 //! `atlas append`, `atlas log` and `--at-version`, run as a user would: sources become parts
 //! and versions, a clashing name is refused with nothing written, concurrent `atlas append`
-//! processes all land, and every read command reads any version.
+//! processes all land, every read command reads any version, and `atlas delete` hides
+//! datasets in whichever part holds them.
 #![allow(clippy::unwrap_used)] // Test code.
 
 use serde_json::Value;
@@ -99,6 +100,32 @@ fn append_log_and_read_every_version() {
     );
     // The sources are plain collections and stay readable as before.
     assert_eq!(names(&feb, None), ["feb_000", "feb_001"]);
+}
+
+#[test]
+fn delete_hides_datasets_in_any_part() {
+    let dir = tempfile::tempdir().unwrap();
+    let jan = source(dir.path(), "jan_", 3);
+    let feb = source(dir.path(), "feb_", 2);
+    let grown = dir.path().join("grown").to_str().unwrap().to_owned();
+    json(&["append", &grown, &jan, &feb]);
+    // An unknown name refuses the delete (exit 1) before any mask is written.
+    assert_eq!(
+        atlas(&["delete", &grown, "jan_000", "mar_000"])
+            .status
+            .code(),
+        Some(1)
+    );
+    assert_eq!(names(&grown, None).len(), 5);
+    let deleted = json(&["delete", &grown, "jan_001", "feb_000"]);
+    assert_eq!(deleted["newly_deleted"], 2);
+    assert_eq!(deleted["total_deleted"], 2);
+    assert_eq!(names(&grown, None), ["jan_000", "jan_002", "feb_001"]);
+    // Masks are not versioned: version 1 (the jan part) sees its delete too.
+    assert_eq!(names(&grown, Some("1")), ["jan_000", "jan_002"]);
+    let info = json(&["info", &grown]);
+    assert_eq!(info["live_datasets"], 3);
+    stdout(&atlas(&["verify", "--full", &grown]));
 }
 
 #[test]

@@ -140,9 +140,7 @@ impl Atlas {
         }
         let atlas = Self::open_dyn(store, prefix).await?;
         Ok(match local_dir {
-            Some(dir) => {
-                atlas.with_committer(Arc::new(crate::local::LocalFlockCommitter::new(dir)))
-            }
+            Some(dir) => atlas.with_local_locks(dir),
             None => atlas,
         })
     }
@@ -356,7 +354,7 @@ impl Atlas {
         let store = LocalFileSystem::new_with_prefix(&canonical)?;
         let atlas =
             Self::open_dyn_version(wrap(Arc::new(store)), &prefix, version, growing).await?;
-        Ok(atlas.with_committer(Arc::new(crate::local::LocalFlockCommitter::new(canonical))))
+        Ok(atlas.with_local_locks(canonical))
     }
 
     /// `growing`: the location named the manifest, so there is no plain probe.
@@ -377,10 +375,25 @@ impl Atlas {
             })
     }
 
-    /// Uses `committer` for [`Atlas::delete`] instead of the default.
+    /// Uses `committer` for [`Atlas::delete`] instead of the default. On a growing collection
+    /// each part's mask commits through the part's own committer (conditional PUT, or the
+    /// part directory's lock when opened from a local directory), not this one.
     pub fn with_committer(mut self, committer: Arc<dyn MaskCommitter>) -> Self {
         self.committer = committer;
         self
+    }
+
+    /// Deletes through a [`LocalFlockCommitter`](crate::LocalFlockCommitter) on the local
+    /// collection directory `dir`; a growing collection's parts each through one on their own
+    /// directory (`parts/<id>`), where their masks live.
+    pub(crate) fn with_local_locks(mut self, dir: std::path::PathBuf) -> Self {
+        if let Some(growing) = &self.growing {
+            for (part, commit) in self.parts.iter_mut().zip(&growing.commits) {
+                let part_dir = dir.join(crate::manifest::PARTS_DIR).join(&commit.part);
+                part.committer = Arc::new(crate::local::LocalFlockCommitter::new(part_dir));
+            }
+        }
+        self.with_committer(Arc::new(crate::local::LocalFlockCommitter::new(dir)))
     }
 
     /// The committer [`Atlas::delete`] goes through.

@@ -272,7 +272,9 @@ class Collection:
     def delete(self, names: str | Sequence[str]) -> DeleteReport:
         """Hides the named datasets. Lossless under concurrency: a local directory commits under
         an advisory lock, S3 with conditional PUT, retried on conflict. Unknown names are
-        refused before anything is written."""
+        refused before anything is written. On a growing collection each name is hidden in the
+        mask of the part that holds it; deletes are not versioned, so every version that has
+        the part (``open(location, version=N)`` too) stops showing the dataset."""
         if isinstance(names, str):
             names = [names]
         raw = self._native.delete(list(names))
