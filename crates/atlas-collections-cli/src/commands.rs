@@ -10,8 +10,8 @@ use atlas::object_store::local::LocalFileSystem;
 use atlas::object_store::path::Path;
 use atlas::object_store::ObjectStore;
 use atlas::{
-    Appender, ArraySpec, Atlas, AtlasError, AtlasWriter, Attr, DatasetSpec, DatasetView, FillValue,
-    StatValue, VerifyDepth, WriterOptions,
+    collect_garbage, Appender, ArraySpec, Atlas, AtlasError, AtlasWriter, Attr, DatasetSpec,
+    DatasetView, FillValue, GcOptions, StatValue, VerifyDepth, WriterOptions,
 };
 use comfy_table::{presets, CellAlignment, Table};
 use indicatif::HumanBytes;
@@ -64,6 +64,19 @@ pub(crate) async fn run(
             sources,
         } => append(&collection, &sources).await?,
         Command::Log { collection } => log(&open(&collection).await?),
+        Command::Gc {
+            collection,
+            keep_versions,
+            grace_seconds,
+            dry_run,
+        } => {
+            let options = GcOptions {
+                keep_versions,
+                grace: std::time::Duration::from_secs(grace_seconds),
+                dry_run,
+            };
+            gc(&collection, &options).await?
+        }
     };
     out.print(as_json).map_err(CliError::Stdout)
 }
@@ -620,6 +633,41 @@ async fn append(collection: &str, sources: &[String]) -> Result<Output, CliError
     let mut out = Output::new(Value::Array(reports));
     for line in lines {
         out = out.line(line);
+    }
+    Ok(out)
+}
+
+/// `atlas gc`: the parts removed (or, with `--dry-run`, that would be) and those left young.
+async fn gc(collection: &str, options: &GcOptions) -> Result<Output, CliError> {
+    let report = collect_garbage(&place(collection)?, options).await?;
+    let verb = if options.dry_run {
+        "would remove"
+    } else {
+        "removed"
+    };
+    let mut out = Output::new(json!({
+        "latest_version": report.latest,
+        "oldest_kept_version": report.oldest_kept,
+        "removed_parts": report.removed_parts,
+        "removed_objects": report.removed_objects,
+        "removed_bytes": report.removed_bytes,
+        "young_parts": report.young_parts,
+        "dry_run": options.dry_run,
+    }))
+    .line(format!(
+        "{verb} {} part(s), {} object(s), {}; versions {}..={} kept",
+        report.removed_parts.len(),
+        report.removed_objects,
+        HumanBytes(report.removed_bytes),
+        report.oldest_kept,
+        report.latest
+    ));
+    if !report.young_parts.is_empty() {
+        out = out.line(format!(
+            "left {} unreferenced part(s) younger than {} s (an append may still commit them)",
+            report.young_parts.len(),
+            options.grace.as_secs()
+        ));
     }
     Ok(out)
 }

@@ -34,7 +34,8 @@ Examples:
   atlas demo /tmp/june --datasets 30 --name-prefix june_
   atlas append /tmp/growing /tmp/june
   atlas log /tmp/growing
-  atlas ls --at-version 1 /tmp/growing")]
+  atlas ls --at-version 1 /tmp/growing
+  atlas gc /tmp/growing")]
 struct Cli {
     /// Print JSON instead of tables.
     #[arg(long, global = true)]
@@ -98,6 +99,22 @@ enum Command {
     },
     /// The versions of a growing collection: number, commit time (UTC), datasets added, part.
     Log { collection: String },
+    /// Removes the parts of a growing collection that no kept version names (what failed or
+    /// killed appends left), once older than the grace period an append in progress is given
+    /// to commit (docs/format/growing.md, "Garbage collection").
+    Gc {
+        collection: String,
+        /// Keep the parts of the latest N versions only (default: of every version).
+        #[arg(long, value_name = "N")]
+        keep_versions: Option<std::num::NonZeroU64>,
+        /// Leave a part whose newest object is younger than this many seconds: an append may
+        /// still commit it. Must exceed the longest append.
+        #[arg(long, default_value_t = atlas::DEFAULT_GC_GRACE.as_secs(), value_name = "SECONDS")]
+        grace_seconds: u64,
+        /// Say what would be removed; remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 /// `atlas read`.

@@ -1,7 +1,7 @@
 //! `atlas append`, `atlas log` and `--at-version`, run as a user would: sources become parts
 //! and versions, a clashing name is refused with nothing written, concurrent `atlas append`
 //! processes all land, every read command reads any version, and `atlas delete` hides
-//! datasets in whichever part holds them.
+//! datasets in whichever part holds them, and `atlas gc` removes the parts no version names.
 #![allow(clippy::unwrap_used)] // Test code.
 
 use serde_json::Value;
@@ -126,6 +126,43 @@ fn delete_hides_datasets_in_any_part() {
     let info = json(&["info", &grown]);
     assert_eq!(info["live_datasets"], 3);
     stdout(&atlas(&["verify", "--full", &grown]));
+}
+
+#[test]
+fn gc_removes_an_unreferenced_part_once_past_the_grace_period() {
+    let dir = tempfile::tempdir().unwrap();
+    let jan = source(dir.path(), "jan_", 2);
+    let grown = dir.path().join("grown");
+    let grown_str = grown.to_str().unwrap();
+    json(&["append", grown_str, &jan]);
+    // What an append killed before its commit leaves: a part no version names.
+    let orphan = grown.join("parts/orphan");
+    std::fs::create_dir_all(&orphan).unwrap();
+    std::fs::copy(
+        Path::new(&jan).join("data.atlas"),
+        orphan.join("data.atlas"),
+    )
+    .unwrap();
+    let careful = json(&["gc", grown_str]);
+    assert_eq!(careful["removed_parts"], serde_json::json!([]));
+    assert_eq!(careful["young_parts"], serde_json::json!(["orphan"]));
+    let dry = json(&["gc", grown_str, "--grace-seconds", "0", "--dry-run"]);
+    assert_eq!(dry["removed_parts"], serde_json::json!(["orphan"]));
+    assert!(orphan.exists());
+    let gc = json(&[
+        "gc",
+        grown_str,
+        "--grace-seconds",
+        "0",
+        "--keep-versions",
+        "1",
+    ]);
+    assert_eq!(gc["removed_parts"], serde_json::json!(["orphan"]));
+    assert_eq!(gc["oldest_kept_version"], 1);
+    assert!(!orphan.exists());
+    assert_eq!(names(grown_str, None), ["jan_000", "jan_001"]);
+    // A plain collection is not gc's: exit 1.
+    assert_eq!(atlas(&["gc", &jan]).status.code(), Some(1));
 }
 
 #[test]
