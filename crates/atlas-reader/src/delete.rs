@@ -193,6 +193,9 @@ impl Atlas {
     /// them, then one mask commit per part touched. A failure after some parts committed
     /// leaves those parts' deletes in place (each commit is whole); the same delete run again
     /// hides the rest and counts only what it newly hid.
+    ///
+    /// `total_deleted` counts the touched parts' masks as committed and the other parts' as
+    /// this open read them (reading those again would cost a request per part).
     async fn delete_across_parts<S: AsRef<str>>(
         &self,
         names: &[S],
