@@ -16,6 +16,8 @@
 //! that failed or killed appends left, which no version names, once they are older than a grace
 //! period that an append in progress is given to commit.
 //!
+//! [`create_tag`] (`atlas tag`) names one version, once; readers open it by name.
+//!
 //! What it is not for: reading (`atlas-reader` opens a growing collection as one), writing a
 //! plain collection (`atlas-writer`), deletes (`atlas-reader`'s `Atlas::delete`), replacing
 //! parts.
@@ -28,7 +30,9 @@
 mod appender;
 mod error;
 mod gc;
+mod tag;
 
 pub use appender::{AppendReport, Appender};
 pub use error::AppendError;
 pub use gc::{collect_garbage, GcError, GcOptions, GcReport, DEFAULT_GRACE};
+pub use tag::{create_tag, TagReport};

@@ -1,7 +1,7 @@
 //! One function per subcommand.
 
 use crate::error::CliError;
-use crate::location::{open, place};
+use crate::location::{open, place, At};
 use crate::npy::{self, NpyElement};
 use crate::{Command, ReadArgs};
 use atlas::format::DType;
@@ -10,8 +10,8 @@ use atlas::object_store::local::LocalFileSystem;
 use atlas::object_store::path::Path;
 use atlas::object_store::ObjectStore;
 use atlas::{
-    collect_garbage, Appender, ArraySpec, Atlas, AtlasError, AtlasWriter, Attr, DatasetSpec,
-    DatasetView, FillValue, GcOptions, StatValue, VerifyDepth, WriterOptions,
+    collect_garbage, create_tag, Appender, ArraySpec, Atlas, AtlasError, AtlasWriter, Attr,
+    DatasetSpec, DatasetView, FillValue, GcOptions, StatValue, VerifyDepth, WriterOptions,
 };
 use comfy_table::{presets, CellAlignment, Table};
 use indicatif::HumanBytes;
@@ -21,14 +21,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use terminal_text::{escape, Escaped};
 
-pub(crate) async fn run(
-    command: Command,
-    as_json: bool,
-    version: Option<u64>,
-) -> Result<(), CliError> {
+pub(crate) async fn run(command: Command, as_json: bool, at: At) -> Result<(), CliError> {
     let open = |collection: &str| {
         let collection = collection.to_owned();
-        async move { open(&collection, version).await }
+        let at = at.clone();
+        async move { open(&collection, &at).await }
     };
     let out = match command {
         Command::Info { collection } => info(&open(&collection).await?),
@@ -52,7 +49,7 @@ pub(crate) async fn run(
                 .line(format!("deleted {} dataset(s); {total} hidden in total", report.newly_deleted))
         }
         Command::Verify { collection, full } => {
-            return verify(&collection, full, as_json, version).await;
+            return verify(&collection, full, as_json, &at).await;
         }
         Command::Demo {
             out,
@@ -64,6 +61,17 @@ pub(crate) async fn run(
             sources,
         } => append(&collection, &sources).await?,
         Command::Log { collection } => log(&open(&collection).await?),
+        Command::Tag {
+            collection,
+            name,
+            tagged_version,
+        } => {
+            let report = create_tag(&place(&collection)?, &name, tagged_version).await?;
+            Output::new(json!({"tag": report.name, "version": report.version})).line(format!(
+                "tag {} names version {}",
+                report.name, report.version
+            ))
+        }
         Command::Gc {
             collection,
             keep_versions,
@@ -423,18 +431,13 @@ impl Target<'_> {
 
 /// `atlas verify`: one report, printed the same way whether the collection passes or not (a
 /// collection that does not even open is a report with that one problem); exit 1 on any problem.
-async fn verify(
-    collection: &str,
-    full: bool,
-    as_json: bool,
-    version: Option<u64>,
-) -> Result<(), CliError> {
+async fn verify(collection: &str, full: bool, as_json: bool, at: &At) -> Result<(), CliError> {
     let depth = if full {
         VerifyDepth::Full
     } else {
         VerifyDepth::Structure
     };
-    let (report, datasets) = match open(collection, version).await {
+    let (report, datasets) = match open(collection, at).await {
         Ok(atlas) => (Some(atlas.verify(depth).await), atlas.dataset_count()),
         Err(CliError::Atlas(error)) => {
             let problems = vec![json!({"location": "container", "error": error.to_string()})];

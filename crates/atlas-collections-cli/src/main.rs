@@ -35,6 +35,8 @@ Examples:
   atlas append /tmp/growing /tmp/june
   atlas log /tmp/growing
   atlas ls --at-version 1 /tmp/growing
+  atlas tag /tmp/growing june-release
+  atlas ls --at-tag june-release /tmp/growing
   atlas gc /tmp/growing")]
 struct Cli {
     /// Print JSON instead of tables.
@@ -44,6 +46,9 @@ struct Cli {
     /// them); refused for a plain collection.
     #[arg(long, global = true, value_name = "N")]
     at_version: Option<u64>,
+    /// Read the version this tag of a growing collection names (`atlas tag` writes one).
+    #[arg(long, global = true, value_name = "TAG", conflicts_with = "at_version")]
+    at_tag: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -99,6 +104,15 @@ enum Command {
     },
     /// The versions of a growing collection: number, commit time (UTC), datasets added, part.
     Log { collection: String },
+    /// Names VERSION of a growing collection (default: the latest) NAME, once: a tag is
+    /// never moved. Read it with --at-tag NAME (docs/format/growing.md, "Tags").
+    Tag {
+        collection: String,
+        name: String,
+        /// The version to name (default: the latest).
+        #[arg(value_name = "VERSION")]
+        tagged_version: Option<u64>,
+    },
     /// Removes the parts of a growing collection that no kept version names (what failed or
     /// killed appends left), once older than the grace period an append in progress is given
     /// to commit (docs/format/growing.md, "Garbage collection").
@@ -156,7 +170,7 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         tokio::select! {
-            result = commands::run(cli.command, cli.json, cli.at_version) => result,
+            result = commands::run(cli.command, cli.json, location::At { version: cli.at_version, tag: cli.at_tag }) => result,
             _ = tokio::signal::ctrl_c() => Err(CliError::Interrupted),
         }
     });

@@ -1,7 +1,8 @@
 //! `atlas append`, `atlas log` and `--at-version`, run as a user would: sources become parts
 //! and versions, a clashing name is refused with nothing written, concurrent `atlas append`
 //! processes all land, every read command reads any version, and `atlas delete` hides
-//! datasets in whichever part holds them, and `atlas gc` removes the parts no version names.
+//! datasets in whichever part holds them, `atlas tag` names a version once (`--at-tag` reads
+//! it), and `atlas gc` removes the parts no version names.
 #![allow(clippy::unwrap_used)] // Test code.
 
 use serde_json::Value;
@@ -163,6 +164,47 @@ fn gc_removes_an_unreferenced_part_once_past_the_grace_period() {
     assert_eq!(names(grown_str, None), ["jan_000", "jan_001"]);
     // A plain collection is not gc's: exit 1.
     assert_eq!(atlas(&["gc", &jan]).status.code(), Some(1));
+}
+
+#[test]
+fn tag_names_a_version_once_and_every_read_command_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let jan = source(dir.path(), "jan_", 2);
+    let feb = source(dir.path(), "feb_", 1);
+    let grown = dir.path().join("grown").to_str().unwrap().to_owned();
+    json(&["append", &grown, &jan]);
+    let tagged = json(&["tag", &grown, "january"]);
+    assert_eq!(tagged["version"], 1);
+    json(&["append", &grown, &feb]);
+    assert_eq!(json(&["tag", &grown, "first", "1"])["version"], 1);
+    let mut at_tag = names(&grown, None);
+    assert_eq!(at_tag, ["jan_000", "jan_001", "feb_000"]);
+    at_tag = json(&["ls", &grown, "--at-tag", "january"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(at_tag, ["jan_000", "jan_001"]);
+    let info = json(&["info", &grown, "--at-tag", "january"]);
+    assert_eq!(info["version"], 1);
+    // A tag is never moved; an unknown tag, a bad name, both --at-* : refused.
+    assert_eq!(atlas(&["tag", &grown, "january"]).status.code(), Some(1));
+    assert_eq!(
+        atlas(&["ls", &grown, "--at-tag", "march"]).status.code(),
+        Some(1)
+    );
+    assert_eq!(atlas(&["tag", &grown, "Bad/Name"]).status.code(), Some(1));
+    assert_eq!(
+        atlas(&["ls", &grown, "--at-tag", "january", "--at-version", "1"])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        json(&["info", &grown, "--at-tag", "january"])["latest_version"],
+        2
+    );
 }
 
 #[test]

@@ -104,6 +104,17 @@ pub struct Atlas {
     pub(crate) growing: Option<crate::growing::Growing>,
 }
 
+/// Which version of a location an open reads.
+#[derive(Debug, Clone, Copy)]
+enum At<'t> {
+    /// The latest (a plain collection has only this one).
+    Latest,
+    /// This version of a growing collection.
+    Version(u64),
+    /// The version this tag of a growing collection names.
+    Tag(&'t str),
+}
+
 /// One variable's segment: its name resolved at open, and a cell so that it is opened at most
 /// once, by whichever task asks first.
 struct Segment {
@@ -314,6 +325,28 @@ impl Atlas {
         version: Option<u64>,
         wrap: impl FnOnce(Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore>,
     ) -> Result<Self, AtlasError> {
+        let at = version.map_or(At::Latest, At::Version);
+        Self::open_location_at(location, at, wrap).await
+    }
+
+    /// [`Atlas::open_location`] of the version tag `tag` of a growing collection names
+    /// (`docs/format/growing.md`, "Tags"): the tag object, then as
+    /// [`Atlas::open_location_version`] of that version. A tag the collection does not have is
+    /// [`AtlasError::Growing`] with
+    /// [`GrowingProblem::NoSuchTag`](crate::GrowingProblem::NoSuchTag).
+    pub async fn open_location_tag(
+        location: &StoreLocation,
+        tag: &str,
+        wrap: impl FnOnce(Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore>,
+    ) -> Result<Self, AtlasError> {
+        Self::open_location_at(location, At::Tag(tag), wrap).await
+    }
+
+    async fn open_location_at(
+        location: &StoreLocation,
+        at: At<'_>,
+        wrap: impl FnOnce(Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore>,
+    ) -> Result<Self, AtlasError> {
         // A location that names the manifest itself (`.../collection.manifest`) is a growing
         // collection: its latest version opens without the plain probe first, in two round
         // trips.
@@ -328,8 +361,7 @@ impl Atlas {
                 } else {
                     (prefix.clone(), false)
                 };
-                return Self::open_dyn_version(wrap(remote.store()), &prefix, version, growing)
-                    .await;
+                return Self::open_dyn_version(wrap(remote.store()), &prefix, at, growing).await;
             }
             StoreLocation::Local(dir) => match dir.file_name() {
                 Some(name) if name == manifest => (
@@ -352,8 +384,7 @@ impl Atlas {
         })?;
         crate::local::check_local_collection(&canonical)?;
         let store = LocalFileSystem::new_with_prefix(&canonical)?;
-        let atlas =
-            Self::open_dyn_version(wrap(Arc::new(store)), &prefix, version, growing).await?;
+        let atlas = Self::open_dyn_version(wrap(Arc::new(store)), &prefix, at, growing).await?;
         Ok(atlas.with_local_locks(canonical))
     }
 
@@ -361,12 +392,15 @@ impl Atlas {
     async fn open_dyn_version(
         store: Arc<dyn ObjectStore>,
         prefix: &Path,
-        version: Option<u64>,
+        at: At<'_>,
         growing: bool,
     ) -> Result<Self, AtlasError> {
-        if version.is_none() && !growing {
-            return Self::open_dyn(store, prefix).await;
-        }
+        let version = match at {
+            At::Latest if !growing => return Self::open_dyn(store, prefix).await,
+            At::Latest => None,
+            At::Version(version) => Some(version),
+            At::Tag(tag) => Some(crate::tag::read_tag(store.as_ref(), prefix, tag).await?),
+        };
         crate::growing::open_growing(store, prefix, version)
             .await?
             .ok_or_else(|| AtlasError::NotAnAtlasCollection {
