@@ -1,8 +1,8 @@
 """Growing collections from Python: ``Writer(location, mode="append")`` adds a part and a
-version, ``open(location, version=N)`` reads an old version exactly, a taken name is refused
-before anything is written, a delete hides datasets in whichever part holds them, appenders in
-several processes all land, and the layers above the collection (lookups, ``select``, the
-xarray backend) see every part as one collection."""
+version, ``open(location, version=N)`` (or ``tag=``) reads an old version exactly, a taken
+name is refused before anything is written, a delete hides datasets in whichever part holds
+them, appenders in several processes all land, and the layers above the collection (lookups,
+``select``, the xarray backend) see every part as one collection."""
 
 import multiprocessing
 import os
@@ -101,6 +101,27 @@ def test_delete_hides_datasets_in_whichever_part_holds_them(tmp_path):
     assert len(masks) == 2 and all(path.startswith("parts") for path in masks)
     assert ac.open(location, version=1).names == ["jan_000", "jan_002"]
     assert c.delete("jan_001").newly_deleted == 0
+
+
+def test_a_tag_opens_the_version_it_names(tmp_path):
+    import pickle
+
+    location = str(tmp_path / "grown")
+    _append(location, "jan_", 2)
+    _append(location, "feb_", 1)
+    # `atlas tag grown january 1` writes this (docs/format/growing.md, "Tags").
+    os.makedirs(os.path.join(location, "tags"))
+    with open(os.path.join(location, "tags", "january"), "wb") as f:
+        f.write(b"atlas-tag 1\n1\n")
+    c = ac.open(location, tag="january")
+    assert c.version == 1 and c.names == ["jan_000", "jan_001"]
+    # A pickle reopens the version the tag named.
+    assert pickle.loads(pickle.dumps(c)).names == ["jan_000", "jan_001"]
+    with pytest.raises(ac.AtlasError) as missing:
+        ac.open(location, tag="march")
+    assert missing.value.kind == "growing" and "march" in str(missing.value)
+    with pytest.raises(ValueError):
+        ac.open(location, version=1, tag="january")
 
 
 def test_appenders_in_several_processes_all_land(tmp_path):
