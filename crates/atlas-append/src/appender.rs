@@ -449,7 +449,7 @@ impl Appender {
 }
 
 /// How a location is named in errors.
-fn location_name(location: &StoreLocation) -> String {
+pub(crate) fn location_name(location: &StoreLocation) -> String {
     match location {
         StoreLocation::Remote(remote) => remote.url().to_owned(),
         StoreLocation::Local(dir) => dir.display().to_string(),

@@ -12,8 +12,15 @@
 //! the commit nothing is visible: a failed or interrupted append leaves the collection as it
 //! was (at most an unreferenced part, which no reader opens).
 //!
+//! [`collect_garbage`] (`atlas gc`) is the other half of an append's life: it removes the parts
+//! that failed or killed appends left, which no version names, once they are older than a grace
+//! period that an append in progress is given to commit.
+//!
+//! [`create_tag`] (`atlas tag`) names one version, once; readers open it by name.
+//!
 //! What it is not for: reading (`atlas-reader` opens a growing collection as one), writing a
-//! plain collection (`atlas-writer`), deletes, replacing parts or reclaiming space.
+//! plain collection (`atlas-writer`), deletes (`atlas-reader`'s `Atlas::delete`), replacing
+//! parts.
 //!
 //! Layering: above `atlas-reader` (the manifest, the parts' names, the commit primitives) and
 //! `atlas-writer` (the part's container), `durable-fs` (fsync of a local part) and
@@ -22,6 +29,10 @@
 
 mod appender;
 mod error;
+mod gc;
+mod tag;
 
 pub use appender::{AppendReport, Appender};
 pub use error::AppendError;
+pub use gc::{collect_garbage, GcError, GcOptions, GcReport, DEFAULT_GRACE};
+pub use tag::{create_tag, TagReport};

@@ -204,11 +204,6 @@ fn an_old_version_reads_exactly_as_it_was() {
                 "{error}"
             );
         }
-        // Deletes across parts are out of this slice: refused, nothing written.
-        let atlas = Atlas::open_local(&collection).await.unwrap();
-        let refused = atlas.delete(&[name(0, 0)]).await.unwrap_err();
-        assert!(matches!(refused, AtlasError::Growing { problem: GrowingProblem::Unsupported("delete"), .. }), "{refused}");
-        assert!(!collection.join("deleted.mask").exists());
     });
 }
 

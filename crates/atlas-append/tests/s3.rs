@@ -1,7 +1,8 @@
 //! Growing collections on the S3 test server: 16 processes appending 50 datasets each to one
 //! collection at once lose nothing (the manifest commits with `If-None-Match: *` /
 //! `If-Match`, a lost race retried after catching up), and every dataset reads back as
-//! written. Ignored unless `--ignored`: it needs the S3 test server (`cargo xtask test`, or
+//! written; deleters racing across parts lose nothing (each part's mask commits with
+//! conditional PUT); gc removes exactly a part no version names. Ignored unless `--ignored`: it needs the S3 test server (`cargo xtask test`, or
 //! `bash .ci/s3-server.sh start DIR` and `source DIR/env`).
 #![allow(clippy::disallowed_methods)] // a test drives its own runtime
 #![allow(
@@ -29,10 +30,20 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     runner::run_ignored(
-        &[(
-            "sixteen_processes_appending_at_once_on_s3_lose_nothing",
-            sixteen_processes_appending_at_once_on_s3_lose_nothing,
-        )],
+        &[
+            (
+                "sixteen_processes_appending_at_once_on_s3_lose_nothing",
+                sixteen_processes_appending_at_once_on_s3_lose_nothing,
+            ),
+            (
+                "racing_deletes_across_parts_on_s3_lose_nothing",
+                racing_deletes_across_parts_on_s3_lose_nothing,
+            ),
+            (
+                "gc_on_s3_removes_exactly_an_unreferenced_part",
+                gc_on_s3_removes_exactly_an_unreferenced_part,
+            ),
+        ],
         "needs the S3 test server; cargo xtask test runs them",
     )
 }
@@ -79,5 +90,77 @@ fn sixteen_processes_appending_at_once_on_s3_lose_nothing() {
         assert_eq!(expected.len(), 10 + 800);
         assert_eq!(names(&atlas), expected);
         check_contents(&atlas).await;
+    });
+}
+
+fn racing_deletes_across_parts_on_s3_lose_nothing() {
+    const DELETERS: usize = 6;
+    let url = url("racing_deletes");
+    let location = StoreLocation::parse(&url).unwrap();
+    let rt = runtime();
+    rt.block_on(async {
+        for writer in 0..3 {
+            append(&location, writer, 4).await;
+        }
+    });
+    let all: Vec<String> = (0..3)
+        .flat_map(|w| (0..4).map(move |i| name(w, i)))
+        .collect();
+    // Tasks on one runtime (a store's connections belong to the runtime that made them),
+    // each with its own open, released together.
+    let barrier = tokio::sync::Barrier::new(DELETERS);
+    rt.block_on(futures::future::join_all((0..DELETERS).map(|d| {
+        let (all, barrier, location) = (&all, &barrier, &location);
+        async move {
+            // Names `d`, `d + 6`: two parts per deleter, no name shared.
+            let names: Vec<&String> = all.iter().skip(d).step_by(DELETERS).collect();
+            let atlas = Atlas::open_location(location, |s| s).await.unwrap();
+            barrier.wait().await;
+            let report = atlas.delete(&names).await.unwrap();
+            assert_eq!(report.newly_deleted, names.len());
+        }
+    })));
+    rt.block_on(async {
+        let atlas = Atlas::open_location(&location, |s| s).await.unwrap();
+        assert_eq!(atlas.dataset_count(), 0, "left: {:?}", names(&atlas));
+    });
+}
+
+fn gc_on_s3_removes_exactly_an_unreferenced_part() {
+    use atlas_append::{collect_garbage, GcOptions};
+    use object_store::ObjectStoreExt;
+    let url = url("gc");
+    let location = StoreLocation::parse(&url).unwrap();
+    let remote = location.as_remote().unwrap().clone();
+    let rt = runtime();
+    rt.block_on(async {
+        append(&location, 0, 3).await;
+        append(&location, 1, 3).await;
+        let atlas = Atlas::open_location(&location, |s| s).await.unwrap();
+        let store = remote.store();
+        let part = &atlas.commits()[0].part;
+        let bytes = store
+            .get(&remote.object(&format!("parts/{part}/data.atlas")))
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        let orphan = remote.object("parts/orphan/data.atlas");
+        store.put(&orphan, bytes.into()).await.unwrap();
+        let careful = collect_garbage(&location, &GcOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(careful.young_parts, ["orphan"]);
+        let options = GcOptions {
+            grace: std::time::Duration::ZERO,
+            ..GcOptions::default()
+        };
+        let report = collect_garbage(&location, &options).await.unwrap();
+        assert_eq!(report.removed_parts, ["orphan"]);
+        assert!(store.head(&orphan).await.is_err());
+        let after = Atlas::open_location(&location, |s| s).await.unwrap();
+        assert_eq!(names(&after), names(&atlas));
+        check_contents(&after).await;
     });
 }

@@ -1,7 +1,7 @@
 //! One function per subcommand.
 
 use crate::error::CliError;
-use crate::location::{open, place};
+use crate::location::{open, place, At};
 use crate::npy::{self, NpyElement};
 use crate::{Command, ReadArgs};
 use atlas::format::DType;
@@ -10,8 +10,8 @@ use atlas::object_store::local::LocalFileSystem;
 use atlas::object_store::path::Path;
 use atlas::object_store::ObjectStore;
 use atlas::{
-    Appender, ArraySpec, Atlas, AtlasError, AtlasWriter, Attr, DatasetSpec, DatasetView, FillValue,
-    StatValue, VerifyDepth, WriterOptions,
+    collect_garbage, create_tag, Appender, ArraySpec, Atlas, AtlasError, AtlasWriter, Attr,
+    DatasetSpec, DatasetView, FillValue, GcOptions, StatValue, VerifyDepth, WriterOptions,
 };
 use comfy_table::{presets, CellAlignment, Table};
 use indicatif::HumanBytes;
@@ -21,14 +21,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use terminal_text::{escape, Escaped};
 
-pub(crate) async fn run(
-    command: Command,
-    as_json: bool,
-    version: Option<u64>,
-) -> Result<(), CliError> {
+pub(crate) async fn run(command: Command, as_json: bool, at: At) -> Result<(), CliError> {
     let open = |collection: &str| {
         let collection = collection.to_owned();
-        async move { open(&collection, version).await }
+        let at = at.clone();
+        async move { open(&collection, &at).await }
     };
     let out = match command {
         Command::Info { collection } => info(&open(&collection).await?),
@@ -52,7 +49,7 @@ pub(crate) async fn run(
                 .line(format!("deleted {} dataset(s); {total} hidden in total", report.newly_deleted))
         }
         Command::Verify { collection, full } => {
-            return verify(&collection, full, as_json, version).await;
+            return verify(&collection, full, as_json, &at).await;
         }
         Command::Demo {
             out,
@@ -64,6 +61,30 @@ pub(crate) async fn run(
             sources,
         } => append(&collection, &sources).await?,
         Command::Log { collection } => log(&open(&collection).await?),
+        Command::Tag {
+            collection,
+            name,
+            tagged_version,
+        } => {
+            let report = create_tag(&place(&collection)?, &name, tagged_version).await?;
+            Output::new(json!({"tag": report.name, "version": report.version})).line(format!(
+                "tag {} names version {}",
+                report.name, report.version
+            ))
+        }
+        Command::Gc {
+            collection,
+            keep_versions,
+            grace_seconds,
+            dry_run,
+        } => {
+            let options = GcOptions {
+                keep_versions,
+                grace: std::time::Duration::from_secs(grace_seconds),
+                dry_run,
+            };
+            gc(&collection, &options).await?
+        }
     };
     out.print(as_json).map_err(CliError::Stdout)
 }
@@ -410,18 +431,13 @@ impl Target<'_> {
 
 /// `atlas verify`: one report, printed the same way whether the collection passes or not (a
 /// collection that does not even open is a report with that one problem); exit 1 on any problem.
-async fn verify(
-    collection: &str,
-    full: bool,
-    as_json: bool,
-    version: Option<u64>,
-) -> Result<(), CliError> {
+async fn verify(collection: &str, full: bool, as_json: bool, at: &At) -> Result<(), CliError> {
     let depth = if full {
         VerifyDepth::Full
     } else {
         VerifyDepth::Structure
     };
-    let (report, datasets) = match open(collection, version).await {
+    let (report, datasets) = match open(collection, at).await {
         Ok(atlas) => (Some(atlas.verify(depth).await), atlas.dataset_count()),
         Err(CliError::Atlas(error)) => {
             let problems = vec![json!({"location": "container", "error": error.to_string()})];
@@ -620,6 +636,41 @@ async fn append(collection: &str, sources: &[String]) -> Result<Output, CliError
     let mut out = Output::new(Value::Array(reports));
     for line in lines {
         out = out.line(line);
+    }
+    Ok(out)
+}
+
+/// `atlas gc`: the parts removed (or, with `--dry-run`, that would be) and those left young.
+async fn gc(collection: &str, options: &GcOptions) -> Result<Output, CliError> {
+    let report = collect_garbage(&place(collection)?, options).await?;
+    let verb = if options.dry_run {
+        "would remove"
+    } else {
+        "removed"
+    };
+    let mut out = Output::new(json!({
+        "latest_version": report.latest,
+        "oldest_kept_version": report.oldest_kept,
+        "removed_parts": report.removed_parts,
+        "removed_objects": report.removed_objects,
+        "removed_bytes": report.removed_bytes,
+        "young_parts": report.young_parts,
+        "dry_run": options.dry_run,
+    }))
+    .line(format!(
+        "{verb} {} part(s), {} object(s), {}; versions {}..={} kept",
+        report.removed_parts.len(),
+        report.removed_objects,
+        HumanBytes(report.removed_bytes),
+        report.oldest_kept,
+        report.latest
+    ));
+    if !report.young_parts.is_empty() {
+        out = out.line(format!(
+            "left {} unreferenced part(s) younger than {} s (an append may still commit them)",
+            report.young_parts.len(),
+            options.grace.as_secs()
+        ));
     }
     Ok(out)
 }

@@ -1,6 +1,6 @@
 //! The CLI's error type and the exit status of each failure, the same statuses `dsrt` uses.
 
-use atlas::{AppendError, AtlasError, WriteError};
+use atlas::{AppendError, AtlasError, GcError, WriteError};
 use std::io;
 use thiserror::Error;
 
@@ -29,6 +29,9 @@ pub(crate) enum CliError {
     /// Appending to a growing collection failed; nothing of it is visible.
     #[error(transparent)]
     Append(#[from] AppendError),
+    /// `gc` failed; what it removed was unreferenced, and running it again finishes it.
+    #[error(transparent)]
+    Gc(#[from] GcError),
     /// Writing a collection (`demo`) failed.
     #[error(transparent)]
     Write(#[from] WriteError),
@@ -125,6 +128,7 @@ impl CliError {
         match self {
             Self::Atlas(error) => error.is_retryable(),
             Self::Append(error) => error.is_retryable(),
+            Self::Gc(error) => error.is_retryable(),
             Self::Write(WriteError::Store(source)) => {
                 object_access::is_retryable_store_error(source)
             }

@@ -19,9 +19,22 @@ pub(crate) fn place(collection: &str) -> Result<StoreLocation, CliError> {
     })
 }
 
-/// Opens a collection named by a local directory or an object-store URL (`version`: that
-/// version of a growing collection, else the latest); a directory that does not exist is not a
+/// Which version of a growing collection the read commands open (`--at-version`, `--at-tag`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct At {
+    /// That version.
+    pub(crate) version: Option<u64>,
+    /// The version this tag names.
+    pub(crate) tag: Option<String>,
+}
+
+/// Opens a collection named by a local directory or an object-store URL (`at`: a version or a
+/// tag of a growing collection, else the latest); a directory that does not exist is not a
 /// collection.
-pub(crate) async fn open(collection: &str, version: Option<u64>) -> Result<Atlas, CliError> {
-    Ok(Atlas::open_location_version(&place(collection)?, version, |store| store).await?)
+pub(crate) async fn open(collection: &str, at: &At) -> Result<Atlas, CliError> {
+    let location = place(collection)?;
+    Ok(match &at.tag {
+        Some(tag) => Atlas::open_location_tag(&location, tag, |store| store).await?,
+        None => Atlas::open_location_version(&location, at.version, |store| store).await?,
+    })
 }

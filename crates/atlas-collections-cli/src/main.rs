@@ -34,7 +34,10 @@ Examples:
   atlas demo /tmp/june --datasets 30 --name-prefix june_
   atlas append /tmp/growing /tmp/june
   atlas log /tmp/growing
-  atlas ls --at-version 1 /tmp/growing")]
+  atlas ls --at-version 1 /tmp/growing
+  atlas tag /tmp/growing june-release
+  atlas ls --at-tag june-release /tmp/growing
+  atlas gc /tmp/growing")]
 struct Cli {
     /// Print JSON instead of tables.
     #[arg(long, global = true)]
@@ -43,6 +46,9 @@ struct Cli {
     /// them); refused for a plain collection.
     #[arg(long, global = true, value_name = "N")]
     at_version: Option<u64>,
+    /// Read the version this tag of a growing collection names (`atlas tag` writes one).
+    #[arg(long, global = true, value_name = "TAG", conflicts_with = "at_version")]
+    at_tag: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -98,6 +104,31 @@ enum Command {
     },
     /// The versions of a growing collection: number, commit time (UTC), datasets added, part.
     Log { collection: String },
+    /// Names VERSION of a growing collection (default: the latest) NAME, once: a tag is
+    /// never moved. Read it with --at-tag NAME (docs/format/growing.md, "Tags").
+    Tag {
+        collection: String,
+        name: String,
+        /// The version to name (default: the latest).
+        #[arg(value_name = "VERSION")]
+        tagged_version: Option<u64>,
+    },
+    /// Removes the parts of a growing collection that no kept version names (what failed or
+    /// killed appends left), once older than the grace period an append in progress is given
+    /// to commit (docs/format/growing.md, "Garbage collection").
+    Gc {
+        collection: String,
+        /// Keep the parts of the latest N versions only (default: of every version).
+        #[arg(long, value_name = "N")]
+        keep_versions: Option<std::num::NonZeroU64>,
+        /// Leave a part whose newest object is younger than this many seconds: an append may
+        /// still commit it. Must exceed the longest append.
+        #[arg(long, default_value_t = atlas::DEFAULT_GC_GRACE.as_secs(), value_name = "SECONDS")]
+        grace_seconds: u64,
+        /// Say what would be removed; remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 /// `atlas read`.
@@ -139,7 +170,7 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         tokio::select! {
-            result = commands::run(cli.command, cli.json, cli.at_version) => result,
+            result = commands::run(cli.command, cli.json, location::At { version: cli.at_version, tag: cli.at_tag }) => result,
             _ = tokio::signal::ctrl_c() => Err(CliError::Interrupted),
         }
     });

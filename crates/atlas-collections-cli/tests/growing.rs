@@ -1,6 +1,8 @@
 //! `atlas append`, `atlas log` and `--at-version`, run as a user would: sources become parts
 //! and versions, a clashing name is refused with nothing written, concurrent `atlas append`
-//! processes all land, and every read command reads any version.
+//! processes all land, every read command reads any version, and `atlas delete` hides
+//! datasets in whichever part holds them, `atlas tag` names a version once (`--at-tag` reads
+//! it), and `atlas gc` removes the parts no version names.
 #![allow(clippy::unwrap_used)] // Test code.
 
 use serde_json::Value;
@@ -99,6 +101,110 @@ fn append_log_and_read_every_version() {
     );
     // The sources are plain collections and stay readable as before.
     assert_eq!(names(&feb, None), ["feb_000", "feb_001"]);
+}
+
+#[test]
+fn delete_hides_datasets_in_any_part() {
+    let dir = tempfile::tempdir().unwrap();
+    let jan = source(dir.path(), "jan_", 3);
+    let feb = source(dir.path(), "feb_", 2);
+    let grown = dir.path().join("grown").to_str().unwrap().to_owned();
+    json(&["append", &grown, &jan, &feb]);
+    // An unknown name refuses the delete (exit 1) before any mask is written.
+    assert_eq!(
+        atlas(&["delete", &grown, "jan_000", "mar_000"])
+            .status
+            .code(),
+        Some(1)
+    );
+    assert_eq!(names(&grown, None).len(), 5);
+    let deleted = json(&["delete", &grown, "jan_001", "feb_000"]);
+    assert_eq!(deleted["newly_deleted"], 2);
+    assert_eq!(deleted["total_deleted"], 2);
+    assert_eq!(names(&grown, None), ["jan_000", "jan_002", "feb_001"]);
+    // Masks are not versioned: version 1 (the jan part) sees its delete too.
+    assert_eq!(names(&grown, Some("1")), ["jan_000", "jan_002"]);
+    let info = json(&["info", &grown]);
+    assert_eq!(info["live_datasets"], 3);
+    stdout(&atlas(&["verify", "--full", &grown]));
+}
+
+#[test]
+fn gc_removes_an_unreferenced_part_once_past_the_grace_period() {
+    let dir = tempfile::tempdir().unwrap();
+    let jan = source(dir.path(), "jan_", 2);
+    let grown = dir.path().join("grown");
+    let grown_str = grown.to_str().unwrap();
+    json(&["append", grown_str, &jan]);
+    // What an append killed before its commit leaves: a part no version names.
+    let orphan = grown.join("parts/orphan");
+    std::fs::create_dir_all(&orphan).unwrap();
+    std::fs::copy(
+        Path::new(&jan).join("data.atlas"),
+        orphan.join("data.atlas"),
+    )
+    .unwrap();
+    let careful = json(&["gc", grown_str]);
+    assert_eq!(careful["removed_parts"], serde_json::json!([]));
+    assert_eq!(careful["young_parts"], serde_json::json!(["orphan"]));
+    let dry = json(&["gc", grown_str, "--grace-seconds", "0", "--dry-run"]);
+    assert_eq!(dry["removed_parts"], serde_json::json!(["orphan"]));
+    assert!(orphan.exists());
+    let gc = json(&[
+        "gc",
+        grown_str,
+        "--grace-seconds",
+        "0",
+        "--keep-versions",
+        "1",
+    ]);
+    assert_eq!(gc["removed_parts"], serde_json::json!(["orphan"]));
+    assert_eq!(gc["oldest_kept_version"], 1);
+    assert!(!orphan.exists());
+    assert_eq!(names(grown_str, None), ["jan_000", "jan_001"]);
+    // A plain collection is not gc's: exit 1.
+    assert_eq!(atlas(&["gc", &jan]).status.code(), Some(1));
+}
+
+#[test]
+fn tag_names_a_version_once_and_every_read_command_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let jan = source(dir.path(), "jan_", 2);
+    let feb = source(dir.path(), "feb_", 1);
+    let grown = dir.path().join("grown").to_str().unwrap().to_owned();
+    json(&["append", &grown, &jan]);
+    let tagged = json(&["tag", &grown, "january"]);
+    assert_eq!(tagged["version"], 1);
+    json(&["append", &grown, &feb]);
+    assert_eq!(json(&["tag", &grown, "first", "1"])["version"], 1);
+    let mut at_tag = names(&grown, None);
+    assert_eq!(at_tag, ["jan_000", "jan_001", "feb_000"]);
+    at_tag = json(&["ls", &grown, "--at-tag", "january"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(at_tag, ["jan_000", "jan_001"]);
+    let info = json(&["info", &grown, "--at-tag", "january"]);
+    assert_eq!(info["version"], 1);
+    // A tag is never moved; an unknown tag, a bad name, both --at-* : refused.
+    assert_eq!(atlas(&["tag", &grown, "january"]).status.code(), Some(1));
+    assert_eq!(
+        atlas(&["ls", &grown, "--at-tag", "march"]).status.code(),
+        Some(1)
+    );
+    assert_eq!(atlas(&["tag", &grown, "Bad/Name"]).status.code(), Some(1));
+    assert_eq!(
+        atlas(&["ls", &grown, "--at-tag", "january", "--at-version", "1"])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        json(&["info", &grown, "--at-tag", "january"])["latest_version"],
+        2
+    );
 }
 
 #[test]

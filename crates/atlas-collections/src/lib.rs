@@ -43,7 +43,10 @@
 #![forbid(unsafe_code)]
 
 pub use array_format::{FillValue, StatValue, TimestampNs};
-pub use atlas_append::{AppendError, AppendReport, Appender};
+pub use atlas_append::{
+    collect_garbage, create_tag, AppendError, AppendReport, Appender, GcError, GcOptions, GcReport,
+    TagReport, DEFAULT_GRACE as DEFAULT_GC_GRACE,
+};
 pub use atlas_model::{validate_name, Attr, NameError, NameKind};
 pub use atlas_reader::manifest;
 pub use atlas_reader::{

@@ -2,6 +2,7 @@
 
 use crate::errors::{run, Error, Failure};
 use crate::values::{attr_to_py, dtype_tag, fill_to_py, stat_to_py};
+use atlas::object_store::ObjectStore;
 use atlas::store::{CountingStore, RequestKind};
 use atlas::{ArrayData, Atlas, AtlasError, DatasetStats, DatasetView};
 use numpy::IntoPyArray;
@@ -105,26 +106,30 @@ impl Collection {
     /// (object_store's option names) override the environment's, behind a request counter.
     ///
     /// `version`: that version of a growing collection (`docs/format/growing.md`), else the
-    /// latest.
+    /// latest; `tag`: the version that tag names (the caller passes one of the two at most).
     #[staticmethod]
-    #[pyo3(signature = (location, options = None, version = None))]
+    #[pyo3(signature = (location, options = None, version = None, tag = None))]
     fn open(
         py: Python<'_>,
         location: String,
         options: Option<Vec<(String, String)>>,
         version: Option<u64>,
+        tag: Option<String>,
     ) -> PyResult<Self> {
         let options = options.unwrap_or_default();
         let place = StoreLocation::parse_with_options(&location, &options)
             .map_err(|e| Error::at(&location, Failure::Location(e.reason())))?;
         let (atlas, counter) = run(py, &location, async move {
             let mut counter = None;
-            let atlas = Atlas::open_location_version(&place, version, |store| {
+            let counted = |store| {
                 let counting = CountingStore::with_capacity(store, RECENT_REQUESTS);
                 counter = Some(counting.clone());
-                Arc::new(counting)
-            })
-            .await?;
+                Arc::new(counting) as Arc<dyn ObjectStore>
+            };
+            let atlas = match &tag {
+                Some(tag) => Atlas::open_location_tag(&place, tag, counted).await?,
+                None => Atlas::open_location_version(&place, version, counted).await?,
+            };
             Ok::<_, Failure>((atlas, counter))
         })?;
         let counter =

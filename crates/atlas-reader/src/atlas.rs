@@ -104,6 +104,17 @@ pub struct Atlas {
     pub(crate) growing: Option<crate::growing::Growing>,
 }
 
+/// Which version of a location an open reads.
+#[derive(Debug, Clone, Copy)]
+enum At<'t> {
+    /// The latest (a plain collection has only this one).
+    Latest,
+    /// This version of a growing collection.
+    Version(u64),
+    /// The version this tag of a growing collection names.
+    Tag(&'t str),
+}
+
 /// One variable's segment: its name resolved at open, and a cell so that it is opened at most
 /// once, by whichever task asks first.
 struct Segment {
@@ -140,9 +151,7 @@ impl Atlas {
         }
         let atlas = Self::open_dyn(store, prefix).await?;
         Ok(match local_dir {
-            Some(dir) => {
-                atlas.with_committer(Arc::new(crate::local::LocalFlockCommitter::new(dir)))
-            }
+            Some(dir) => atlas.with_local_locks(dir),
             None => atlas,
         })
     }
@@ -316,6 +325,28 @@ impl Atlas {
         version: Option<u64>,
         wrap: impl FnOnce(Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore>,
     ) -> Result<Self, AtlasError> {
+        let at = version.map_or(At::Latest, At::Version);
+        Self::open_location_at(location, at, wrap).await
+    }
+
+    /// [`Atlas::open_location`] of the version tag `tag` of a growing collection names
+    /// (`docs/format/growing.md`, "Tags"): the tag object, then as
+    /// [`Atlas::open_location_version`] of that version. A tag the collection does not have is
+    /// [`AtlasError::Growing`] with
+    /// [`GrowingProblem::NoSuchTag`](crate::GrowingProblem::NoSuchTag).
+    pub async fn open_location_tag(
+        location: &StoreLocation,
+        tag: &str,
+        wrap: impl FnOnce(Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore>,
+    ) -> Result<Self, AtlasError> {
+        Self::open_location_at(location, At::Tag(tag), wrap).await
+    }
+
+    async fn open_location_at(
+        location: &StoreLocation,
+        at: At<'_>,
+        wrap: impl FnOnce(Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore>,
+    ) -> Result<Self, AtlasError> {
         // A location that names the manifest itself (`.../collection.manifest`) is a growing
         // collection: its latest version opens without the plain probe first, in two round
         // trips.
@@ -330,8 +361,7 @@ impl Atlas {
                 } else {
                     (prefix.clone(), false)
                 };
-                return Self::open_dyn_version(wrap(remote.store()), &prefix, version, growing)
-                    .await;
+                return Self::open_dyn_version(wrap(remote.store()), &prefix, at, growing).await;
             }
             StoreLocation::Local(dir) => match dir.file_name() {
                 Some(name) if name == manifest => (
@@ -354,21 +384,23 @@ impl Atlas {
         })?;
         crate::local::check_local_collection(&canonical)?;
         let store = LocalFileSystem::new_with_prefix(&canonical)?;
-        let atlas =
-            Self::open_dyn_version(wrap(Arc::new(store)), &prefix, version, growing).await?;
-        Ok(atlas.with_committer(Arc::new(crate::local::LocalFlockCommitter::new(canonical))))
+        let atlas = Self::open_dyn_version(wrap(Arc::new(store)), &prefix, at, growing).await?;
+        Ok(atlas.with_local_locks(canonical))
     }
 
     /// `growing`: the location named the manifest, so there is no plain probe.
     async fn open_dyn_version(
         store: Arc<dyn ObjectStore>,
         prefix: &Path,
-        version: Option<u64>,
+        at: At<'_>,
         growing: bool,
     ) -> Result<Self, AtlasError> {
-        if version.is_none() && !growing {
-            return Self::open_dyn(store, prefix).await;
-        }
+        let version = match at {
+            At::Latest if !growing => return Self::open_dyn(store, prefix).await,
+            At::Latest => None,
+            At::Version(version) => Some(version),
+            At::Tag(tag) => Some(crate::tag::read_tag(store.as_ref(), prefix, tag).await?),
+        };
         crate::growing::open_growing(store, prefix, version)
             .await?
             .ok_or_else(|| AtlasError::NotAnAtlasCollection {
@@ -377,10 +409,25 @@ impl Atlas {
             })
     }
 
-    /// Uses `committer` for [`Atlas::delete`] instead of the default.
+    /// Uses `committer` for [`Atlas::delete`] instead of the default. On a growing collection
+    /// each part's mask commits through the part's own committer (conditional PUT, or the
+    /// part directory's lock when opened from a local directory), not this one.
     pub fn with_committer(mut self, committer: Arc<dyn MaskCommitter>) -> Self {
         self.committer = committer;
         self
+    }
+
+    /// Deletes through a [`LocalFlockCommitter`](crate::LocalFlockCommitter) on the local
+    /// collection directory `dir`; a growing collection's parts each through one on their own
+    /// directory (`parts/<id>`), where their masks live.
+    pub(crate) fn with_local_locks(mut self, dir: std::path::PathBuf) -> Self {
+        if let Some(growing) = &self.growing {
+            for (part, commit) in self.parts.iter_mut().zip(&growing.commits) {
+                let part_dir = dir.join(crate::manifest::PARTS_DIR).join(&commit.part);
+                part.committer = Arc::new(crate::local::LocalFlockCommitter::new(part_dir));
+            }
+        }
+        self.with_committer(Arc::new(crate::local::LocalFlockCommitter::new(dir)))
     }
 
     /// The committer [`Atlas::delete`] goes through.

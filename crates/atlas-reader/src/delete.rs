@@ -178,9 +178,58 @@ impl Atlas {
     /// Reads the mask, adds the ordinals, and writes the whole mask back in one PUT, retrying on
     /// conflict; see the [`MaskCommitter`] in use for what a race costs.
     ///
-    /// Not offered on a growing collection yet: [`AtlasError::Growing`].
+    /// On a growing collection (`docs/format/growing.md`, "Deleting") each name is found in
+    /// the part that holds it and hidden in that part's own `deleted.mask`, through the same
+    /// commit as a plain collection's: every name is resolved before any mask is written, and
+    /// the parts' masks are committed one after the other, oldest part first.
     pub async fn delete<S: AsRef<str>>(&self, names: &[S]) -> Result<DeleteReport, AtlasError> {
-        self.refuse_on_growing("delete")?;
+        if self.growing.is_some() {
+            return self.delete_across_parts(names).await;
+        }
+        self.delete_own(names).await
+    }
+
+    /// [`Atlas::delete`] on a growing collection: the names grouped by the part that holds
+    /// them, then one mask commit per part touched. A failure after some parts committed
+    /// leaves those parts' deletes in place (each commit is whole); the same delete run again
+    /// hides the rest and counts only what it newly hid.
+    ///
+    /// `total_deleted` counts the touched parts' masks as committed and the other parts' as
+    /// this open read them (reading those again would cost a request per part).
+    async fn delete_across_parts<S: AsRef<str>>(
+        &self,
+        names: &[S],
+    ) -> Result<DeleteReport, AtlasError> {
+        let mut by_part: Vec<Vec<&str>> = vec![Vec::new(); self.parts.len()];
+        for name in names {
+            let name = name.as_ref();
+            let part = self
+                .parts
+                .iter()
+                .position(|part| part.ordinal_of(name).is_some())
+                .ok_or_else(|| AtlasError::DatasetNotFound(name.to_owned()))?;
+            by_part[part].push(name);
+        }
+        let mut newly_deleted = 0;
+        let mut attempts = 0;
+        for (part, names) in self.parts.iter().zip(&by_part) {
+            if names.is_empty() {
+                continue;
+            }
+            let report = part.delete_own(names).await?;
+            newly_deleted += report.newly_deleted;
+            attempts = attempts.max(report.attempts);
+        }
+        let total_deleted = self.parts.iter().map(|part| part.deleted().len()).sum();
+        Ok(DeleteReport {
+            newly_deleted,
+            total_deleted,
+            attempts,
+        })
+    }
+
+    /// The delete of one container's datasets (a plain collection, or one part).
+    async fn delete_own<S: AsRef<str>>(&self, names: &[S]) -> Result<DeleteReport, AtlasError> {
         let mut ordinals = Vec::with_capacity(names.len());
         for name in names {
             let name = name.as_ref();

@@ -152,6 +152,12 @@ pub enum GrowingProblem {
     /// The manifest gained commits since an appender last checked it; the appender checks
     /// them and tries again (an append's callers never see this).
     ManifestMoved,
+    /// An open asked for a tag the collection does not have.
+    NoSuchTag(String),
+    /// A tag name that is not 1 to 64 of `[0-9a-z_-]`.
+    InvalidTagName(String),
+    /// A tag of this name exists already (tags are written once).
+    TagExists(String),
 }
 
 impl std::fmt::Display for GrowingProblem {
@@ -164,6 +170,14 @@ impl std::fmt::Display for GrowingProblem {
                 write!(f, "{what} is not supported on a growing collection yet")
             }
             Self::ManifestMoved => f.write_str("the manifest gained commits since it was read"),
+            Self::NoSuchTag(name) => write!(f, "no tag '{name}'"),
+            Self::InvalidTagName(name) => write!(
+                f,
+                "'{name}' is not a tag name: 1 to 64 of lowercase letters, digits, '-' and '_'"
+            ),
+            Self::TagExists(name) => {
+                write!(f, "tag '{name}' exists already (a tag is written once)")
+            }
         }
     }
 }

@@ -209,15 +209,4 @@ impl Atlas {
     pub fn commits(&self) -> &[Commit] {
         self.growing.as_ref().map_or(&[], |g| g.commits.as_slice())
     }
-
-    /// Refuses `operation` on a growing collection.
-    pub(crate) fn refuse_on_growing(&self, operation: &'static str) -> Result<(), AtlasError> {
-        match &self.growing {
-            Some(growing) => Err(AtlasError::Growing {
-                path: growing.manifest_path.to_string(),
-                problem: GrowingProblem::Unsupported(operation),
-            }),
-            None => Ok(()),
-        }
-    }
 }

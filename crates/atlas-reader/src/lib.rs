@@ -37,6 +37,7 @@ mod open;
 mod run;
 mod select;
 mod stats;
+pub mod tag;
 mod typed; // reads typed by the declared element type: `ArrayData`
 mod verify;
 mod view;

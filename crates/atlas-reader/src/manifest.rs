@@ -81,6 +81,17 @@ impl Manifest {
         self.commits.len() as u64
     }
 
+    /// The commits whose parts make version `version` (none past the latest): commits
+    /// `1..=version`, since every commit of this manifest version adds a part. What `gc` keeps
+    /// for a kept version; a later line kind that replaces the part list (compaction) changes
+    /// this fold, not its callers.
+    pub fn parts_of(&self, version: u64) -> &[Commit] {
+        let end = usize::try_from(version)
+            .unwrap_or(usize::MAX)
+            .min(self.commits.len());
+        &self.commits[..end]
+    }
+
     /// A manifest with one more commit, making version `latest() + 1`.
     pub fn with_commit(&self, created_unix_ms: i64, datasets: u64, part: &str) -> Self {
         let mut next = self.clone();

@@ -1,7 +1,8 @@
 """Growing collections from Python: ``Writer(location, mode="append")`` adds a part and a
-version, ``open(location, version=N)`` reads an old version exactly, a taken name is refused
-before anything is written, appenders in several processes all land, and the layers above the
-collection (lookups, ``select``, the xarray backend) see every part as one collection."""
+version, ``open(location, version=N)`` (or ``tag=``) reads an old version exactly, a taken
+name is refused before anything is written, a delete hides datasets in whichever part holds
+them, appenders in several processes all land, and the layers above the collection (lookups,
+``select``, the xarray backend) see every part as one collection."""
 
 import multiprocessing
 import os
@@ -79,6 +80,48 @@ def test_a_taken_name_is_refused_before_anything_is_written(tmp_path):
         w.write("only", {"temp": _values("only")})
     with pytest.raises(errors.CollectionExistsError):
         ac.Writer(plain, mode="append")
+
+
+def test_delete_hides_datasets_in_whichever_part_holds_them(tmp_path):
+    location = str(tmp_path / "grown")
+    _append(location, "jan_", 3)
+    _append(location, "feb_", 2)
+    c = ac.open(location)
+    assert c._native.deletes_with_local_lock()
+    before = _files(location)
+    with pytest.raises(errors.DatasetNotFoundError):
+        c.delete(["jan_000", "mar_000"])
+    assert _files(location) == before
+    report = c.delete(["jan_001", "feb_000"])
+    assert (report.newly_deleted, report.total_deleted) == (2, 2)
+    assert c.names == ["jan_000", "jan_002", "feb_001"]
+    assert ac.open(location).names == ["jan_000", "jan_002", "feb_001"]
+    # Each part's own mask; deletes are not versioned, so version 1 sees jan's delete too.
+    masks = sorted(path for path in _files(location) if path.endswith("deleted.mask"))
+    assert len(masks) == 2 and all(path.startswith("parts") for path in masks)
+    assert ac.open(location, version=1).names == ["jan_000", "jan_002"]
+    assert c.delete("jan_001").newly_deleted == 0
+
+
+def test_a_tag_opens_the_version_it_names(tmp_path):
+    import pickle
+
+    location = str(tmp_path / "grown")
+    _append(location, "jan_", 2)
+    _append(location, "feb_", 1)
+    # `atlas tag grown january 1` writes this (docs/format/growing.md, "Tags").
+    os.makedirs(os.path.join(location, "tags"))
+    with open(os.path.join(location, "tags", "january"), "wb") as f:
+        f.write(b"atlas-tag 1\n1\n")
+    c = ac.open(location, tag="january")
+    assert c.version == 1 and c.names == ["jan_000", "jan_001"]
+    # A pickle reopens the version the tag named.
+    assert pickle.loads(pickle.dumps(c)).names == ["jan_000", "jan_001"]
+    with pytest.raises(ac.AtlasError) as missing:
+        ac.open(location, tag="march")
+    assert missing.value.kind == "growing" and "march" in str(missing.value)
+    with pytest.raises(ValueError):
+        ac.open(location, version=1, tag="january")
 
 
 def test_appenders_in_several_processes_all_land(tmp_path):

@@ -1,5 +1,6 @@
 """Test 4: on the S3-compatible server (SeaweedFS, started by cargo xtask test): write, open, read,
-stats, attributes, the xarray backend, and concurrent deletes from several processes, none lost.
+stats, attributes, the xarray backend, and concurrent deletes from several processes, none lost
+(on a plain collection and across the parts of a growing one).
 Without the server's environment these tests fail (see conftest.s3_prefix), never skip."""
 
 import numpy as np
@@ -7,7 +8,7 @@ import xarray as xr
 
 import atlas_collections as ac
 
-from concurrent_deletes import run_concurrent_deletes
+from concurrent_deletes import _delete_each, run_concurrent_deletes
 from conftest import small_dataset, write_collection
 
 
@@ -85,3 +86,28 @@ def test_appenders_in_several_processes_all_land_on_s3(s3_prefix):
     np.testing.assert_array_equal(c["p2_004"]["temp"][...], _values("p2_004"))
     first = ac.open(s3_prefix, version=1)
     assert len(first.names) == 5 and first.request_count == 1 + 2
+
+
+def test_concurrent_deletes_across_parts_lose_nothing_on_s3(s3_prefix):
+    import multiprocessing
+
+    from test_growing import _append
+
+    for prefix in ("jan_", "feb_", "mar_"):
+        _append(s3_prefix, prefix, 4)
+    names = ac.open(s3_prefix).names
+    doomed = names[:10]
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(3) as pool:
+        reports = [
+            r
+            for part in pool.starmap(_delete_each, [(s3_prefix, doomed[i::3]) for i in range(3)])
+            for r in part
+        ]
+    # Each delete hid its one name: none lost to a racing deleter, none counted twice.
+    assert sorted((name, newly) for name, newly, _, _ in reports) == [
+        (n, 1) for n in sorted(doomed)
+    ]
+    c = ac.open(s3_prefix)
+    assert c.names == names[10:]
+    assert c.version == 3

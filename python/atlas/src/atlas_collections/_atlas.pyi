@@ -109,6 +109,7 @@ class Collection:
         location: str,
         options: Sequence[tuple[str, str]] | None = None,
         version: int | None = None,
+        tag: str | None = None,
     ) -> Collection: ...
     @property
     def location(self) -> str: ...

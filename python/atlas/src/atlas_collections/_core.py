@@ -67,7 +67,7 @@ class DeleteReport:
 
 
 def open(  # noqa: A001 - mirrors builtins.open / xr.open_*
-    location: PathLike, *, version: int | None = None, **store_options: str
+    location: PathLike, *, version: int | None = None, tag: str | None = None, **store_options: str
 ) -> Collection:
     """Opens the collection at ``location``: a directory, ``file://`` URL, or ``s3://bucket/prefix``
     (configured from ``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
@@ -77,8 +77,9 @@ def open(  # noqa: A001 - mirrors builtins.open / xr.open_*
 
     A growing collection (one that ``Writer(location, mode="append")`` adds to) opens as one
     collection of every part; ``version`` opens that version as its commit left it instead of
-    the latest (``Collection.log()`` lists them)."""
-    return Collection(location, store_options=store_options or None, version=version)
+    the latest (``Collection.log()`` lists them), ``tag`` the version a tag names (``atlas tag``
+    writes one)."""
+    return Collection(location, store_options=store_options or None, version=version, tag=tag)
 
 
 #: The collections this process reopened from a pickle, by location (and store options): a
@@ -124,10 +125,13 @@ class Collection:
         *,
         store_options: Mapping[str, str] | None = None,
         version: int | None = None,
+        tag: str | None = None,
     ) -> None:
+        if version is not None and tag is not None:
+            raise ValueError("open a version or a tag, not both")
         self.store_options = {str(k): str(v) for k, v in (store_options or {}).items()}
         self._native = _atlas.Collection.open(
-            _location(location), sorted(self.store_options.items()) or None, version
+            _location(location), sorted(self.store_options.items()) or None, version, tag
         )
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
@@ -272,7 +276,9 @@ class Collection:
     def delete(self, names: str | Sequence[str]) -> DeleteReport:
         """Hides the named datasets. Lossless under concurrency: a local directory commits under
         an advisory lock, S3 with conditional PUT, retried on conflict. Unknown names are
-        refused before anything is written."""
+        refused before anything is written. On a growing collection each name is hidden in the
+        mask of the part that holds it; deletes are not versioned, so every version that has
+        the part (``open(location, version=N)`` too) stops showing the dataset."""
         if isinstance(names, str):
             names = [names]
         raw = self._native.delete(list(names))
