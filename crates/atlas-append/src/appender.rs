@@ -15,7 +15,7 @@ use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, WriteMultipart};
 use std::collections::hash_map::RandomState;
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::hash::BuildHasher;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -27,6 +27,14 @@ const MAX_ATTEMPTS: u32 = 1_000;
 
 /// Who holds a taken name, for the error that refuses it.
 const THIS_APPEND: &str = "this append";
+
+/// A part of the checked manifest, held open so that a name is checked against it by one
+/// lookup in its footer's index, not copied out: an append to a collection of 100,000
+/// datasets would otherwise copy 100,000 names to check its 1,000.
+struct CheckedPart {
+    commit: Commit,
+    atlas: Atlas,
+}
 
 /// What [`Appender::commit`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,10 +59,12 @@ pub struct Appender {
     collection: String,
     /// The collection directory, on local disk: commits take its `flock`, the part is fsynced.
     local_dir: Option<PathBuf>,
-    /// The manifest as last checked: every name of its parts is in `taken`.
+    /// The manifest as last checked: its parts are `checked`.
     manifest: Manifest,
-    /// Every dataset name of the checked parts and of this append, with who holds it.
-    taken: HashMap<String, String>,
+    /// The parts of `manifest`, open.
+    checked: Vec<CheckedPart>,
+    /// The names this append wrote.
+    written_names: HashSet<String>,
     part_id: String,
     /// The part's writer, until `commit` (or `adopt`) takes it.
     writer: Option<AtlasWriter>,
@@ -141,7 +151,8 @@ impl Appender {
             collection,
             local_dir,
             manifest: Manifest::default(),
-            taken: HashMap::new(),
+            checked: Vec::new(),
+            written_names: HashSet::new(),
             part_id,
             writer: Some(writer),
             written: 0,
@@ -165,19 +176,13 @@ impl Appender {
     /// Writes one dataset into the new part and returns its ordinal there. A name the
     /// collection (or this append) already holds is refused before anything is written.
     pub fn write_dataset(&mut self, dataset: DatasetSpec) -> Result<u32, AppendError> {
-        if let Some(held_by) = self.taken.get(dataset.name()) {
-            return Err(AppendError::NameTaken {
-                collection: self.collection.clone(),
-                name: dataset.name().to_owned(),
-                held_by: held_by.clone(),
-            });
-        }
+        self.refuse_taken(dataset.name())?;
         let name = dataset.name().to_owned();
         let writer = self.writer.as_mut().ok_or_else(|| {
             atlas_writer::WriteError::Poisoned("the append is committed".to_owned())
         })?;
         let ordinal = writer.write_dataset(dataset)?;
-        self.taken.insert(name, THIS_APPEND.to_owned());
+        self.written_names.insert(name);
         self.written += 1;
         Ok(ordinal)
     }
@@ -225,17 +230,10 @@ impl Appender {
             ));
         }
         for dataset in collection.datasets() {
-            if let Some(held_by) = self.taken.get(dataset.name()) {
-                return Err(AppendError::NameTaken {
-                    collection: self.collection.clone(),
-                    name: dataset.name().to_owned(),
-                    held_by: held_by.clone(),
-                });
-            }
+            self.refuse_taken(dataset.name())?;
         }
         for dataset in collection.datasets() {
-            self.taken
-                .insert(dataset.name().to_owned(), THIS_APPEND.to_owned());
+            self.written_names.insert(dataset.name().to_owned());
         }
         self.written = collection.dataset_count();
         let (from, path) = match source {
@@ -370,14 +368,14 @@ impl Appender {
         })
     }
 
-    /// Takes in the manifest as another appender left it: the names of every part committed
-    /// since the one checked (every part, if its history differs) are checked against this
-    /// append's and taken.
+    /// Takes in the manifest as another appender left it: every part committed since the ones
+    /// checked (every part, if its history differs) is opened, checked against this append's
+    /// names and kept for the names still to come.
     async fn catch_up(&mut self, current: Manifest) -> Result<(), AppendError> {
         let checked = self.manifest.commits.len();
         let same_history = current.commits.get(..checked) == Some(&self.manifest.commits[..]);
         if !same_history {
-            self.taken.retain(|_, held_by| held_by == THIS_APPEND);
+            self.checked.clear();
         }
         let new = if same_history {
             &current.commits[checked..]
@@ -396,21 +394,46 @@ impl Appender {
             .iter()
             .map(|commit| Atlas::open_part(Arc::clone(&self.store), &self.prefix, commit));
         let parts = futures::future::try_join_all(opens).await?;
-        for (commit, part) in commits.iter().zip(&parts) {
-            let held_by = format!("part {} (version {})", commit.part, commit.version);
-            for dataset in part.datasets() {
-                let name = dataset.name();
-                if self.taken.get(name).map(String::as_str) == Some(THIS_APPEND) {
-                    return Err(AppendError::NameTaken {
-                        collection: self.collection.clone(),
-                        name: name.to_owned(),
-                        held_by,
-                    });
-                }
-                self.taken.insert(name.to_owned(), held_by.clone());
+        for (commit, atlas) in commits.iter().zip(parts) {
+            let part = CheckedPart {
+                commit: commit.clone(),
+                atlas,
+            };
+            // The smaller side is walked: this append's names looked up in the part.
+            if let Some(name) = self
+                .written_names
+                .iter()
+                .find(|name| part.atlas.dataset(name).is_some())
+            {
+                return Err(AppendError::NameTaken {
+                    collection: self.collection.clone(),
+                    name: name.clone(),
+                    held_by: part.holder(),
+                });
             }
+            self.checked.push(part);
         }
         Ok(())
+    }
+
+    /// `NameTaken` if a checked part or this append holds a live dataset called `name`.
+    fn refuse_taken(&self, name: &str) -> Result<(), AppendError> {
+        let held_by = if self.written_names.contains(name) {
+            Some(THIS_APPEND.to_owned())
+        } else {
+            self.checked
+                .iter()
+                .find(|part| part.atlas.dataset(name).is_some())
+                .map(CheckedPart::holder)
+        };
+        match held_by {
+            Some(held_by) => Err(AppendError::NameTaken {
+                collection: self.collection.clone(),
+                name: name.to_owned(),
+                held_by,
+            }),
+            None => Ok(()),
+        }
     }
 
     /// On local disk, makes the part durable before a manifest names it: its container, its
@@ -472,4 +495,14 @@ fn unix_ms_now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+impl CheckedPart {
+    /// The part as a `NameTaken` error names it.
+    fn holder(&self) -> String {
+        format!(
+            "part {} (version {})",
+            self.commit.part, self.commit.version
+        )
+    }
 }

@@ -1,4 +1,5 @@
-//! What appending 1,000 datasets to a collection of 20,000 costs, against rewriting the
+//! What appending 1,000 datasets to a collection of 20,000 (`APPEND_COST_BASE`: another size,
+//! 100,000 for the figure) costs, against rewriting the
 //! collection whole with them, measured in one run on one store (`InMemory`, every request
 //! counted): the append writes the new part's bytes and one small manifest, and reads the
 //! manifest twice and every part's tail once; the rewrite writes everything again. Prints the
@@ -19,7 +20,14 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use std::sync::Arc;
 use std::time::Instant;
 
-const BASE: usize = 20_000;
+/// The datasets already in the collection: 20,000 by default (the suite's run), or
+/// `APPEND_COST_BASE`.
+fn base() -> usize {
+    std::env::var("APPEND_COST_BASE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000)
+}
 const APPENDED: usize = 1_000;
 
 /// Dataset `i`: a `[16, 16]` `f32` field (1 KiB raw) and an attribute.
@@ -62,11 +70,11 @@ async fn appending_costs_the_new_part_and_one_manifest_write() {
         Path::from("grown"),
         "memory:///grown",
     ));
-    // The large collection: one part of BASE datasets.
+    // The large collection: one part of `base()` datasets.
     let mut appender = Appender::open(&location, WriterOptions::default())
         .await
         .unwrap();
-    for i in 0..BASE {
+    for i in 0..base() {
         appender.write_dataset(dataset(i)).unwrap();
     }
     appender.commit().await.unwrap();
@@ -78,7 +86,7 @@ async fn appending_costs_the_new_part_and_one_manifest_write() {
     let mut appender = Appender::open(&location, WriterOptions::default())
         .await
         .unwrap();
-    for i in BASE..BASE + APPENDED {
+    for i in base()..base() + APPENDED {
         appender.write_dataset(dataset(i)).unwrap();
     }
     let report = appender.commit().await.unwrap();
@@ -102,7 +110,7 @@ async fn appending_costs_the_new_part_and_one_manifest_write() {
         &Path::from("rewritten"),
         WriterOptions::default(),
     );
-    for i in 0..BASE + APPENDED {
+    for i in 0..base() + APPENDED {
         writer.write_dataset(dataset(i)).unwrap();
     }
     let rewrite = writer.finish().await.unwrap();
@@ -111,10 +119,11 @@ async fn appending_costs_the_new_part_and_one_manifest_write() {
     let atlas = Atlas::open(Arc::clone(&memory), &Path::from("grown"))
         .await
         .unwrap();
-    assert_eq!(atlas.dataset_count(), BASE + APPENDED);
+    assert_eq!(atlas.dataset_count(), base() + APPENDED);
 
     println!(
-        "append {APPENDED} to {BASE}: {:.3} s, {} bytes written ({} part + {} manifest, the old manifest {} bytes), {} write requests ({metadata_writes} metadata), {} requests in all",
+        "append {APPENDED} to {}: {:.3} s, {} bytes written ({} part + {} manifest, the old manifest {} bytes), {} write requests ({metadata_writes} metadata), {} requests in all",
+        base(),
         append_time.as_secs_f64(),
         report.container_bytes + manifest,
         report.container_bytes,
@@ -125,7 +134,7 @@ async fn appending_costs_the_new_part_and_one_manifest_write() {
     );
     println!(
         "rewrite {} datasets: {:.3} s, {} bytes written",
-        BASE + APPENDED,
+        base() + APPENDED,
         rewrite_time.as_secs_f64(),
         rewrite.container_bytes
     );
