@@ -34,10 +34,11 @@ pub(crate) struct Writer {
     created_dir: Option<PathBuf>,
 }
 
-/// What a writer writes: a new collection, or a new part of a growing one.
+/// What a writer writes: a new collection, or a new part of a growing one (each boxed: both
+/// are hundreds of bytes and of different sizes, and a `Writer` holds one for its life).
 enum Target {
-    Create(AtlasWriter),
-    Append(Appender),
+    Create(Box<AtlasWriter>),
+    Append(Box<Appender>),
 }
 
 impl Target {
@@ -238,9 +239,9 @@ impl Writer {
                 let (store, prefix, created_dir) =
                     run(py, &location, async move { target(&target_location).await })?;
                 Ok(Self {
-                    state: Mutex::new(Some(Target::Create(AtlasWriter::new(
+                    state: Mutex::new(Some(Target::Create(Box::new(AtlasWriter::new(
                         store, &prefix, options,
-                    )))),
+                    ))))),
                     location,
                     created_dir,
                 })
@@ -256,7 +257,7 @@ impl Writer {
                     Appender::open(&place, options).await
                 })?;
                 Ok(Self {
-                    state: Mutex::new(Some(Target::Append(appender))),
+                    state: Mutex::new(Some(Target::Append(Box::new(appender)))),
                     location,
                     created_dir,
                 })
@@ -325,7 +326,7 @@ impl Writer {
         let target = target
             .ok_or_else(|| PyValueError::new_err("the writer is already finished or aborted"))?;
         let writer = match target {
-            Target::Create(writer) => writer,
+            Target::Create(writer) => *writer,
             Target::Append(appender) => {
                 let report = match run(py, &self.location, appender.commit()) {
                     Ok(report) => report,
