@@ -125,15 +125,7 @@ fn gc_removes_what_killed_appends_left_and_nothing_else() {
         let before_names = names(&before);
         let version = before.version().unwrap();
         // Every killed append is all there or not at all.
-        for writer in 0..ROUNDS {
-            let present = (0..EACH)
-                .filter(|&i| before_names.contains(&name(writer, i)))
-                .count();
-            assert!(
-                present == 0 || present == EACH,
-                "writer {writer}: {present}"
-            );
-        }
+        whole_writers(&before_names, 0..ROUNDS, EACH);
         let named: BTreeSet<String> = manifest(&collection)
             .commits
             .iter()

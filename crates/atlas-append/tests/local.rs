@@ -136,17 +136,7 @@ fn a_reader_sees_exactly_a_committed_version_on_every_open() {
                     let names = names(&atlas);
                     // Each writer's datasets are all there or none are, and the writers whose
                     // datasets are there are exactly the commits of the version opened.
-                    let mut complete = 0;
-                    for writer in 0..WRITERS {
-                        let present = (0..EACH)
-                            .filter(|&i| names.contains(&name(writer, i)))
-                            .count();
-                        assert!(
-                            present == 0 || present == EACH,
-                            "writer {writer}: {present} of {EACH} at version {version}"
-                        );
-                        complete += usize::from(present == EACH);
-                    }
+                    let complete = whole_writers(&names, 0..WRITERS, EACH);
                     assert_eq!(names.len(), 3 + complete * EACH);
                     assert_eq!(version, 1 + complete as u64);
                     assert_eq!(atlas.commits().len() as u64, version);
@@ -408,17 +398,7 @@ fn appenders_killed_at_any_moment_leave_a_committed_version() {
         rt.block_on(async {
             let atlas = Atlas::open_local(&collection).await.unwrap();
             let names = names(&atlas);
-            let mut whole = 0;
-            for writer in 0..=round {
-                let present = (0..EACH)
-                    .filter(|&i| names.contains(&name(writer, i)))
-                    .count();
-                assert!(
-                    present == 0 || present == EACH,
-                    "writer {writer}: {present} of {EACH}"
-                );
-                whole += usize::from(present == EACH);
-            }
+            let whole = whole_writers(&names, 0..round + 1, EACH);
             assert_eq!(atlas.version(), Some(1 + whole as u64));
             assert_eq!(names.len(), 2 + whole * EACH);
         });

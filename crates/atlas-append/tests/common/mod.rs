@@ -120,6 +120,27 @@ pub(crate) fn names(atlas: &Atlas) -> BTreeSet<String> {
     atlas.datasets().map(|d| d.name().to_owned()).collect()
 }
 
+/// How many of `writers` have all `each` of their datasets in `names`, asserting that every
+/// writer's datasets are all there or none are (an append is never seen in part).
+pub(crate) fn whole_writers(
+    names: &BTreeSet<String>,
+    writers: std::ops::Range<usize>,
+    each: usize,
+) -> usize {
+    let mut whole = 0;
+    for writer in writers {
+        let present = (0..each)
+            .filter(|&i| names.contains(&name(writer, i)))
+            .count();
+        assert!(
+            present == 0 || present == each,
+            "writer {writer}: {present} of {each}"
+        );
+        whole += usize::from(present == each);
+    }
+    whole
+}
+
 /// Checks that every dataset of `atlas` holds what its writer wrote, read one by one and as
 /// one run across the parts.
 pub(crate) async fn check_contents(atlas: &Atlas) {
