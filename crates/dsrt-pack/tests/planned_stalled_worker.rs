@@ -3,15 +3,17 @@
 //! by the jobs. Alone in its test binary, so no other test's files count.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code: a failure is the test failing.
 
-use dsrt_manifest::CompressionAlgo;
-use dsrt_pack::{Convert, Emit, ImageFolder, PackError, PackOptions, PlanAhead, PlannedSampleFn};
+use dsrt_pack::{Convert, Emit, ImageFolder, PackError, PlanAhead, PlannedSampleFn};
 use dsrt_reader::{Cache, OpenOptions};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 #[path = "support/trees.rs"]
 mod trees;
-use trees::{image_folder, write};
+use trees::image_folder;
+#[path = "support/open_files.rs"]
+mod open_files;
+use open_files::pack_counting_open_files;
 
 type Unit = <ImageFolder as Convert>::Unit;
 
@@ -59,10 +61,6 @@ impl PlanAhead<Unit> for FirstPayloadStalls {
     }
 }
 
-fn open_files() -> usize {
-    std::fs::read_dir("/proc/self/fd").unwrap().count()
-}
-
 #[test]
 fn a_stalled_worker_keeps_the_finished_shards_waiting_for_it_bounded() {
     let root = tempfile::tempdir().unwrap();
@@ -72,25 +70,11 @@ fn a_stalled_worker_keeps_the_finished_shards_waiting_for_it_bounded() {
         folder: ImageFolder::scan(&input).unwrap(),
         stalled: AtomicBool::new(false),
     };
-    let before = open_files();
-    let most = AtomicUsize::new(0);
-    let progress = |_: u64| {
-        most.fetch_max(open_files(), Ordering::Relaxed);
-    };
     let out = root.path().join("out");
-    write(
-        &convert,
-        ImageFolder::schema(),
-        &out,
-        1_500,
-        CompressionAlgo::None,
-        &PackOptions::default().jobs(3).progress(&progress),
-    )
-    .unwrap();
+    let (before, most) = pack_counting_open_files(&convert, &out, 1_500, 3);
     assert!(convert.stalled.load(Ordering::Relaxed));
     let cache = Cache::open(&out, OpenOptions::validated()).unwrap();
     assert!(cache.manifest().description().shards.len() > 2_000);
-    let most = most.load(Ordering::Relaxed);
     // The shards being written (3), handed out (3) and waiting (12), the writer's own files and
     // its sync queue: tens, while the slow shard is read for a second.
     assert!(
