@@ -2,23 +2,10 @@
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // Test code: small known values.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn atlas(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_atlas"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn stdout(output: &Output) -> String {
-    assert!(
-        output.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
+mod common;
+use common::{atlas, stdout};
 
 fn demo(dir: &Path, datasets: usize) -> String {
     let out = dir.join("c").to_str().unwrap().to_owned();

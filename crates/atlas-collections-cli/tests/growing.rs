@@ -7,23 +7,10 @@
 
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn atlas(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_atlas"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn stdout(output: &Output) -> String {
-    assert!(
-        output.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
+mod common;
+use common::{atlas, stdout};
 
 fn json(args: &[&str]) -> Value {
     let mut args = args.to_vec();

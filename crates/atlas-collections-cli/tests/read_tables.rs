@@ -7,15 +7,11 @@ use atlas::object_store::local::LocalFileSystem;
 use atlas::object_store::path::Path as StorePath;
 use atlas::{ArraySpec, AtlasWriter, DatasetSpec, WriterOptions};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::Arc;
 
-fn atlas(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_atlas"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+mod common;
+use common::atlas;
 
 fn ok(output: &Output) -> String {
     assert_eq!(

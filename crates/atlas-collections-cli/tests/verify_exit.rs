@@ -5,12 +5,8 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn atlas(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_atlas"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+mod common;
+use common::atlas;
 
 fn code(output: &Output) -> i32 {
     output.status.code().unwrap()
