@@ -53,7 +53,9 @@ pub use config::{
 pub use dsrt_dataset::{LoaderStats, Stage, StatsSnapshot};
 pub use loader::{BatchReader, LoaderOptions, TokenLoader};
 pub use plan::TokenPlan;
-pub use report::{RowShuffle, SourceReport, TokenNodeReport, TokenReport};
+pub use report::{
+    PhaseSourceReport, RowShuffle, SourceReport, TokenNodeReport, TokenPhaseReport, TokenReport,
+};
 pub use rows::{Piece, RowBlock, RowCursor, RowSpec};
 pub use source::{Coverage, DocumentSource, End, StoredTokens};
 pub use synthetic::{SyntheticSource, SyntheticSpec};
