@@ -16,8 +16,8 @@ use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Fields};
 use datasetrt::token_stream::{
     BatchPiece, BatchPool, BatchReader, CacheSource, Column, DocumentSource, LoaderOptions,
-    LoaderStats, LongDocs, PackMode, RunConfig, TokenBatch, TokenConfig, TokenLoader, TokenPlan,
-    TokenPhase, TokenReport, TokenSchedule, TokenState, TokenStreamError as StreamError,
+    LoaderStats, LongDocs, PackMode, RunConfig, TokenBatch, TokenConfig, TokenLoader, TokenPhase,
+    TokenPlan, TokenReport, TokenSchedule, TokenState, TokenStreamError as StreamError,
 };
 use datasetrt::{RemainderPolicy, Sampling, Shuffle};
 use pyo3::exceptions::{PyKeyError, PyValueError};
