@@ -4,8 +4,7 @@
 use crate::error::CliError;
 use clap::{Args, ValueEnum};
 use datasetrt::{
-    DatasetError, IterState, PlanConfig, PlanError, RemainderPolicy, Sampling, Schedule, Shuffle,
-    Topology,
+    DatasetError, IterState, PlanConfig, PlanError, RemainderPolicy, Sampling, Shuffle, Topology,
 };
 use std::path::PathBuf;
 
@@ -19,8 +18,9 @@ pub(crate) struct EpochArgs {
     #[arg(long)]
     pub(crate) samples_per_epoch: Option<u64>,
     /// Weights that change along the epoch: a JSON file of phases, each with its length in
-    /// samples and one weight per cache, {"phases": [{"samples": N, "weights": [..]}, ..]};
-    /// the epoch is the phases in order (docs/iteration.md, "Schedules").
+    /// samples and one weight per cache, {"phases": [{"samples": N, "weights": [..]}, ..]}
+    /// (with --seq-len, in tokens: {"tokens": N, ..}); the epoch is the phases in order
+    /// (docs/iteration.md and docs/tokens.md, "Schedules").
     #[arg(long, value_name = "FILE", conflicts_with_all = ["weights", "samples_per_epoch"])]
     pub(crate) schedule: Option<PathBuf>,
     /// Draw with replacement instead of passes over each cache.
@@ -70,6 +70,15 @@ impl EpochArgs {
     /// The plan's settings, with the `--schedule` file read.
     pub(crate) fn plan_config(&self) -> Result<PlanConfig, CliError> {
         Ok(PlanConfig {
+            schedule: self.schedule()?,
+            ..self.order_config()
+        })
+    }
+
+    /// The plan's settings without a schedule (no file is read): what a token stream takes
+    /// of them, its schedule counted in tokens ([`EpochArgs::schedule`]).
+    pub(crate) fn order_config(&self) -> PlanConfig {
+        PlanConfig {
             seed: self.seed,
             weights: self.weights.clone(),
             samples_per_epoch: self.samples_per_epoch,
@@ -85,12 +94,13 @@ impl EpochArgs {
                 ShuffleArg::Full => Shuffle::Full,
                 ShuffleArg::Sequential => Shuffle::Sequential,
             },
-            schedule: self.schedule()?,
-        })
+            schedule: None,
+        }
     }
 
-    /// The schedule `--schedule` names, if any.
-    fn schedule(&self) -> Result<Option<Schedule>, CliError> {
+    /// The schedule `--schedule` names, if any: of samples (`Schedule`) or of tokens
+    /// (`TokenSchedule`), the same file format with the length's unit as its key.
+    pub(crate) fn schedule<T: serde::de::DeserializeOwned>(&self) -> Result<Option<T>, CliError> {
         let Some(path) = &self.schedule else {
             return Ok(None);
         };
@@ -106,17 +116,27 @@ impl EpochArgs {
     /// `error` from building the plan, told as a fault of the `--schedule` file when the plan
     /// refused the schedule.
     pub(crate) fn plan_error(&self, error: DatasetError) -> CliError {
-        let reason = match (&self.schedule, &error) {
-            (Some(_), DatasetError::Plan(PlanError::Phase { phase, problem })) => {
-                format!("phases[{phase}]: {problem}")
-            }
-            (Some(_), DatasetError::Plan(PlanError::Schedule(problem))) => problem.clone(),
-            _ => return CliError::Dataset(error),
+        match &error {
+            DatasetError::Plan(plan) => match self.schedule_fault(plan) {
+                Some(fault) => fault,
+                None => CliError::Dataset(error),
+            },
+            _ => CliError::Dataset(error),
+        }
+    }
+
+    /// A plan's refusal of the `--schedule` file, as a fault of that file; `None` for other
+    /// refusals.
+    pub(crate) fn schedule_fault(&self, error: &PlanError) -> Option<CliError> {
+        let reason = match (&self.schedule, error) {
+            (Some(_), PlanError::Phase { phase, problem }) => format!("phases[{phase}]: {problem}"),
+            (Some(_), PlanError::Schedule(problem)) => problem.clone(),
+            _ => return None,
         };
-        CliError::ScheduleFile {
+        Some(CliError::ScheduleFile {
             path: self.schedule.clone().unwrap_or_default(),
             reason,
-        }
+        })
     }
 
     pub(crate) fn policy(&self) -> RemainderPolicy {

@@ -27,7 +27,9 @@ With --seq-len L, the plan of rows of L input tokens instead of samples (docs/to
 per rank, tokens padded and dropped, each source's share of the epoch's tokens (--weights are
 shares of tokens, --tokens-per-epoch the budget), the shards and bytes each node reads, and
 rank 0's shuffle figures over 256-row blocks. --synthetic-tokens plans documents of long-tailed
-lengths instead of caches.
+lengths instead of caches. --schedule FILE with --seq-len takes phases counted in tokens,
+{\"phases\": [{\"tokens\": N, \"weights\": [..]}, ..]}, and reports each phase's start and each
+source's tokens and share in it.
 
 Examples:
   dsrt plan s3://bucket/train --world-size 64 --ranks-per-node 8
@@ -161,13 +163,13 @@ fn from_caches(args: &PlanArgs) -> Result<Shapes, CliError> {
 struct TokenArgs {
     /// Plan rows of this many input tokens from token caches (windows of L + 1 with
     /// --mode concat, bins of L when packing) instead of samples.
-    #[arg(long, value_name = "L", conflicts_with = "schedule")]
+    #[arg(long, value_name = "L")]
     seq_len: Option<u64>,
     /// How documents become rows.
     #[arg(long, value_enum, default_value_t = ModeArg::Concat, requires = "seq_len")]
     mode: ModeArg,
     /// The epoch's token budget when --weights are given (default: all the sources' tokens).
-    #[arg(long, requires = "seq_len")]
+    #[arg(long, requires = "seq_len", conflicts_with = "schedule")]
     tokens_per_epoch: Option<u64>,
     /// Rows permuted together on top of the document order.
     #[arg(long, default_value_t = datasetrt::token_stream::DEFAULT_WINDOW_BLOCK, requires = "seq_len")]
@@ -236,9 +238,9 @@ fn parse_synthetic_tokens(text: &str) -> Result<SyntheticTokens, String> {
 fn run_tokens(args: &PlanArgs, seq_len: u64, started: Instant) -> Result<(), CliError> {
     use datasetrt::token_stream::{
         CacheSource, LongDocs, PackMode, RunConfig, SyntheticSource, SyntheticSpec, TokenConfig,
-        TokenPlan, TokenReport, TokenState,
+        TokenPlan, TokenReport, TokenState, TokenStreamError,
     };
-    let plan_config = args.epoch.plan_config()?;
+    let plan_config = args.epoch.order_config();
     if args.epoch.samples_per_epoch.is_some() {
         return Err(CliError::Invalid(
             "--samples-per-epoch counts samples; with --seq-len the budget is \
@@ -271,7 +273,15 @@ fn run_tokens(args: &PlanArgs, seq_len: u64, started: Instant) -> Result<(), Cli
         packing_bins: args.tokens.packing_bins,
         bos_id: args.tokens.bos_id,
         eos_id: args.tokens.eos_id,
+        schedule: args.epoch.schedule()?,
         ..TokenConfig::default()
+    };
+    let schedule_fault = |error: TokenStreamError| match &error {
+        TokenStreamError::Plan(plan) => args
+            .epoch
+            .schedule_fault(plan)
+            .unwrap_or(CliError::TokenStream(error)),
+        _ => CliError::TokenStream(error),
     };
     let resume: Option<TokenState> = match &args.epoch.resume {
         Some(path) => {
@@ -298,7 +308,10 @@ fn run_tokens(args: &PlanArgs, seq_len: u64, started: Instant) -> Result<(), Cli
                 spec.shards,
                 spec.mean_tokens,
             )]);
-            TokenReport::compute(&TokenPlan::new(&source, &config, &run)?, &source, 64)?
+            {
+                let plan = TokenPlan::new(&source, &config, &run).map_err(schedule_fault)?;
+                TokenReport::compute(&plan, &source, 64)?
+            }
         }
         None => {
             // Only manifests, indexes and metadata are read (and, with --bos-id or --eos-id,
@@ -306,7 +319,10 @@ fn run_tokens(args: &PlanArgs, seq_len: u64, started: Instant) -> Result<(), Cli
             let dataset =
                 Dataset::from_caches(open_all(&args.caches, OpenOptions::default(), &args.store)?)?;
             let source = CacheSource::new(dataset)?;
-            TokenReport::compute(&TokenPlan::new(&source, &config, &run)?, &source, 64)?
+            {
+                let plan = TokenPlan::new(&source, &config, &run).map_err(schedule_fault)?;
+                TokenReport::compute(&plan, &source, 64)?
+            }
         }
     };
     if args.summary {
@@ -346,6 +362,18 @@ fn run_tokens(args: &PlanArgs, seq_len: u64, started: Instant) -> Result<(), Cli
             source.epoch_documents,
             source.documents,
         ))?;
+    }
+    for phase in &report.phases {
+        print(format_args!(
+            "phase {}: from token {}, {} tokens (scheduled {})\n",
+            phase.phase, phase.start, phase.tokens, phase.scheduled_tokens
+        ))?;
+        for (name, source) in report.sources.iter().zip(&phase.sources) {
+            print(format_args!(
+                "  source {}: {} tokens ({:.4} of the phase; budget {}), {} documents\n",
+                name.name, source.tokens, source.share, source.budget, source.documents
+            ))?;
+        }
     }
     print(format_args!(
         "egress factor: {:.4} ({} downloaded for {} of shards read; {} shards, {} read by more than one node)\n\

@@ -247,14 +247,15 @@ fn a_bad_schedule_file_is_a_usage_error_naming_the_file_and_the_problem() {
 }
 
 #[test]
-fn a_schedule_conflicts_with_weights_samples_per_epoch_and_seq_len() {
+fn a_schedule_conflicts_with_weights_samples_per_epoch_and_tokens_per_epoch() {
     let dir = setup();
     for (command, extra) in [
         ("iterate", &["--weights", "1,1"][..]),
         ("iterate", &["--samples-per-epoch", "10"][..]),
         ("plan", &["--weights", "1,1"][..]),
         ("plan", &["--samples-per-epoch", "10"][..]),
-        ("plan", &["--seq-len", "8"][..]),
+        ("plan", &["--seq-len", "8", "--tokens-per-epoch", "100"][..]),
+        ("plan", &["--seq-len", "8", "--weights", "1,1"][..]),
     ] {
         let mut args = vec![command, "code", "web", "--schedule", "phases.json"];
         args.extend_from_slice(extra);
@@ -266,6 +267,157 @@ fn a_schedule_conflicts_with_weights_samples_per_epoch_and_seq_len() {
             run.stderr
         );
     }
+}
+
+/// Two token caches (`code`: 300 documents, `web`: 500) packed from JSONL token arrays.
+fn token_caches(dir: &Path) {
+    for (name, docs, seed) in [("code", 300u64, 1u64), ("web", 500, 2)] {
+        let lines: Vec<serde_json::Value> = (0..docs)
+            .map(|d| {
+                let len = 1 + (d * 37 + seed * 11) % 90;
+                let ids: Vec<u64> = (0..len).map(|i| (d * 7 + i * seed) % 1000 + 1).collect();
+                json!({"ids": ids})
+            })
+            .collect();
+        let input = format!("{name}.jsonl");
+        std::fs::write(dir.join(&input), common::jsonl(&lines)).unwrap();
+        dsrt_in(
+            dir,
+            &[
+                "pack",
+                "--jsonl",
+                &input,
+                "--tokens-column",
+                "ids",
+                "--out",
+                name,
+                "--source",
+                name,
+                "--max-shard-bytes",
+                "4KiB",
+            ],
+        )
+        .ok();
+    }
+}
+
+#[test]
+fn plan_with_seq_len_follows_a_schedule_counted_in_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    token_caches(dir.path());
+    write(
+        dir.path(),
+        "tokens.json",
+        r#"{"phases": [
+            {"tokens": 12000, "weights": [0.5, 0.5]},
+            {"tokens": 6000, "weights": [0.9, 0.1]},
+            {"tokens": 9000, "weights": [0.0, 1.0]}
+        ]}"#,
+    );
+    let args = [
+        "plan",
+        "code",
+        "web",
+        "--seq-len",
+        "64",
+        "--world-size",
+        "8",
+        "--ranks-per-node",
+        "2",
+        "--schedule",
+        "tokens.json",
+    ];
+    let report = dsrt_in(dir.path(), &[&args[..], &["--json"]].concat())
+        .ok()
+        .json();
+    let phases = report["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 3);
+    let mut start = 0;
+    let longest = 90;
+    let mut budget = [0u64; 2];
+    let mut tokens = [0u64; 2];
+    for (p, (phase, (scheduled, weights))) in phases
+        .iter()
+        .zip([(12000, [5, 5]), (6000, [9, 1]), (9000, [0, 10])])
+        .enumerate()
+    {
+        assert_eq!(phase["phase"], json!(p));
+        assert_eq!(phase["start"], json!(start));
+        assert_eq!(phase["scheduled_tokens"], json!(scheduled));
+        start += phase["tokens"].as_u64().unwrap();
+        for c in 0..2 {
+            let source = &phase["sources"][c];
+            assert_eq!(
+                source["budget"].as_u64().unwrap(),
+                scheduled * weights[c] / 10
+            );
+            budget[c] += source["budget"].as_u64().unwrap();
+            tokens[c] += source["tokens"].as_u64().unwrap();
+            assert!(
+                tokens[c] >= budget[c] && tokens[c] < budget[c] + longest,
+                "phase {p} source {c}: {} tokens through it for {}",
+                tokens[c],
+                budget[c]
+            );
+        }
+    }
+    assert_eq!(phases[2]["sources"][0]["tokens"], json!(0));
+    assert_eq!(report["epoch_tokens"], json!(start));
+    // The text report lists each phase with each source's tokens and share.
+    let text = dsrt_in(dir.path(), &args).ok().stdout_text();
+    assert!(text.contains("phase 1: from token "), "{text}");
+    assert!(text.contains("of the phase; budget 5400)"), "{text}");
+
+    // A refused phase is a usage error naming the file and the phase.
+    write(
+        dir.path(),
+        "bad.json",
+        r#"{"phases": [{"tokens": 10, "weights": [1, 1]}, {"tokens": 0, "weights": [1, 1]}]}"#,
+    );
+    let run = dsrt_in(
+        dir.path(),
+        &[
+            "plan",
+            "code",
+            "web",
+            "--seq-len",
+            "64",
+            "--schedule",
+            "bad.json",
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with("dsrt: bad.json: not a usable schedule")
+            && run.stderr.contains("phases[1]: it holds 0 tokens"),
+        "{}",
+        run.stderr
+    );
+    // A sample schedule is not a token schedule.
+    write(
+        dir.path(),
+        "samples.json",
+        r#"{"phases": [{"samples": 10, "weights": [1, 1]}]}"#,
+    );
+    let run = dsrt_in(
+        dir.path(),
+        &[
+            "plan",
+            "code",
+            "web",
+            "--seq-len",
+            "64",
+            "--schedule",
+            "samples.json",
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("unknown field `samples`"),
+        "{}",
+        run.stderr
+    );
 }
 
 /// A state names the mixture it was saved under; `dsrt iterate --resume` under another one

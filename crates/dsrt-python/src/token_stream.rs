@@ -16,8 +16,8 @@ use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Fields};
 use datasetrt::token_stream::{
     BatchPiece, BatchPool, BatchReader, CacheSource, Column, DocumentSource, LoaderOptions,
-    LoaderStats, LongDocs, PackMode, RunConfig, TokenBatch, TokenConfig, TokenLoader, TokenPlan,
-    TokenReport, TokenState, TokenStreamError as StreamError,
+    LoaderStats, LongDocs, PackMode, RunConfig, TokenBatch, TokenConfig, TokenLoader, TokenPhase,
+    TokenPlan, TokenReport, TokenSchedule, TokenState, TokenStreamError as StreamError,
 };
 use datasetrt::{RemainderPolicy, Sampling, Shuffle};
 use pyo3::exceptions::{PyKeyError, PyValueError};
@@ -162,8 +162,8 @@ fn per_cache(
 impl PyTokenPlan {
     #[new]
     #[pyo3(
-        signature = (paths, *, seq_len, mode = "concat", bos_id = None, eos_id = None, pad_id = 0, long_docs = "split", weights = None, tokens_per_epoch = None, replacement = false, seed = 0, epoch = 0, shuffle = "local", window_shards = 4, window_block = 256, packing_bins = 256, rank = 0, world_size = 1, ranks_per_node = 1, policy = "pad", state = None, **options),
-        text_signature = "(paths, *, seq_len, mode=\"concat\", bos_id=None, eos_id=None, pad_id=0, long_docs=\"split\", weights=None, tokens_per_epoch=None, replacement=False, seed=0, epoch=0, shuffle=\"local\", window_shards=4, window_block=256, packing_bins=256, rank=0, world_size=1, ranks_per_node=1, policy=\"pad\", state=None, validate_cache=False, cache_dir=None, cache_limit=None, fetch=\"whole\", prefetch_shards=None, read_while_downloading=None, attempts=None, first_backoff=None, wait_for_room=None, cache_access=None)"
+        signature = (paths, *, seq_len, mode = "concat", bos_id = None, eos_id = None, pad_id = 0, long_docs = "split", weights = None, tokens_per_epoch = None, schedule = None, replacement = false, seed = 0, epoch = 0, shuffle = "local", window_shards = 4, window_block = 256, packing_bins = 256, rank = 0, world_size = 1, ranks_per_node = 1, policy = "pad", state = None, **options),
+        text_signature = "(paths, *, seq_len, mode=\"concat\", bos_id=None, eos_id=None, pad_id=0, long_docs=\"split\", weights=None, tokens_per_epoch=None, schedule=None, replacement=False, seed=0, epoch=0, shuffle=\"local\", window_shards=4, window_block=256, packing_bins=256, rank=0, world_size=1, ranks_per_node=1, policy=\"pad\", state=None, validate_cache=False, cache_dir=None, cache_limit=None, fetch=\"whole\", prefetch_shards=None, read_while_downloading=None, attempts=None, first_backoff=None, wait_for_room=None, cache_access=None)"
     )]
     // The plan's own settings, each a keyword of `datasetrt.TokenDataset`; the remote options
     // are `Cache`'s (`**options`).
@@ -179,6 +179,7 @@ impl PyTokenPlan {
         long_docs: &str,
         weights: Option<&Bound<'_, PyAny>>,
         tokens_per_epoch: Option<u64>,
+        schedule: Option<Vec<(u64, Vec<f64>)>>,
         replacement: bool,
         seed: u64,
         epoch: u64,
@@ -214,6 +215,13 @@ impl PyTokenPlan {
                 .map_err(|e| PyValueError::new_err(e.to_string()))?,
             window_block,
             packing_bins,
+            // `(tokens, weights)` pairs: `datasetrt.Phase` is a named tuple of them.
+            schedule: schedule.map(|phases| TokenSchedule {
+                phases: phases
+                    .into_iter()
+                    .map(|(tokens, weights)| TokenPhase { tokens, weights })
+                    .collect(),
+            }),
         };
         let policy = (policy.parse::<RemainderPolicy>())
             .map_err(|e| PyValueError::new_err(e.to_string()))?;

@@ -113,6 +113,11 @@ pub struct TokenConfig {
     pub weights: Option<Vec<f64>>,
     /// The epoch's token budget when weights are given; `None`: all the sources' tokens.
     pub tokens_per_epoch: Option<u64>,
+    /// Weights that change by phase, each phase a number of the epoch's tokens: the epoch is
+    /// the phases one after another (see [`TokenSchedule`]). Replaces `tokens_per_epoch`, which
+    /// must then be `None`, and `weights`, which must be `None` too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<TokenSchedule>,
     /// A source's documents drawn in passes without replacement, or by whole shard runs with
     /// replacement (`Sampling::RunsWithReplacement`; per-document draws are refused).
     pub sampling: Sampling,
@@ -139,12 +144,48 @@ impl Default for TokenConfig {
             long_docs: LongDocs::Split,
             weights: None,
             tokens_per_epoch: None,
+            schedule: None,
             sampling: Sampling::WithoutReplacement,
             seed: 0,
             shuffle: Shuffle::default(),
             window_block: DEFAULT_WINDOW_BLOCK,
             packing_bins: DEFAULT_PACKING_BINS,
         }
+    }
+}
+
+/// A mixture that changes along the epoch, counted in tokens: "30B tokens half and half, then
+/// 10B with 80% code". The epoch is the phases in order, its budget the sum of theirs.
+///
+/// Within a phase the sources are mixed by token time as a whole epoch with those weights
+/// would be, so every prefix of the phase holds each source's share to within one document. A
+/// document counts wholly in the phase in which it begins; each source's stream (its passes,
+/// its shuffle windows) runs on across phases, so a phase change never restarts a source's
+/// order.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenSchedule {
+    /// The phases, in the order the epoch reads them.
+    pub phases: Vec<TokenPhase>,
+}
+
+/// One phase of a [`TokenSchedule`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenPhase {
+    /// Tokens of the epoch the phase holds (at least 1), boundary tokens included.
+    pub tokens: u64,
+    /// Each source's share of the phase's tokens, in dataset order: finite, non-negative, not
+    /// all zero (as `dsrt_plan::Phase::weights` are for samples).
+    pub weights: Vec<f64>,
+}
+
+impl TokenSchedule {
+    /// The epoch's budget: the phases' tokens summed (`None` past 2^64).
+    pub fn tokens(&self) -> Option<u64> {
+        self.phases
+            .iter()
+            .try_fold(0u64, |sum, phase| sum.checked_add(phase.tokens))
     }
 }
 

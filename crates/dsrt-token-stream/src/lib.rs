@@ -5,7 +5,10 @@
 //! lengths alone. Sources (caches) are mixed by shares of the epoch's tokens ([`TokenConfig`]
 //! `weights`, `tokens_per_epoch`), each source's documents in the order `dsrt-plan` gives its
 //! samples, merged by token time so that every prefix of the epoch holds each source's share
-//! to within one document. `PackMode::Concat` joins them (with the BOS/EOS a source lacks) and
+//! to within one document. A [`TokenSchedule`] makes the weights change by phase, each phase a
+//! number of the epoch's tokens: each source's stream is cut where it reaches its budgets of
+//! the phases before, and the merge by token time runs phase by phase, so the weights change
+//! at the same global token on every rank. `PackMode::Concat` joins them (with the BOS/EOS a source lacks) and
 //! cuts windows of `seq_len + 1` tokens, each starting at the last token of the one before;
 //! `FirstFit` and `BestFit` pack whole documents into bins over a bounded number of open
 //! bins. Rows are permuted within blocks, dealt to nodes and ranks as `dsrt-plan`'s
@@ -44,13 +47,15 @@ mod synthetic;
 pub use batch::{BatchPiece, BatchPool, Column, Expanded, SharedColumn, TokenBatch, IGNORE_INDEX};
 pub use cache_source::CacheSource;
 pub use config::{
-    LongDocs, PackMode, RunConfig, TokenConfig, TokenState, TokenStreamError, DEFAULT_PACKING_BINS,
-    DEFAULT_WINDOW_BLOCK, MAX_SEQ_LEN,
+    LongDocs, PackMode, RunConfig, TokenConfig, TokenPhase, TokenSchedule, TokenState,
+    TokenStreamError, DEFAULT_PACKING_BINS, DEFAULT_WINDOW_BLOCK, MAX_SEQ_LEN,
 };
 pub use dsrt_dataset::{LoaderStats, Stage, StatsSnapshot};
 pub use loader::{BatchReader, LoaderOptions, TokenLoader};
 pub use plan::TokenPlan;
-pub use report::{RowShuffle, SourceReport, TokenNodeReport, TokenReport};
+pub use report::{
+    PhaseSourceReport, RowShuffle, SourceReport, TokenNodeReport, TokenPhaseReport, TokenReport,
+};
 pub use rows::{Piece, RowBlock, RowCursor, RowSpec};
 pub use source::{Coverage, DocumentSource, End, StoredTokens};
 pub use synthetic::{SyntheticSource, SyntheticSpec};

@@ -6,6 +6,11 @@
 //! between two times therefore holds, of each source, its share of the tokens to within one
 //! document: the share "over every prefix" mixing by tokens promises.
 //!
+//! With a schedule, each source's stream is cut into phases where its tokens reach its
+//! cumulative budget of each phase, and a document's time is its phase (the upper 64 bits)
+//! and its place within the source's tokens of that phase (the lower 64): the same rule, phase
+//! by phase. Without one the epoch is one phase and the times are those above.
+//!
 //! The merged stream is cut into intervals at the epoch's cuts (node boundaries): each source's
 //! stream is cut where its tokens reach its share of the boundary, so the documents of an
 //! interval are whole segments of every source, and an interval's first token is known
@@ -53,29 +58,24 @@ pub(crate) struct Merge {
     source_tokens: Vec<Vec<u64>>,
     /// `bound_tokens[i]`: the epoch's tokens before interval `i` (the last: all of them).
     bound_tokens: Vec<u64>,
+    /// `phase_tokens[c][p]`: source `c`'s tokens before phase `p`; the last entry holds all of
+    /// its tokens. One phase without a schedule.
+    phase_tokens: Vec<Vec<u64>>,
 }
 
-/// The time of a source's document with `before` tokens before it, of `total`.
-#[inline]
-fn time(before: u64, total: u64) -> u128 {
-    (u128::from(before) << 64) / u128::from(total)
-}
-
-/// The tokens a source of `total` has placed before time `time`: its documents before then
-/// are those with fewer preceding tokens than this.
-#[inline]
-fn tokens_before_time(time: u128, total: u64) -> u64 {
-    let scaled = time * u128::from(total);
-    ((scaled >> 64) + u128::from(scaled & u128::from(u64::MAX) != 0)) as u64
-}
+/// The lower 64 bits of a time: the place within a phase.
+const PLACE: u128 = u64::MAX as u128;
 
 impl Merge {
-    /// Merges `streams` (cut already) with intervals beginning at each source's stream
-    /// positions `cuts[i]` (one list per boundary, in order, none at 0 or the end).
+    /// Merges `streams` (cut already, at their phases' starts too) with intervals beginning at
+    /// each source's stream positions `cuts[i]` (one list per boundary, in order, none at 0 or
+    /// the end), each source's phases starting at its tokens `phase_tokens[c]` (see
+    /// [`Merge::phase_tokens`]).
     pub(crate) fn new<S: DocumentSource>(
         source: &S,
         streams: Vec<SourceStream>,
         cuts: Vec<Vec<u64>>,
+        phase_tokens: Vec<Vec<u64>>,
     ) -> Self {
         let mut cursors: Vec<StreamCursor> = streams.iter().map(SourceStream::cursor).collect();
         let mut bounds = Vec::with_capacity(cuts.len() + 2);
@@ -99,7 +99,41 @@ impl Merge {
             bounds,
             source_tokens,
             bound_tokens,
+            phase_tokens,
         }
+    }
+
+    /// Phases of the epoch (1 without a schedule).
+    pub(crate) fn phases(&self) -> usize {
+        self.phase_tokens.first().map_or(1, |t| t.len() - 1)
+    }
+
+    /// `[c][p]`: source `c`'s tokens before phase `p`, and all of them last.
+    pub(crate) fn phase_tokens(&self) -> &[Vec<u64>] {
+        &self.phase_tokens
+    }
+
+    /// The time of source `c`'s document with `before` tokens of its stream before it.
+    #[inline]
+    fn time(&self, c: usize, before: u64) -> u128 {
+        let starts = &self.phase_tokens[c];
+        // The phase holding `before`: phases of no tokens of this source are passed over.
+        let phase = starts[1..starts.len() - 1].partition_point(|&s| s <= before);
+        let len = starts[phase + 1] - starts[phase];
+        ((phase as u128) << 64) + (u128::from(before - starts[phase]) << 64) / u128::from(len)
+    }
+
+    /// The tokens source `c` has placed before time `time`: its documents before then are
+    /// those with fewer preceding tokens than this.
+    #[inline]
+    fn tokens_before_time(&self, c: usize, time: u128) -> u64 {
+        let starts = &self.phase_tokens[c];
+        let phase = (time >> 64) as usize;
+        if phase + 1 >= starts.len() {
+            return starts[starts.len() - 1];
+        }
+        let scaled = (time & PLACE) * u128::from(starts[phase + 1] - starts[phase]);
+        starts[phase] + ((scaled >> 64) + u128::from(scaled & PLACE != 0)) as u64
     }
 
     /// Tokens of the epoch.
@@ -131,6 +165,11 @@ impl Merge {
                 .map(|b| b.capacity() * 8)
                 .sum::<usize>()
             + self.bound_tokens.capacity() * 8
+            + self
+                .phase_tokens
+                .iter()
+                .map(|t| t.capacity() * 8)
+                .sum::<usize>()
     }
 
     /// Each source's stream positions from the document holding token `first` (inclusive) to
@@ -274,10 +313,10 @@ impl MergeCursor {
         }
         let interval = merge.bound_tokens.partition_point(|&t| t <= token) - 1;
         // The latest time at which the interval's documents before it hold at most `token`
-        // tokens, by bisection (times run from 0 to 2^64). Bounds from segment edges settle
-        // most probes; only probes whose bounds straddle `token` (near the answer, in one
-        // segment per source) walk a segment.
-        let (mut low, mut high) = (0u128, (1u128 << 64) + 1);
+        // tokens, by bisection (times run from 0 to 2^64 per phase). Bounds from segment edges
+        // settle most probes; only probes whose bounds straddle `token` (near the answer, in
+        // one segment per source) walk a segment.
+        let (mut low, mut high) = (0u128, ((merge.phases() as u128) << 64) + 1);
         let mut positions = vec![0; merge.streams.len()];
         while high - low > 1 {
             let middle = low + (high - low) / 2;
@@ -320,7 +359,7 @@ impl MergeCursor {
             if stream.total() == 0 || range.is_empty() {
                 continue;
             }
-            let target = tokens_before_time(time, stream.total());
+            let target = merge.tokens_before_time(c, time);
             let cursor = &mut self.streams[c];
             let (a, b) = stream.reaching_bounds(source, target, cursor);
             let before = merge.source_tokens[interval][c];
@@ -351,7 +390,7 @@ impl MergeCursor {
                 positions[c] = range.start;
                 continue;
             }
-            let target = tokens_before_time(time, stream.total());
+            let target = merge.tokens_before_time(c, time);
             let cursor = &mut self.streams[c];
             let k = stream
                 .first_reaching(source, target, cursor)
@@ -408,6 +447,6 @@ impl MergeCursor {
         self.at.next[c] = (doc, len);
         self.at
             .heap
-            .push(Reverse((time(self.at.tokens[c], stream.total()), c as u32)));
+            .push(Reverse((merge.time(c, self.at.tokens[c]), c as u32)));
     }
 }

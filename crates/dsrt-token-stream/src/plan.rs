@@ -8,7 +8,7 @@ use crate::merge::Merge;
 use crate::pack::Packer;
 use crate::source::{Coverage, DocumentSource, End};
 use crate::stream::SourceStream;
-use crate::{PackMode, RunConfig, TokenConfig, TokenState, TokenStreamError};
+use crate::{PackMode, RunConfig, TokenConfig, TokenSchedule, TokenState, TokenStreamError};
 use dsrt_plan::{
     mix, weighted_shares, IterState, Mixture, Partition, Permutation, PlanError, RemainderPolicy,
     Topology,
@@ -51,6 +51,10 @@ pub struct TokenPlan {
     pub(crate) boundary: Vec<Boundary>,
     /// Each source's token budget.
     budgets: Vec<u64>,
+    /// `[p][c]`: source `c`'s budget in phase `p`; one phase (the budgets) without a schedule.
+    phase_budgets: Vec<Vec<u64>>,
+    /// `[c][p]`: source `c`'s stream position where phase `p` begins, and its end last.
+    phase_positions: Vec<Vec<u64>>,
     /// Rows (windows or bins, padding bins included) in the epoch.
     rows: u64,
     /// Packing: rows per interval (its bins, then empty ones), and each interval's real bins
@@ -88,19 +92,25 @@ impl TokenPlan {
             .map(|c| SourceStream::measure(source, c, config, epoch, boundary[c].added()))
             .collect::<Result<Vec<_>, _>>()?;
         let natural: Vec<u64> = measured.iter().map(SourceStream::natural_tokens).collect();
-        let budgets = budgets(config, &natural)?;
+        let (budgets, phase_budgets) = budgets(config, &natural)?;
         let streams = measured
             .into_iter()
             .zip(&budgets)
             .map(|(stream, &budget)| stream.with_budget(source, config, epoch, budget))
             .collect::<Result<Vec<_>, _>>()?;
         let total: u64 = streams.iter().map(SourceStream::total).sum();
+        let phases = PhaseBounds::new(source, &streams, &phase_budgets);
         // What a row position means: the same rows come only from the same sources, budgets
-        // and document orders, so a state of another mixture is refused.
+        // (per phase with a schedule) and document orders, so a state of another mixture is
+        // refused.
         let mixture = Mixture {
             caches: streams.iter().map(|s| s.plan().planned_cache(0)).collect(),
             shares: budgets.clone(),
-            phases: Vec::new(),
+            phases: if config.schedule.is_some() {
+                phase_budgets.clone()
+            } else {
+                Vec::new()
+            },
             sampling: config.sampling,
             shuffle: config.shuffle,
         };
@@ -126,7 +136,7 @@ impl TokenPlan {
                     .iter()
                     .map(|&cut| (u128::from(cut) * u128::from(seq_len), u128::from(total)))
                     .collect();
-                let merge = merge_cut_at(source, streams, &times, TAIL_DOCUMENTS);
+                let merge = merge_cut_at(source, streams, &times, TAIL_DOCUMENTS, &phases);
                 Self::assemble(config, epoch, merge, boundary, budgets, rows, start, run)?
             }
             PackMode::FirstFit | PackMode::BestFit => {
@@ -141,7 +151,7 @@ impl TokenPlan {
                 let times: Vec<(u128, u128)> = (1..nodes)
                     .map(|i| (u128::from(i), u128::from(nodes)))
                     .collect();
-                let merge = merge_cut_at(source, streams, &times, 0);
+                let merge = merge_cut_at(source, streams, &times, 0, &phases);
                 let (bins, used) = count_bins(source, config, &merge)?;
                 let per_interval = match &run.resume {
                     // The rows per share are the started run's (its policy padded the shares
@@ -179,7 +189,11 @@ impl TokenPlan {
                 plan
             }
         };
-        plan.config.tokens_per_epoch = Some(plan.budgets.iter().sum());
+        if config.schedule.is_none() {
+            plan.config.tokens_per_epoch = Some(plan.budgets.iter().sum());
+        }
+        plan.phase_budgets = phase_budgets;
+        plan.phase_positions = phases.positions;
         Ok(plan)
     }
 
@@ -202,6 +216,8 @@ impl TokenPlan {
             merge,
             boundary,
             budgets,
+            phase_budgets: Vec::new(),
+            phase_positions: Vec::new(),
             rows,
             per_interval: 0,
             interval_bins: Vec::new(),
@@ -213,7 +229,7 @@ impl TokenPlan {
         })
     }
 
-    /// The settings (`tokens_per_epoch` set to the budgets' sum).
+    /// The settings (`tokens_per_epoch` set to the budgets' sum, without a schedule).
     pub fn config(&self) -> &TokenConfig {
         &self.config
     }
@@ -246,6 +262,43 @@ impl TokenPlan {
     /// Each source's token budget (its share of `tokens_per_epoch`).
     pub fn budgets(&self) -> &[u64] {
         &self.budgets
+    }
+
+    /// Per phase, each source's budget: its share of the phase's tokens by the phase's
+    /// weights. One phase, [`TokenPlan::budgets`], without a schedule.
+    pub fn phase_budgets(&self) -> &[Vec<u64>] {
+        &self.phase_budgets
+    }
+
+    /// Per phase, each source's tokens in it: the documents that begin in the phase. Every
+    /// source's tokens up to the end of each phase are its budgets up to there, plus less than
+    /// one document.
+    pub fn phase_tokens(&self) -> Vec<Vec<u64>> {
+        let starts = self.merge.phase_tokens();
+        (0..self.merge.phases())
+            .map(|p| starts.iter().map(|t| t[p + 1] - t[p]).collect())
+            .collect()
+    }
+
+    /// Per phase, each source's documents in it (stream positions, repeats counted).
+    pub fn phase_documents(&self) -> Vec<Vec<u64>> {
+        (0..self.merge.phases())
+            .map(|p| {
+                self.phase_positions
+                    .iter()
+                    .map(|k| k[p + 1] - k[p])
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The epoch's tokens before each phase: where in the epoch (in tokens, on every rank
+    /// alike) each phase's weights take over.
+    pub fn phase_starts(&self) -> Vec<u64> {
+        let starts = self.merge.phase_tokens();
+        (0..self.merge.phases())
+            .map(|p| starts.iter().map(|t| t[p]).sum())
+            .collect()
     }
 
     /// Each source's tokens in the epoch: its budget, plus less than one document.
@@ -353,6 +406,12 @@ impl TokenPlan {
                 + self.interval_bins.capacity()
                 + self.interval_used.capacity())
                 * 8
+            + self
+                .phase_budgets
+                .iter()
+                .chain(&self.phase_positions)
+                .map(|v| v.capacity() * 8)
+                .sum::<usize>()
     }
 
     /// The row (window or bin index) at position `slot` of the epoch: the positions of each
@@ -390,12 +449,24 @@ impl TokenPlan {
     }
 }
 
-/// Each source's token budget: its tokens (no weights), or its share of `tokens_per_epoch`
-/// (default: all the sources' tokens) by weight; with `tokens_per_epoch` and no weights, in
-/// proportion to the sources' tokens.
-fn budgets(config: &TokenConfig, natural: &[u64]) -> Result<Vec<u64>, TokenStreamError> {
+/// Each source's token budget, and per phase each source's budget in it (`[p][c]`; one phase
+/// without a schedule). Without a schedule: its tokens (no weights), or its share of
+/// `tokens_per_epoch` (default: all the sources' tokens) by weight; with `tokens_per_epoch`
+/// and no weights, in proportion to the sources' tokens. With one: the sum of its shares of
+/// the phases.
+fn budgets(
+    config: &TokenConfig,
+    natural: &[u64],
+) -> Result<(Vec<u64>, Vec<Vec<u64>>), TokenStreamError> {
+    if let Some(schedule) = &config.schedule {
+        let phases = scheduled_budgets(config, schedule, natural)?;
+        let budgets = (0..natural.len())
+            .map(|c| phases.iter().map(|phase| phase[c]).sum())
+            .collect();
+        return Ok((budgets, phases));
+    }
     let all: u64 = natural.iter().sum();
-    Ok(match (&config.weights, config.tokens_per_epoch) {
+    let budgets = match (&config.weights, config.tokens_per_epoch) {
         (None, None) => natural.to_vec(),
         (None, Some(total)) => {
             #[allow(clippy::cast_precision_loss)] // proportions
@@ -413,9 +484,141 @@ fn budgets(config: &TokenConfig, natural: &[u64]) -> Result<Vec<u64>, TokenStrea
             }
             weighted_shares(weights, total.unwrap_or(all))?
         }
-    })
+    };
+    Ok((budgets.clone(), vec![budgets]))
 }
 
+/// Each phase's budget of each source (`[p][c]`), the schedule checked phase by phase.
+fn scheduled_budgets(
+    config: &TokenConfig,
+    schedule: &TokenSchedule,
+    natural: &[u64],
+) -> Result<Vec<Vec<u64>>, TokenStreamError> {
+    if config.weights.is_some() {
+        return Err(PlanError::ScheduleConflict { setting: "weights" }.into());
+    }
+    if config.tokens_per_epoch.is_some() {
+        return Err(PlanError::ScheduleConflict {
+            setting: "tokens_per_epoch",
+        }
+        .into());
+    }
+    if schedule.phases.is_empty() {
+        return Err(PlanError::Schedule("it has no phases".into()).into());
+    }
+    if schedule.tokens().is_none_or(|tokens| tokens >= 1 << 63) {
+        return Err(
+            PlanError::TooLarge("the schedule's phases hold 2^63 tokens or more".into()).into(),
+        );
+    }
+    let mut phases = Vec::with_capacity(schedule.phases.len());
+    for (index, phase) in schedule.phases.iter().enumerate() {
+        let problem = |problem: String| PlanError::Phase {
+            phase: index,
+            problem,
+        };
+        if phase.tokens == 0 {
+            return Err(problem("it holds 0 tokens (at least 1)".into()).into());
+        }
+        if phase.weights.len() != natural.len() {
+            return Err(problem(format!(
+                "{} weights for {} caches",
+                phase.weights.len(),
+                natural.len()
+            ))
+            .into());
+        }
+        if let Some((cache, weight)) = phase
+            .weights
+            .iter()
+            .enumerate()
+            .find(|(_, w)| !w.is_finite() || **w < 0.0)
+        {
+            return Err(problem(format!(
+                "the weight of cache {cache}, {weight}, is not a finite non-negative number"
+            ))
+            .into());
+        }
+        if phase.weights.iter().all(|&w| w == 0.0) {
+            return Err(problem("all its weights are zero".into()).into());
+        }
+        // Refused by weight, not by budget: whether a tiny weight rounds to no tokens should
+        // not decide whether an empty cache is accepted.
+        if let Some(cache) = natural
+            .iter()
+            .zip(&phase.weights)
+            .position(|(&tokens, &w)| w > 0.0 && tokens == 0)
+        {
+            return Err(problem(format!(
+                "cache {cache} has weight {} but no tokens",
+                phase.weights[cache]
+            ))
+            .into());
+        }
+        phases.push(
+            weighted_shares(&phase.weights, phase.tokens).map_err(|e| problem(e.to_string()))?,
+        );
+    }
+    Ok(phases)
+}
+
+/// Where each source's phases begin: `positions[c][p]` in its stream and `tokens[c][p]` of it
+/// before then (the end last). A source's phase `p + 1` begins at its first document whose
+/// preceding tokens reach its budgets of phases `0..=p`, so a document counts wholly in the
+/// phase in which it begins.
+struct PhaseBounds {
+    positions: Vec<Vec<u64>>,
+    tokens: Vec<Vec<u64>>,
+}
+
+impl PhaseBounds {
+    fn new<S: DocumentSource>(source: &S, streams: &[SourceStream], budgets: &[Vec<u64>]) -> Self {
+        let mut positions = Vec::with_capacity(streams.len());
+        let mut tokens = Vec::with_capacity(streams.len());
+        for (c, stream) in streams.iter().enumerate() {
+            let mut cursor = stream.cursor();
+            let (mut k, mut t) = (vec![0], vec![0]);
+            let mut budget = 0;
+            for phase in &budgets[..budgets.len() - 1] {
+                budget += phase[c];
+                let at = stream.first_reaching_layout(source, budget, &mut cursor);
+                k.push(at);
+                t.push(stream.layout_tokens(source, at, &mut cursor));
+            }
+            k.push(stream.end());
+            t.push(stream.total());
+            positions.push(k);
+            tokens.push(t);
+        }
+        Self { positions, tokens }
+    }
+
+    fn phases(&self) -> usize {
+        self.tokens.first().map_or(1, |t| t.len() - 1)
+    }
+
+    /// Source `c`'s tokens at the epoch's fraction `numerator / denominator` of `total`
+    /// tokens: its tokens before the phase there, and its share of the phase's tokens up to
+    /// there.
+    fn source_target(&self, c: usize, numerator: u128, denominator: u128, total: u64) -> u64 {
+        let starts = &self.tokens[c];
+        if self.phases() == 1 {
+            return (numerator * u128::from(starts[1])).div_ceil(denominator.max(1)) as u64;
+        }
+        let at = numerator * u128::from(total) / denominator.max(1);
+        let epoch_start = |p: usize| -> u128 { self.tokens.iter().map(|t| u128::from(t[p])).sum() };
+        let mut phase = 0;
+        while phase + 1 < self.phases() && epoch_start(phase + 1) <= at {
+            phase += 1;
+        }
+        let (from, to) = (epoch_start(phase), epoch_start(phase + 1));
+        if to <= from {
+            return starts[phase];
+        }
+        let len = u128::from(starts[phase + 1] - starts[phase]);
+        starts[phase] + ((at - from) * len).div_ceil(to - from) as u64
+    }
+}
 /// The state a run starts from, checked against the epoch's rows and the sources' mixture
 /// (and recording that mixture from then on).
 fn start_state(
@@ -443,23 +646,33 @@ fn start_state(
 }
 
 /// Cuts every stream where its share of the epoch reaches each time `numerator / denominator`
-/// (increasing, below 1), and `tail` documents before, and merges them with an interval
-/// starting at each time.
+/// (increasing, below 1), and `tail` documents before, and where its phases begin, and merges
+/// them with an interval starting at each time.
 fn merge_cut_at<S: DocumentSource>(
     source: &S,
     streams: Vec<SourceStream>,
     times: &[(u128, u128)],
     tail: u64,
+    phases: &PhaseBounds,
 ) -> Merge {
+    let total: u64 = streams.iter().map(SourceStream::total).sum();
     let mut cuts: Vec<Vec<u64>> = Vec::with_capacity(times.len());
-    let mut per_stream: Vec<Vec<u64>> = vec![Vec::with_capacity(times.len()); streams.len()];
+    let mut per_stream: Vec<Vec<u64>> = phases
+        .positions
+        .iter()
+        .map(|k| {
+            let mut cuts = Vec::with_capacity(times.len() * 2 + k.len());
+            cuts.extend_from_slice(&k[1..k.len() - 1]);
+            cuts
+        })
+        .collect();
     for &(numerator, denominator) in times {
         let positions: Vec<u64> = streams
             .iter()
             .enumerate()
             .map(|(c, stream)| {
-                let target = (numerator * u128::from(stream.total())).div_ceil(denominator.max(1));
-                let k = stream.first_reaching_layout(source, target as u64, &mut stream.cursor());
+                let target = phases.source_target(c, numerator, denominator, total);
+                let k = stream.first_reaching_layout(source, target, &mut stream.cursor());
                 per_stream[c].push(k);
                 if tail > 0 && k > tail {
                     per_stream[c].push(k - tail);
@@ -474,7 +687,7 @@ fn merge_cut_at<S: DocumentSource>(
         .zip(per_stream)
         .map(|(stream, cuts)| stream.with_cuts(&cuts))
         .collect();
-    Merge::new(source, streams, cuts)
+    Merge::new(source, streams, cuts, phases.tokens.clone())
 }
 
 /// The tokens added to source `c`'s documents, from what it records of their ends.

@@ -29,6 +29,34 @@ pub struct SourceReport {
     pub epoch_documents: u64,
 }
 
+/// One source's part of one phase of a scheduled epoch.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PhaseSourceReport {
+    /// Its budget in the phase: its share of the phase's tokens by the phase's weights.
+    pub budget: u64,
+    /// The tokens of its documents that begin in the phase.
+    pub tokens: u64,
+    /// `tokens` over the phase's tokens.
+    pub share: f64,
+    /// Those documents.
+    pub documents: u64,
+}
+
+/// One phase of a scheduled epoch, as planned.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TokenPhaseReport {
+    /// The phase's index in the schedule.
+    pub phase: usize,
+    /// The epoch's tokens before it: where its weights take over, on every rank alike.
+    pub start: u64,
+    /// Its tokens: of the documents that begin in it.
+    pub tokens: u64,
+    /// Its tokens in the schedule.
+    pub scheduled_tokens: u64,
+    /// Per source, in dataset order.
+    pub sources: Vec<PhaseSourceReport>,
+}
+
 /// One node's reads.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TokenNodeReport {
@@ -86,6 +114,9 @@ pub struct TokenReport {
     pub dropped_tokens: u64,
     /// Per source.
     pub sources: Vec<SourceReport>,
+    /// Per phase of the epoch's schedule; empty without one (and then left out of JSON).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<TokenPhaseReport>,
     /// Bytes of the shards the epoch reads at least once.
     pub dataset_bytes: u64,
     /// Bytes all nodes download together, with unbounded local caches.
@@ -179,6 +210,7 @@ impl TokenReport {
                 },
             )
             .collect();
+        let phases = phase_reports(plan);
         let rows = plan.rows();
         // Padding per row the ranks read: the epoch's own (partial window, bins) spread over
         // its rows, plus whole rows of padding steps.
@@ -202,6 +234,7 @@ impl TokenReport {
             padding_fraction: padded_tokens as f64 / (read_rows * seq_len).max(1) as f64,
             dropped_tokens,
             sources,
+            phases,
             dataset_bytes,
             downloaded_bytes,
             egress_factor: if dataset_bytes == 0 {
@@ -312,4 +345,35 @@ fn shuffle_figures<S: DocumentSource>(
         physical_rank_correlation: rank_correlation(&physical),
         rows_measured: physical.len() as u64,
     })
+}
+
+/// The phases of a scheduled plan (none without a schedule).
+fn phase_reports(plan: &TokenPlan) -> Vec<TokenPhaseReport> {
+    let Some(schedule) = &plan.config().schedule else {
+        return Vec::new();
+    };
+    let tokens = plan.phase_tokens();
+    let documents = plan.phase_documents();
+    plan.phase_starts()
+        .into_iter()
+        .zip(&schedule.phases)
+        .enumerate()
+        .map(|(p, (start, scheduled))| {
+            let phase_tokens: u64 = tokens[p].iter().sum();
+            TokenPhaseReport {
+                phase: p,
+                start,
+                tokens: phase_tokens,
+                scheduled_tokens: scheduled.tokens,
+                sources: (0..tokens[p].len())
+                    .map(|c| PhaseSourceReport {
+                        budget: plan.phase_budgets()[p][c],
+                        tokens: tokens[p][c],
+                        share: tokens[p][c] as f64 / phase_tokens.max(1) as f64,
+                        documents: documents[p][c],
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
 }

@@ -418,6 +418,7 @@ class _TokenPlan:
         long_docs: str = "split",
         weights: Sequence[float] | Mapping[str, float] | None = None,
         tokens_per_epoch: int | None = None,
+        schedule: Sequence[tuple[int, Sequence[float]]] | None = None,
         replacement: bool = False,
         seed: int = 0,
         epoch: int = 0,

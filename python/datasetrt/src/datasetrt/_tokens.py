@@ -11,8 +11,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ._native import Dataset, TokenBatch, _TokenPlan
+from ._schedule import Phase
 
-__all__ = ["TokenDataset", "token_plan_args", "token_weights"]
+__all__ = ["TokenDataset", "token_plan_args", "token_schedule", "token_weights"]
 
 # The remote options a token stream forwards to the caches it opens (None: the Dataset
 # default), as `datasetrt.Dataset` takes them.
@@ -62,11 +63,21 @@ def token_weights(
     return [float(w) for w in weights]
 
 
+def token_schedule(
+    schedule: Sequence[tuple[int, Sequence[float]]] | None,
+) -> list[Phase] | None:
+    """``schedule`` as the native plan takes it: phases of ``(tokens, weights)``."""
+    if schedule is None:
+        return None
+    return [Phase(int(tokens), [float(w) for w in weights]) for tokens, weights in schedule]
+
+
 class TokenDataset:
     """One rank's batches of an epoch of training rows cut from token caches (docs/tokens.md).
 
     ``TokenDataset(paths, *, seq_len, mode="concat", bos_id=None, eos_id=None, pad_id=0,
-    long_docs="split", weights=None, tokens_per_epoch=None, replacement=False, seed=0,
+    long_docs="split", weights=None, tokens_per_epoch=None, schedule=None, replacement=False,
+    seed=0,
     epoch=0, shuffle="local", rank=0, world_size=1, ranks_per_node=1, policy="pad",
     state=None, batch_size=8, window_shards=4, window_block=256, packing_bins=256, workers=2,
     prefetch=2, validate_cache=False, cache_dir=None, cache_limit=None, fetch="whole",
@@ -87,6 +98,12 @@ class TokenDataset:
       ``tokens_per_epoch`` the budget
       (default: all the caches' tokens); ``replacement`` draws whole shard runs with
       replacement.
+    - ``schedule``: weights that change along the epoch, ``[Phase(tokens, weights), ...]``
+      (:class:`datasetrt.Phase`, ``Phase(tokens=30_000_000, weights=[0.5, 0.5])``): the epoch is
+      the phases in order, each ``tokens`` of the epoch mixed at its ``weights`` (one per cache
+      in order), on every rank at the same global token; a document counts in the phase in
+      which it begins and each cache's order runs on across phases (docs/tokens.md,
+      "Schedules"). Replaces ``weights`` and ``tokens_per_epoch``.
     - ``rank``, ``world_size``, ``ranks_per_node``, ``policy``, ``seed``, ``epoch``,
       ``shuffle``, ``window_shards``: as for :class:`datasetrt.Loader`; every rank yields the
       same number of batches. ``window_block`` rows are permuted together on top of the
@@ -113,6 +130,7 @@ class TokenDataset:
         long_docs: str = "split",
         weights: Sequence[float] | Mapping[str, float] | None = None,
         tokens_per_epoch: int | None = None,
+        schedule: Sequence[tuple[int, Sequence[float]]] | None = None,
         replacement: bool = False,
         seed: int = 0,
         epoch: int = 0,
@@ -167,6 +185,7 @@ class TokenDataset:
             "long_docs": long_docs,
             "weights": token_weights(weights),
             "tokens_per_epoch": tokens_per_epoch,
+            "schedule": token_schedule(schedule),
             "replacement": replacement,
             "seed": seed,
             "shuffle": shuffle,

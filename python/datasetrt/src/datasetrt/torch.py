@@ -37,7 +37,7 @@ from ._native import (
     _TokenPlan,
 )
 from ._schedule import Phase
-from ._tokens import token_plan_args, token_weights
+from ._tokens import token_plan_args, token_schedule, token_weights
 from .metrics import _SUMMED, merge_stats
 
 __all__ = [
@@ -887,7 +887,7 @@ class TokenStreamingDataset(torch.utils.data.IterableDataset):
     (docs/tokens.md); use it with ``DataLoader(dataset, batch_size=None)``.
 
     It takes :class:`datasetrt.TokenDataset`'s arguments (``seq_len``, ``mode``, ``bos_id``,
-    ``eos_id``, ``pad_id``, ``long_docs``, ``weights``, ``tokens_per_epoch``,
+    ``eos_id``, ``pad_id``, ``long_docs``, ``weights``, ``tokens_per_epoch``, ``schedule``,
     ``replacement``, ``seed``, ``epoch``, ``shuffle``, ``rank``, ``world_size``,
     ``ranks_per_node``, ``policy``, ``state``, ``batch_size``, ``window_shards``,
     ``window_block``, ``packing_bins`` and the remote options), with ``rank``,
@@ -919,6 +919,7 @@ class TokenStreamingDataset(torch.utils.data.IterableDataset):
         long_docs: str = "split",
         weights: Sequence[float] | Mapping[str, float] | None = None,
         tokens_per_epoch: int | None = None,
+        schedule: Sequence[tuple[int, Sequence[float]]] | None = None,
         replacement: bool = False,
         seed: int = 0,
         epoch: int = 0,
@@ -985,6 +986,7 @@ class TokenStreamingDataset(torch.utils.data.IterableDataset):
             "long_docs": long_docs,
             "weights": token_weights(weights),
             "tokens_per_epoch": tokens_per_epoch,
+            "schedule": token_schedule(schedule),
             "replacement": replacement,
             "shuffle": shuffle,
             "window_shards": window_shards,
