@@ -35,6 +35,7 @@ compile_error!(
 );
 
 mod config;
+mod continuation;
 mod mixing;
 mod order;
 mod partition;
@@ -44,6 +45,7 @@ mod state;
 mod stream;
 
 pub use config::{Phase, PlanConfig, PlanError, Sampling, Schedule, Shuffle, UnknownName};
+pub use continuation::{ConsumedStream, Continuation, MixtureChange, RemovedCache};
 pub use order::{weighted_shares, CacheShape, EpochPlan, PlanCursor, PlanPhase, PlannedSample};
 pub use partition::{Partition, RemainderPolicy, Topology};
 pub use report::{

@@ -154,7 +154,9 @@ impl PlanReport {
                 let from = plan.stream_positions_at(range.start);
                 let to = plan.stream_positions_at(range.end);
                 for cache in 0..plan.caches() {
-                    node_segments(plan, cache, from[cache]..to[cache], &mut segments[cache]);
+                    for positions in plan.stream_ranges(cache, from[cache]..to[cache]) {
+                        node_segments(plan, cache, positions, &mut segments[cache]);
+                    }
                 }
             }
             for (cache, segments) in segments.iter().enumerate() {

@@ -534,6 +534,7 @@ mod tests {
                 cuts: vec![5],
                 remaining: None,
                 mixture: None,
+                continuation: None,
             };
             let dict = state_to_dict(py, &state).unwrap();
             let remaining: Vec<[u64; 2]> = dict.get_item("remaining").unwrap().extract().unwrap();
