@@ -57,7 +57,7 @@ impl ConsumedStream {
 }
 
 /// How the mixture a plan resumed under differs from the one its state was saved under.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MixtureChange {
     /// The global position the new mixture governs from: the samples consumed before.
     pub position: u64,
@@ -74,7 +74,7 @@ pub struct MixtureChange {
 }
 
 /// A cache a resumed plan no longer reads, and what the epoch had consumed of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct RemovedCache {
     /// Its position in the list the state was saved with.
     pub cache: usize,
