@@ -522,7 +522,9 @@ impl EpochPlan {
         }
     }
 
-    /// The sample at global position `position` (`None` past the end). Each call starts a new
+    /// The sample at global position `position` (`None` past the end, and before the position
+    /// a plan resumed under a changed mixture starts from, whose samples the earlier mixtures
+    /// read: see [`EpochPlan::mixture_change`]). Each call starts a new
     /// cursor: to read many positions, keep one [`PlanCursor`].
     pub fn get(&self, position: u64) -> Option<PlannedSample> {
         self.cursor().get(self, position)
@@ -649,7 +651,8 @@ pub struct PlanCursor {
 }
 
 impl PlanCursor {
-    /// The sample at global position `position` of `plan` (`None` past the end).
+    /// The sample at global position `position` of `plan` (`None` past the end, or before a
+    /// change of mixture the plan resumed from, as [`EpochPlan::get`]).
     #[inline]
     pub fn get(&mut self, plan: &EpochPlan, position: u64) -> Option<PlannedSample> {
         self.locate(plan, position).map(|(sample, _)| sample)

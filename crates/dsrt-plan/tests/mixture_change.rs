@@ -399,8 +399,8 @@ fn caches_without_ids_are_matched_by_position() {
     }
 }
 
-/// A change of caches or weights at a random point of a random schedule, twice, on random
-/// topologies.
+/// A change of caches or weights at a random point of a random schedule, once or twice, on
+/// random topologies, under every shuffle and sampling.
 #[derive(Debug, Clone)]
 struct Change {
     /// Cache ids of the plan, from 0..6 (lengths by id).
@@ -454,6 +454,11 @@ proptest! {
     fn random_changes_serve_each_stream_once_in_order(
         changes in proptest::collection::vec(change_strategy(), 2..=3),
         shuffle in shuffle_strategy(),
+        sampling in prop_oneof![
+            Just(Sampling::WithoutReplacement),
+            Just(Sampling::WithReplacement),
+            Just(Sampling::RunsWithReplacement),
+        ],
         seed in 0u64..1000,
     ) {
         let lens = [300u64, 170, 90, 400, 55, 260];
@@ -466,6 +471,7 @@ proptest! {
                 .collect();
             let config = PlanConfig {
                 shuffle,
+                sampling,
                 ..schedule(
                     seed,
                     &change.phases.iter().map(|(s, w)| (*s, &w[..])).collect::<Vec<_>>(),

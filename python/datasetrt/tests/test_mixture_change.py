@@ -62,15 +62,15 @@ def test_a_removed_cache_is_reported_and_another_seed_refused(caches):
     state = loader.state_dict()
     b_id = first.cache_ids[1]
     fewer = datasetrt.Dataset([caches[0], caches[2]])
-    resumed = datasetrt.Loader(fewer, seed=7, weights=[1, 1], samples_per_epoch=500)
+    resumed = datasetrt.Loader(fewer, seed=7, weights=[1, 1], samples_per_epoch=400)
     resumed.load_state_dict(state)
     change = resumed.mixture_change
     assert change["removed"] == [
         {"cache": 1, "cache_id": b_id, "consumed": sum(1 for key in head if key[0] == b_id)}
     ]
     tail = [s.key for s in resumed]
-    assert len(tail) == 410 and not set(head) & set(tail)
+    assert len(tail) == 310 and not set(head) & set(tail)
     assert all(key[0] != b_id for key in tail)
 
-    with pytest.raises(ValueError, match=r"seed 7 \(the plan's is 8\)"):
-        datasetrt.RankPlan(fewer, seed=8, weights=[1, 1], samples_per_epoch=500, state=state)
+    with pytest.raises(datasetrt.DatasetError, match=r"seed 7 \(the plan's is 8\)"):
+        datasetrt.RankPlan(fewer, seed=8, weights=[1, 1], samples_per_epoch=400, state=state)
