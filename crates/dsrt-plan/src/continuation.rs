@@ -63,8 +63,8 @@ pub struct MixtureChange {
     pub position: u64,
     /// Whether a cache kept across the change draws other shares (other weights).
     pub weights: bool,
-    /// Whether the phases changed: their number, their lengths, or a schedule given or taken
-    /// away.
+    /// Whether the phases changed: a schedule given or taken away, or its phases' number or
+    /// lengths.
     pub schedule: bool,
     /// Caches of the plan the state did not have, by position in the plan: their streams
     /// start at their beginning.
@@ -424,9 +424,12 @@ pub(crate) fn resume_changed(
     let lengths = |phases: &mut dyn Iterator<Item = &[u64]>| -> Vec<u64> {
         phases.map(|p| p.iter().sum()).collect()
     };
+    // An epoch of plain weights that only changes length is a change of weights, not of
+    // phases.
     let schedule = recorded.phases.is_empty() == plan.is_scheduled()
-        || lengths(&mut was_phases.iter().map(Vec::as_slice))
-            != lengths(&mut now_phases.iter().copied());
+        || (plan.is_scheduled()
+            && lengths(&mut was_phases.iter().map(Vec::as_slice))
+                != lengths(&mut now_phases.iter().copied()));
     let weights = matched.iter().enumerate().any(|(j, m)| {
         m.filter(|&m| m < caches).is_some_and(|m| {
             recorded.shares[m] != now.shares[j]
