@@ -404,7 +404,7 @@ fn iterate_follows_or_refuses_a_state_of_another_mixture_naming_the_difference()
     );
 }
 
-// Resuming under a changed mixture (issue 41, item 2).
+// Resuming under a changed mixture: notes, warnings and the JSON of the change.
 
 /// `dsrt iterate --resume` with a cache removed follows the new weights from the state's
 /// position, notes the change and warns of the removed cache on stderr (and in `--json`),

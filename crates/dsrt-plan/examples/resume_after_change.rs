@@ -1,5 +1,5 @@
 //! Time to the first batch of a resume under a changed mixture against a resume without one
-//! (issue 41: <= 1.2x). Both resume the same plan (four caches, 100M samples, new weights and
+//! (target: <= 1.2x). Both resume the same plan (four caches, 100M samples, new weights and
 //! a cache added) at the same global position on 48 ranks: one from a state saved under that
 //! plan, the other from a state saved under the old mixture (three caches, other weights) on
 //! 64 ranks, which it must map onto each cache's stream. Timed: `EpochPlan::for_run` plus

@@ -1,4 +1,4 @@
-//! Resuming an epoch under a changed mixture (issue 41, item 2): from the resume point the new
+//! Resuming an epoch under a changed mixture: from the resume point the new
 //! schedule governs, every cache's stream goes on where it stopped, no consumed sample is
 //! served again, a removed cache is reported with what it consumed, and what a state cannot
 //! honour (another seed, epoch, sampling or shuffle, a cache whose contents changed) is
@@ -148,7 +148,7 @@ fn stream_prefix(plan: &EpochPlan, cache: usize, count: u64) -> Vec<u64> {
     samples
 }
 
-/// Issue 41, test 2: 1e6 samples over three caches; stop at 30% of the first phase on 8
+/// 1e6 samples over three caches; stop at 30% of the first phase on 8
 /// ranks; resume on 6 ranks with other weights and a fourth cache; stop again; resume on 12
 /// ranks without the second cache and read the epoch to its end.
 #[test]
@@ -289,7 +289,7 @@ fn refusal(shapes: &[CacheShape], config: &PlanConfig, state: &IterState) -> Str
     }
 }
 
-/// Issue 41, test 3: what the state cannot honour is refused, naming the difference, even
+/// What the state cannot honour is refused, naming the difference, even
 /// together with a change it could follow.
 #[test]
 fn another_seed_epoch_mode_or_changed_cache_is_refused_naming_it() {

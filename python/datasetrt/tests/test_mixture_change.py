@@ -1,4 +1,4 @@
-"""Resuming under a changed mixture (issue 41, item 2): Loader and RankPlan follow the new
+"""Resuming under a changed mixture: Loader and RankPlan follow the new
 schedule from the saved position, report the change, and serve nothing twice."""
 
 import pytest
