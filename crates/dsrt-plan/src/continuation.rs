@@ -54,6 +54,23 @@ impl ConsumedStream {
     pub fn consumed_len(&self) -> u64 {
         self.consumed.iter().map(|r| r[1] - r[0]).sum()
     }
+
+    /// Checks that the consumed ranges are sorted, disjoint, not empty and below 2^48 (where
+    /// every stream position lies): what a state read from a file must hold before a plan
+    /// computes with it.
+    pub(crate) fn check(&self, stream: usize) -> Result<(), PlanError> {
+        let mut end = 0;
+        for (i, &[start, stop]) in self.consumed.iter().enumerate() {
+            if (i > 0 && start <= end) || start >= stop || stop > 1 << 48 {
+                return Err(PlanError::State(format!(
+                    "its continuation's stream {stream} has consumed range {start}..{stop}, \
+                     empty, out of order or past 2^48"
+                )));
+            }
+            end = stop;
+        }
+        Ok(())
+    }
 }
 
 /// How the mixture a plan resumed under differs from the one its state was saved under.
@@ -256,6 +273,9 @@ pub(crate) fn resume_changed(
         Some(continuation) => continuation.streams.clone(),
         None => Vec::new(),
     };
+    for (index, stream) in streams.iter().enumerate() {
+        stream.check(index)?;
+    }
     // Match the plan's caches to the state's streams before refusing, so that every
     // difference is named at once.
     let by_id = now.caches.iter().all(|c| c.cache_id.is_some())

@@ -369,6 +369,7 @@ impl EpochPlan {
         let bases = self.stream_positions_at(continuation.position);
         let mut remaps = Vec::with_capacity(caches);
         for (cache, recorded) in continuation.streams.iter().take(caches).enumerate() {
+            recorded.check(cache)?;
             let planned = self.planned_cache(cache);
             if (recorded.cache.samples, recorded.cache.shard_runs)
                 != (planned.samples, planned.shard_runs)

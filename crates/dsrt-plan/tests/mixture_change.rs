@@ -360,6 +360,37 @@ fn a_state_without_a_change_keeps_its_bytes_and_a_resume_without_one_reports_non
     assert_eq!(resumed, state);
 }
 
+/// A continuation read from a file is checked before a plan computes with it.
+#[test]
+fn a_continuation_with_bad_consumed_ranges_is_refused() {
+    let (shapes, state) = first_state();
+    let changed = schedule(9, &[(4000, &[1.0, 3.0, 1.0])]);
+    let topology = Topology::new(2, 1).unwrap();
+    let (_, resumed) =
+        EpochPlan::for_run(&shapes, &changed, EPOCH, topology, POLICY, Some(&state)).unwrap();
+    let mut bad = resumed.clone();
+    let consumed = &mut bad.continuation.as_mut().unwrap().streams[0].consumed;
+    assert!(consumed.len() >= 2, "{consumed:?}");
+    consumed.swap(0, 1);
+    for resume in [
+        &bad,
+        &IterState {
+            mixture: None,
+            ..bad.clone()
+        },
+    ] {
+        match EpochPlan::for_run(&shapes, &changed, EPOCH, topology, POLICY, Some(resume)) {
+            Err(PlanError::State(text)) => {
+                assert!(text.contains("stream 0 has consumed range"), "{text}");
+            }
+            other => panic!("{:?}", other.map(|(_, s)| s)),
+        }
+    }
+    let other = schedule(9, &[(4000, &[1.0, 1.0, 1.0])]);
+    let error = EpochPlan::for_run(&shapes, &other, EPOCH, topology, POLICY, Some(&bad));
+    assert!(matches!(error, Err(PlanError::State(_))));
+}
+
 /// Caches matched by position where they have no ids (v2 manifests): the last one removed.
 #[test]
 fn caches_without_ids_are_matched_by_position() {
