@@ -8,6 +8,15 @@ import datasetrt
 from conftest import write_cache
 
 
+def keys(samples):
+    """The samples' ``(cache_id, sample_id)`` keys (a loader's samples always have one)."""
+    out = []
+    for sample in samples:
+        assert sample.key is not None
+        out.append(sample.key)
+    return out
+
+
 @pytest.fixture(scope="module")
 def caches(tmp_path_factory):
     root = tmp_path_factory.mktemp("mixture_change")
@@ -23,9 +32,9 @@ def test_a_state_resumes_under_other_weights_and_an_added_cache(caches):
     schedule = [(300, [1, 1]), (200, [3, 1])]
     loader = datasetrt.Loader(first, seed=5, schedule=schedule, world_size=2, rank=0)
     assert loader.mixture_change is None
-    head = [s.key for s in loader.next_batch(60)]
+    head = keys(loader.next_batch(60))
     other_rank = datasetrt.Loader(first, seed=5, schedule=schedule, world_size=2, rank=1)
-    head += [s.key for s in other_rank.next_batch(60)]
+    head += keys(other_rank.next_batch(60))
     state = loader.state_dict()
     assert state == other_rank.state_dict() and state["position"] == 120
     assert "continuation" not in state
@@ -45,30 +54,31 @@ def test_a_state_resumes_under_other_weights_and_an_added_cache(caches):
         assert change["weights"] and change["added"] == [2] and change["removed"] == []
     plan = datasetrt.RankPlan(second, seed=5, schedule=changed, world_size=3, state=state)
     assert plan.mixture_change == resumed[0].mixture_change
-    tail = [s.key for rank_loader in resumed for s in rank_loader if not s.padding]
+    tail = keys(s for rank_loader in resumed for s in rank_loader if not s.padding)
     assert len(tail) == 500 - 120
     served = head + tail
     assert len(served) == len(set(served)), "a sample was served twice"
     # The added cache's stream starts at its beginning; the new weights govern the rest.
     c_id = second.cache_ids[2]
-    assert sum(1 for key in tail if key[0] == c_id) > 0
+    assert any(key[0] == c_id for key in tail)
     assert "continuation" in resumed[0].state_dict()
 
 
 def test_a_removed_cache_is_reported_and_another_seed_refused(caches):
     first = datasetrt.Dataset(caches)
     loader = datasetrt.Loader(first, seed=7, weights=[1, 1, 1], samples_per_epoch=600)
-    head = [s.key for s in loader.next_batch(90)]
+    head = keys(loader.next_batch(90))
     state = loader.state_dict()
     b_id = first.cache_ids[1]
     fewer = datasetrt.Dataset([caches[0], caches[2]])
     resumed = datasetrt.Loader(fewer, seed=7, weights=[1, 1], samples_per_epoch=400)
     resumed.load_state_dict(state)
     change = resumed.mixture_change
+    assert change is not None
     assert change["removed"] == [
-        {"cache": 1, "cache_id": b_id, "consumed": sum(1 for key in head if key[0] == b_id)}
+        {"cache": 1, "cache_id": b_id, "consumed": len([key for key in head if key[0] == b_id])}
     ]
-    tail = [s.key for s in resumed]
+    tail = keys(resumed)
     assert len(tail) == 310 and not set(head) & set(tail)
     assert all(key[0] != b_id for key in tail)
 
