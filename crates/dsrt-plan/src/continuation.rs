@@ -269,6 +269,17 @@ pub(crate) fn resume_changed(
             counted(caches as u64, "cache")
         )));
     }
+    // Every sum the old phases are rebuilt from stays below this total.
+    if phase_shares
+        .iter()
+        .flatten()
+        .try_fold(0u64, |sum, &share| sum.checked_add(share))
+        .is_none()
+    {
+        return Err(PlanError::State(
+            "its mixture's shares add up to more than 2^64 samples".into(),
+        ));
+    }
     let streams = match &state.continuation {
         Some(continuation) => continuation.streams.clone(),
         None => Vec::new(),
