@@ -49,10 +49,10 @@ pub use dsrt_migrate::{
     UpdateOutcome,
 };
 pub use dsrt_plan::{
-    CacheShape, EpochPlan, IterState, Mixture, NodeReport, Partition, Phase, PhaseReport,
-    PlanConfig, PlanCursor, PlanError, PlanPhase, PlanReport, PlannedCache, PlannedSample,
-    RemainderPolicy, ReportOptions, Sampling, Schedule, Shuffle, ShuffleQuality, Topology,
-    UnknownName, DEFAULT_PREFETCH_SHARDS,
+    CacheShape, ConsumedStream, Continuation, EpochPlan, IterState, Mixture, MixtureChange,
+    NodeReport, Partition, Phase, PhaseReport, PlanConfig, PlanCursor, PlanError, PlanPhase,
+    PlanReport, PlannedCache, PlannedSample, RemainderPolicy, RemovedCache, ReportOptions,
+    Sampling, Schedule, Shuffle, ShuffleQuality, Topology, UnknownName, DEFAULT_PREFETCH_SHARDS,
 };
 pub use dsrt_reader::{
     map_file, Cache, CacheError, CacheFile, Exhausted, FileIdentity, FileMap, HandlePool,

@@ -2,9 +2,11 @@
 //! `dsrt plan` so both mean the same by each.
 
 use crate::error::CliError;
+use crate::output::warn;
 use clap::{Args, ValueEnum};
 use datasetrt::{
-    DatasetError, IterState, PlanConfig, PlanError, RemainderPolicy, Sampling, Shuffle, Topology,
+    DatasetError, IterState, MixtureChange, PlanConfig, PlanError, RemainderPolicy, Sampling,
+    Schedule, Shuffle, Topology,
 };
 use std::path::PathBuf;
 
@@ -165,5 +167,16 @@ impl EpochArgs {
             CliError::Invalid(format!("{}: not an iterator state: {e}", path.display()))
         })?;
         Ok(Some(state))
+    }
+}
+
+/// Says on stderr how the mixture changed where a state was resumed under another one, and
+/// warns of each cache removed with what of it was consumed: the rest of its share is not
+/// read, which a run should not learn only from its results.
+pub(crate) fn report_mixture_change(change: Option<&MixtureChange>) {
+    let Some(change) = change else { return };
+    warn(format_args!("note: {change}"));
+    for removed in &change.removed {
+        warn(format_args!("warning: {removed}"));
     }
 }

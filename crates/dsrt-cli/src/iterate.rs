@@ -3,13 +3,13 @@
 
 use crate::byte_size::parse_byte_size;
 use crate::cache_open::{is_url, open_all};
-use crate::epoch_args::EpochArgs;
+use crate::epoch_args::{report_mixture_change, EpochArgs};
 use crate::error::CliError;
 use crate::output::{human_bytes, per_second, print, print_json, seconds};
 use crate::progress::Progress;
 use crate::store_args::StoreArgs;
 use clap::Args;
-use datasetrt::{Dataset, IterState, Loader, LoaderConfig, OpenOptions};
+use datasetrt::{Dataset, IterState, Loader, LoaderConfig, MixtureChange, OpenOptions};
 use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -93,6 +93,9 @@ struct Summary {
     samples_per_second: f64,
     bytes_per_second: f64,
     state: IterState,
+    /// The change of mixture the run resumed under, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mixture_change: Option<MixtureChange>,
 }
 
 impl IterateArgs {
@@ -170,6 +173,8 @@ pub(crate) fn run(args: &IterateArgs) -> Result<(), CliError> {
     let config = args.loader_config()?;
     let dataset = Arc::new(open_dataset(args, options)?);
     let mut loader = Loader::new(dataset, config).map_err(|e| args.epoch.plan_error(e))?;
+    let mixture_change = loader.plan().mixture_change().cloned();
+    report_mixture_change(mixture_change.as_ref());
     let samples_per_rank = loader.len();
     let to_read = args
         .limit
@@ -227,6 +232,7 @@ pub(crate) fn run(args: &IterateArgs) -> Result<(), CliError> {
         samples_per_second: per_second(samples, elapsed),
         bytes_per_second: per_second(payload_bytes, elapsed),
         state,
+        mixture_change,
     };
     if args.json {
         print_json(&summary)

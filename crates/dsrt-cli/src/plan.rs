@@ -3,7 +3,7 @@
 //! epoch of token rows (windows or bins) instead of samples.
 
 use crate::cache_open::open_all;
-use crate::epoch_args::EpochArgs;
+use crate::epoch_args::{report_mixture_change, EpochArgs};
 use crate::error::CliError;
 use crate::output::{human_bytes, print, print_json};
 use crate::store_args::StoreArgs;
@@ -428,6 +428,7 @@ pub(crate) fn run(args: &PlanArgs) -> Result<(), CliError> {
         resume.as_ref(),
     )
     .map_err(|e| args.epoch.plan_error(e.into()))?;
+    report_mixture_change(plan.mixture_change());
     let bytes = |cache: usize, shard: u64| {
         shapes.shard_bytes[cache]
             .get(usize::try_from(shard).unwrap_or(usize::MAX))

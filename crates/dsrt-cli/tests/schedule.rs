@@ -421,12 +421,12 @@ fn plan_with_seq_len_follows_a_schedule_counted_in_tokens() {
 }
 
 /// A state names the mixture it was saved under; `dsrt iterate --resume` under another one
-/// (other weights or another schedule of the same length, the caches in another order) fails
-/// with exit status 1, naming what differs, where it would otherwise read other samples at the
-/// positions the state marks consumed. A state file of before the mixture was recorded still
-/// resumes.
+/// follows the new one where it can (other weights, another schedule, the caches in another
+/// order: a note on stderr) and fails with exit status 1, naming what differs, where the state
+/// cannot be honoured (another shuffle). A state file of before the mixture was recorded
+/// still resumes.
 #[test]
-fn iterate_refuses_a_state_of_another_mixture_naming_the_difference() {
+fn iterate_follows_or_refuses_a_state_of_another_mixture_naming_the_difference() {
     let dir = setup();
     let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
     let (state, old_state) = (path("state.json"), path("old.json"));
@@ -443,7 +443,7 @@ fn iterate_refuses_a_state_of_another_mixture_naming_the_difference() {
         let run = dsrt_in(dir.path(), &all).fails(1);
         assert!(
             run.stderr
-                .contains("iterator state does not match this plan: the state is for"),
+                .contains("iterator state does not match this plan: "),
             "{}",
             run.stderr
         );
@@ -454,7 +454,19 @@ fn iterate_refuses_a_state_of_another_mixture_naming_the_difference() {
         );
         assert!(run.stdout.is_empty(), "samples were read");
     };
-    refused(
+    let followed = |args: &[&str], expected: &str| {
+        let mut all = vec!["iterate"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--keys", "--seed", "3", "--resume", &state]);
+        let run = dsrt_in(dir.path(), &all).ok();
+        let note = "dsrt: note: resumed under a changed mixture from global position 40: ";
+        assert!(
+            run.stderr.contains(&format!("{note}{expected}")),
+            "{expected:?}: {}",
+            run.stderr
+        );
+    };
+    followed(
         &[
             "code",
             "web",
@@ -463,14 +475,13 @@ fn iterate_refuses_a_state_of_another_mixture_naming_the_difference() {
             "--samples-per-epoch",
             "150",
         ],
-        "weights giving shares [75, 75] (the plan gives [120, 30])",
+        "weights changed",
     );
-    refused(
+    followed(
         &["code", "web", "--schedule", "phases.json"],
-        "no schedule (the plan has a schedule of 2 phases)",
+        "weights changed, phases changed",
     );
-    let code = cache_id(dir.path(), "code").parse::<u64>().unwrap();
-    refused(
+    followed(
         &[
             "web",
             "code",
@@ -479,7 +490,7 @@ fn iterate_refuses_a_state_of_another_mixture_naming_the_difference() {
             "--samples-per-epoch",
             "150",
         ],
-        &format!("cache id {code:#018x} at position 0"),
+        "the same caches in another order",
     );
     refused(
         &[
@@ -521,8 +532,131 @@ fn iterate_refuses_a_state_of_another_mixture_naming_the_difference() {
             {"samples": 50, "weights": [0.8, 0.2]}
         ]}"#,
     );
-    refused(
-        &["code", "web", "--schedule", "other.json"],
-        "phase 0 with shares [50, 50] (the plan's gives [20, 80])",
+    let run = dsrt_in(
+        dir.path(),
+        &[
+            "iterate",
+            "code",
+            "web",
+            "--schedule",
+            "other.json",
+            "--seed",
+            "3",
+            "--shuffle",
+            "full",
+            "--resume",
+            &state,
+        ],
+    )
+    .fails(1);
+    assert!(
+        run.stderr.contains("shuffle local(4) (the plan's is full)"),
+        "{}",
+        run.stderr
     );
+}
+
+// Resuming under a changed mixture: notes, warnings and the JSON of the change.
+
+/// `dsrt iterate --resume` with a cache removed follows the new weights from the state's
+/// position, notes the change and warns of the removed cache on stderr (and in `--json`),
+/// and serves no sample the first run served; `dsrt plan --resume` with a cache added notes
+/// it and reports it in `--json`.
+#[test]
+fn a_resume_under_changed_caches_notes_the_change_and_warns_of_a_removed_cache() {
+    let dir = setup();
+    let state = dir.path().join("state.json");
+    let state = state.to_str().unwrap();
+    let code = cache_id(dir.path(), "code");
+    let head = keys(
+        dir.path(),
+        &[
+            "--weights",
+            "0.5,0.5",
+            "--samples-per-epoch",
+            "60",
+            "--limit",
+            "20",
+            "--save-state",
+            state,
+        ],
+    );
+    let code_read = head.iter().filter(|(c, _)| *c == code).count();
+    let web_only = [
+        "iterate",
+        "web",
+        "--seed",
+        "3",
+        "--weights",
+        "1",
+        "--samples-per-epoch",
+        "70",
+        "--resume",
+        state,
+    ];
+    let run = dsrt_in(dir.path(), &[&web_only[..], &["--keys"]].concat()).ok();
+    assert!(
+        run.stderr.contains(
+            "dsrt: note: resumed under a changed mixture from global position 20: \
+             weights changed, 1 cache removed"
+        ),
+        "{}",
+        run.stderr
+    );
+    let code_id: u64 = code.parse().unwrap();
+    let warning = format!(
+        "dsrt: warning: cache 0 (id {code_id:#018x}) was removed after {code_read} samples of \
+         it were consumed"
+    );
+    assert!(run.stderr.contains(&warning), "{}", run.stderr);
+    let tail: Vec<(String, String)> = run
+        .stdout_text()
+        .lines()
+        .map(|l| {
+            let (c, s) = l.split_once(' ').unwrap();
+            (c.to_owned(), s.to_owned())
+        })
+        .collect();
+    assert_eq!(tail.len(), 50);
+    let served: BTreeSet<&(String, String)> = head.iter().chain(&tail).collect();
+    assert_eq!(served.len(), 70, "a sample was served twice");
+
+    let summary = dsrt_in(dir.path(), &[&web_only[..], &["--json"]].concat())
+        .ok()
+        .json();
+    assert_eq!(
+        summary["mixture_change"]["removed"],
+        json!([{"cache": 0, "cache_id": code_id, "consumed": code_read}])
+    );
+    assert!(summary["state"]["continuation"]["streams"].is_array());
+
+    // dsrt plan, from the state saved by the first run, with a third cache added.
+    pack(dir.path(), "more", 40);
+    let plan = dsrt_in(
+        dir.path(),
+        &[
+            "plan",
+            "code",
+            "web",
+            "more",
+            "--seed",
+            "3",
+            "--weights",
+            "1,1,1",
+            "--samples-per-epoch",
+            "90",
+            "--resume",
+            state,
+            "--json",
+        ],
+    )
+    .ok();
+    assert!(
+        plan.stderr.contains("1 cache added (position 2)"),
+        "{}",
+        plan.stderr
+    );
+    let report = plan.json();
+    assert_eq!(report["mixture_change"]["added"], json!([2]));
+    assert_eq!(report["remaining"], json!(70));
 }

@@ -11,8 +11,9 @@
 //! [`Loader`] iterates one rank's share of an epoch planned by `dsrt-plan`, in the plan's
 //! order whatever the number of prefetching workers, and saves a resumable state. The state
 //! records the caches' ids along with the mixture the epoch was planned with
-//! ([`Dataset::shapes`] gives the plan each cache's id), so a resume with a cache replaced by
-//! another of the same length, or the caches reordered, is refused.
+//! ([`Dataset::shapes`] gives the plan each cache's id), so a resume under other weights or
+//! with caches added, removed, replaced or reordered is followed cache by cache (by id) from
+//! where each stopped, the change reported by [`Loader::plan`]'s `mixture_change`.
 //!
 //! What it is not for: the planning itself (`dsrt-plan`, which does no I/O) or the bytes of
 //! any file (the `dsrt-*` file crates below).

@@ -108,6 +108,7 @@ fn a_state_from_another_plan_is_refused() {
         cuts: Vec::new(),
         remaining: None,
         mixture: None,
+        continuation: None,
     };
     let err = Loader::new(
         dataset,

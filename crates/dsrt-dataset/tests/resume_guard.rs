@@ -1,7 +1,8 @@
-//! A loader's state records what its epoch was planned with, the caches' ids included, and a
-//! loader over another mixture refuses it naming what differs: other weights of the same epoch
-//! length, a cache replaced by another of the same length, caches in another order. A state
-//! saved before the mixture was recorded resumes exactly as before.
+//! A loader's state records what its epoch was planned with, the caches' ids included. A
+//! loader over another mixture follows it from the state's position (other weights, a cache
+//! replaced by another, caches in another order), reporting the change through its plan,
+//! and refuses what it cannot honour naming it. A state saved before the mixture was recorded
+//! resumes exactly as before.
 #![allow(clippy::unwrap_used)] // test code
 
 use dsrt_dataset::{Dataset, DatasetError, Loader, LoaderConfig, SampleKey};
@@ -80,21 +81,55 @@ fn id(dataset: &Dataset, position: usize) -> u64 {
     dataset.caches()[position].cache_id
 }
 
+fn resumed(dataset: &Arc<Dataset>, config: LoaderConfig, state: IterState) -> Loader {
+    Loader::new(
+        Arc::clone(dataset),
+        LoaderConfig {
+            resume: Some(state),
+            ..config
+        },
+    )
+    .unwrap()
+}
+
 #[test]
-fn other_weights_of_the_same_epoch_length_are_refused() {
+fn other_weights_of_the_same_epoch_length_are_followed_from_the_state() {
     let root = tempfile::tempdir().unwrap();
     let (a, b) = (write(root.path(), "a", 57), write(root.path(), "b", 23));
     let dataset = open(&[&a, &b]);
     let state = saved(&dataset, config(&[0.5, 0.5]), 30);
-    let text = refusal(&dataset, config(&[0.8, 0.2]), state);
-    assert!(
-        text.contains("weights giving shares [40, 40] (the plan gives [64, 16])"),
-        "{text}"
+    let loader = resumed(&dataset, config(&[0.8, 0.2]), state);
+    let change = loader.plan().mixture_change().unwrap();
+    assert!(change.weights && change.added.is_empty() && change.removed.is_empty());
+    assert_eq!(change.position, 30);
+    // The new weights govern the 50 positions left: cache `a` draws its 80% share of the
+    // whole epoch less what the new plan places before position 30.
+    let from = loader.plan().stream_positions_at(30);
+    let expected_a = loader.plan().shares()[0] - from[0];
+    let tail = keys(loader);
+    assert_eq!(tail.len(), 50);
+    let read_a = tail
+        .iter()
+        .filter(|k| k.cache_id == id(&dataset, 0))
+        .count() as u64;
+    assert_eq!(read_a, expected_a);
+    // Another seed is still refused, naming it.
+    let text = refusal(
+        &dataset,
+        LoaderConfig {
+            plan: PlanConfig {
+                seed: 12,
+                ..config(&[0.8, 0.2]).plan
+            },
+            ..config(&[0.8, 0.2])
+        },
+        saved(&dataset, config(&[0.5, 0.5]), 30),
     );
+    assert!(text.contains("seed 11 (the plan's is 12)"), "{text}");
 }
 
 #[test]
-fn a_cache_replaced_by_another_of_the_same_length_is_refused_by_its_id() {
+fn a_cache_replaced_by_another_of_the_same_length_is_removed_and_the_other_added() {
     let root = tempfile::tempdir().unwrap();
     // `x` and `y` hold payloads of the same sizes: the same length, the same shard runs.
     let (a, x, y) = (
@@ -105,50 +140,56 @@ fn a_cache_replaced_by_another_of_the_same_length_is_refused_by_its_id() {
     let before = open(&[&a, &x]);
     let after = open(&[&a, &y]);
     assert_eq!(before.shapes()[1].runs, after.shapes()[1].runs);
-    let state = saved(&before, config(&[1.0, 1.0]), 30);
-    let text = refusal(&after, config(&[1.0, 1.0]), state.clone());
-    let expected = format!(
-        "cache id {:#018x} at position 1 (the plan's is {:#018x})",
-        id(&before, 1),
-        id(&after, 1)
-    );
-    assert!(
-        text.contains(&expected),
-        "{text:?} should name {expected:?}"
-    );
-    assert!(!text.contains("shard run"), "{text}");
+    let mut head_loader = Loader::new(Arc::clone(&before), config(&[1.0, 1.0])).unwrap();
+    let head: Vec<SampleKey> = head_loader
+        .by_ref()
+        .take(30)
+        .map(|s| s.unwrap().key)
+        .collect();
+    let state = head_loader.state();
+    let x_read = head.iter().filter(|k| k.cache_id == id(&before, 1)).count() as u64;
+    let loader = resumed(&after, config(&[1.0, 1.0]), state.clone());
+    let change = loader.plan().mixture_change().unwrap().clone();
+    assert_eq!(change.added, [1]);
+    assert_eq!(change.removed.len(), 1);
+    assert_eq!(change.removed[0].cache_id, Some(id(&before, 1)));
+    assert_eq!(change.removed[0].consumed, x_read);
+    let tail = keys(loader);
+    assert!(tail.iter().all(|k| k.cache_id != id(&before, 1)));
+    assert!(tail.iter().any(|k| k.cache_id == id(&after, 1)));
 
-    // The same caches, the same mixture: accepted, and the rest of the epoch follows.
+    // The same caches, the same mixture: no change, and the rest of the epoch follows.
     let whole = keys(Loader::new(Arc::clone(&before), config(&[1.0, 1.0])).unwrap());
-    let resumed = Loader::new(
-        Arc::clone(&before),
-        LoaderConfig {
-            resume: Some(state),
-            ..config(&[1.0, 1.0])
-        },
-    )
-    .unwrap();
-    assert_eq!(keys(resumed), whole[30..]);
+    let same = resumed(&before, config(&[1.0, 1.0]), state);
+    assert!(same.plan().mixture_change().is_none());
+    assert_eq!(keys(same), whole[30..]);
 }
 
 #[test]
-fn caches_of_the_same_shape_in_another_order_are_refused() {
+fn caches_in_another_order_are_followed_by_id_serving_nothing_twice() {
     let root = tempfile::tempdir().unwrap();
     let (x, y) = (write(root.path(), "x", 23), write(root.path(), "y", 23));
     let before = open(&[&x, &y]);
     let after = open(&[&y, &x]);
-    let state = saved(&before, config(&[1.0, 1.0]), 5);
-    let text = refusal(&after, config(&[1.0, 1.0]), state);
-    for position in 0..2 {
-        let expected = format!(
-            "cache id {:#018x} at position {position}",
-            id(&before, position)
-        );
-        assert!(
-            text.contains(&expected),
-            "{text:?} should name {expected:?}"
-        );
-    }
+    let within_a_pass = |weights: &[f64]| LoaderConfig {
+        plan: PlanConfig {
+            samples_per_epoch: Some(40),
+            ..config(weights).plan
+        },
+        workers: 2,
+        ..config(weights)
+    };
+    let mut first = Loader::new(Arc::clone(&before), within_a_pass(&[1.0, 1.0])).unwrap();
+    let head: Vec<SampleKey> = first.by_ref().take(9).map(|s| s.unwrap().key).collect();
+    let state = first.state();
+    let loader = resumed(&after, within_a_pass(&[1.0, 1.0]), state);
+    let change = loader.plan().mixture_change().unwrap();
+    assert!(change.added.is_empty() && change.removed.is_empty());
+    let mut all: Vec<SampleKey> = head.into_iter().chain(keys(loader)).collect();
+    assert_eq!(all.len(), 40);
+    all.sort_unstable_by_key(|k| (k.cache_id, k.sample_id));
+    all.dedup();
+    assert_eq!(all.len(), 40, "a sample was served twice");
 }
 
 #[test]

@@ -12,10 +12,12 @@
 //! dealt round-robin to the node's ranks, every rank the same count (`RemainderPolicy::Pad` or
 //! `RemainderPolicy::Drop`). `IterState` records what is consumed so an epoch resumes on any
 //! topology, and the `Mixture` the epoch was planned with (each cache's length, shard runs and
-//! id, the shares, the phases, the modes), so that a resume under another mixture, where the
-//! consumed positions would name other samples, is refused naming what differs rather than
-//! silently repeating and skipping samples. `PlanReport` tells what each node reads
-//! (`dsrt plan`).
+//! id, the shares, the phases, the modes). A resume under another mixture (other weights or
+//! phases, caches added, removed or moved) is followed from the consumed position: each
+//! cache's draws are mapped past what its own stream consumed (a [`Continuation`] the state
+//! then carries, reported as a [`MixtureChange`]), so nothing is served twice or skipped; one
+//! it cannot follow (another seed or mode, a cache whose contents changed) is refused naming
+//! what differs. `PlanReport` tells what each node reads (`dsrt plan`).
 //!
 //! Layers that weigh samples by their lengths (token streams, `dsrt-token-stream`) read one
 //! cache's stream through the same plan: its pass layouts and segments
@@ -35,6 +37,7 @@ compile_error!(
 );
 
 mod config;
+mod continuation;
 mod mixing;
 mod order;
 mod partition;
@@ -44,6 +47,7 @@ mod state;
 mod stream;
 
 pub use config::{Phase, PlanConfig, PlanError, Sampling, Schedule, Shuffle, UnknownName};
+pub use continuation::{ConsumedStream, Continuation, MixtureChange, RemovedCache};
 pub use order::{weighted_shares, CacheShape, EpochPlan, PlanCursor, PlanPhase, PlannedSample};
 pub use partition::{Partition, RemainderPolicy, Topology};
 pub use report::{

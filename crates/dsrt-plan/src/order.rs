@@ -2,12 +2,13 @@
 // converting it to `usize` cannot truncate on the 64-bit targets this crate builds for.
 #![allow(clippy::cast_possible_truncation)]
 
+use crate::continuation::{self, StreamRemap};
 use crate::mixing::Interleaving;
 use crate::rng::mix;
 use crate::stream::{CacheStream, PassLayout, StreamSlot};
 use crate::{
-    IterState, Mixture, PlanConfig, PlanError, PlannedCache, RemainderPolicy, Sampling, Schedule,
-    Shuffle, Topology,
+    Continuation, IterState, Mixture, MixtureChange, PlanConfig, PlanError, PlannedCache,
+    RemainderPolicy, Sampling, Schedule, Shuffle, Topology,
 };
 use std::ops::Range;
 
@@ -210,6 +211,11 @@ pub struct EpochPlan {
     cache_ids: Vec<Option<u64>>,
     sampling: Sampling,
     shuffle: Shuffle,
+    /// After a change of mixture, per cache, how the plan's draws map onto its stream past
+    /// what was consumed (see `continuation`); empty otherwise.
+    remaps: Vec<StreamRemap>,
+    /// The change this plan's run was resumed under.
+    change: Option<MixtureChange>,
 }
 
 impl EpochPlan {
@@ -280,34 +286,7 @@ impl EpochPlan {
             })
             .collect();
         let scheduled = config.schedule.is_some();
-        let mut phases = Vec::with_capacity(phase_shares.len());
-        let mut start = 0u64;
-        let mut stream_starts = vec![0u64; shapes.len()];
-        for (index, shares) in phase_shares.into_iter().enumerate() {
-            // An unscheduled plan keeps the seed it always had, so its order is unchanged;
-            // each phase of a schedule interleaves with a seed of its own, so phases with the
-            // same shares do not repeat one pattern.
-            let seed = if scheduled {
-                mix(&[config.seed, epoch, u64::MAX, index as u64])
-            } else {
-                mix(&[config.seed, epoch, u64::MAX])
-            };
-            let len: u64 = shares.iter().sum();
-            let mixing = Mixing::of(&shares, config.shuffle, seed);
-            let next_starts = stream_starts
-                .iter()
-                .zip(&shares)
-                .map(|(a, b)| a + b)
-                .collect();
-            phases.push(PlanPhase {
-                start,
-                len,
-                shares,
-                stream_starts: std::mem::replace(&mut stream_starts, next_starts),
-                mixing,
-            });
-            start += len;
-        }
+        let phases = plan_phases(phase_shares, scheduled, config.shuffle, config.seed, epoch);
         Ok(Self {
             epoch,
             len,
@@ -319,6 +298,8 @@ impl EpochPlan {
             cache_ids: shapes.iter().map(|shape| shape.cache_id).collect(),
             sampling: config.sampling,
             shuffle: config.shuffle,
+            remaps: Vec::new(),
+            change: None,
         })
     }
 
@@ -334,13 +315,102 @@ impl EpochPlan {
         resume: Option<&IterState>,
     ) -> Result<(Self, IterState), PlanError> {
         let plan = Self::build(shapes, config, epoch)?;
+        if let Some((state, recorded)) = resume.and_then(|state| {
+            let recorded = state.mixture.as_ref()?;
+            (!recorded.same_as(&plan.mixture())).then_some((state, recorded))
+        }) {
+            let (state, change) =
+                continuation::resume_changed(state, recorded, &plan, config.seed, epoch)?;
+            let mut plan = plan.continued(state.continuation.as_ref(), config.seed)?;
+            plan.change = Some(change);
+            return Ok((plan, state));
+        }
         let state = match resume {
             Some(state) => state.clone(),
             None => IterState::start(config.seed, epoch, plan.len(), topology, policy),
         };
         let state = state.checked_for(config.seed, epoch, plan.len(), plan.mixture())?;
-        let plan = plan.with_cuts(&state.cuts);
+        if let Some(continuation) = &state.continuation {
+            if let Some(range) = state
+                .remaining()
+                .first()
+                .filter(|r| r.start < continuation.position)
+            {
+                return Err(PlanError::State(format!(
+                    "remaining range {}..{} lies before its continuation's position {}",
+                    range.start, range.end, continuation.position
+                )));
+            }
+        }
+        let plan = plan
+            .with_cuts(&state.cuts)
+            .continued(state.continuation.as_ref(), config.seed)?;
         Ok((plan, state))
+    }
+
+    /// The plan read on from `continuation` (where a state resumed under a changed mixture
+    /// says each stream stands): each cache's stream seeded and cut as when the epoch first
+    /// read it, its draws past the continuation's position mapped past what it consumed.
+    fn continued(
+        mut self,
+        continuation: Option<&Continuation>,
+        seed: u64,
+    ) -> Result<Self, PlanError> {
+        let Some(continuation) = continuation else {
+            return Ok(self);
+        };
+        let caches = self.caches();
+        if continuation.streams.len() < caches {
+            return Err(PlanError::State(format!(
+                "its continuation lists {} for the plan's {caches}",
+                crate::state::counted(continuation.streams.len() as u64, "stream")
+            )));
+        }
+        let bases = self.stream_positions_at(continuation.position);
+        let mut remaps = Vec::with_capacity(caches);
+        for (cache, recorded) in continuation.streams.iter().take(caches).enumerate() {
+            recorded.check(cache)?;
+            let planned = self.planned_cache(cache);
+            if (recorded.cache.samples, recorded.cache.shard_runs)
+                != (planned.samples, planned.shard_runs)
+            {
+                return Err(PlanError::State(format!(
+                    "its continuation's stream {cache} is of {} samples in {} shard runs (the \
+                     plan's cache has {} in {})",
+                    recorded.cache.samples,
+                    recorded.cache.shard_runs,
+                    planned.samples,
+                    planned.shard_runs
+                )));
+            }
+            if recorded.seed_index != cache as u64 {
+                let stream_seed = mix(&[seed, self.epoch, recorded.seed_index]);
+                self.streams[cache] = self.streams[cache].reseeded(stream_seed);
+            }
+            self.streams[cache].keep_cuts(recorded.cuts.clone());
+            remaps.push(StreamRemap::new(bases[cache], &recorded.consumed));
+        }
+        self.remaps = remaps;
+        Ok(self)
+    }
+
+    /// The change of mixture this plan's run was resumed under (see [`MixtureChange`]):
+    /// `None` for a run from the epoch's start or resumed under the mixture it was saved
+    /// under.
+    pub fn mixture_change(&self) -> Option<&MixtureChange> {
+        self.change.as_ref()
+    }
+
+    /// The positions of cache `cache`'s own stream that the plan's stream positions
+    /// `positions` read (those of [`EpochPlan::stream_positions_at`]), in order: `positions`
+    /// itself, but for a plan resumed under a changed mixture, where they skip what the
+    /// stream consumed before (and positions before the change read nothing).
+    pub fn stream_ranges(&self, cache: usize, positions: Range<u64>) -> Vec<Range<u64>> {
+        match self.remaps.get(cache) {
+            Some(remap) => remap.ranges(positions),
+            None if positions.start < positions.end => vec![positions],
+            None => Vec::new(),
+        }
     }
 
     /// The same order with its windows cut at global positions `cuts` (the boundaries between
@@ -437,9 +507,7 @@ impl EpochPlan {
     /// Each cache's stream position once the first `position` global positions are read:
     /// how many samples of each cache they hold.
     pub fn stream_positions_at(&self, position: u64) -> Vec<u64> {
-        let position = position.min(self.len);
-        let phase = &self.phases[self.phase_at(position)];
-        phase.stream_positions_at(position - phase.start)
+        phases_stream_positions_at(&self.phases, position)
     }
 
     /// A cursor for reading positions of this plan (see [`PlanCursor`]).
@@ -455,7 +523,9 @@ impl EpochPlan {
         }
     }
 
-    /// The sample at global position `position` (`None` past the end). Each call starts a new
+    /// The sample at global position `position` (`None` past the end, and before the position
+    /// a plan resumed under a changed mixture starts from, whose samples the earlier mixtures
+    /// read: see [`EpochPlan::mixture_change`]). Each call starts a new
     /// cursor: to read many positions, keep one [`PlanCursor`].
     pub fn get(&self, position: u64) -> Option<PlannedSample> {
         self.cursor().get(self, position)
@@ -487,7 +557,11 @@ impl EpochPlan {
                 interleaving.at(*seed, &phase.shares, phase.len, offset)?
             }
         };
-        Some((cache, phase.stream_starts[cache] + offset))
+        let position = phase.stream_starts[cache] + offset;
+        match self.remaps.get(cache) {
+            Some(remap) => remap.map(position).map(|position| (cache, position)),
+            None => Some((cache, position)),
+        }
     }
 
     /// Memory the plan holds: its caches' runs, one pass layout per cache, the phases' shares
@@ -498,6 +572,7 @@ impl EpochPlan {
             + self.shares.capacity() * 8
             + self.cuts.capacity() * 8
             + self.cache_ids.capacity() * std::mem::size_of::<Option<u64>>()
+            + self.remaps.iter().map(StreamRemap::bytes).sum::<usize>()
             + self
                 .streams
                 .iter()
@@ -577,7 +652,8 @@ pub struct PlanCursor {
 }
 
 impl PlanCursor {
-    /// The sample at global position `position` of `plan` (`None` past the end).
+    /// The sample at global position `position` of `plan` (`None` past the end, or before a
+    /// change of mixture the plan resumed from, as [`EpochPlan::get`]).
     #[inline]
     pub fn get(&mut self, plan: &EpochPlan, position: u64) -> Option<PlannedSample> {
         self.locate(plan, position).map(|(sample, _)| sample)
@@ -603,6 +679,59 @@ impl PlanCursor {
         self.interleaving.as_ref().map_or(0, Interleaving::bytes)
             + self.slots.iter().map(StreamSlot::bytes).sum::<usize>()
     }
+}
+
+/// The phases of an epoch mixed at `phase_shares` (one list of shares per phase, every
+/// cache's stream running on across them).
+pub(crate) fn plan_phases(
+    phase_shares: Vec<Vec<u64>>,
+    scheduled: bool,
+    shuffle: Shuffle,
+    seed: u64,
+    epoch: u64,
+) -> Vec<PlanPhase> {
+    let caches = phase_shares.first().map_or(0, Vec::len);
+    let mut phases = Vec::with_capacity(phase_shares.len());
+    let mut start = 0u64;
+    let mut stream_starts = vec![0u64; caches];
+    for (index, shares) in phase_shares.into_iter().enumerate() {
+        // An unscheduled plan keeps the seed it always had, so its order is unchanged;
+        // each phase of a schedule interleaves with a seed of its own, so phases with the
+        // same shares do not repeat one pattern.
+        let phase_seed = if scheduled {
+            mix(&[seed, epoch, u64::MAX, index as u64])
+        } else {
+            mix(&[seed, epoch, u64::MAX])
+        };
+        let len: u64 = shares.iter().sum();
+        let mixing = Mixing::of(&shares, shuffle, phase_seed);
+        let next_starts = stream_starts
+            .iter()
+            .zip(&shares)
+            .map(|(a, b)| a + b)
+            .collect();
+        phases.push(PlanPhase {
+            start,
+            len,
+            shares,
+            stream_starts: std::mem::replace(&mut stream_starts, next_starts),
+            mixing,
+        });
+        start += len;
+    }
+    phases
+}
+
+/// Each cache's stream position once the first `position` global positions of `phases` are
+/// read (`position` clamped to their end).
+pub(crate) fn phases_stream_positions_at(phases: &[PlanPhase], position: u64) -> Vec<u64> {
+    let end = phases.last().map_or(0, |p| p.start + p.len);
+    let position = position.min(end);
+    let index = phases
+        .partition_point(|phase| phase.start <= position)
+        .saturating_sub(1);
+    let phase = &phases[index];
+    phase.stream_positions_at(position - phase.start)
 }
 
 /// Samples each cache contributes to the epoch.

@@ -209,6 +209,7 @@ impl Partition {
             cuts: base.cuts.clone(),
             remaining: Some(kept),
             mixture: base.mixture.clone(),
+            continuation: base.continuation.clone(),
         }
     }
 

@@ -5,7 +5,7 @@
 #![allow(clippy::cast_precision_loss)] // ratios and means of counts, reported as floats
 
 use crate::stream::StreamSlot;
-use crate::{EpochPlan, IterState, Partition, PlanError, RemainderPolicy, Topology};
+use crate::{EpochPlan, IterState, MixtureChange, Partition, PlanError, RemainderPolicy, Topology};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::ops::Range;
@@ -116,6 +116,9 @@ pub struct PlanReport {
     /// Per phase of the epoch's schedule; empty without one (and then left out of JSON).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<PhaseReport>,
+    /// The change of mixture the plan was resumed under, if any (left out of JSON without).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mixture_change: Option<MixtureChange>,
 }
 
 /// Who reads one shard: the last node that did and how many nodes have.
@@ -154,7 +157,9 @@ impl PlanReport {
                 let from = plan.stream_positions_at(range.start);
                 let to = plan.stream_positions_at(range.end);
                 for cache in 0..plan.caches() {
-                    node_segments(plan, cache, from[cache]..to[cache], &mut segments[cache]);
+                    for positions in plan.stream_ranges(cache, from[cache]..to[cache]) {
+                        node_segments(plan, cache, positions, &mut segments[cache]);
+                    }
                 }
             }
             for (cache, segments) in segments.iter().enumerate() {
@@ -212,6 +217,7 @@ impl PlanReport {
             shuffle,
             nodes,
             phases: phase_reports(plan),
+            mixture_change: plan.mixture_change().cloned(),
         })
     }
 }

@@ -1,4 +1,4 @@
-use crate::{PlanError, RemainderPolicy, Sampling, Shuffle, Topology};
+use crate::{Continuation, PlanError, RemainderPolicy, Sampling, Shuffle, Topology};
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
 
@@ -34,6 +34,11 @@ pub struct IterState {
     /// What the epoch was planned with; `None` in states saved before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mixture: Option<Mixture>,
+    /// Where the epoch changed mixture, if it was resumed under another one: what each
+    /// cache's stream had consumed by then (see [`Continuation`]). `None` for an epoch that
+    /// kept its mixture, whose states are then what they were before changes were possible.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continuation: Option<Continuation>,
 }
 
 /// What an epoch's order was planned from, as a state records it: O(caches + phases) numbers,
@@ -92,6 +97,7 @@ impl IterState {
             cuts,
             remaining: None,
             mixture: None,
+            continuation: None,
         }
     }
 
@@ -209,6 +215,22 @@ impl IterState {
 const LISTED: usize = 4;
 
 impl Mixture {
+    /// Whether a state recording `self` resumes under a plan with mixture `plan` unchanged:
+    /// the same caches (an id missing on either side is not a difference), shares, phases
+    /// and modes.
+    pub fn same_as(&self, plan: &Self) -> bool {
+        let mut differences = Vec::new();
+        self.differences(plan, &mut differences);
+        differences.is_empty()
+    }
+
+    /// The epoch's length under this mixture.
+    pub(crate) fn epoch_len(&self) -> u64 {
+        self.shares
+            .iter()
+            .fold(0u64, |sum, &s| sum.saturating_add(s))
+    }
+
     /// Adds to `out`, in words, how the mixture of a state (`self`) differs from the plan's.
     fn differences(&self, plan: &Self, out: &mut Vec<String>) {
         if self.caches.len() != plan.caches.len() {
@@ -332,7 +354,7 @@ fn list(values: &[u64]) -> String {
 }
 
 /// `1 cache`, `2 caches`.
-fn counted(count: impl Into<u128>, noun: &str) -> String {
+pub(crate) fn counted(count: impl Into<u128>, noun: &str) -> String {
     let count = count.into();
     if count == 1 {
         format!("1 {noun}")
@@ -342,7 +364,7 @@ fn counted(count: impl Into<u128>, noun: &str) -> String {
 }
 
 /// A sampling as the APIs spell it.
-fn sampling_name(sampling: Sampling) -> &'static str {
+pub(crate) fn sampling_name(sampling: Sampling) -> &'static str {
     match sampling {
         Sampling::WithoutReplacement => "without_replacement",
         Sampling::WithReplacement => "with_replacement",
@@ -351,7 +373,7 @@ fn sampling_name(sampling: Sampling) -> &'static str {
 }
 
 /// A shuffle as the APIs spell it, with its window.
-fn shuffle_name(shuffle: Shuffle) -> String {
+pub(crate) fn shuffle_name(shuffle: Shuffle) -> String {
     match shuffle {
         Shuffle::Sequential => "sequential".into(),
         Shuffle::Local { window_shards } => format!("local({window_shards})"),

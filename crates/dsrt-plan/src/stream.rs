@@ -154,6 +154,29 @@ impl CacheStream {
         self.cuts = cuts;
     }
 
+    /// The same stream seeded by `seed`: a cache's stream keeps the seed of the plan that
+    /// first read it when a change of mixture moves it to another position.
+    pub(crate) fn reseeded(&self, seed: u64) -> Self {
+        Self::new(
+            self.runs.clone(),
+            self.run_shards.clone(),
+            self.len,
+            self.share,
+            seed,
+            self.sampling,
+            self.shuffle,
+        )
+    }
+
+    /// Cuts recorded for the stream when the epoch first read it, kept whatever the share
+    /// now (a stream read on past a change reads past its first share).
+    pub(crate) fn keep_cuts(&mut self, mut cuts: Vec<u64>) {
+        cuts.retain(|&c| c > 0);
+        cuts.sort_unstable();
+        cuts.dedup();
+        self.cuts = cuts;
+    }
+
     /// The shard id of run `run`.
     pub(crate) fn shard_of_run(&self, run: usize) -> u64 {
         self.run_shards.get(run).copied().unwrap_or(run as u64)

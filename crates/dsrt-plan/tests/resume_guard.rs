@@ -1,12 +1,14 @@
-//! A state records the mixture its epoch was planned with, and a plan of another mixture
-//! refuses it, naming each difference, even where the epoch's length is the same (where the
-//! positions it marks consumed would silently name other samples). A state saved before the
-//! mixture was recorded resumes as before, and the same mixture resumes on another topology.
+//! A state records the mixture its epoch was planned with. A plan of another mixture follows
+//! it from the resume point when it can (other weights, another schedule, caches added,
+//! removed or moved: `tests/mixture_change.rs`), and refuses it, naming each difference, where
+//! the positions it marks consumed would name other samples: another seed or mode, a cache
+//! whose contents changed. A state saved before the mixture was recorded resumes as before,
+//! and the same mixture resumes on another topology.
 #![allow(clippy::unwrap_used)] // test code
 
 use dsrt_plan::{
-    CacheShape, EpochPlan, IterState, Partition, Phase, PlanConfig, PlanError, RemainderPolicy,
-    Sampling, Schedule, Shuffle, Topology,
+    CacheShape, EpochPlan, IterState, MixtureChange, Partition, Phase, PlanConfig, PlanError,
+    RemainderPolicy, Sampling, Schedule, Shuffle, Topology,
 };
 use serde_json::json;
 
@@ -76,17 +78,21 @@ fn assert_names(text: &str, parts: &[&str]) {
     }
 }
 
+/// The change the plan of `shapes` and `config` follows resuming `state`.
+fn followed(shapes: &[CacheShape], config: &PlanConfig, state: &IterState) -> MixtureChange {
+    let (plan, _) =
+        EpochPlan::for_run(shapes, config, 1, two_nodes(), POLICY, Some(state)).unwrap();
+    plan.mixture_change().cloned().unwrap()
+}
+
 #[test]
-fn other_weights_giving_the_same_epoch_length_are_refused() {
+fn other_weights_at_the_same_epoch_length_are_followed_not_misread() {
     let state = saved(&two_caches(), &weighted(&[0.5, 0.5], 1000));
-    let text = refusal(&two_caches(), &weighted(&[0.8, 0.2], 1000), &state);
-    assert_names(
-        &text,
-        &["weights giving shares [500, 500] (the plan gives [800, 200])"],
-    );
-    assert!(!text.contains("samples per epoch"), "{text}");
-    // Weights in other units give the same shares: the same mixture, accepted.
-    EpochPlan::for_run(
+    let change = followed(&two_caches(), &weighted(&[0.8, 0.2], 1000), &state);
+    assert!(change.weights && !change.schedule, "{change:?}");
+    assert_eq!(change.position, 40);
+    // Weights in other units give the same shares: the same mixture, no change.
+    let (plan, _) = EpochPlan::for_run(
         &two_caches(),
         &weighted(&[2.0, 2.0], 1000),
         1,
@@ -95,36 +101,29 @@ fn other_weights_giving_the_same_epoch_length_are_refused() {
         Some(&state),
     )
     .unwrap();
+    assert!(plan.mixture_change().is_none());
 }
 
 #[test]
-fn another_schedule_of_the_same_total_length_is_refused() {
+fn another_schedule_of_the_same_total_length_is_followed() {
     let caches = two_caches();
     let state = saved(
         &caches,
         &scheduled(&[(600, &[1.0, 1.0]), (400, &[1.0, 3.0])]),
     );
     let swapped = scheduled(&[(600, &[1.0, 1.0]), (400, &[3.0, 1.0])]);
-    assert_names(
-        &refusal(&caches, &swapped, &state),
-        &["phase 1 with shares [100, 300] (the plan's gives [300, 100])"],
-    );
+    let change = followed(&caches, &swapped, &state);
+    assert!(change.weights && !change.schedule, "{change:?}");
     let three = scheduled(&[(300, &[1.0, 1.0]), (300, &[1.0, 1.0]), (400, &[1.0, 3.0])]);
-    assert_names(
-        &refusal(&caches, &three, &state),
-        &["a schedule of 2 phases (the plan's has 3)"],
-    );
-    // Weights giving the same total shares are another order (each phase mixes on its own).
+    assert!(followed(&caches, &three, &state).schedule);
     let unscheduled = weighted(&[4.0, 6.0], 1000);
-    assert_names(
-        &refusal(&caches, &unscheduled, &state),
-        &["a schedule of 2 phases (the plan has no schedule)"],
-    );
+    assert!(followed(&caches, &unscheduled, &state).schedule);
     let one_phase = scheduled(&[(1000, &[1.0, 1.0])]);
     let state = saved(&caches, &weighted(&[1.0, 1.0], 1000));
-    assert_names(
-        &refusal(&caches, &one_phase, &state),
-        &["no schedule (the plan has a schedule of 1 phase)"],
+    let change = followed(&caches, &one_phase, &state);
+    assert!(
+        change.schedule && change.to_string().contains("phases changed"),
+        "{change}"
     );
 }
 
@@ -159,16 +158,16 @@ fn another_shuffle_or_sampling_is_refused() {
 }
 
 #[test]
-fn caches_in_another_order_are_refused() {
+fn caches_without_ids_in_another_order_are_refused() {
+    // Matched by position, each reads as a cache whose contents changed.
     let state = saved(&two_caches(), &PlanConfig::default());
     let mut reordered = two_caches();
     reordered.reverse();
     assert_names(
         &refusal(&reordered, &PlanConfig::default(), &state),
         &[
-            "cache 0 of 301 samples in 3 shard runs (the plan's has 250 in 2)",
+            "cache 0 of 301 samples in 3 shard runs (the plan's has 250 in 2): its contents changed",
             "cache 1 of 250 samples in 2 shard runs (the plan's has 301 in 3)",
-            "weights giving shares [301, 250] (the plan gives [250, 301])",
         ],
     );
 }
@@ -186,7 +185,7 @@ fn a_cache_replaced_by_one_of_the_same_length_in_other_runs_is_refused() {
 }
 
 #[test]
-fn a_cache_of_another_id_is_refused_where_the_plan_knows_ids() {
+fn caches_are_matched_by_id_where_the_plan_knows_ids() {
     let with_ids = |ids: [u64; 2]| -> Vec<CacheShape> {
         two_caches()
             .into_iter()
@@ -195,23 +194,27 @@ fn a_cache_of_another_id_is_refused_where_the_plan_knows_ids() {
             .collect()
     };
     let state = saved(&with_ids([0xc0de, 0x7eb]), &PlanConfig::default());
-    assert_names(
-        &refusal(&with_ids([0xc0de, 0xbad]), &PlanConfig::default(), &state),
-        &["cache id 0x00000000000007eb at position 1 (the plan's is 0x0000000000000bad)"],
+    // Another id in its place: that cache removed, another added.
+    let change = followed(&with_ids([0xc0de, 0xbad]), &PlanConfig::default(), &state);
+    assert_eq!(change.added, [1]);
+    assert_eq!(
+        (change.removed.len(), change.removed[0].cache_id),
+        (1, Some(0x7eb))
     );
-    // Caches of equal shapes swapped: only their ids tell.
+    // Caches of equal shapes swapped: followed by id, nothing added or removed.
     let same = |ids: [u64; 2]| -> Vec<CacheShape> {
         ids.iter()
             .map(|&id| shape(200, 40).with_cache_id(id))
             .collect()
     };
     let state = saved(&same([1, 2]), &PlanConfig::default());
-    assert_names(
-        &refusal(&same([2, 1]), &PlanConfig::default(), &state),
-        &[
-            "cache id 0x0000000000000001 at position 0 (the plan's is 0x0000000000000002)",
-            "cache id 0x0000000000000002 at position 1 (the plan's is 0x0000000000000001)",
-        ],
+    let change = followed(&same([2, 1]), &PlanConfig::default(), &state);
+    assert!(change.added.is_empty() && change.removed.is_empty() && !change.weights);
+    assert!(
+        change
+            .to_string()
+            .contains("the same caches in another order"),
+        "{change}"
     );
     // A plan of shapes alone (no ids) cannot tell ids apart; the shapes still match.
     EpochPlan::for_run(
@@ -226,25 +229,27 @@ fn a_cache_of_another_id_is_refused_where_the_plan_knows_ids() {
 }
 
 #[test]
-fn an_added_or_a_removed_cache_is_refused_at_the_same_epoch_length() {
+fn an_added_or_a_removed_cache_is_followed_and_a_removed_one_reported() {
     let three = vec![shape(301, 101), shape(250, 125), shape(80, 20)];
     let state = saved(&two_caches(), &weighted(&[1.0, 1.0], 600));
-    assert_names(
-        &refusal(&three, &weighted(&[1.0, 1.0, 0.0], 600), &state),
-        &[
-            "2 caches (the plan has 3)",
-            "weights giving shares [300, 300] (the plan gives [300, 300, 0])",
-        ],
-    );
-    let state = saved(&three, &weighted(&[1.0, 1.0, 0.0], 600));
-    assert_names(
-        &refusal(&two_caches(), &weighted(&[1.0, 1.0], 600), &state),
-        &["3 caches (the plan has 2)"],
+    let change = followed(&three, &weighted(&[1.0, 1.0, 1.0], 600), &state);
+    assert_eq!(change.added, [2]);
+    let state = saved(&three, &weighted(&[1.0, 1.0, 1.0], 600));
+    let change = followed(&two_caches(), &weighted(&[1.0, 1.0], 600), &state);
+    assert_eq!(change.removed.len(), 1);
+    assert_eq!(change.removed[0].cache, 2);
+    assert!(change.removed[0].consumed > 0);
+    assert!(
+        change.removed[0]
+            .to_string()
+            .starts_with("cache 2 was removed after "),
+        "{}",
+        change.removed[0]
     );
 }
 
 #[test]
-fn every_difference_is_named_in_one_error() {
+fn every_difference_that_cannot_be_followed_is_named_in_one_error() {
     let state = saved(&two_caches(), &weighted(&[0.5, 0.5], 1000));
     let other = PlanConfig {
         seed: 4,
@@ -255,8 +260,8 @@ fn every_difference_is_named_in_one_error() {
     assert_names(
         &text,
         &[
-            "iterator state does not match this plan: the state is for seed 3 (the plan's is 4)",
-            "weights giving shares [500, 500] (the plan gives [800, 200])",
+            "iterator state does not match this plan",
+            "the state is for seed 3 (the plan's is 4)",
             "shuffle local(4) (the plan's is sequential)",
         ],
     );

@@ -4,7 +4,7 @@ use crate::arrow::ArrowBatch;
 use crate::cache::{read_samples, CacheRef, PySample};
 use crate::dataset::PyDataset;
 use crate::errors::{enter, Error};
-use crate::options::{state_from_dict, state_to_dict, Kwargs, PlanArgs};
+use crate::options::{mixture_change_to_dict, state_from_dict, state_to_dict, Kwargs, PlanArgs};
 use datasetrt::{
     BatchRow, Cache, Dataset, DatasetError, EpochPlan, IterState, Loader, LoaderConfig,
     LoaderStats, Partition, PlanCursor, ShardHints,
@@ -134,6 +134,14 @@ impl PyLoader {
     #[getter]
     fn epoch_len(&self, py: Python<'_>) -> PyResult<u64> {
         Ok(self.lock(py)?.epoch_len())
+    }
+
+    /// How the mixture changed where the loader resumed a state saved under another one (a
+    /// dict: `position`, `weights`, `schedule`, `added`, `removed`), or None.
+    #[getter]
+    fn mixture_change<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let change = self.lock(py)?.plan().mixture_change().cloned();
+        mixture_change_to_dict(py, change.as_ref())
     }
 
     /// The state after the samples yielded so far, as a dict. Ranks in lockstep produce equal
@@ -318,6 +326,13 @@ impl PyRankPlan {
     #[getter]
     fn epoch_len(&self) -> u64 {
         self.plan.len()
+    }
+
+    /// How the mixture changed where the plan resumed a state saved under another one (a
+    /// dict like `Loader.mixture_change`), or None.
+    #[getter]
+    fn mixture_change<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        mixture_change_to_dict(py, self.plan.mixture_change())
     }
 
     /// The state once every rank has yielded `steps` of this plan's steps (a dict like

@@ -6,8 +6,8 @@
 //! not have, as Python refuses an unexpected keyword.
 
 use datasetrt::{
-    IterState, LoaderConfig, Phase, PlanConfig, RemainderPolicy, Sampling, Schedule, Shuffle,
-    Topology,
+    IterState, LoaderConfig, MixtureChange, Phase, PlanConfig, RemainderPolicy, Sampling, Schedule,
+    Shuffle, Topology,
 };
 use dsrt_remote::{Access, RemoteOptions, ShardFetch};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -411,6 +411,20 @@ pub(crate) fn state_to_dict<'py>(
     py.import("json")?.call_method1("loads", (json,))
 }
 
+/// The change of mixture a plan was resumed under as a dict (`position`, `weights`,
+/// `schedule`, `added`, `removed` as dicts of `cache`, `cache_id` and `consumed`), in the JSON
+/// form `dsrt iterate --json` prints; `None` without a change.
+pub(crate) fn mixture_change_to_dict<'py>(
+    py: Python<'py>,
+    change: Option<&MixtureChange>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let Some(change) = change else {
+        return Ok(None);
+    };
+    let json = serde_json::to_string(change).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    py.import("json")?.call_method1("loads", (json,)).map(Some)
+}
+
 /// The state a dict from [`state_to_dict`] describes (`cuts` and `remaining` may be missing,
 /// as in states saved before they existed).
 pub(crate) fn state_from_dict(dict: &Bound<'_, PyAny>) -> PyResult<IterState> {
@@ -534,6 +548,7 @@ mod tests {
                 cuts: vec![5],
                 remaining: None,
                 mixture: None,
+                continuation: None,
             };
             let dict = state_to_dict(py, &state).unwrap();
             let remaining: Vec<[u64; 2]> = dict.get_item("remaining").unwrap().extract().unwrap();
