@@ -693,9 +693,11 @@ impl PyTokenBatch {
                     let list = column.as_fixed_size_list();
                     (list.values().to_data(), vec![rows, self.seq_len])
                 };
-                let buffer = values.buffers().first().cloned().unwrap_or_else(|| {
-                    Buffer::from_vec(Vec::<u8>::new())
-                });
+                let buffer = values
+                    .buffers()
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(|| Buffer::from_vec(Vec::<u8>::new()));
                 Ok(PyColumnView {
                     buffer,
                     offset: values.offset() * values.data_type().primitive_width().unwrap_or(1),

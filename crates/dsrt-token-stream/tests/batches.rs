@@ -328,9 +328,17 @@ fn expanded_columns(batch: &TokenBatch, pool: &Arc<BatchPool>) -> Vec<Vec<i64>> 
         c.input_ids.values().to_vec(),
         c.labels.values().to_vec(),
         c.position_ids.values().to_vec(),
-        c.segment_ids.values().iter().map(|&v| i64::from(v)).collect(),
+        c.segment_ids
+            .values()
+            .iter()
+            .map(|&v| i64::from(v))
+            .collect(),
         c.loss_mask.values().iter().map(|&v| i64::from(v)).collect(),
-        c.cu_seqlens.values().iter().map(|&v| i64::from(v)).collect(),
+        c.cu_seqlens
+            .values()
+            .iter()
+            .map(|&v| i64::from(v))
+            .collect(),
         vec![i64::from(c.max_seqlen)],
     ]
 }
