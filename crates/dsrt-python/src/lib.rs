@@ -82,6 +82,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<token_stream::PyTokenPlan>()?;
     m.add_class::<token_stream::PyTokenBatches>()?;
     m.add_class::<token_stream::PyTokenBatch>()?;
+    m.add_class::<token_stream::PyColumnView>()?;
     m.add_function(wrap_pyfunction!(token_stream::_token_batch_from_arrow, m)?)?;
     m.add_class::<loader::PyLoader>()?;
     m.add_class::<loader::PyRankPlan>()?;

@@ -8,6 +8,7 @@ use crate::dataset::open_locations;
 use crate::errors::{enter, Error};
 use crate::options::{state_from_dict, state_to_dict, Kwargs, RemoteArgs};
 use crate::remote::Location;
+use arrow_array::cast::AsArray;
 use arrow_array::{
     Array, ArrayRef, BooleanArray, FixedSizeListArray, Int64Array, ListArray, PrimitiveArray,
     StructArray, UInt32Array, UInt64Array,
@@ -680,6 +681,42 @@ impl PyTokenBatch {
         enter(py, || Ok::<_, Error>(state.compact(seq_len)))?
     }
 
+    /// `(views, max_seqlen)`: the tensor columns of [`TENSOR_COLUMNS`], in that order, as
+    /// read-only `_ColumnView`s over their Arrow buffers (NumPy's array interface), so that
+    /// `datasetrt.torch` makes its tensors with one call instead of walking the record batch.
+    #[pyo3(name = "_tensor_columns")]
+    fn tensor_columns(&self, py: Python<'_>) -> PyResult<(Vec<PyColumnView>, u32)> {
+        let (record, max) = self.arrow_and_max(py)?;
+        let rows = self.rows;
+        let views = TENSOR_COLUMNS
+            .iter()
+            .map(|&(name, typestr)| {
+                let column = record.batch.column_by_name(name).ok_or_else(|| {
+                    PyValueError::new_err(format!("a token batch has no column {name}"))
+                })?;
+                let (values, shape) = if name == "cu_seqlens" {
+                    let list = column.as_list::<i32>();
+                    (list.values().to_data(), vec![list.values().len()])
+                } else {
+                    let list = column.as_fixed_size_list();
+                    (list.values().to_data(), vec![rows, self.seq_len])
+                };
+                let buffer = values
+                    .buffers()
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(|| Buffer::from_vec(Vec::<u8>::new()));
+                Ok(PyColumnView {
+                    buffer,
+                    offset: values.offset() * values.data_type().primitive_width().unwrap_or(1),
+                    shape,
+                    typestr,
+                })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok((views, max))
+    }
+
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
         let py = slf.py();
         let this = slf.get();
@@ -702,6 +739,43 @@ impl PyTokenBatch {
             "TokenBatch(<{} rows of {} tokens>)",
             self.rows, self.seq_len
         )
+    }
+}
+
+/// The tensor columns of a token batch and their NumPy type strings, in the order
+/// `TokenBatch._tensor_columns` returns them.
+const TENSOR_COLUMNS: [(&str, &str); 6] = [
+    ("input_ids", "<i8"),
+    ("labels", "<i8"),
+    ("position_ids", "<i8"),
+    ("segment_ids", "<i4"),
+    ("loss_mask", "|u1"),
+    ("cu_seqlens", "<i4"),
+];
+
+/// One column of a token batch seen through NumPy's array interface, read-only: it keeps the
+/// Arrow buffer (and so the batch's memory) alive for as long as an array made from it.
+#[pyclass(module = "datasetrt._native", name = "_ColumnView", frozen)]
+pub(crate) struct PyColumnView {
+    buffer: Buffer,
+    /// Where the values begin in `buffer`, in bytes.
+    offset: usize,
+    shape: Vec<usize>,
+    typestr: &'static str,
+}
+
+#[pymethods]
+impl PyColumnView {
+    #[getter]
+    fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let interface = PyDict::new(py);
+        interface.set_item("version", 3)?;
+        interface.set_item("shape", pyo3::types::PyTuple::new(py, &self.shape)?)?;
+        interface.set_item("typestr", self.typestr)?;
+        // Arrow buffers are immutable: NumPy gets a read-only array.
+        let address = self.buffer.as_ptr() as usize + self.offset;
+        interface.set_item("data", (address, true))?;
+        Ok(interface)
     }
 }
 

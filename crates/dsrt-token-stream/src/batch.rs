@@ -35,17 +35,29 @@ impl BatchPool {
         Arc::default()
     }
 
-    /// A buffer of `len` elements of `T`, from the pool when one is large enough.
+    /// A buffer of `len` elements of `T`, from the pool when one is large enough. Its values
+    /// are unspecified (a recycled buffer keeps what it held): every caller writes all of them.
     fn take<T: ArrowNativeType>(self: &Arc<Self>, len: usize) -> Column<T> {
         let bytes = len * std::mem::size_of::<T>();
+        // The smallest buffer that fits, so a small column does not take a large one that a
+        // later large column of the same batch then has to allocate again.
         let reused = self.0.lock().ok().and_then(|mut free| {
-            let at = free.iter().position(|b| b.capacity() >= bytes)?;
+            let at = free
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.capacity() >= bytes)
+                .min_by_key(|(_, b)| b.capacity())
+                .map(|(at, _)| at)?;
             Some(free.swap_remove(at))
         });
         let mut buffer = reused.unwrap_or_else(|| MutableBuffer::with_capacity(bytes));
-        // Initialised memory only: a recycled buffer keeps its old values, a new one is
-        // zeroed once (what the pool then saves every later batch).
-        buffer.resize(bytes, 0);
+        // Only memory past what the buffer held before is zeroed (initialised memory only):
+        // zeroing every column of every batch costs as much as deriving it.
+        if buffer.len() >= bytes {
+            buffer.truncate(bytes);
+        } else {
+            buffer.resize(bytes, 0);
+        }
         Column {
             buffer: Some(buffer),
             pool: Arc::downgrade(self),
@@ -53,10 +65,9 @@ impl BatchPool {
         }
     }
 
-    fn give_back(&self, mut buffer: MutableBuffer) {
+    fn give_back(&self, buffer: MutableBuffer) {
         if let Ok(mut free) = self.0.lock() {
             if free.len() < POOL_BUFFERS {
-                buffer.clear();
                 free.push(buffer);
             }
         }
@@ -74,6 +85,15 @@ pub struct Column<T> {
 }
 
 impl<T: ArrowNativeType> Column<T> {
+    /// A column of no values that holds no buffer (a placeholder until one is filled).
+    fn empty(pool: Weak<BatchPool>) -> Self {
+        Self {
+            buffer: None,
+            pool,
+            _type: std::marker::PhantomData,
+        }
+    }
+
     /// The values.
     pub fn values(&self) -> &[T] {
         self.buffer.as_ref().map_or(&[], |b| b.typed_data::<T>())
@@ -201,7 +221,7 @@ impl TokenBatch {
             real: Vec::with_capacity(count),
             row_pieces: Vec::with_capacity(count + 1),
             pieces: Vec::with_capacity(rows.pieces.len()),
-            tokens: pool.take::<u32>(0),
+            tokens: Column::empty(Arc::downgrade(pool)),
             columns: None,
         };
         batch.row_pieces.push(0);
@@ -356,12 +376,7 @@ impl TokenBatch {
     /// Takes the compact tokens and the derived columns out (for a binding that hands their
     /// buffers on).
     pub fn take_columns(&mut self) -> (Column<u32>, Option<Expanded>) {
-        let pool = self.tokens.pool.clone();
-        let empty = Column {
-            buffer: None,
-            pool,
-            _type: std::marker::PhantomData,
-        };
+        let empty = Column::empty(self.tokens.pool.clone());
         (
             std::mem::replace(&mut self.tokens, empty),
             self.columns.take(),
@@ -400,9 +415,15 @@ impl TokenBatch {
             );
             let tokens = self.tokens.values();
             let pad = i64::from(self.pad_id);
+            // Row by row over exact slices, so the loops below run without bounds checks.
             for row in 0..rows {
                 let base = row * s;
                 let toks = &tokens[row * (s + 1)..(row + 1) * (s + 1)];
+                let ids = &mut ids[base..base + s];
+                let lab = &mut lab[base..base + s];
+                let pos = &mut pos[base..base + s];
+                let seg = &mut seg[base..base + s];
+                let mask = &mut mask[base..base + s];
                 let mut at = 0usize;
                 let mut number = 0i32;
                 for piece in self.pieces_of(row) {
@@ -415,22 +436,25 @@ impl TokenBatch {
                     cu[sequence] = (base + at) as i32;
                     sequence += 1;
                     max_seqlen = max_seqlen.max((inputs - at) as u32);
-                    for i in at..inputs {
-                        ids[base + i] = i64::from(toks[i]);
-                        pos[base + i] = (i - at) as i64;
-                        seg[base + i] = number;
+                    for (id, &token) in ids[at..inputs].iter_mut().zip(&toks[at..inputs]) {
+                        *id = i64::from(token);
                     }
+                    for (offset, p) in pos[at..inputs].iter_mut().enumerate() {
+                        *p = offset as i64;
+                    }
+                    seg[at..inputs].fill(number);
                     // A label is the next token of the same piece: within it, and for the
                     // piece's last input only if the piece goes on past the inputs.
                     let labelled = (end - 1).min(inputs);
-                    for i in at..labelled {
-                        lab[base + i] = i64::from(toks[i + 1]);
-                        mask[base + i] = 1;
+                    for (label, &token) in lab[at..labelled]
+                        .iter_mut()
+                        .zip(&toks[at + 1..labelled + 1])
+                    {
+                        *label = i64::from(token);
                     }
-                    for i in labelled..inputs {
-                        lab[base + i] = IGNORE_INDEX;
-                        mask[base + i] = 0;
-                    }
+                    mask[at..labelled].fill(1);
+                    lab[labelled..inputs].fill(IGNORE_INDEX);
+                    mask[labelled..inputs].fill(0);
                     at = end;
                 }
                 let padded = at.min(s);
@@ -438,11 +462,11 @@ impl TokenBatch {
                     cu[sequence] = (base + padded) as i32;
                     sequence += 1;
                     max_seqlen = max_seqlen.max((s - padded) as u32);
-                    ids[base + padded..base + s].fill(pad);
-                    lab[base + padded..base + s].fill(IGNORE_INDEX);
-                    pos[base + padded..base + s].fill(0);
-                    seg[base + padded..base + s].fill(0);
-                    mask[base + padded..base + s].fill(0);
+                    ids[padded..].fill(pad);
+                    lab[padded..].fill(IGNORE_INDEX);
+                    pos[padded..].fill(0);
+                    seg[padded..].fill(0);
+                    mask[padded..].fill(0);
                 }
             }
             cu[sequence] = (rows * s) as i32;

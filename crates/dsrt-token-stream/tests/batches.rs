@@ -309,3 +309,82 @@ fn a_loader_state_resumes_after_the_last_batch_on_another_topology() {
         assert_eq!(all.len() + missing.len(), expected.len());
     }
 }
+
+/// Every column of `batch` expanded with buffers from `pool`.
+fn expanded_columns(batch: &TokenBatch, pool: &Arc<BatchPool>) -> Vec<Vec<i64>> {
+    let mut copy = TokenBatch::from_parts(
+        batch.seq_len(),
+        batch.pad_id(),
+        batch.steps().to_vec(),
+        batch.padding().to_vec(),
+        batch.row_pieces().to_vec(),
+        batch.pieces().to_vec(),
+        batch.tokens(),
+        pool,
+    )
+    .unwrap();
+    let c = copy.expand(pool);
+    vec![
+        c.input_ids.values().to_vec(),
+        c.labels.values().to_vec(),
+        c.position_ids.values().to_vec(),
+        c.segment_ids
+            .values()
+            .iter()
+            .map(|&v| i64::from(v))
+            .collect(),
+        c.loss_mask.values().iter().map(|&v| i64::from(v)).collect(),
+        c.cu_seqlens
+            .values()
+            .iter()
+            .map(|&v| i64::from(v))
+            .collect(),
+        vec![i64::from(c.max_seqlen)],
+    ]
+}
+
+#[test]
+fn columns_over_recycled_buffers_equal_columns_over_fresh_ones() {
+    // Recycled buffers keep the values of the batches before (the pool does not zero them):
+    // batches of other shapes, larger and smaller, leave their values behind first.
+    let source = source();
+    let batches = |seq_len, mode, batch_size| -> Vec<TokenBatch> {
+        let config = TokenConfig {
+            seq_len,
+            mode,
+            bos_id: Some(BOS),
+            eos_id: Some(EOS),
+            ..TokenConfig::default()
+        };
+        let options = LoaderOptions {
+            batch_size,
+            workers: 0,
+            prefetch: 1,
+            expand: false,
+            first_batch: 0,
+        };
+        loader(&source, &config, 1, 0, options)
+            .take(6)
+            .map(Result::unwrap)
+            .collect()
+    };
+    let recycled = BatchPool::new();
+    for (seq_len, mode, batch_size) in [
+        (96, PackMode::Concat, 7),
+        (24, PackMode::BestFit, 3),
+        (40, PackMode::FirstFit, 4),
+        (40, PackMode::Concat, 4),
+    ] {
+        let mut checked = 0;
+        for batch in batches(seq_len, mode, batch_size) {
+            let fresh = expanded_columns(&batch, &BatchPool::new());
+            assert_eq!(
+                expanded_columns(&batch, &recycled),
+                fresh,
+                "seq_len {seq_len}, {mode:?}"
+            );
+            checked += 1;
+        }
+        assert_eq!(checked, 6);
+    }
+}

@@ -245,15 +245,17 @@ impl TokenCache {
             })
     }
 
-    /// Reads document `sample` into `buf`: one positional read of its record (see
-    /// [`Cache::read`]), the payload's length checked against its `n_tokens`. No allocation
-    /// once `buf` has grown to the longest document.
+    /// Reads document `sample` through `buf`: its record from the shard's memory map (see
+    /// [`Cache::read_mapped`]: an uncompressed payload is borrowed from the mapping, with no
+    /// system call or copy; a cache read through a shard source falls back to a positional
+    /// read), the payload's length checked against its `n_tokens`. No allocation once `buf`
+    /// has grown to the longest document.
     pub fn read<'a>(
         &'a self,
         sample: u64,
         buf: &'a mut TokenBuf,
     ) -> Result<Tokens<'a>, TokenError> {
-        let read = self.cache.read(sample, &mut buf.sample)?;
+        let read = self.cache.read_mapped(sample, &mut buf.sample)?;
         let value = read
             .metadata
             .get(self.n_tokens_column)

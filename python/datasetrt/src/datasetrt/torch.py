@@ -801,30 +801,31 @@ class TokenTensors:
             record = self._cache["arrow"] = pa.record_batch(self._batch.arrow())
         return record
 
+    def _derive_tensors(self) -> None:
+        """Makes every tensor column and ``max_seqlen`` at once: one native call for the views
+        of the batch's buffers, then a tensor over each (no copy)."""
+        views, max_seqlen = self._batch._tensor_columns()
+        with warnings.catch_warnings():
+            # Arrow buffers are immutable and torch has no read-only tensor; each tensor
+            # shares the memory of its batch alone, which nothing else reads.
+            warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+            for name, view in zip(self._TENSORS, views):
+                tensor = torch.from_numpy(numpy.asarray(view))
+                if name == "loss_mask":
+                    tensor = tensor.view(torch.bool)
+                self._cache[name] = tensor
+        self._cache["max_seqlen"] = max_seqlen
+
     def __getitem__(self, name: str) -> Any:
         if name in self._cache:
             return self._cache[name]
+        if name in self._TENSORS or name == "max_seqlen":
+            self._derive_tensors()
+            return self._cache[name]
         record = self._record()
-        rows, seq_len = len(self._batch), self._batch.seq_len
+        rows = len(self._batch)
         value: Any
-        if name in ("input_ids", "labels", "position_ids"):
-            values = record.column(name).values
-            value = _tensor(values.buffers()[1], torch.int64, rows * seq_len).view(rows, seq_len)
-        elif name == "segment_ids":
-            values = record.column(name).values
-            value = _tensor(values.buffers()[1], torch.int32, rows * seq_len).view(rows, seq_len)
-        elif name == "loss_mask":
-            values = record.column(name).values
-            mask = _tensor(values.buffers()[1], torch.uint8, rows * seq_len)
-            value = mask.view(torch.bool).view(rows, seq_len)
-        elif name == "cu_seqlens":
-            # The list's child holds every row's sequence starts and, past the last row's,
-            # the flattened batch's end.
-            values = record.column(name).values
-            value = _tensor(values.buffers()[1], torch.int32, len(values))
-        elif name == "max_seqlen":
-            value = self._batch.max_seqlen
-        elif name == "padding":
+        if name == "padding":
             value = _bools(record.column("padding"))
         elif name == "steps":
             value = _tensor(record.column("step").buffers()[1], torch.int64, rows)
