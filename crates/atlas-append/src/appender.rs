@@ -201,7 +201,13 @@ impl Appender {
         match writer.finish().await {
             Ok(summary) => self.publish(summary.container_bytes).await,
             Err(e) => {
-                remove_part(self.store.as_ref(), &self.prefix, self.local_dir.as_deref(), &self.part_id).await;
+                remove_part(
+                    self.store.as_ref(),
+                    &self.prefix,
+                    self.local_dir.as_deref(),
+                    &self.part_id,
+                )
+                .await;
                 Err(e.into())
             }
         }
@@ -251,7 +257,13 @@ impl Appender {
         match self.copy_container(from.as_ref(), &path).await {
             Ok(bytes) => self.publish(bytes).await,
             Err(e) => {
-                remove_part(self.store.as_ref(), &self.prefix, self.local_dir.as_deref(), &self.part_id).await;
+                remove_part(
+                    self.store.as_ref(),
+                    &self.prefix,
+                    self.local_dir.as_deref(),
+                    &self.part_id,
+                )
+                .await;
                 Err(e)
             }
         }
@@ -310,7 +322,13 @@ impl Appender {
                 })
             }
             Err(e) => {
-                remove_part(self.store.as_ref(), &self.prefix, self.local_dir.as_deref(), &self.part_id).await;
+                remove_part(
+                    self.store.as_ref(),
+                    &self.prefix,
+                    self.local_dir.as_deref(),
+                    &self.part_id,
+                )
+                .await;
                 Err(e)
             }
         }

@@ -16,7 +16,7 @@ use atlas_reader::{
     decode_manifest, manifest_path, part_prefix, ArrayData, Atlas, AtlasError, CommitOutcome,
     DatasetView, GrowingProblem,
 };
-use atlas_writer::{ArraySpec, AtlasWriter, DatasetSpec, WriterOptions};
+use atlas_writer::{ArraySpec, AtlasWriter, Attr, DatasetSpec, WriterOptions};
 use object_access::StoreLocation;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
@@ -99,15 +99,34 @@ pub async fn copy_dataset(view: &DatasetView<'_>) -> Result<DatasetSpec, AppendE
         if let Some(fill) = layout.fill_value {
             array = array.fill(fill);
         }
-        for (key, value) in view.array_attributes(name).await? {
+        let attrs = view.array_attributes(name).await?;
+        for (key, value) in in_declared_order(meta.attrs().map(|(key, _)| key), attrs) {
             array = array.attr(key, value);
         }
         spec = spec.array(array);
     }
-    for (key, value) in view.attributes().await? {
+    let attrs = view.attributes().await?;
+    for (key, value) in in_declared_order(view.schema().attrs().map(|(key, _)| key), attrs) {
         spec = spec.attr(key, value);
     }
     Ok(spec)
+}
+
+/// `stored` (a segment's attributes, in its table's order) in the order the footer declares
+/// the keys, which is the order the writer was given them: the writer interns keys in that
+/// order, so another order writes other footer bytes.
+fn in_declared_order<'k>(
+    declared: impl Iterator<Item = &'k str>,
+    mut stored: Vec<(String, Attr)>,
+) -> Vec<(String, Attr)> {
+    let mut ordered = Vec::with_capacity(stored.len());
+    for key in declared {
+        if let Some(at) = stored.iter().position(|(k, _)| k == key) {
+            ordered.push(stored.swap_remove(at));
+        }
+    }
+    ordered.extend(stored);
+    ordered
 }
 
 fn written_array(name: &str, data: ArrayData) -> ArraySpec {
@@ -252,8 +271,8 @@ async fn compact_once(
     progress: &mut (dyn FnMut(usize, usize) + Send),
 ) -> Result<Option<CompactReport>, AppendError> {
     let manifest = target.manifest().await?;
-    let read = Atlas::open_manifest(Arc::clone(&target.store), &target.prefix, &manifest, None)
-        .await?;
+    let read =
+        Atlas::open_manifest(Arc::clone(&target.store), &target.prefix, &manifest, None).await?;
     let part_id = new_part_id();
     let options = WriterOptions {
         created_unix_ms: unix_ms_now(),
