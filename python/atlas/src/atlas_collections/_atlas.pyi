@@ -35,6 +35,7 @@ __all__ = [
     "Collection",
     "Writer",
     "check_name",
+    "compact",
     "FORMAT_VERSION",
 ]
 
