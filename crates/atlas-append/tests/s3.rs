@@ -217,6 +217,9 @@ fn compaction_on_s3_is_byte_identical_to_a_fresh_write() {
         };
         let part = get(format!("parts/{}/data.atlas", report.part)).await;
         let written = get("fresh/data.atlas".to_owned()).await;
-        assert!(part == written, "the compacted part differs from a fresh write");
+        assert!(
+            part == written,
+            "the compacted part differs from a fresh write"
+        );
     });
 }
