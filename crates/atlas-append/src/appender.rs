@@ -2,7 +2,7 @@
 
 use crate::error::AppendError;
 use atlas_footer::CONTAINER_OBJECT;
-use atlas_reader::manifest::{Commit, Manifest, MANIFEST_OBJECT, PARTS_DIR};
+use atlas_reader::manifest::{Commit, CommitKind, Manifest, MANIFEST_OBJECT, PARTS_DIR};
 use atlas_reader::{
     decode_manifest, manifest_path, part_prefix, Atlas, AtlasError, CommitOutcome,
     ConditionalPutCommitter, GrowingProblem, LocalFlockCommitter, MaskCommitter,
@@ -157,7 +157,9 @@ impl Appender {
             writer: Some(writer),
             written: 0,
         };
-        appender.take_names(&manifest.commits).await?;
+        appender
+            .take_names(manifest.parts_of(manifest.latest()))
+            .await?;
         appender.manifest = manifest;
         Ok(appender)
     }
@@ -199,7 +201,13 @@ impl Appender {
         match writer.finish().await {
             Ok(summary) => self.publish(summary.container_bytes).await,
             Err(e) => {
-                self.remove_part().await;
+                remove_part(
+                    self.store.as_ref(),
+                    &self.prefix,
+                    self.local_dir.as_deref(),
+                    &self.part_id,
+                )
+                .await;
                 Err(e.into())
             }
         }
@@ -249,7 +257,13 @@ impl Appender {
         match self.copy_container(from.as_ref(), &path).await {
             Ok(bytes) => self.publish(bytes).await,
             Err(e) => {
-                self.remove_part().await;
+                remove_part(
+                    self.store.as_ref(),
+                    &self.prefix,
+                    self.local_dir.as_deref(),
+                    &self.part_id,
+                )
+                .await;
                 Err(e)
             }
         }
@@ -285,7 +299,7 @@ impl Appender {
     /// the manifest; a failure removes the part.
     async fn publish(mut self, container_bytes: u64) -> Result<AppendReport, AppendError> {
         let committed = async {
-            self.sync_local_part()?;
+            sync_local_part(self.local_dir.as_deref(), &self.part_id)?;
             self.commit_manifest().await
         }
         .await;
@@ -308,7 +322,13 @@ impl Appender {
                 })
             }
             Err(e) => {
-                self.remove_part().await;
+                remove_part(
+                    self.store.as_ref(),
+                    &self.prefix,
+                    self.local_dir.as_deref(),
+                    &self.part_id,
+                )
+                .await;
                 Err(e)
             }
         }
@@ -318,13 +338,7 @@ impl Appender {
     /// write, again after a conflict. A manifest that moved since it was checked has its new
     /// parts' names checked first. Returns the version made and the attempts taken.
     async fn commit_manifest(&mut self) -> Result<(u64, u32), AppendError> {
-        let committer: Arc<dyn MaskCommitter> = match &self.local_dir {
-            Some(dir) => Arc::new(LocalFlockCommitter::for_object(dir, MANIFEST_OBJECT)),
-            None => Arc::new(ConditionalPutCommitter::strict(
-                Arc::clone(&self.store),
-                manifest_path(&self.prefix),
-            )),
-        };
+        let committer = manifest_committer(&self.store, &self.prefix, self.local_dir.as_deref());
         let path = manifest_path(&self.prefix);
         let datasets = self.written as u64;
         for attempt in 1..=MAX_ATTEMPTS {
@@ -374,13 +388,15 @@ impl Appender {
     async fn catch_up(&mut self, current: Manifest) -> Result<(), AppendError> {
         let checked = self.manifest.commits.len();
         let same_history = current.commits.get(..checked) == Some(&self.manifest.commits[..]);
-        if !same_history {
-            self.checked.clear();
-        }
-        let new = if same_history {
+        // A compaction since replaces the part list: check its parts, not the ones it replaced.
+        let compacted = current.commits[checked.min(current.commits.len())..]
+            .iter()
+            .any(|c| c.kind == CommitKind::Compact);
+        let new = if same_history && !compacted {
             &current.commits[checked..]
         } else {
-            &current.commits[..]
+            self.checked.clear();
+            current.parts_of(current.latest())
         };
         self.take_names(new).await?;
         self.manifest = current;
@@ -435,39 +451,64 @@ impl Appender {
             None => Ok(()),
         }
     }
+}
 
-    /// On local disk, makes the part durable before a manifest names it: its container, its
-    /// directory and the directories above it, fsynced.
-    fn sync_local_part(&self) -> Result<(), AppendError> {
-        let Some(dir) = &self.local_dir else {
-            return Ok(());
-        };
-        let parts = dir.join(PARTS_DIR);
-        let part = parts.join(&self.part_id);
-        let container = part.join(CONTAINER_OBJECT);
-        let fs = StdFileSystem;
-        let io = |path: &std::path::Path| {
-            let path = path.display().to_string();
-            move |source| AppendError::Io { path, source }
-        };
-        fs.sync_existing(&container).map_err(io(&container))?;
-        fs.sync_dir(&part).map_err(io(&part))?;
-        fs.sync_dir(&parts).map_err(io(&parts))?;
-        fs.sync_dir(dir).map_err(io(dir))
+/// On local disk (`local_dir`: the collection directory), makes part `part_id` durable before
+/// a manifest names it: its container, its directory and the directories above it, fsynced.
+pub(crate) fn sync_local_part(
+    local_dir: Option<&std::path::Path>,
+    part_id: &str,
+) -> Result<(), AppendError> {
+    let Some(dir) = local_dir else {
+        return Ok(());
+    };
+    let parts = dir.join(PARTS_DIR);
+    let part = parts.join(part_id);
+    let container = part.join(CONTAINER_OBJECT);
+    let fs = StdFileSystem;
+    let io = |path: &std::path::Path| {
+        let path = path.display().to_string();
+        move |source| AppendError::Io { path, source }
+    };
+    fs.sync_existing(&container).map_err(io(&container))?;
+    fs.sync_dir(&part).map_err(io(&part))?;
+    fs.sync_dir(&parts).map_err(io(&parts))?;
+    fs.sync_dir(dir).map_err(io(dir))
+}
+
+/// Removes uncommitted part `part_id`, best effort: no manifest names it, so no reader opens it.
+pub(crate) async fn remove_part(
+    store: &dyn ObjectStore,
+    prefix: &Path,
+    local_dir: Option<&std::path::Path>,
+    part_id: &str,
+) {
+    let container = part_prefix(prefix, part_id).join(CONTAINER_OBJECT);
+    match store.delete(&container).await {
+        Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+        Err(e) => {
+            tracing::warn!(part = %container, %e, "could not remove an uncommitted part");
+        }
     }
+    if let Some(dir) = local_dir {
+        let _ = std::fs::remove_dir(dir.join(PARTS_DIR).join(part_id));
+    }
+}
 
-    /// Removes the uncommitted part, best effort: no manifest names it, so no reader opens it.
-    async fn remove_part(&self) {
-        let container = part_prefix(&self.prefix, &self.part_id).join(CONTAINER_OBJECT);
-        match self.store.delete(&container).await {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-            Err(e) => {
-                tracing::warn!(part = %container, %e, "could not remove an uncommitted part");
-            }
-        }
-        if let Some(dir) = &self.local_dir {
-            let _ = std::fs::remove_dir(dir.join(PARTS_DIR).join(&self.part_id));
-        }
+/// The committer of the manifest at `prefix`: the collection directory's `flock` on local
+/// disk, a strict conditional PUT on a store (never last-writer-wins: a commit overwritten by
+/// a racing one would lose what it reported as committed).
+pub(crate) fn manifest_committer(
+    store: &Arc<dyn ObjectStore>,
+    prefix: &Path,
+    local_dir: Option<&std::path::Path>,
+) -> Arc<dyn MaskCommitter> {
+    match local_dir {
+        Some(dir) => Arc::new(LocalFlockCommitter::for_object(dir, MANIFEST_OBJECT)),
+        None => Arc::new(ConditionalPutCommitter::strict(
+            Arc::clone(store),
+            manifest_path(prefix),
+        )),
     }
 }
 
@@ -481,7 +522,7 @@ pub(crate) fn location_name(location: &StoreLocation) -> String {
 
 /// A part id no other appender picks: 128 bits from two of std's randomly keyed hashers
 /// (seeded from the OS), with the process id and the time folded in, as 32 hex digits.
-fn new_part_id() -> String {
+pub(crate) fn new_part_id() -> String {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
@@ -491,7 +532,7 @@ fn new_part_id() -> String {
 }
 
 /// Milliseconds since the Unix epoch on this host's clock (0 before it).
-fn unix_ms_now() -> i64 {
+pub(crate) fn unix_ms_now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))

@@ -4,7 +4,8 @@ use atlas_reader::AtlasError;
 use atlas_writer::WriteError;
 use thiserror::Error;
 
-/// An append that failed. Nothing it wrote is visible: the manifest was not committed.
+/// An append (or a compaction) that failed. Nothing it wrote is visible: the manifest was not
+/// committed.
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum AppendError {
@@ -30,6 +31,31 @@ pub enum AppendError {
         /// The collection to adopt.
         collection: String,
         /// Why not.
+        reason: String,
+    },
+    /// A dataset a compaction cannot copy into the bytes a fresh write makes.
+    #[error("dataset '{dataset}' cannot be copied: {reason}")]
+    Uncopyable {
+        /// The dataset.
+        dataset: String,
+        /// Why not.
+        reason: String,
+    },
+    /// Appends kept committing while a compaction rewrote the collection; nothing was
+    /// committed and its part was removed.
+    #[error("{collection}: compaction gave up after {attempts} tries, each overtaken by an append; run it again when appends pause")]
+    CompactConflict {
+        /// The collection.
+        collection: String,
+        /// Compactions made.
+        attempts: u32,
+    },
+    /// A compaction of a location that is not a growing collection with a committed version.
+    #[error("{collection}: not a growing collection to compact: {reason}")]
+    NotGrowing {
+        /// The location.
+        collection: String,
+        /// What it lacks.
         reason: String,
     },
     /// The commit kept losing races with other appenders.
@@ -65,12 +91,16 @@ impl AppendError {
     /// store or transport failure, or a commit that kept losing races.
     pub fn is_retryable(&self) -> bool {
         match self {
-            Self::CommitConflict { .. } => true,
+            Self::CommitConflict { .. } | Self::CompactConflict { .. } => true,
             Self::Read(e) => e.is_retryable(),
             Self::Write(e) => e.is_retryable(),
             Self::Io { source, .. } => object_access::is_retryable_io_error(source),
             Self::Store(e) => object_access::is_retryable_store_error(e),
-            Self::NameTaken { .. } | Self::PlainCollection { .. } | Self::Source { .. } => false,
+            Self::NameTaken { .. }
+            | Self::PlainCollection { .. }
+            | Self::Source { .. }
+            | Self::Uncopyable { .. }
+            | Self::NotGrowing { .. } => false,
         }
     }
 }

@@ -7,7 +7,7 @@
 //! its part to committing it.
 
 use atlas_reader::manifest::{is_valid_part_id, Manifest, PARTS_DIR};
-use atlas_reader::AtlasError;
+use atlas_reader::{AtlasError, CommitOutcome};
 use futures::TryStreamExt;
 use object_access::StoreLocation;
 use object_store::local::LocalFileSystem;
@@ -52,6 +52,9 @@ pub struct GcReport {
     pub latest: u64,
     /// The oldest version whose parts were kept.
     pub oldest_kept: u64,
+    /// The oldest version readable after this gc: above 1 only once a gc removed parts that
+    /// older versions name (which only a compaction leaves), committed before any was removed.
+    pub oldest_readable_version: u64,
     /// The parts removed (or, on a dry run, that would be), by id.
     pub removed_parts: Vec<String>,
     /// Objects removed (or that would be).
@@ -154,13 +157,16 @@ pub async fn collect_garbage(
     let Some(manifest) = atlas_reader::read_manifest(store.as_ref(), &prefix).await? else {
         return Err(GcError::NotGrowing { collection });
     };
-    let (oldest_kept, kept) = kept_parts(&manifest, options.keep_versions);
+    let tagged = tagged_versions(store.as_ref(), &prefix, &collection).await?;
+    let (oldest_kept, kept) = kept_parts(&manifest, options.keep_versions, &tagged);
     let now = SystemTime::now();
     let mut report = GcReport {
         latest: manifest.latest(),
         oldest_kept,
+        oldest_readable_version: manifest.oldest_readable,
         ..GcReport::default()
     };
+    let mut removable = Vec::new();
     for (id, part) in found {
         if kept.contains(id.as_str()) {
             continue;
@@ -170,8 +176,22 @@ pub async fn collect_garbage(
             .map_or(true, |age| age < options.grace);
         if young {
             report.young_parts.push(id);
-            continue;
+        } else {
+            removable.push((id, part));
         }
+    }
+    // A version that names a part about to go is made unreadable first, in the manifest, so
+    // that no reader ever follows a readable version to a missing part.
+    let named_below = (manifest.oldest_readable..oldest_kept)
+        .flat_map(|version| manifest.parts_of(version))
+        .any(|commit| removable.iter().any(|(id, _)| *id == commit.part));
+    if named_below {
+        report.oldest_readable_version = oldest_kept;
+        if !options.dry_run {
+            raise_oldest_readable(&store, &prefix, local_dir.as_deref(), oldest_kept).await?;
+        }
+    }
+    for (id, part) in removable {
         report.removed_objects += part.files;
         report.removed_bytes += part.bytes;
         if !options.dry_run {
@@ -234,12 +254,24 @@ impl FoundPart {
 }
 
 /// The oldest version kept, and the ids of every part a kept version names.
-fn kept_parts(manifest: &Manifest, keep: Option<NonZeroU64>) -> (u64, HashSet<&str>) {
+fn kept_parts<'m>(
+    manifest: &'m Manifest,
+    keep: Option<NonZeroU64>,
+    tagged: &[u64],
+) -> (u64, HashSet<&'m str>) {
     let latest = manifest.latest();
     let oldest = match keep {
         Some(keep) => latest.saturating_sub(keep.get() - 1).max(1),
         None => 1,
     };
+    // A tagged version is kept as a kept version is; so are the versions after it, which keeps
+    // "the versions from the oldest readable one on" one range.
+    let oldest = tagged
+        .iter()
+        .copied()
+        .filter(|&v| v <= latest)
+        .fold(oldest, u64::min)
+        .max(manifest.oldest_readable);
     let kept = (oldest..=latest)
         .flat_map(|version| manifest.parts_of(version))
         .map(|commit| commit.part.as_str())
@@ -248,6 +280,72 @@ fn kept_parts(manifest: &Manifest, keep: Option<NonZeroU64>) -> (u64, HashSet<&s
 }
 
 /// The listed objects grouped by part id (`parts/<id>/...`), skipping what is not a part's.
+/// The versions the collection's tags name (`tags/<name>`); an object there that is not a
+/// valid tag is refused, as an open of it would be.
+async fn tagged_versions(
+    store: &dyn ObjectStore,
+    prefix: &Path,
+    collection: &str,
+) -> Result<Vec<u64>, GcError> {
+    let tags_prefix = prefix.clone().join(atlas_reader::tag::TAGS_DIR);
+    let store_error = |source| GcError::Store {
+        collection: collection.to_owned(),
+        source,
+    };
+    let listed: Vec<ObjectMeta> = store
+        .list(Some(&tags_prefix))
+        .try_collect()
+        .await
+        .map_err(store_error)?;
+    let mut versions = Vec::with_capacity(listed.len());
+    for object in listed {
+        let bytes = store
+            .get(&object.location)
+            .await
+            .map_err(store_error)?
+            .bytes()
+            .await
+            .map_err(store_error)?;
+        versions.push(atlas_reader::tag::decode_tag(&object.location, &bytes)?);
+    }
+    Ok(versions)
+}
+
+/// Commits `oldest` as the manifest's oldest readable version (never lowering it), through the
+/// appender's commit primitive.
+async fn raise_oldest_readable(
+    store: &Arc<dyn ObjectStore>,
+    prefix: &Path,
+    local_dir: Option<&std::path::Path>,
+    oldest: u64,
+) -> Result<(), GcError> {
+    let committer = crate::appender::manifest_committer(store, prefix, local_dir);
+    let path = atlas_reader::manifest_path(prefix);
+    let merge = |current: Option<&[u8]>| -> Result<Vec<u8>, AtlasError> {
+        let mut next = match current {
+            Some(bytes) => atlas_reader::decode_manifest(&path, bytes)?,
+            None => Manifest::default(),
+        };
+        next.oldest_readable = next.oldest_readable.max(oldest);
+        Ok(next.encode())
+    };
+    for attempt in 1..=RAISE_ATTEMPTS {
+        match committer.attempt(&merge).await? {
+            CommitOutcome::Committed => return Ok(()),
+            CommitOutcome::Conflict => {
+                tokio::time::sleep(atlas_reader::retry_pause(attempt)).await;
+            }
+        }
+    }
+    Err(GcError::Read(AtlasError::Growing {
+        path: path.to_string(),
+        problem: atlas_reader::GrowingProblem::ManifestMoved,
+    }))
+}
+
+/// Commits of the oldest readable version tried before gc gives up on conflicts.
+const RAISE_ATTEMPTS: u32 = 100;
+
 fn store_parts(parts_prefix: &Path, listed: Vec<ObjectMeta>) -> BTreeMap<String, FoundPart> {
     let mut parts: BTreeMap<String, FoundPart> = BTreeMap::new();
     for object in listed {

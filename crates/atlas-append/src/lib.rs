@@ -18,9 +18,13 @@
 //!
 //! [`create_tag`] (`atlas tag`) names one version, once; readers open it by name.
 //!
+//! [`compact`] (`atlas compact`) rewrites the live datasets of every part as one part, byte for
+//! byte what a fresh write of them makes ([`copy_dataset`]), committed as a version whose only
+//! part it is; older versions read their parts until `gc` removes them.
+//!
 //! What it is not for: reading (`atlas-reader` opens a growing collection as one), writing a
 //! plain collection (`atlas-writer`), deletes (`atlas-reader`'s `Atlas::delete`), replacing
-//! parts.
+//! one dataset by another of its name.
 //!
 //! Layering: above `atlas-reader` (the manifest, the parts' names, the commit primitives) and
 //! `atlas-writer` (the part's container), `durable-fs` (fsync of a local part) and
@@ -28,11 +32,13 @@
 #![forbid(unsafe_code)]
 
 mod appender;
+mod compact;
 mod error;
 mod gc;
 mod tag;
 
 pub use appender::{AppendReport, Appender};
+pub use compact::{compact, copy_dataset, CompactReport};
 pub use error::AppendError;
 pub use gc::{collect_garbage, GcError, GcOptions, GcReport, DEFAULT_GRACE};
 pub use tag::{create_tag, TagReport};

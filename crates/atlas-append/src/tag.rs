@@ -72,6 +72,16 @@ pub async fn create_tag(
         }
         .into());
     }
+    if version < manifest.oldest_readable {
+        return Err(AtlasError::Growing {
+            path: atlas_reader::manifest_path(&prefix).to_string(),
+            problem: GrowingProblem::CollectedByGc {
+                asked: version,
+                oldest_readable: manifest.oldest_readable,
+            },
+        }
+        .into());
+    }
     let committer: Box<dyn MaskCommitter> = match &local_dir {
         Some(dir) => {
             let tags = dir.join(TAGS_DIR);

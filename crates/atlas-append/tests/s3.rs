@@ -43,6 +43,10 @@ fn main() -> ExitCode {
                 "gc_on_s3_removes_exactly_an_unreferenced_part",
                 gc_on_s3_removes_exactly_an_unreferenced_part,
             ),
+            (
+                "compaction_on_s3_is_byte_identical_to_a_fresh_write",
+                compaction_on_s3_is_byte_identical_to_a_fresh_write,
+            ),
         ],
         "needs the S3 test server; cargo xtask test runs them",
     )
@@ -162,5 +166,60 @@ fn gc_on_s3_removes_exactly_an_unreferenced_part() {
         let after = Atlas::open_location(&location, |s| s).await.unwrap();
         assert_eq!(names(&after), names(&atlas));
         check_contents(&after).await;
+    });
+}
+
+fn compaction_on_s3_is_byte_identical_to_a_fresh_write() {
+    use atlas_writer::{AtlasWriter, WriterOptions};
+    use object_store::ObjectStoreExt;
+    let url = url("compact");
+    let location = StoreLocation::parse(&url).unwrap();
+    let remote = location.as_remote().unwrap().clone();
+    let rt = runtime();
+    rt.block_on(async {
+        for writer in 0..5 {
+            append(&location, writer, 4).await;
+        }
+        let gone = [name(0, 1), name(2, 0), name(4, 3)];
+        let atlas = Atlas::open_location(&location, |s| s).await.unwrap();
+        atlas.delete(&gone).await.unwrap();
+        let live: Vec<(usize, String)> = (0..5)
+            .flat_map(|w| (0..4).map(move |i| (w, name(w, i))))
+            .filter(|(_, n)| !gone.contains(n))
+            .collect();
+
+        let report = atlas_append::compact(&location, &mut |_, _| {})
+            .await
+            .unwrap();
+        assert_eq!((report.version, report.datasets), (6, live.len()));
+        let compacted = Atlas::open_location(&location, |s| s).await.unwrap();
+        assert_eq!(compacted.part_commits().len(), 1);
+        let created = compacted.parts().next().unwrap().1.footer().created_unix_ms;
+        check_contents(&compacted).await;
+
+        let store = remote.store();
+        let mut fresh = AtlasWriter::new(
+            store.clone(),
+            &remote.object("fresh"),
+            WriterOptions {
+                created_unix_ms: created,
+                ..WriterOptions::default()
+            },
+        );
+        for (writer, name) in &live {
+            fresh.write_dataset(dataset(name, *writer)).unwrap();
+        }
+        fresh.finish().await.unwrap();
+        let get = |path: String| {
+            let store = store.clone();
+            let object = remote.object(&path);
+            async move { store.get(&object).await.unwrap().bytes().await.unwrap() }
+        };
+        let part = get(format!("parts/{}/data.atlas", report.part)).await;
+        let written = get("fresh/data.atlas".to_owned()).await;
+        assert!(
+            part == written,
+            "the compacted part differs from a fresh write"
+        );
     });
 }

@@ -14,9 +14,10 @@ use atlas::{
     DatasetSpec, DatasetView, FillValue, GcOptions, StatValue, VerifyDepth, WriterOptions,
 };
 use comfy_table::{presets, CellAlignment, Table};
-use indicatif::HumanBytes;
+use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use object_access::StoreLocation;
 use serde_json::{json, Value};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use terminal_text::{escape, Escaped};
@@ -61,6 +62,7 @@ pub(crate) async fn run(command: Command, as_json: bool, at: At) -> Result<(), C
             sources,
         } => append(&collection, &sources).await?,
         Command::Log { collection } => log(&open(&collection).await?),
+        Command::Compact { collection } => compact(&collection).await?,
         Command::Tag {
             collection,
             name,
@@ -651,6 +653,7 @@ async fn gc(collection: &str, options: &GcOptions) -> Result<Output, CliError> {
     let mut out = Output::new(json!({
         "latest_version": report.latest,
         "oldest_kept_version": report.oldest_kept,
+        "oldest_readable_version": report.oldest_readable_version,
         "removed_parts": report.removed_parts,
         "removed_objects": report.removed_objects,
         "removed_bytes": report.removed_bytes,
@@ -665,6 +668,12 @@ async fn gc(collection: &str, options: &GcOptions) -> Result<Output, CliError> {
         report.oldest_kept,
         report.latest
     ));
+    if report.oldest_readable_version > 1 {
+        out = out.line(format!(
+            "versions before {} are no longer readable (their parts were compacted)",
+            report.oldest_readable_version
+        ));
+    }
     if !report.young_parts.is_empty() {
         out = out.line(format!(
             "left {} unreferenced part(s) younger than {} s (an append may still commit them)",
@@ -675,20 +684,69 @@ async fn gc(collection: &str, options: &GcOptions) -> Result<Output, CliError> {
     Ok(out)
 }
 
+/// `atlas compact`: the compacted part and the version it made; a bar of datasets copied on
+/// stderr, shown only to a person (hidden when stderr is not a terminal).
+async fn compact(collection: &str) -> Result<Output, CliError> {
+    let bar = if std::io::stderr().is_terminal() {
+        let bar = ProgressBar::new(0);
+        bar.set_draw_target(ProgressDrawTarget::stderr());
+        // A template error would be a bug in the constant; the default style then serves.
+        if let Ok(style) = ProgressStyle::with_template(COMPACT_BAR) {
+            bar.set_style(style);
+        }
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let mut progress = |done: usize, total: usize| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    };
+    let report = atlas::compact(&place(collection)?, &mut progress).await;
+    bar.finish_and_clear();
+    let report = report?;
+    Ok(Output::new(json!({
+        "version": report.version,
+        "part": report.part,
+        "datasets": report.datasets,
+        "replaced_parts": report.replaced_parts,
+        "container_bytes": report.container_bytes,
+        "carried_deletes": report.carried_deletes,
+        "attempts": report.attempts,
+    }))
+    .line(format!(
+        "compacted {} dataset(s) of {} part(s) into part {} ({}) as version {}",
+        report.datasets,
+        report.replaced_parts,
+        report.part,
+        HumanBytes(report.container_bytes),
+        report.version
+    )))
+}
+
+/// The bar `atlas compact` draws: datasets copied of all of them.
+const COMPACT_BAR: &str =
+    "compacting [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} datasets (eta {eta})";
+
 /// `atlas log`: the commits of the version open, oldest first.
 fn log(atlas: &Atlas) -> Output {
     let commits = atlas.commits();
-    let mut table = table(&["VERSION", "COMMITTED (UTC)", "DATASETS", "PART"], &[0, 2]);
+    let mut table = table(
+        &["VERSION", "KIND", "COMMITTED (UTC)", "DATASETS", "PART"],
+        &[0, 3],
+    );
     let mut rows = Vec::with_capacity(commits.len());
     for commit in commits {
         table.add_row(vec![
             commit.version.to_string(),
+            commit.kind.as_str().to_owned(),
             utc(commit.created_unix_ms),
             commit.datasets.to_string(),
             commit.part.clone(),
         ]);
         rows.push(json!({
             "version": commit.version,
+            "kind": commit.kind.as_str(),
             "created_unix_ms": commit.created_unix_ms,
             "datasets": commit.datasets,
             "part": commit.part,

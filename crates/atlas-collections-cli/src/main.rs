@@ -102,8 +102,14 @@ enum Command {
         #[arg(required = true)]
         sources: Vec<String>,
     },
-    /// The versions of a growing collection: number, commit time (UTC), datasets added, part.
+    /// The versions of a growing collection: number, kind (append or compact), commit time
+    /// (UTC), datasets in its part, part.
     Log { collection: String },
+    /// Rewrites the live datasets of every part of a growing collection, in order, as one part
+    /// (byte for byte a fresh write of them) committed as a new version; older versions read
+    /// their parts until gc removes them (docs/format/growing.md, "Compaction"). A progress
+    /// bar on stderr when it is a terminal.
+    Compact { collection: String },
     /// Names VERSION of a growing collection (default: the latest) NAME, once: a tag is
     /// never moved. Read it with --at-tag NAME (docs/format/growing.md, "Tags").
     Tag {

@@ -266,3 +266,53 @@ fn files_below(dir: &Path) -> Vec<(String, Vec<u8>)> {
     out.sort();
     out
 }
+
+#[test]
+fn compact_folds_the_parts_into_one_version_that_log_and_gc_show() {
+    let dir = tempfile::tempdir().unwrap();
+    let jan = source(dir.path(), "jan_", 3);
+    let feb = source(dir.path(), "feb_", 2);
+    let mar = source(dir.path(), "mar_", 2);
+    let grown = dir.path().join("grown").to_str().unwrap().to_owned();
+    json(&["append", &grown, &jan, &feb, &mar]);
+    json(&["delete", &grown, "feb_000"]);
+    let before = names(&grown, None);
+
+    let compacted = json(&["compact", &grown]);
+    assert_eq!(compacted["version"], 4);
+    assert_eq!(compacted["datasets"], 6);
+    assert_eq!(compacted["replaced_parts"], 3);
+    assert_eq!(compacted["attempts"], 1);
+    assert_eq!(names(&grown, None), before);
+    assert_eq!(json(&["info", &grown])["live_datasets"], 6);
+    stdout(&atlas(&["verify", "--full", &grown]));
+
+    let log = json(&["log", &grown]);
+    let kinds: Vec<&str> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["append", "append", "append", "compact"]);
+    let human = stdout(&atlas(&["log", &grown]));
+    assert!(
+        human.starts_with("VERSION") && human.contains("KIND"),
+        "{human}"
+    );
+    assert!(human.contains("compact"), "{human}");
+
+    // The old version reads until gc removes its parts; then it is a clear error (exit 1).
+    assert_eq!(names(&grown, Some("3")), before);
+    let gc = json(&["gc", &grown, "--keep-versions", "1", "--grace-seconds", "0"]);
+    assert_eq!(gc["removed_parts"].as_array().unwrap().len(), 3);
+    assert_eq!(gc["oldest_readable_version"], 4);
+    let old = atlas(&["ls", &grown, "--at-version", "3"]);
+    assert_eq!(old.status.code(), Some(1));
+    let message = String::from_utf8_lossy(&old.stderr);
+    assert!(message.contains("collected by gc"), "{message}");
+    assert_eq!(names(&grown, None), before);
+
+    // A plain collection is not compacted (exit 1).
+    assert_eq!(atlas(&["compact", &jan]).status.code(), Some(1));
+}

@@ -44,8 +44,8 @@
 
 pub use array_format::{FillValue, StatValue, TimestampNs};
 pub use atlas_append::{
-    collect_garbage, create_tag, AppendError, AppendReport, Appender, GcError, GcOptions, GcReport,
-    TagReport, DEFAULT_GRACE as DEFAULT_GC_GRACE,
+    collect_garbage, compact, copy_dataset, create_tag, AppendError, AppendReport, Appender,
+    CompactReport, GcError, GcOptions, GcReport, TagReport, DEFAULT_GRACE as DEFAULT_GC_GRACE,
 };
 pub use atlas_model::{validate_name, Attr, NameError, NameKind};
 pub use atlas_reader::manifest;

@@ -154,10 +154,20 @@ impl Collection {
     }
 
     /// The versions of a growing collection up to the one open, oldest first:
-    /// `(version, created_unix_ms, datasets added, part id)`; empty for a plain collection.
-    fn log(&self) -> Vec<(u64, i64, u64, String)> {
+    /// `(version, created_unix_ms, datasets in its part, part id, kind)`, kind `append` or
+    /// `compact`; empty for a plain collection.
+    fn log(&self) -> Vec<(u64, i64, u64, String, &'static str)> {
         (self.atlas.commits().iter())
-            .map(|c| (c.version, c.created_unix_ms, c.datasets, c.part.clone()))
+            .map(|c| {
+                let kind = c.kind.as_str();
+                (
+                    c.version,
+                    c.created_unix_ms,
+                    c.datasets,
+                    c.part.clone(),
+                    kind,
+                )
+            })
             .collect()
     }
 

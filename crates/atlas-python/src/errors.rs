@@ -137,11 +137,15 @@ fn append_class(error: &AppendError) -> &'static ExceptionClass {
     match error {
         AppendError::NameTaken { .. } => &DUPLICATE_NAME,
         AppendError::PlainCollection { .. } => &COLLECTION_EXISTS,
+        AppendError::NotGrowing { .. } => &NOT_A_COLLECTION,
+        AppendError::Uncopyable { .. } => &WRITE,
         AppendError::Read(e) => atlas_class(e),
         AppendError::Write(e) => write_class(e),
-        AppendError::CommitConflict { .. } | AppendError::Io { .. } | AppendError::Store(_) | _ => {
-            &STORAGE
-        }
+        AppendError::CommitConflict { .. }
+        | AppendError::CompactConflict { .. }
+        | AppendError::Io { .. }
+        | AppendError::Store(_)
+        | _ => &STORAGE,
     }
 }
 
@@ -152,6 +156,9 @@ fn append_kind(error: &AppendError) -> &'static str {
         AppendError::NameTaken { .. } => "dataset name",
         AppendError::PlainCollection { .. } => "plain_collection",
         AppendError::CommitConflict { .. } => "commit_conflict",
+        AppendError::CompactConflict { .. } => "compact_conflict",
+        AppendError::NotGrowing { .. } => "not_growing",
+        AppendError::Uncopyable { .. } => "uncopyable",
         AppendError::Source { .. } => "source",
         AppendError::Io { .. } => "io",
         AppendError::Store(_) => "store",

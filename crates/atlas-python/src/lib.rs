@@ -36,6 +36,7 @@ fn _atlas(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<collection::Collection>()?;
     m.add_class::<writer::Writer>()?;
     m.add_function(wrap_pyfunction!(writer::check_name, m)?)?;
+    m.add_function(wrap_pyfunction!(writer::compact, m)?)?;
     #[cfg(feature = "test-hooks")]
     testing::register(m)?;
     m.add("FORMAT_VERSION", atlas::format::FORMAT_VERSION)?;

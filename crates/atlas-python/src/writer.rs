@@ -187,6 +187,32 @@ fn attrs_from_py(
         .collect()
 }
 
+/// Compacts the growing collection at `location` (`atlas_append::compact`): the live datasets
+/// of every part of its latest version, in order, rewritten as one part committed as a new
+/// version. Store `options` as `Collection.open` takes them. Returns the report as a dict.
+#[pyfunction]
+#[pyo3(signature = (location, options = None))]
+pub(crate) fn compact<'py>(
+    py: Python<'py>,
+    location: String,
+    options: Option<Vec<(String, String)>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let place = StoreLocation::parse_with_options(&location, &options.unwrap_or_default())
+        .map_err(|e| Error::at(&location, Failure::Location(e.reason())))?;
+    let report = run(py, &location, async move {
+        atlas::compact(&place, &mut |_, _| {}).await
+    })?;
+    let dict = PyDict::new(py);
+    dict.set_item("version", report.version)?;
+    dict.set_item("part", report.part)?;
+    dict.set_item("datasets", report.datasets)?;
+    dict.set_item("replaced_parts", report.replaced_parts)?;
+    dict.set_item("container_bytes", report.container_bytes)?;
+    dict.set_item("carried_deletes", report.carried_deletes)?;
+    dict.set_item("attempts", report.attempts)?;
+    Ok(dict)
+}
+
 /// Checks a name against the naming rule; `kind` is `"dataset"`, `"array"` or `"attribute"`.
 /// Raises `InvalidNameError` naming the value and the rule.
 #[pyfunction]

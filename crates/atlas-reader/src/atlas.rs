@@ -421,8 +421,9 @@ impl Atlas {
     /// collection directory `dir`; a growing collection's parts each through one on their own
     /// directory (`parts/<id>`), where their masks live.
     pub(crate) fn with_local_locks(mut self, dir: std::path::PathBuf) -> Self {
-        if let Some(growing) = &self.growing {
-            for (part, commit) in self.parts.iter_mut().zip(&growing.commits) {
+        if let Some(growing) = &mut self.growing {
+            growing.local_dir = Some(dir.clone());
+            for (part, commit) in self.parts.iter_mut().zip(&growing.part_commits) {
                 let part_dir = dir.join(crate::manifest::PARTS_DIR).join(&commit.part);
                 part.committer = Arc::new(crate::local::LocalFlockCommitter::new(part_dir));
             }

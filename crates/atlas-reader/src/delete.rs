@@ -212,19 +212,80 @@ impl Atlas {
         }
         let mut newly_deleted = 0;
         let mut attempts = 0;
-        for (part, names) in self.parts.iter().zip(&by_part) {
+        let mut touched = Vec::new();
+        for ((part, names), commit) in self.parts.iter().zip(&by_part).zip(self.part_commits()) {
             if names.is_empty() {
                 continue;
             }
             let report = part.delete_own(names).await?;
             newly_deleted += report.newly_deleted;
             attempts = attempts.max(report.attempts);
+            touched.push(commit.part.clone());
         }
         let total_deleted = self.parts.iter().map(|part| part.deleted().len()).sum();
+        let names: Vec<&str> = by_part.into_iter().flatten().collect();
+        self.redo_where_compacted(&names, touched).await?;
         Ok(DeleteReport {
             newly_deleted,
             total_deleted,
             attempts,
+        })
+    }
+
+    /// A delete must outlive a compaction that raced it (`docs/format/growing.md`,
+    /// "Compaction"): the compactor takes in the deletes committed before it read the replaced
+    /// parts' masks a second time, after its own commit; a delete committed later is seen
+    /// here, because the manifest read after it shows the compaction. Then the names are hidden
+    /// again in the latest version, wherever they now live, until it still names every part
+    /// written to. A name the latest version does not hold was left out of it, hidden already.
+    async fn redo_where_compacted(
+        &self,
+        names: &[&str],
+        mut touched: Vec<String>,
+    ) -> Result<(), AtlasError> {
+        let Some(growing) = &self.growing else {
+            return Ok(());
+        };
+        // Each round is lost to one more compaction committed meanwhile; the bound only stops
+        // a collection compacted without pause from holding a delete forever.
+        for _ in 0..REDO_ROUNDS {
+            let Some(manifest) =
+                crate::growing::read_manifest(self.store.as_ref(), &growing.prefix).await?
+            else {
+                return Ok(());
+            };
+            let live = manifest.parts_of(manifest.latest());
+            if touched
+                .iter()
+                .all(|part| live.iter().any(|commit| &commit.part == part))
+            {
+                return Ok(());
+            }
+            let mut latest = crate::growing::open_manifest_version(
+                Arc::clone(&self.store),
+                &growing.prefix,
+                &manifest,
+                None,
+            )
+            .await?;
+            if let Some(dir) = &growing.local_dir {
+                latest = latest.with_local_locks(dir.clone());
+            }
+            touched.clear();
+            for (commit, part) in latest.parts() {
+                let here: Vec<&str> = names
+                    .iter()
+                    .copied()
+                    .filter(|name| part.ordinal_of(name).is_some())
+                    .collect();
+                if !here.is_empty() {
+                    part.delete_own(&here).await?;
+                    touched.push(commit.part.clone());
+                }
+            }
+        }
+        Err(AtlasError::DeleteConflict {
+            attempts: REDO_ROUNDS,
         })
     }
 
@@ -299,6 +360,9 @@ impl Atlas {
         })
     }
 }
+
+/// Versions a delete follows into compactions committed while it runs before it gives up.
+const REDO_ROUNDS: u32 = 16;
 
 /// The pause before commit attempt `attempt + 1` after a conflict: short, growing, spread by a
 /// per-process offset so racing committers (deleters, appenders) drift apart.

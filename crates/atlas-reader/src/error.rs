@@ -158,6 +158,14 @@ pub enum GrowingProblem {
     InvalidTagName(String),
     /// A tag of this name exists already (tags are written once).
     TagExists(String),
+    /// An open asked for a version whose parts `gc` removed (after a compaction replaced
+    /// them); the versions from `oldest_readable` on are readable.
+    CollectedByGc {
+        /// The version asked for.
+        asked: u64,
+        /// The oldest version still readable.
+        oldest_readable: u64,
+    },
 }
 
 impl std::fmt::Display for GrowingProblem {
@@ -178,6 +186,14 @@ impl std::fmt::Display for GrowingProblem {
             Self::TagExists(name) => {
                 write!(f, "tag '{name}' exists already (a tag is written once)")
             }
+            Self::CollectedByGc {
+                asked,
+                oldest_readable,
+            } => write!(
+                f,
+                "version {asked} was collected by gc (its parts were compacted and removed); \
+                 the oldest readable version is {oldest_readable}"
+            ),
         }
     }
 }

@@ -24,8 +24,16 @@ pub(crate) struct Growing {
     pub(crate) version: u64,
     /// The latest version when the manifest was read.
     pub(crate) latest: u64,
-    /// The commits up to the version open, oldest first: commit `i` added part `i`.
+    /// The commits up to the version open, oldest first (its history, for `atlas log`).
     pub(crate) commits: Vec<Commit>,
+    /// The commits whose parts the version open reads, oldest first: part `i` is
+    /// `part_commits[i]`'s ([`Manifest::parts_of`]).
+    pub(crate) part_commits: Vec<Commit>,
+    /// Where the collection lives in its store (the manifest's prefix).
+    pub(crate) prefix: Path,
+    /// The collection directory, when opened from local disk: a delete redone in a later
+    /// version commits its masks under the parts' directory locks too.
+    pub(crate) local_dir: Option<std::path::PathBuf>,
     /// Each part's first collection-wide ordinal, ascending.
     bases: Vec<u32>,
     /// Datasets (live or deleted) over every part.
@@ -117,12 +125,18 @@ pub(crate) async fn open_manifest_version(
             },
         });
     }
-    let commits = manifest
-        .commits
-        .get(..usize::try_from(version).unwrap_or(usize::MAX))
-        .unwrap_or(&manifest.commits)
-        .to_vec();
-    let opens = commits.iter().map(|commit| {
+    if version < manifest.oldest_readable {
+        return Err(AtlasError::Growing {
+            path: path.to_string(),
+            problem: GrowingProblem::CollectedByGc {
+                asked: version,
+                oldest_readable: manifest.oldest_readable,
+            },
+        });
+    }
+    let commits = manifest.history(version).to_vec();
+    let part_commits = manifest.parts_of(version).to_vec();
+    let opens = part_commits.iter().map(|commit| {
         let store = Arc::clone(&store);
         let part = part_prefix(prefix, &commit.part);
         let path = &path;
@@ -167,6 +181,9 @@ pub(crate) async fn open_manifest_version(
         version,
         latest,
         commits,
+        part_commits,
+        prefix: prefix.clone(),
+        local_dir: None,
         bases,
         total,
     };
@@ -208,5 +225,20 @@ impl Atlas {
     /// `atlas log` lists). Empty for a plain collection.
     pub fn commits(&self) -> &[Commit] {
         self.growing.as_ref().map_or(&[], |g| g.commits.as_slice())
+    }
+
+    /// For a growing collection: the commits whose parts the version open reads, oldest first
+    /// (after a compaction, the compact commit and the appends since). Empty for a plain
+    /// collection.
+    pub fn part_commits(&self) -> &[Commit] {
+        self.growing
+            .as_ref()
+            .map_or(&[], |g| g.part_commits.as_slice())
+    }
+
+    /// For a growing collection: each part of the version open, alone, with the commit that
+    /// added it, oldest first. Empty for a plain collection.
+    pub fn parts(&self) -> impl Iterator<Item = (&Commit, &Atlas)> + '_ {
+        self.part_commits().iter().zip(&self.parts)
     }
 }

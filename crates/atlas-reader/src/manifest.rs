@@ -2,12 +2,15 @@
 //! (`docs/format/growing.md`): a header line, then one line per commit, oldest first.
 //!
 //! ```text
-//! atlas-growing 1
-//! <version> <created_unix_ms> <datasets> <part>
+//! atlas-growing 1                       (atlas-growing 2 <oldest readable version>)
+//! <version> <created_unix_ms> <datasets> <part>            an append: adds its part
+//! <version> <created_unix_ms> <datasets> <part> compact    a compaction: its part replaces all
 //! ```
 //!
-//! Version `N` of the collection is the parts of commits `1..=N`, so the one object both names
-//! the latest version and keeps every older one: an open reads it in one request.
+//! The parts of version `N` fold commits `1..=N` ([`Manifest::parts_of`]), so the one object
+//! both names the latest version and keeps every older one: an open reads it in one request.
+//! A manifest with only append lines and every version readable keeps the version 1 bytes, so
+//! readers that predate compaction read every collection that has not been compacted.
 
 use std::fmt::Write as _;
 
@@ -15,15 +18,38 @@ use std::fmt::Write as _;
 pub const MANIFEST_OBJECT: &str = "collection.manifest";
 /// The directory (prefix) under the collection that holds its parts.
 pub const PARTS_DIR: &str = "parts";
-/// The first line of every manifest of this version.
+/// The first line of a manifest of append lines only, every version readable.
 const HEADER: &str = "atlas-growing 1";
+/// The first line of any other manifest, before its oldest readable version.
+const HEADER_2: &str = "atlas-growing 2 ";
+/// The fifth field of a compact line.
+const COMPACT_FIELD: &str = "compact";
 /// The longest part id a manifest may name.
 const MAX_PART_ID: usize = 64;
 /// The largest manifest a reader accepts (a reader bound, not a format rule): about a million
 /// commits.
 pub const MAX_MANIFEST_BYTES: usize = 64 * 1024 * 1024;
 
-/// One commit: the part it added.
+/// What a commit did to the part list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CommitKind {
+    /// Added its part after the parts before it.
+    Append,
+    /// Replaced every part before it by its part (a compaction).
+    Compact,
+}
+
+impl CommitKind {
+    /// How `atlas log` and reports name it: `append` or `compact`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Append => "append",
+            Self::Compact => "compact",
+        }
+    }
+}
+
+/// One commit: the part it added, and whether that part replaced the others.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Commit {
     /// The collection version this commit made: its line number, from 1.
@@ -34,6 +60,8 @@ pub struct Commit {
     pub datasets: u64,
     /// The part's id: its prefix is `parts/<id>` under the collection.
     pub part: String,
+    /// Whether the part was added or replaced the list.
+    pub kind: CommitKind,
 }
 
 impl Commit {
@@ -44,10 +72,21 @@ impl Commit {
 }
 
 /// A growing collection's manifest: every commit, oldest first.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Manifest {
     /// Commit `i` made version `i + 1`.
     pub commits: Vec<Commit>,
+    /// The oldest version still readable: 1 unless a `gc` removed parts older versions name.
+    pub oldest_readable: u64,
+}
+
+impl Default for Manifest {
+    fn default() -> Self {
+        Self {
+            commits: Vec::new(),
+            oldest_readable: 1,
+        }
+    }
 }
 
 /// Why manifest bytes were refused: the line (1-based) and what is wrong with it.
@@ -81,46 +120,84 @@ impl Manifest {
         self.commits.len() as u64
     }
 
-    /// The commits whose parts make version `version` (none past the latest): commits
-    /// `1..=version`, since every commit of this manifest version adds a part. What `gc` keeps
-    /// for a kept version; a later line kind that replaces the part list (compaction) changes
-    /// this fold, not its callers.
-    pub fn parts_of(&self, version: u64) -> &[Commit] {
-        let end = usize::try_from(version)
-            .unwrap_or(usize::MAX)
-            .min(self.commits.len());
-        &self.commits[..end]
+    /// The commits that made version `version` (none past the latest): commits
+    /// `1..=version`, what `atlas log` lists for it.
+    pub fn history(&self, version: u64) -> &[Commit] {
+        &self.commits[..self.end(version)]
     }
 
-    /// A manifest with one more commit, making version `latest() + 1`.
+    /// The commits whose parts make version `version` (none past the latest), oldest first:
+    /// the last compact line at or before it and the appends after it (commits `1..=version`
+    /// where there is no compact line). What an open reads and `gc` keeps for a kept version.
+    pub fn parts_of(&self, version: u64) -> &[Commit] {
+        let upto = self.history(version);
+        let start = upto
+            .iter()
+            .rposition(|c| c.kind == CommitKind::Compact)
+            .unwrap_or(0);
+        &upto[start..]
+    }
+
+    fn end(&self, version: u64) -> usize {
+        usize::try_from(version)
+            .unwrap_or(usize::MAX)
+            .min(self.commits.len())
+    }
+
+    /// A manifest with one more append commit, making version `latest() + 1`.
     pub fn with_commit(&self, created_unix_ms: i64, datasets: u64, part: &str) -> Self {
+        self.with(CommitKind::Append, created_unix_ms, datasets, part)
+    }
+
+    /// A manifest with one more compact commit, making version `latest() + 1` of `part` alone.
+    pub fn with_compaction(&self, created_unix_ms: i64, datasets: u64, part: &str) -> Self {
+        self.with(CommitKind::Compact, created_unix_ms, datasets, part)
+    }
+
+    fn with(&self, kind: CommitKind, created_unix_ms: i64, datasets: u64, part: &str) -> Self {
         let mut next = self.clone();
         next.commits.push(Commit {
             version: self.latest() + 1,
             created_unix_ms,
             datasets,
             part: part.to_owned(),
+            kind,
         });
         next
+    }
+
+    /// Whether the bytes need manifest version 2: a compact line, or versions gc made
+    /// unreadable. Otherwise they are exactly version 1's, which older readers read.
+    fn needs_version_2(&self) -> bool {
+        self.oldest_readable > 1 || self.commits.iter().any(|c| c.kind == CommitKind::Compact)
     }
 
     /// The manifest's bytes.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = String::with_capacity(16 + self.commits.len() * 64);
-        out.push_str(HEADER);
-        out.push('\n');
+        // Writing to a String cannot fail.
+        if self.needs_version_2() {
+            let _ = writeln!(out, "{HEADER_2}{}", self.oldest_readable);
+        } else {
+            let _ = writeln!(out, "{HEADER}");
+        }
         for c in &self.commits {
-            // Writing to a String cannot fail.
-            let _ = writeln!(
+            let _ = write!(
                 out,
                 "{} {} {} {}",
                 c.version, c.created_unix_ms, c.datasets, c.part
             );
+            if c.kind == CommitKind::Compact {
+                let _ = write!(out, " {COMPACT_FIELD}");
+            }
+            out.push('\n');
         }
         out.into_bytes()
     }
 
-    /// Parses manifest bytes strictly: the header, then lines of four fields separated by one
+    /// Parses manifest bytes strictly: the header (version 2 only where version 1 cannot say
+    /// it: a compact line, or an oldest readable version above 1, at most the latest), then
+    /// lines of four fields (five for a compact line, the fifth `compact`) separated by one
     /// space, versions counting up from 1, valid and distinct part ids, every line (the last
     /// included) ended by `\n`, nothing else.
     pub fn decode(bytes: &[u8]) -> Result<Self, ManifestError> {
@@ -137,12 +214,18 @@ impl Manifest {
         };
         let mut lines = body.split('\n');
         let header = lines.next().unwrap_or_default();
-        if header != HEADER {
-            return Err(ManifestError {
-                line: 1,
-                reason: format!("expected the header {HEADER:?}, found {header:?}"),
-            });
-        }
+        let header_error = |reason: String| ManifestError { line: 1, reason };
+        let oldest_readable = if header == HEADER {
+            None
+        } else if let Some(oldest) = header.strip_prefix(HEADER_2) {
+            let oldest: u64 =
+                parse_field(oldest, "oldest readable version").map_err(header_error)?;
+            Some(oldest)
+        } else {
+            return Err(header_error(format!(
+                "expected the header {HEADER:?} or \"{HEADER_2}<oldest readable version>\", found {header:?}"
+            )));
+        };
         let mut commits = Vec::new();
         let mut parts = std::collections::HashSet::new();
         for (index, line) in lines.enumerate() {
@@ -152,11 +235,29 @@ impl Manifest {
                 reason,
             };
             let fields: Vec<&str> = line.split(' ').collect();
-            let [version, created, datasets, part] = fields.as_slice() else {
-                return Err(bad(format!(
-                    "expected 4 fields separated by one space, found {}",
-                    fields.len()
-                )));
+            let (version, created, datasets, part, kind) = match fields.as_slice() {
+                [version, created, datasets, part] => {
+                    (version, created, datasets, part, CommitKind::Append)
+                }
+                [version, created, datasets, part, kind] if *kind == COMPACT_FIELD => {
+                    if oldest_readable.is_none() {
+                        return Err(bad(format!(
+                            "a compact line in a manifest whose header is {HEADER:?}"
+                        )));
+                    }
+                    (version, created, datasets, part, CommitKind::Compact)
+                }
+                [.., kind] if fields.len() == 5 => {
+                    return Err(bad(format!(
+                        "the fifth field is {kind:?}; the only one is {COMPACT_FIELD:?}"
+                    )));
+                }
+                _ => {
+                    return Err(bad(format!(
+                        "expected 4 fields (5 for a compact line) separated by one space, found {}",
+                        fields.len()
+                    )))
+                }
             };
             let version: u64 = parse_field(version, "version").map_err(bad)?;
             let expected = index as u64 + 1;
@@ -178,9 +279,29 @@ impl Manifest {
                 created_unix_ms,
                 datasets,
                 part: (*part).to_owned(),
+                kind,
             });
         }
-        Ok(Self { commits })
+        let manifest = Self {
+            commits,
+            oldest_readable: oldest_readable.unwrap_or(1),
+        };
+        if oldest_readable.is_some() {
+            let oldest = manifest.oldest_readable;
+            if oldest == 0 || oldest > manifest.latest().max(1) {
+                return Err(header_error(format!(
+                    "oldest readable version {oldest} is not one of the versions 1 to {}",
+                    manifest.latest().max(1)
+                )));
+            }
+            if !manifest.needs_version_2() {
+                return Err(header_error(
+                    "a version 2 header on a manifest version 1 spells (no compact line, every version readable)"
+                        .to_owned(),
+                ));
+            }
+        }
+        Ok(manifest)
     }
 }
 
@@ -216,6 +337,83 @@ mod tests {
         assert_eq!(Manifest::decode(&manifest.encode()).unwrap(), manifest);
         assert_eq!(manifest.latest(), 2);
         assert_eq!(manifest.commits[0].part_prefix(), "parts/0123abcd");
+    }
+
+    #[test]
+    fn a_compact_line_needs_version_2_and_replaces_the_part_list() {
+        let manifest = Manifest::default()
+            .with_commit(10, 2, "a")
+            .with_commit(11, 3, "b")
+            .with_compaction(12, 4, "c")
+            .with_commit(13, 1, "d");
+        let bytes = b"atlas-growing 2 1\n1 10 2 a\n2 11 3 b\n3 12 4 c compact\n4 13 1 d\n";
+        assert_eq!(manifest.encode(), bytes);
+        assert_eq!(Manifest::decode(bytes).unwrap(), manifest);
+        let parts = |v| -> Vec<&str> {
+            manifest
+                .parts_of(v)
+                .iter()
+                .map(|c| c.part.as_str())
+                .collect()
+        };
+        assert_eq!(parts(2), ["a", "b"]);
+        assert_eq!(parts(3), ["c"]);
+        assert_eq!(parts(4), ["c", "d"]);
+        assert_eq!(parts(99), ["c", "d"]);
+        assert_eq!(manifest.history(3).len(), 3);
+        assert_eq!(manifest.commits[2].kind.as_str(), "compact");
+
+        let collected = Manifest {
+            oldest_readable: 3,
+            ..manifest
+        };
+        let bytes = b"atlas-growing 2 3\n1 10 2 a\n2 11 3 b\n3 12 4 c compact\n4 13 1 d\n";
+        assert_eq!(collected.encode(), bytes);
+        assert_eq!(Manifest::decode(bytes).unwrap(), collected);
+    }
+
+    #[test]
+    fn an_oldest_readable_version_alone_needs_version_2() {
+        let manifest = Manifest {
+            oldest_readable: 2,
+            ..Manifest::default()
+                .with_commit(1, 1, "a")
+                .with_commit(2, 1, "b")
+        };
+        let bytes = b"atlas-growing 2 2\n1 1 1 a\n2 2 1 b\n";
+        assert_eq!(manifest.encode(), bytes);
+        assert_eq!(Manifest::decode(bytes).unwrap(), manifest);
+    }
+
+    #[test]
+    fn damaged_version_2_manifests_are_refused_naming_the_line() {
+        let cases: [(&[u8], usize); 9] = [
+            // A compact line under the version 1 header.
+            (b"atlas-growing 1\n1 0 1 a\n2 0 1 b compact\n", 3),
+            // A fifth field that is not `compact`.
+            (
+                b"atlas-growing 2 1\n1 0 1 a compact\n2 0 1 b compacted\n",
+                3,
+            ),
+            (b"atlas-growing 2 1\n1 0 1 a compact \n", 2),
+            (b"atlas-growing 2 1\n1 0 1 a compact x\n", 2),
+            // The oldest readable version: not canonical, 0, past the latest, absent.
+            (b"atlas-growing 2 01\n1 0 1 a compact\n", 1),
+            (b"atlas-growing 2 0\n1 0 1 a compact\n", 1),
+            (b"atlas-growing 2 3\n1 0 1 a compact\n", 1),
+            (b"atlas-growing 2 \n1 0 1 a compact\n", 1),
+            // Version 2 where version 1 says it.
+            (b"atlas-growing 2 1\n1 0 1 a\n", 1),
+        ];
+        for (bytes, line) in cases {
+            let error = Manifest::decode(bytes).unwrap_err();
+            assert_eq!(
+                error.line,
+                line,
+                "{:?}: {error}",
+                String::from_utf8_lossy(bytes)
+            );
+        }
     }
 
     #[test]

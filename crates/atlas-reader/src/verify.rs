@@ -83,7 +83,7 @@ impl Atlas {
             return self.verify_own(depth).await;
         };
         let mut report = VerifyReport::default();
-        for (part, commit) in self.parts.iter().zip(&growing.commits) {
+        for (part, commit) in self.parts.iter().zip(&growing.part_commits) {
             let own = part.verify_own(depth).await;
             report.segments_checked += own.segments_checked;
             report.arrays_checked += own.arrays_checked;

@@ -318,6 +318,21 @@ impl<'a> DatasetView<'a> {
         })
     }
 
+    /// How many chunks of `array` were written, and how many its chunk grid has: what a copy
+    /// needs to tell an array written whole from one declared and never written (all or none
+    /// of the grid) and from one written in part.
+    pub async fn written_chunks(&self, array: &str) -> Result<(usize, usize), AtlasError> {
+        let meta = self.array_meta(array)?;
+        let (_, info) = self.segment_entry(&meta).await?;
+        let grid = info
+            .shape
+            .iter()
+            .zip(&info.chunk_shape)
+            .map(|(&len, &chunk)| (len as usize).div_ceil((chunk as usize).max(1)))
+            .product();
+        Ok((info.written_chunks().count(), grid))
+    }
+
     /// Reads `shape` elements of `array` from `start`; empty `start` and `shape` read it whole.
     ///
     /// `T` must be the array's element type (`TypeMismatch` otherwise). On every read the footer's

@@ -15,11 +15,13 @@ from . import _atlas, errors
 from ._core import (
     Array,
     Collection,
+    CompactReport,
     Dataset,
     DatasetStats,
     DeleteReport,
     Stats,
     Writer,
+    compact,
     open,
     write_xarray,
 )
@@ -71,6 +73,8 @@ __all__ = [
     "Stats",
     "DatasetStats",
     "DeleteReport",
+    "compact",
+    "CompactReport",
     "write_xarray",
     "open_mfdataset",
     "import_netcdf",

@@ -66,6 +66,31 @@ class DeleteReport:
     attempts: int
 
 
+@dataclass(frozen=True)
+class CompactReport:
+    """What a compaction did (``compact``)."""
+
+    version: int
+    part: str
+    datasets: int
+    replaced_parts: int
+    container_bytes: int
+    carried_deletes: int
+    attempts: int
+
+
+def compact(location: PathLike, **store_options: str) -> CompactReport:
+    """Compacts the growing collection at ``location``: the live datasets of every part of its
+    latest version, in order, rewritten as one part (byte for byte what ``Writer`` writing them
+    fresh makes, bar the creation time) and committed as a new version, which reads them as
+    before. Older versions read their parts until ``atlas gc --keep-versions`` removes them.
+    ``store_options`` as for ``open``. A collection that keeps gaining appends while it runs
+    raises :class:`StorageError` (``kind`` ``"compact_conflict"``, retryable); a location that
+    is not a growing collection :class:`NotACollectionError`."""
+    options = sorted((str(k), str(v)) for k, v in store_options.items()) or None
+    return CompactReport(**_atlas.compact(_location(location), options))
+
+
 def open(  # noqa: A001 - mirrors builtins.open / xr.open_*
     location: PathLike, *, version: int | None = None, tag: str | None = None, **store_options: str
 ) -> Collection:
@@ -159,11 +184,12 @@ class Collection:
 
     def log(self) -> list[dict[str, Any]]:
         """The versions of a growing collection up to the one open, oldest first: each its
-        ``version``, ``created_unix_ms``, ``datasets`` (added) and ``part``. Empty for a plain
-        collection."""
+        ``version``, ``kind`` (``"append"``, or ``"compact"`` for a compaction, whose part
+        replaced the others), ``created_unix_ms``, ``datasets`` (in its part) and ``part``.
+        Empty for a plain collection."""
         return [
-            {"version": v, "created_unix_ms": t, "datasets": n, "part": p}
-            for v, t, n, p in self._native.log()
+            {"version": v, "kind": k, "created_unix_ms": t, "datasets": n, "part": p}
+            for v, t, n, p, k in self._native.log()
         ]
 
     # -- datasets ---------------------------------------------------------------------------
