@@ -6,7 +6,7 @@ use crate::output::warn;
 use clap::{Args, ValueEnum};
 use datasetrt::{
     DatasetError, IterState, MixtureChange, PlanConfig, PlanError, RemainderPolicy, Sampling,
-    Schedule, Shuffle, Topology,
+    Shuffle, Topology,
 };
 use std::path::PathBuf;
 
