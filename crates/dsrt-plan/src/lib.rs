@@ -48,7 +48,9 @@ mod stream;
 
 pub use config::{Phase, PlanConfig, PlanError, Sampling, Schedule, Shuffle, UnknownName};
 pub use continuation::{ConsumedStream, Continuation, MixtureChange, RemovedCache};
-pub use order::{weighted_shares, CacheShape, EpochPlan, PlanCursor, PlanPhase, PlannedSample};
+pub use order::{
+    phase_shares, weighted_shares, CacheShape, EpochPlan, PlanCursor, PlanPhase, PlannedSample,
+};
 pub use partition::{Partition, RemainderPolicy, Topology};
 pub use report::{
     rank_correlation, NodeReport, PhaseReport, PlanReport, ReportOptions, ShuffleQuality,

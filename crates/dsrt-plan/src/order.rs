@@ -782,6 +782,7 @@ fn scheduled_shares(
             "the schedule's phases hold more than 2^64 samples".into(),
         ));
     }
+    let sizes: Vec<u64> = shapes.iter().map(|shape| shape.len).collect();
     schedule
         .phases
         .iter()
@@ -791,44 +792,56 @@ fn scheduled_shares(
                 phase: index,
                 problem,
             };
-            if phase.samples == 0 {
-                return Err(problem("it holds 0 samples (at least 1)".into()));
-            }
-            if phase.weights.len() != shapes.len() {
-                return Err(problem(format!(
-                    "{} weights for {} caches",
-                    phase.weights.len(),
-                    shapes.len()
-                )));
-            }
-            if let Some((cache, weight)) = phase
-                .weights
-                .iter()
-                .enumerate()
-                .find(|(_, w)| !w.is_finite() || **w < 0.0)
-            {
-                return Err(problem(format!(
-                    "the weight of cache {cache}, {weight}, is not a finite non-negative number"
-                )));
-            }
-            if phase.weights.iter().all(|&w| w == 0.0) {
-                return Err(problem("all its weights are zero".into()));
-            }
-            // Refused by weight, not by share: whether a tiny weight rounds to a share of zero
-            // should not decide whether an empty cache is accepted.
-            if let Some(cache) = shapes
-                .iter()
-                .zip(&phase.weights)
-                .position(|(shape, &w)| w > 0.0 && shape.len == 0)
-            {
-                return Err(problem(format!(
-                    "cache {cache} has weight {} but no samples",
-                    phase.weights[cache]
-                )));
-            }
-            weighted_shares(&phase.weights, phase.samples).map_err(|e| problem(e.to_string()))
+            phase_shares(&phase.weights, phase.samples, &sizes, "samples").map_err(problem)
         })
         .collect()
+}
+
+/// One phase's share of each cache: `length` (of `unit`, "samples" or "tokens") split by
+/// `weights`, after the checks every schedule makes of a phase (a length of at least 1, one
+/// weight per cache, each finite and non-negative, not all zero, none positive on a cache whose
+/// size is 0). The error is the problem, for the caller to name the phase.
+pub fn phase_shares(
+    weights: &[f64],
+    length: u64,
+    sizes: &[u64],
+    unit: &str,
+) -> Result<Vec<u64>, String> {
+    if length == 0 {
+        return Err(format!("it holds 0 {unit} (at least 1)"));
+    }
+    if weights.len() != sizes.len() {
+        return Err(format!(
+            "{} weights for {} caches",
+            weights.len(),
+            sizes.len()
+        ));
+    }
+    if let Some((cache, weight)) = weights
+        .iter()
+        .enumerate()
+        .find(|(_, w)| !w.is_finite() || **w < 0.0)
+    {
+        return Err(format!(
+            "the weight of cache {cache}, {weight}, is not a finite non-negative number"
+        ));
+    }
+    if weights.iter().all(|&w| w == 0.0) {
+        return Err("all its weights are zero".into());
+    }
+    // Refused by weight, not by share: whether a tiny weight rounds to a share of zero should
+    // not decide whether an empty cache is accepted.
+    if let Some(cache) = sizes
+        .iter()
+        .zip(weights)
+        .position(|(&size, &w)| w > 0.0 && size == 0)
+    {
+        return Err(format!(
+            "cache {cache} has weight {} but no {unit}",
+            weights[cache]
+        ));
+    }
+    weighted_shares(weights, length).map_err(|e| e.to_string())
 }
 
 /// Splits `total` in proportion to `weights` (finite, non-negative, not all zero), rounding by

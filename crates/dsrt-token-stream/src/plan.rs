@@ -10,8 +10,8 @@ use crate::source::{Coverage, DocumentSource, End};
 use crate::stream::SourceStream;
 use crate::{PackMode, RunConfig, TokenConfig, TokenSchedule, TokenState, TokenStreamError};
 use dsrt_plan::{
-    mix, weighted_shares, IterState, Mixture, Partition, Permutation, PlanError, RemainderPolicy,
-    Topology,
+    mix, phase_shares, weighted_shares, IterState, Mixture, Partition, Permutation, PlanError,
+    RemainderPolicy, Topology,
 };
 use std::ops::Range;
 
@@ -517,47 +517,8 @@ fn scheduled_budgets(
             phase: index,
             problem,
         };
-        if phase.tokens == 0 {
-            return Err(problem("it holds 0 tokens (at least 1)".into()).into());
-        }
-        if phase.weights.len() != natural.len() {
-            return Err(problem(format!(
-                "{} weights for {} caches",
-                phase.weights.len(),
-                natural.len()
-            ))
-            .into());
-        }
-        if let Some((cache, weight)) = phase
-            .weights
-            .iter()
-            .enumerate()
-            .find(|(_, w)| !w.is_finite() || **w < 0.0)
-        {
-            return Err(problem(format!(
-                "the weight of cache {cache}, {weight}, is not a finite non-negative number"
-            ))
-            .into());
-        }
-        if phase.weights.iter().all(|&w| w == 0.0) {
-            return Err(problem("all its weights are zero".into()).into());
-        }
-        // Refused by weight, not by budget: whether a tiny weight rounds to no tokens should
-        // not decide whether an empty cache is accepted.
-        if let Some(cache) = natural
-            .iter()
-            .zip(&phase.weights)
-            .position(|(&tokens, &w)| w > 0.0 && tokens == 0)
-        {
-            return Err(problem(format!(
-                "cache {cache} has weight {} but no tokens",
-                phase.weights[cache]
-            ))
-            .into());
-        }
-        phases.push(
-            weighted_shares(&phase.weights, phase.tokens).map_err(|e| problem(e.to_string()))?,
-        );
+        phases
+            .push(phase_shares(&phase.weights, phase.tokens, natural, "tokens").map_err(problem)?);
     }
     Ok(phases)
 }
