@@ -3,8 +3,8 @@
 
 use dsrt_plan::RemainderPolicy;
 use dsrt_token_stream::{
-    BatchPool, DocumentSource, LoaderOptions, PackMode, RunConfig, SyntheticSource, SyntheticSpec,
-    TokenBatch, TokenConfig, TokenLoader, TokenPlan, IGNORE_INDEX,
+    BatchPool, DocumentSource, Expanded, LoaderOptions, PackMode, RunConfig, SyntheticSource,
+    SyntheticSpec, TokenBatch, TokenConfig, TokenLoader, TokenPlan, IGNORE_INDEX,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -220,21 +220,8 @@ fn a_compact_batch_rebuilt_from_its_parts_expands_to_the_same_columns() {
     let pool = BatchPool::new();
     for batch in loader(&source, &config, 1, 0, options).take(5) {
         let mut batch = batch.unwrap();
-        let mut copy = TokenBatch::from_parts(
-            batch.seq_len(),
-            batch.pad_id(),
-            batch.steps().to_vec(),
-            batch.padding().to_vec(),
-            batch.row_pieces().to_vec(),
-            batch.pieces().to_vec(),
-            batch.tokens(),
-            &pool,
-        )
-        .unwrap();
-        let (a, b) = (batch.expand(&pool), copy.expand(&pool));
-        assert_eq!(a.input_ids.values(), b.input_ids.values());
-        assert_eq!(a.labels.values(), b.labels.values());
-        assert_eq!(a.cu_seqlens.values(), b.cu_seqlens.values());
+        let mut copy = rebuilt(&batch, &pool);
+        assert_eq!(columns(batch.expand(&pool)), columns(copy.expand(&pool)));
     }
     let bad = TokenBatch::from_parts(
         4,
@@ -310,9 +297,9 @@ fn a_loader_state_resumes_after_the_last_batch_on_another_topology() {
     }
 }
 
-/// Every column of `batch` expanded with buffers from `pool`.
-fn expanded_columns(batch: &TokenBatch, pool: &Arc<BatchPool>) -> Vec<Vec<i64>> {
-    let mut copy = TokenBatch::from_parts(
+/// `batch` rebuilt from its compact parts, its columns to come from `pool`.
+fn rebuilt(batch: &TokenBatch, pool: &Arc<BatchPool>) -> TokenBatch {
+    TokenBatch::from_parts(
         batch.seq_len(),
         batch.pad_id(),
         batch.steps().to_vec(),
@@ -322,8 +309,11 @@ fn expanded_columns(batch: &TokenBatch, pool: &Arc<BatchPool>) -> Vec<Vec<i64>> 
         batch.tokens(),
         pool,
     )
-    .unwrap();
-    let c = copy.expand(pool);
+    .unwrap()
+}
+
+/// Every derived column's values, widened to `i64`, and `max_seqlen`.
+fn columns(c: &Expanded) -> Vec<Vec<i64>> {
     vec![
         c.input_ids.values().to_vec(),
         c.labels.values().to_vec(),
@@ -341,6 +331,11 @@ fn expanded_columns(batch: &TokenBatch, pool: &Arc<BatchPool>) -> Vec<Vec<i64>> 
             .collect(),
         vec![i64::from(c.max_seqlen)],
     ]
+}
+
+/// Every column of `batch` expanded with buffers from `pool` (returned to it afterwards).
+fn expanded_columns(batch: &TokenBatch, pool: &Arc<BatchPool>) -> Vec<Vec<i64>> {
+    columns(rebuilt(batch, pool).expand(pool))
 }
 
 #[test]
