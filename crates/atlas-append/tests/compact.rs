@@ -105,7 +105,7 @@ fn growing_problem(error: &AtlasError) -> Option<&GrowingProblem> {
     }
 }
 
-/// Test 5 of issue 43.
+/// Five parts with deletes, compacted: the bytes one writer makes of the live datasets in order.
 #[test]
 fn a_compacted_part_is_byte_identical_to_a_fresh_write_of_the_live_datasets() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,5 +1,5 @@
 """``compact``: a growing collection of 20 parts (with deletes) rewritten as one part reads
-exactly as before through every layer above the collection (test 6 of issue 43):
+exactly as before through every layer above the collection:
 ``open_mfdataset`` with and without dask, ``select`` on attributes and statistics, lookups;
 the version before the compaction still reads its parts; ``log`` names the compaction; a
 location that is not a growing collection is refused."""
