@@ -201,13 +201,7 @@ impl Appender {
         match writer.finish().await {
             Ok(summary) => self.publish(summary.container_bytes).await,
             Err(e) => {
-                remove_part(
-                    self.store.as_ref(),
-                    &self.prefix,
-                    self.local_dir.as_deref(),
-                    &self.part_id,
-                )
-                .await;
+                self.discard_part().await;
                 Err(e.into())
             }
         }
@@ -257,16 +251,21 @@ impl Appender {
         match self.copy_container(from.as_ref(), &path).await {
             Ok(bytes) => self.publish(bytes).await,
             Err(e) => {
-                remove_part(
-                    self.store.as_ref(),
-                    &self.prefix,
-                    self.local_dir.as_deref(),
-                    &self.part_id,
-                )
-                .await;
+                self.discard_part().await;
                 Err(e)
             }
         }
+    }
+
+    /// Removes this append's uncommitted part (see [`remove_part`]).
+    async fn discard_part(&self) {
+        remove_part(
+            self.store.as_ref(),
+            &self.prefix,
+            self.local_dir.as_deref(),
+            &self.part_id,
+        )
+        .await;
     }
 
     /// Streams the object at `path` of `from` into the part's `data.atlas`; returns its size.
@@ -322,13 +321,7 @@ impl Appender {
                 })
             }
             Err(e) => {
-                remove_part(
-                    self.store.as_ref(),
-                    &self.prefix,
-                    self.local_dir.as_deref(),
-                    &self.part_id,
-                )
-                .await;
+                self.discard_part().await;
                 Err(e)
             }
         }
