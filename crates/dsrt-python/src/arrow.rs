@@ -125,17 +125,6 @@ pub(crate) fn _arrow_batch_from_ipc(py: Python<'_>, data: &[u8]) -> PyResult<Arr
     Ok(ArrowBatch { batch })
 }
 
-/// A record batch of `columns`, as Python gets it.
-pub(crate) fn arrow_batch(
-    columns: Vec<(arrow_schema::Field, arrow_array::ArrayRef)>,
-) -> PyResult<ArrowBatch> {
-    let (fields, arrays): (Vec<_>, Vec<_>) = columns.into_iter().unzip();
-    let schema = std::sync::Arc::new(arrow_schema::Schema::new(fields));
-    let batch = RecordBatch::try_new(schema, arrays)
-        .map_err(|e| PyValueError::new_err(format!("building a batch: {e}")))?;
-    Ok(ArrowBatch { batch })
-}
-
 /// `batches` (all of `schema`) as one `pyarrow.Table` over the same buffers.
 pub(crate) fn table<'py>(
     py: Python<'py>,

@@ -3,22 +3,18 @@
 //! `TokenBatch`, whose columns cross into Python as Arrow buffers (no copy) and which pickles
 //! in its compact form (tokens and pieces) to be expanded where it is unpickled.
 
-use crate::arrow::{arrow_batch, ArrowBatch};
+use crate::arrow::ArrowBatch;
 use crate::dataset::open_locations;
 use crate::errors::{enter, Error};
 use crate::options::{state_from_dict, state_to_dict, Kwargs, RemoteArgs};
 use crate::remote::Location;
 use arrow_array::cast::AsArray;
-use arrow_array::{
-    Array, ArrayRef, BooleanArray, FixedSizeListArray, Int64Array, ListArray, PrimitiveArray,
-    StructArray, UInt32Array, UInt64Array,
-};
-use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
-use arrow_schema::{DataType, Field, Fields};
+use arrow_array::Array;
+use arrow_buffer::Buffer;
 use datasetrt::token_stream::{
-    BatchPiece, BatchPool, BatchReader, CacheSource, Column, DocumentSource, LoaderOptions,
-    LoaderStats, LongDocs, PackMode, RunConfig, TokenBatch, TokenConfig, TokenLoader, TokenPhase,
-    TokenPlan, TokenReport, TokenSchedule, TokenState, TokenStreamError as StreamError,
+    BatchPool, BatchReader, CacheSource, DocumentSource, LoaderOptions, LoaderStats, LongDocs,
+    PackMode, RunConfig, TokenBatch, TokenConfig, TokenLoader, TokenPhase, TokenPlan, TokenReport,
+    TokenSchedule, TokenState, TokenStreamError as StreamError,
 };
 use datasetrt::{RemainderPolicy, Sampling, Shuffle};
 use pyo3::exceptions::{PyKeyError, PyValueError};
@@ -456,188 +452,36 @@ impl PyTokenBatch {
     }
 }
 
-/// A column as an Arrow buffer over its own memory (returned to its pool when Arrow lets go).
-fn column_buffer<T: arrow_buffer::ArrowNativeType>(column: Column<T>) -> Buffer {
-    Buffer::from(bytes::Bytes::from_owner(column.into_shared()))
-}
-
-/// `values` (of `type_`) as a fixed-size list of `size` per row.
-fn fixed_rows(values: ArrayRef, size: usize) -> PyResult<FixedSizeListArray> {
-    let item = Arc::new(Field::new("item", values.data_type().clone(), false));
-    FixedSizeListArray::try_new(item, i32::try_from(size).unwrap_or(i32::MAX), values, None)
-        .map_err(|e| PyValueError::new_err(format!("building a token batch: {e}")))
-}
-
-fn primitive<T: arrow_array::types::ArrowPrimitiveType>(column: Column<T::Native>) -> ArrayRef {
-    let len = column.len();
-    Arc::new(PrimitiveArray::<T>::new(
-        ScalarBuffer::new(column_buffer(column), 0, len),
-        None,
-    ))
-}
-
-/// Each row's pieces as a list of `(cache_id, sample_id, start, length)` structs.
-fn documents_column(batch: &TokenBatch) -> PyResult<ListArray> {
-    let pieces = batch.pieces();
-    let field = |name: &str, ty: DataType| Arc::new(Field::new(name, ty, false));
-    let fields = Fields::from(vec![
-        field("cache_id", DataType::UInt64),
-        field("sample_id", DataType::UInt64),
-        field("start", DataType::UInt64),
-        field("length", DataType::UInt32),
-    ]);
-    let values = StructArray::try_new(
-        fields.clone(),
-        vec![
-            Arc::new(UInt64Array::from_iter_values(
-                pieces.iter().map(|p| p.key.0),
-            )),
-            Arc::new(UInt64Array::from_iter_values(
-                pieces.iter().map(|p| p.key.1),
-            )),
-            Arc::new(UInt64Array::from_iter_values(
-                pieces.iter().map(|p| p.start),
-            )),
-            Arc::new(UInt32Array::from_iter_values(pieces.iter().map(|p| p.len))),
-        ],
-        None,
-    )
-    .map_err(|e| PyValueError::new_err(format!("building a token batch: {e}")))?;
-    let offsets: Vec<i32> = batch
-        .row_pieces()
-        .iter()
-        .map(|&o| i32::try_from(o).unwrap_or(i32::MAX))
-        .collect();
-    ListArray::try_new(
-        Arc::new(Field::new("item", DataType::Struct(fields), false)),
-        OffsetBuffer::new(ScalarBuffer::from(offsets)),
-        Arc::new(values),
-        None,
-    )
-    .map_err(|e| PyValueError::new_err(format!("building a token batch: {e}")))
-}
-
-/// The per-row columns every form of a batch ends with.
-fn row_columns(batch: &TokenBatch) -> PyResult<Vec<(Field, ArrayRef)>> {
-    let documents = documents_column(batch)?;
-    let steps = batch
-        .steps()
-        .iter()
-        .map(|&s| i64::try_from(s))
-        .collect::<Result<Int64Array, _>>()
-        .map_err(|_| PyValueError::new_err("a step past the int64 range"))?;
-    Ok(vec![
-        (
-            Field::new("documents", documents.data_type().clone(), false),
-            Arc::new(documents),
-        ),
-        (
-            Field::new("padding", DataType::Boolean, false),
-            Arc::new(BooleanArray::from(batch.padding().to_vec())),
-        ),
-        (Field::new("step", DataType::Int64, false), Arc::new(steps)),
-    ])
-}
-
 impl BatchState {
     /// The expanded record batch (made once; the columns' buffers move into it).
-    fn expanded(&mut self, seq_len: usize) -> PyResult<(ArrowBatch, u32)> {
-        if let Some((batch, max)) = &self.expanded {
-            return Ok((
-                ArrowBatch {
-                    batch: batch.batch.clone(),
-                },
-                *max,
-            ));
-        }
-        let rows = self.batch.rows();
-        self.batch.expand(process_pool());
-        let (_, columns) = self.batch.take_columns();
-        let columns =
-            columns.ok_or_else(|| PyValueError::new_err("a token batch lost its columns"))?;
-        let max = columns.max_seqlen;
-        let cu_values = columns.cu_seqlens.values().to_vec();
-        let mut offsets = Vec::with_capacity(rows + 1);
-        offsets.push(0i32);
-        let mut at = 0usize;
-        for row in 0..rows {
-            let end = (row + 1) * seq_len;
-            while at + 1 < cu_values.len() && (cu_values[at] as usize) < end {
-                at += 1;
+    fn expanded(&mut self) -> Result<(ArrowBatch, u32), StreamError> {
+        let (batch, max) = match &self.expanded {
+            Some((batch, max)) => (batch.batch.clone(), *max),
+            None => {
+                let (batch, max) = self.batch.expanded_record(process_pool())?;
+                let kept = ArrowBatch {
+                    batch: batch.clone(),
+                };
+                self.expanded = Some((kept, max));
+                (batch, max)
             }
-            offsets.push(i32::try_from(at).unwrap_or(i32::MAX));
-        }
-        let cu = primitive::<arrow_array::types::Int32Type>(columns.cu_seqlens);
-        let cu_list = ListArray::try_new(
-            Arc::new(Field::new("item", DataType::Int32, false)),
-            OffsetBuffer::new(ScalarBuffer::from(offsets)),
-            cu,
-            None,
-        )
-        .map_err(|e| PyValueError::new_err(format!("building a token batch: {e}")))?;
-        let mut out: Vec<(Field, ArrayRef)> = Vec::new();
-        for (name, values) in [
-            (
-                "input_ids",
-                primitive::<arrow_array::types::Int64Type>(columns.input_ids),
-            ),
-            (
-                "labels",
-                primitive::<arrow_array::types::Int64Type>(columns.labels),
-            ),
-            (
-                "position_ids",
-                primitive::<arrow_array::types::Int64Type>(columns.position_ids),
-            ),
-            (
-                "segment_ids",
-                primitive::<arrow_array::types::Int32Type>(columns.segment_ids),
-            ),
-            (
-                "loss_mask",
-                primitive::<arrow_array::types::UInt8Type>(columns.loss_mask),
-            ),
-        ] {
-            let list = fixed_rows(values, seq_len)?;
-            out.push((
-                Field::new(name, list.data_type().clone(), false),
-                Arc::new(list),
-            ));
-        }
-        out.push((
-            Field::new("cu_seqlens", cu_list.data_type().clone(), false),
-            Arc::new(cu_list),
-        ));
-        out.extend(row_columns(&self.batch)?);
-        let batch = arrow_batch(out)?;
-        self.expanded = Some((
-            ArrowBatch {
-                batch: batch.batch.clone(),
-            },
-            max,
-        ));
-        Ok((batch, max))
+        };
+        Ok((ArrowBatch { batch }, max))
     }
 
     /// The compact record batch: `tokens` (`seq_len + 1` uint32 per row) and the row columns.
-    fn compact(&mut self, seq_len: usize) -> PyResult<ArrowBatch> {
-        if let Some(batch) = &self.compact {
-            return Ok(ArrowBatch {
-                batch: batch.batch.clone(),
-            });
-        }
-        let tokens = Arc::new(UInt32Array::from(self.batch.tokens().to_vec())) as ArrayRef;
-        let tokens = fixed_rows(tokens, seq_len + 1)?;
-        let mut out: Vec<(Field, ArrayRef)> = vec![(
-            Field::new("tokens", tokens.data_type().clone(), false),
-            Arc::new(tokens),
-        )];
-        out.extend(row_columns(&self.batch)?);
-        let batch = arrow_batch(out)?;
-        self.compact = Some(ArrowBatch {
-            batch: batch.batch.clone(),
-        });
-        Ok(batch)
+    fn compact(&mut self) -> Result<ArrowBatch, StreamError> {
+        let batch = match &self.compact {
+            Some(batch) => batch.batch.clone(),
+            None => {
+                let batch = self.batch.compact_record()?;
+                self.compact = Some(ArrowBatch {
+                    batch: batch.clone(),
+                });
+                batch
+            }
+        };
+        Ok(ArrowBatch { batch })
     }
 }
 
@@ -676,9 +520,8 @@ impl PyTokenBatch {
             .state
             .lock_py_attached(py)
             .map_err(|_| PyValueError::new_err("a token batch failed in another thread"))?;
-        let seq_len = self.seq_len;
         let state = &mut *guard;
-        enter(py, || Ok::<_, Error>(state.compact(seq_len)))?
+        enter_stream(py, || state.compact())
     }
 
     /// `(views, max_seqlen)`: the tensor columns of [`TENSOR_COLUMNS`], in that order, as
@@ -785,9 +628,8 @@ impl PyTokenBatch {
             .state
             .lock_py_attached(py)
             .map_err(|_| PyValueError::new_err("a token batch failed in another thread"))?;
-        let seq_len = self.seq_len;
         let state = &mut *guard;
-        enter(py, || Ok::<_, Error>(state.expanded(seq_len)))?
+        enter_stream(py, || state.expanded())
     }
 }
 
@@ -800,75 +642,9 @@ pub(crate) fn _token_batch_from_arrow(
     seq_len: usize,
     pad_id: u32,
 ) -> PyResult<PyTokenBatch> {
-    use arrow_array::cast::AsArray;
-    let record = compact.get().batch.clone();
-    let bad = |what: &str| PyValueError::new_err(format!("not a compact token batch: {what}"));
-    let tokens = record
-        .column_by_name("tokens")
-        .and_then(|c| c.as_fixed_size_list_opt())
-        .ok_or_else(|| bad("no tokens"))?;
-    let tokens = tokens
-        .values()
-        .as_primitive_opt::<arrow_array::types::UInt32Type>()
-        .ok_or_else(|| bad("tokens are not uint32"))?;
-    let documents = record
-        .column_by_name("documents")
-        .and_then(|c| c.as_list_opt::<i32>())
-        .ok_or_else(|| bad("no documents"))?;
-    let pieces = documents.values().as_struct();
-    let column = |i: usize| {
-        pieces
-            .column(i)
-            .as_primitive_opt::<arrow_array::types::UInt64Type>()
-    };
-    let (cache_ids, sample_ids, starts) = (
-        column(0).ok_or_else(|| bad("cache_id"))?,
-        column(1).ok_or_else(|| bad("sample_id"))?,
-        column(2).ok_or_else(|| bad("start"))?,
-    );
-    let lens = pieces
-        .column(3)
-        .as_primitive_opt::<arrow_array::types::UInt32Type>()
-        .ok_or_else(|| bad("length"))?;
-    let pieces: Vec<BatchPiece> = (0..pieces.len())
-        .map(|i| BatchPiece {
-            key: (cache_ids.value(i), sample_ids.value(i)),
-            start: starts.value(i),
-            len: lens.value(i),
-        })
-        .collect();
-    let row_pieces: Vec<u32> = documents
-        .offsets()
-        .iter()
-        .map(|&o| u32::try_from(o).unwrap_or(0))
-        .collect();
-    let padding: Vec<bool> = record
-        .column_by_name("padding")
-        .and_then(|c| c.as_boolean_opt())
-        .ok_or_else(|| bad("no padding"))?
-        .iter()
-        .map(|v| v.unwrap_or(false))
-        .collect();
-    let steps: Vec<u64> = record
-        .column_by_name("step")
-        .and_then(|c| c.as_primitive_opt::<arrow_array::types::Int64Type>())
-        .ok_or_else(|| bad("no step"))?
-        .values()
-        .iter()
-        .map(|&s| s.unsigned_abs())
-        .collect();
-    let values: &[u32] = tokens.values();
+    let record = &compact.get().batch;
     let batch = enter_stream(py, || {
-        TokenBatch::from_parts(
-            seq_len,
-            pad_id,
-            steps,
-            padding,
-            row_pieces,
-            pieces,
-            values,
-            process_pool(),
-        )
+        TokenBatch::from_compact_record(record, seq_len, pad_id, process_pool())
     })?;
     Ok(PyTokenBatch::new(batch))
 }

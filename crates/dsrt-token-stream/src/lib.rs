@@ -31,6 +31,7 @@
 //! `datasetrt` facade as `datasetrt::token_stream`.
 #![forbid(unsafe_code)]
 
+mod arrow;
 mod batch;
 mod cache_source;
 mod config;

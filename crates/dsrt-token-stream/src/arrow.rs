@@ -1,0 +1,396 @@
+//! A token batch as Arrow record batches, for any consumer that takes Arrow (the Python
+//! binding hands them to NumPy, PyTorch and pyarrow without a copy).
+//!
+//! Two forms, each one record batch with a row per training row:
+//!
+//! - **expanded** ([`TokenBatch::expanded_record`]): `input_ids`, `labels`, `position_ids`
+//!   (int64), `segment_ids` (int32) and `loss_mask` (uint8), each a fixed-size list of
+//!   `seq_len`; `cu_seqlens` (int32), row `r`'s list holding the sequence starts that lie in
+//!   it, and the list's child array one more value after the last row's (`rows * seq_len`),
+//!   so that the child is exactly flash-attention's `cu_seqlens`; then the row columns.
+//! - **compact** ([`TokenBatch::compact_record`]): `tokens` (uint32, a fixed-size list of
+//!   `seq_len + 1`), then the row columns; what crosses a process boundary, a quarter of the
+//!   expanded bytes or less, turned back into a batch by [`TokenBatch::from_compact_record`].
+//!
+//! The row columns: `documents` (each row's pieces as a list of `cache_id`, `sample_id`,
+//! `start` (uint64) and `length` (uint32) structs), `padding` (bool) and `step` (int64).
+
+use crate::batch::{BatchPiece, BatchPool, Column, TokenBatch};
+use crate::TokenStreamError;
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int32Type, Int64Type, UInt32Type, UInt64Type, UInt8Type};
+use arrow_array::{
+    Array, ArrayRef, ArrowPrimitiveType, BooleanArray, FixedSizeListArray, Int64Array, ListArray,
+    PrimitiveArray, RecordBatch, StructArray, UInt32Array, UInt64Array,
+};
+use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
+use arrow_schema::{ArrowError, DataType, Field, Fields, Schema};
+use std::sync::Arc;
+
+/// Arrow refusing arrays this module built from a batch's own consistent parts: a bug here.
+fn built(error: ArrowError) -> TokenStreamError {
+    TokenStreamError::Config(format!("building a token batch's Arrow form: {error}"))
+}
+
+/// A column as an Arrow array over its own memory (back to its pool when Arrow lets go).
+fn primitive<T: ArrowPrimitiveType>(column: Column<T::Native>) -> ArrayRef {
+    let len = column.len();
+    let buffer = Buffer::from(bytes::Bytes::from_owner(column.into_shared()));
+    Arc::new(PrimitiveArray::<T>::new(
+        ScalarBuffer::new(buffer, 0, len),
+        None,
+    ))
+}
+
+/// `values` as a fixed-size list of `size` per row.
+fn fixed_rows(values: ArrayRef, size: usize) -> Result<FixedSizeListArray, TokenStreamError> {
+    let item = Arc::new(Field::new("item", values.data_type().clone(), false));
+    let size = i32::try_from(size).map_err(|_| {
+        TokenStreamError::Config(format!("rows of {size} values do not fit an Arrow list"))
+    })?;
+    FixedSizeListArray::try_new(item, size, values, None).map_err(built)
+}
+
+fn record(columns: Vec<(&str, ArrayRef)>) -> Result<RecordBatch, TokenStreamError> {
+    let fields: Vec<Field> = columns
+        .iter()
+        .map(|(name, array)| Field::new(*name, array.data_type().clone(), false))
+        .collect();
+    let arrays = columns.into_iter().map(|(_, array)| array).collect();
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).map_err(built)
+}
+
+fn piece_fields() -> Fields {
+    let field = |name: &str, ty: DataType| Arc::new(Field::new(name, ty, false));
+    Fields::from(vec![
+        field("cache_id", DataType::UInt64),
+        field("sample_id", DataType::UInt64),
+        field("start", DataType::UInt64),
+        field("length", DataType::UInt32),
+    ])
+}
+
+/// Offsets as Arrow's `i32`, refusing any past its range (a batch is far below it).
+fn offsets(values: impl Iterator<Item = usize>) -> Result<OffsetBuffer<i32>, TokenStreamError> {
+    let offsets = values
+        .map(|o| {
+            i32::try_from(o).map_err(|_| {
+                TokenStreamError::Config(format!("offset {o} past an Arrow list's range"))
+            })
+        })
+        .collect::<Result<Vec<i32>, _>>()?;
+    Ok(OffsetBuffer::new(ScalarBuffer::from(offsets)))
+}
+
+impl TokenBatch {
+    /// `documents`, `padding` and `step`: the columns both forms end with.
+    fn row_columns(&self) -> Result<Vec<(&'static str, ArrayRef)>, TokenStreamError> {
+        let pieces = self.pieces();
+        let fields = piece_fields();
+        let values = StructArray::try_new(
+            fields.clone(),
+            vec![
+                Arc::new(UInt64Array::from_iter_values(
+                    pieces.iter().map(|p| p.key.0),
+                )),
+                Arc::new(UInt64Array::from_iter_values(
+                    pieces.iter().map(|p| p.key.1),
+                )),
+                Arc::new(UInt64Array::from_iter_values(
+                    pieces.iter().map(|p| p.start),
+                )),
+                Arc::new(UInt32Array::from_iter_values(pieces.iter().map(|p| p.len))),
+            ],
+            None,
+        )
+        .map_err(built)?;
+        let documents = ListArray::try_new(
+            Arc::new(Field::new("item", DataType::Struct(fields), false)),
+            offsets(self.row_pieces().iter().map(|&o| o as usize))?,
+            Arc::new(values),
+            None,
+        )
+        .map_err(built)?;
+        let steps = self
+            .steps()
+            .iter()
+            .map(|&s| i64::try_from(s))
+            .collect::<Result<Int64Array, _>>()
+            .map_err(|_| TokenStreamError::Config("a step past the int64 range".into()))?;
+        Ok(vec![
+            ("documents", Arc::new(documents)),
+            (
+                "padding",
+                Arc::new(BooleanArray::from(self.padding().to_vec())),
+            ),
+            ("step", Arc::new(steps)),
+        ])
+    }
+
+    /// The expanded form (see the module) and `max_seqlen`, deriving the columns from `pool`
+    /// if [`TokenBatch::expand`] has not. Their buffers move into the record batch (so this
+    /// is called once): they return to the pool when the last Arrow array over them drops.
+    pub fn expanded_record(
+        &mut self,
+        pool: &Arc<BatchPool>,
+    ) -> Result<(RecordBatch, u32), TokenStreamError> {
+        let (rows, seq_len) = (self.rows(), self.seq_len());
+        let taken =
+            || TokenStreamError::Config("a token batch's columns were taken already".into());
+        if self.columns().is_none() && self.tokens().len() != rows * (seq_len + 1) {
+            return Err(taken());
+        }
+        self.expand(pool);
+        let (_, columns) = self.take_columns();
+        let columns = columns.ok_or_else(taken)?;
+        // Row r's list holds the sequence starts in [r * seq_len, (r + 1) * seq_len); the final
+        // entry (rows * seq_len) lies in the child after the last row's list.
+        let starts = columns.cu_seqlens.values();
+        let mut ends = Vec::with_capacity(rows + 1);
+        ends.push(0usize);
+        let mut at = 0usize;
+        for row in 0..rows {
+            let end = (row + 1) * seq_len;
+            while at + 1 < starts.len() && (starts[at] as usize) < end {
+                at += 1;
+            }
+            ends.push(at);
+        }
+        let cu_seqlens = ListArray::try_new(
+            Arc::new(Field::new("item", DataType::Int32, false)),
+            offsets(ends.into_iter())?,
+            primitive::<Int32Type>(columns.cu_seqlens),
+            None,
+        )
+        .map_err(built)?;
+        let mut out: Vec<(&str, ArrayRef)> = Vec::with_capacity(9);
+        for (name, values) in [
+            ("input_ids", primitive::<Int64Type>(columns.input_ids)),
+            ("labels", primitive::<Int64Type>(columns.labels)),
+            ("position_ids", primitive::<Int64Type>(columns.position_ids)),
+            ("segment_ids", primitive::<Int32Type>(columns.segment_ids)),
+            ("loss_mask", primitive::<UInt8Type>(columns.loss_mask)),
+        ] {
+            out.push((name, Arc::new(fixed_rows(values, seq_len)?)));
+        }
+        out.push(("cu_seqlens", Arc::new(cu_seqlens)));
+        out.extend(self.row_columns()?);
+        Ok((record(out)?, columns.max_seqlen))
+    }
+
+    /// The compact form (see the module): the rows' tokens and the row columns.
+    pub fn compact_record(&self) -> Result<RecordBatch, TokenStreamError> {
+        let tokens = Arc::new(UInt32Array::from(self.tokens().to_vec())) as ArrayRef;
+        let mut out: Vec<(&str, ArrayRef)> =
+            vec![("tokens", Arc::new(fixed_rows(tokens, self.seq_len() + 1)?))];
+        out.extend(self.row_columns()?);
+        record(out)
+    }
+
+    /// The batch a compact record batch holds (as [`TokenBatch::compact_record`] makes them),
+    /// with `seq_len` inputs per row and `pad_id` padding; a record batch of any other shape
+    /// is [`TokenStreamError::Config`] naming what is wrong.
+    pub fn from_compact_record(
+        record: &RecordBatch,
+        seq_len: usize,
+        pad_id: u32,
+        pool: &Arc<BatchPool>,
+    ) -> Result<Self, TokenStreamError> {
+        let bad =
+            |what: &str| TokenStreamError::Config(format!("not a compact token batch: {what}"));
+        let tokens = record
+            .column_by_name("tokens")
+            .and_then(|c| c.as_fixed_size_list_opt())
+            .ok_or_else(|| bad("no tokens column of fixed-size lists"))?;
+        let tokens = tokens
+            .values()
+            .as_primitive_opt::<UInt32Type>()
+            .ok_or_else(|| bad("tokens are not uint32"))?;
+        let documents = record
+            .column_by_name("documents")
+            .and_then(|c| c.as_list_opt::<i32>())
+            .ok_or_else(|| bad("no documents column of lists"))?;
+        let pieces = documents
+            .values()
+            .as_struct_opt()
+            .filter(|s| s.num_columns() == 4)
+            .ok_or_else(|| bad("documents are not structs of 4 fields"))?;
+        let column = |i: usize, name: &str| {
+            pieces
+                .column(i)
+                .as_primitive_opt::<UInt64Type>()
+                .ok_or_else(|| bad(name))
+        };
+        let (cache_ids, sample_ids, starts) = (
+            column(0, "cache_id is not uint64")?,
+            column(1, "sample_id is not uint64")?,
+            column(2, "start is not uint64")?,
+        );
+        let lens = pieces
+            .column(3)
+            .as_primitive_opt::<UInt32Type>()
+            .ok_or_else(|| bad("length is not uint32"))?;
+        let pieces: Vec<BatchPiece> = (0..pieces.len())
+            .map(|i| BatchPiece {
+                key: (cache_ids.value(i), sample_ids.value(i)),
+                start: starts.value(i),
+                len: lens.value(i),
+            })
+            .collect();
+        let row_pieces = documents
+            .offsets()
+            .iter()
+            .map(|&o| u32::try_from(o).map_err(|_| bad("a negative documents offset")))
+            .collect::<Result<Vec<u32>, _>>()?;
+        let padding: Vec<bool> = record
+            .column_by_name("padding")
+            .and_then(|c| c.as_boolean_opt())
+            .ok_or_else(|| bad("no padding column of booleans"))?
+            .iter()
+            .map(|v| v.unwrap_or(false))
+            .collect();
+        let steps = record
+            .column_by_name("step")
+            .and_then(|c| c.as_primitive_opt::<Int64Type>())
+            .ok_or_else(|| bad("no step column of int64"))?
+            .values()
+            .iter()
+            .map(|&s| u64::try_from(s).map_err(|_| bad("a negative step")))
+            .collect::<Result<Vec<u64>, _>>()?;
+        Self::from_parts(
+            seq_len,
+            pad_id,
+            steps,
+            padding,
+            row_pieces,
+            pieces,
+            tokens.values(),
+            pool,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{RowCursor, RunConfig, SyntheticSource, SyntheticSpec, TokenConfig, TokenPlan};
+
+    fn plan_and_source() -> (TokenPlan, SyntheticSource) {
+        let source = SyntheticSource::new(vec![SyntheticSpec::new(400, 4, 90)]);
+        let config = TokenConfig {
+            seq_len: 64,
+            ..TokenConfig::default()
+        };
+        let plan = TokenPlan::new(&source, &config, &RunConfig::default()).unwrap();
+        (plan, source)
+    }
+
+    fn batch(plan: &TokenPlan, source: &SyntheticSource, pool: &Arc<BatchPool>) -> TokenBatch {
+        let mut cursor = RowCursor::new(plan, source);
+        let mut rows = crate::RowBlock::default();
+        cursor.read(plan, source, 0..8, &mut rows).unwrap();
+        TokenBatch::read(plan, source, &rows, &mut Default::default(), pool).unwrap()
+    }
+
+    #[test]
+    fn the_expanded_form_holds_the_derived_columns_row_by_row() {
+        let (plan, source) = plan_and_source();
+        let pool = BatchPool::new();
+        let mut reference = batch(&plan, &source, &pool);
+        let expected = reference.expand(&pool);
+        let (input_ids, labels, mask, cu) = (
+            expected.input_ids.values().to_vec(),
+            expected.labels.values().to_vec(),
+            expected.loss_mask.values().to_vec(),
+            expected.cu_seqlens.values().to_vec(),
+        );
+        let max = expected.max_seqlen;
+        let mut batch = batch(&plan, &source, &pool);
+        let (record, max_seqlen) = batch.expanded_record(&pool).unwrap();
+        assert_eq!(max_seqlen, max);
+        assert_eq!(record.num_rows(), 8);
+        let values = |name: &str| {
+            record
+                .column_by_name(name)
+                .unwrap()
+                .as_fixed_size_list()
+                .values()
+                .clone()
+        };
+        assert_eq!(
+            values("input_ids").as_primitive::<Int64Type>().values(),
+            &input_ids[..]
+        );
+        assert_eq!(
+            values("labels").as_primitive::<Int64Type>().values(),
+            &labels[..]
+        );
+        assert_eq!(
+            values("loss_mask").as_primitive::<UInt8Type>().values(),
+            &mask[..]
+        );
+        let cu_list = record
+            .column_by_name("cu_seqlens")
+            .unwrap()
+            .as_list::<i32>();
+        assert_eq!(
+            cu_list.values().as_primitive::<Int32Type>().values(),
+            &cu[..]
+        );
+        // Each row's list holds the starts inside it; the last also the final total.
+        for row in 0..8 {
+            let starts = cu_list.value(row);
+            let starts = starts.as_primitive::<Int32Type>().values();
+            let inside = row * 64..(row + 1) * 64;
+            assert!(
+                starts.iter().all(|&s| inside.contains(&(s as usize))),
+                "{row}"
+            );
+        }
+        assert!(
+            batch.expanded_record(&pool).is_err(),
+            "the columns moved out once"
+        );
+    }
+
+    #[test]
+    fn the_compact_form_round_trips() {
+        let (plan, source) = plan_and_source();
+        let pool = BatchPool::new();
+        let original = batch(&plan, &source, &pool);
+        let record = original.compact_record().unwrap();
+        let back = TokenBatch::from_compact_record(&record, 64, original.pad_id(), &pool).unwrap();
+        assert_eq!(back.tokens(), original.tokens());
+        assert_eq!(back.pieces(), original.pieces());
+        assert_eq!(back.row_pieces(), original.row_pieces());
+        assert_eq!(back.steps(), original.steps());
+        assert_eq!(back.padding(), original.padding());
+        assert_eq!(back.real_tokens(), original.real_tokens());
+    }
+
+    #[test]
+    fn a_record_batch_of_another_shape_is_refused_naming_what() {
+        let (plan, source) = plan_and_source();
+        let pool = BatchPool::new();
+        let original = batch(&plan, &source, &pool);
+        let record = original.compact_record().unwrap();
+        let without = |name: &str| {
+            let keep: Vec<usize> = (0..record.num_columns())
+                .filter(|&i| record.schema().field(i).name() != name)
+                .collect();
+            record.project(&keep).unwrap()
+        };
+        for (name, says) in [
+            ("tokens", "no tokens"),
+            ("documents", "no documents"),
+            ("padding", "no padding"),
+            ("step", "no step"),
+        ] {
+            let error = TokenBatch::from_compact_record(&without(name), 64, 0, &pool).unwrap_err();
+            assert!(error.to_string().contains(says), "{name}: {error}");
+        }
+        // Rows of another length than seq_len + 1.
+        let error = TokenBatch::from_compact_record(&record, 32, 0, &pool).unwrap_err();
+        assert!(error.to_string().contains("tokens for"), "{error}");
+    }
+}
