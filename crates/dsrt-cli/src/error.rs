@@ -202,9 +202,9 @@ impl CliError {
     }
 }
 
-/// `error` and its causes. A shard source's failure reaches the reader as an `io::Error`
-/// wrapping the `RemoteError`, which `io::Error::source` skips: after an `io::Error` comes the
-/// error it wraps.
+/// `error` and its causes. `io::Error::source` skips the error an `io::Error` wraps (its
+/// `source` is the wrapped error's own source), so after an `io::Error` comes the error it
+/// wraps.
 fn causes<'a>(
     error: &'a (dyn std::error::Error + 'static),
 ) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {

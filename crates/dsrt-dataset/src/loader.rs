@@ -884,14 +884,21 @@ mod tests {
     }
 
     impl dsrt_reader::ShardSource for Recording {
-        fn read_at(&self, shard: u64, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        fn read_at(
+            &self,
+            shard: u64,
+            offset: u64,
+            buf: &mut [u8],
+        ) -> Result<(), dsrt_reader::SourceError> {
             use std::os::unix::fs::FileExt;
             self.reads.fetch_add(1, Ordering::Relaxed);
             if self.broken == Some(shard) {
-                return Err(std::io::Error::other("the store is down"));
+                let down = std::io::Error::other("the store is down");
+                return Err(dsrt_reader::SourceError::new(down, true));
             }
             let name = dsrt_manifest::shard_file_name(shard as usize);
-            std::fs::File::open(self.dir.join("shards").join(name))?.read_exact_at(buf, offset)
+            let file = std::fs::File::open(self.dir.join("shards").join(name))?;
+            Ok(file.read_exact_at(buf, offset)?)
         }
 
         fn will_need(&self, shards: &[u64]) {

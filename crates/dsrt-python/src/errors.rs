@@ -138,17 +138,13 @@ impl From<CacheError> for Error {
         match error {
             // A read through a remote cache's shard source: the store's (or the shard
             // cache's) failure, which the RemoteError classes describe.
-            CacheError::Io { file, source, .. }
-                if source.get_ref().is_some_and(|e| e.is::<RemoteError>()) =>
-            {
-                match source.into_inner().map(|e| e.downcast::<RemoteError>()) {
-                    Some(Ok(error)) => Self::RemoteRead {
-                        error: *error,
-                        file,
-                    },
-                    _ => unreachable!("checked to be a RemoteError"),
-                }
-            }
+            CacheError::Source { path, file, source } => match source.downcast::<RemoteError>() {
+                Ok(error) => Self::RemoteRead { error, file },
+                Err(source) => Self::Cache {
+                    error: CacheError::Source { path, file, source },
+                    url: None,
+                },
+            },
             error => Self::Cache { error, url: None },
         }
     }
@@ -229,7 +225,9 @@ impl ErrorFields for Error {
                 CacheError::Resource { .. } => &RESOURCE_ERROR,
                 CacheError::Incomplete { .. } => &INCOMPLETE_CACHE_ERROR,
                 CacheError::Checksum { .. } => &CHECKSUM_ERROR,
-                CacheError::NotADirectory { .. } | CacheError::Io { .. } => &CACHE_ERROR,
+                CacheError::NotADirectory { .. }
+                | CacheError::Io { .. }
+                | CacheError::Source { .. } => &CACHE_ERROR,
                 _ => &CORRUPT_CACHE_ERROR,
             },
             Self::Dataset(_) => &DATASET_ERROR,

@@ -239,6 +239,13 @@ impl Cache {
         move |source| CacheError::io(&self.path, file, source)
     }
 
+    pub(crate) fn source_error(
+        &self,
+        file: CacheFile,
+    ) -> impl FnOnce(crate::SourceError) -> CacheError + '_ {
+        move |source| CacheError::source(&self.path, file, source)
+    }
+
     /// How many of this cache's shard files have a descriptor or a mapping held for them by
     /// the process's handle pool now (for tests and diagnostics).
     pub fn open_shard_files(&self) -> usize {

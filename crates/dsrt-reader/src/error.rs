@@ -140,6 +140,18 @@ pub enum CacheError {
         #[source]
         source: std::io::Error,
     },
+    /// The cache's [`ShardSource`](crate::ShardSource) (its shards live elsewhere, as a
+    /// remote cache's do) could not serve a read of `file`.
+    #[error("{path}: {file}: {source}")]
+    Source {
+        /// The cache directory (or the remote cache's local directory).
+        path: PathBuf,
+        /// Which shard.
+        file: CacheFile,
+        /// The source's error, with whether retrying may help.
+        #[source]
+        source: crate::SourceError,
+    },
     /// Reading a file failed.
     #[error("{path}: {file}: {source}")]
     Io {
@@ -168,7 +180,7 @@ impl CacheError {
             Self::Checksum { .. } => "checksum",
             Self::Record { .. } => "record",
             Self::Resource { .. } => "resource",
-            Self::Io { .. } => "io",
+            Self::Io { .. } | Self::Source { .. } => "io",
         }
     }
 
@@ -192,6 +204,7 @@ impl CacheError {
             Self::NotADirectory { source, .. }
             | Self::Resource { source, .. }
             | Self::Io { source, .. } => source.to_string(),
+            Self::Source { source, .. } => source.to_string(),
             Self::Manifest { source, .. } => source.to_string(),
             Self::Index { source, .. } => source.to_string(),
             Self::Metadata { source, .. } => source.to_string(),
@@ -209,7 +222,8 @@ impl CacheError {
             | Self::ShardLength { file, .. }
             | Self::Checksum { file, .. }
             | Self::Resource { file, .. }
-            | Self::Io { file, .. } => Some(*file),
+            | Self::Io { file, .. }
+            | Self::Source { file, .. } => Some(*file),
             Self::Record { shard, .. } => Some(CacheFile::Shard(*shard)),
             Self::NotADirectory { .. } => None,
         }
@@ -286,6 +300,11 @@ impl CacheError {
                 file: CacheFile::Shard(3),
                 source: io(),
             },
+            Self::Source {
+                path: path(),
+                file: CacheFile::Shard(4),
+                source: crate::SourceError::new(io(), true),
+            },
         ];
         for error in &all {
             match error {
@@ -299,7 +318,8 @@ impl CacheError {
                 | Self::Checksum { .. }
                 | Self::Record { .. }
                 | Self::Resource { .. }
-                | Self::Io { .. } => {}
+                | Self::Io { .. }
+                | Self::Source { .. } => {}
             }
         }
         all
@@ -318,7 +338,8 @@ impl CacheError {
             | Self::Checksum { path, .. }
             | Self::Record { path, .. }
             | Self::Resource { path, .. }
-            | Self::Io { path, .. } => path,
+            | Self::Io { path, .. }
+            | Self::Source { path, .. } => path,
         }
     }
 
@@ -335,5 +356,31 @@ impl CacheError {
             },
             None => Self::Io { path, file, source },
         }
+    }
+
+    /// `source`'s failure to serve `file` of the cache at `path`; a file of the source's own
+    /// that ran into a resource limit is [`CacheError::Resource`], as a local cache's would be.
+    pub fn source(path: &std::path::Path, file: CacheFile, source: crate::SourceError) -> Self {
+        let exhausted = source
+            .get_ref()
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| handle_pool::Exhausted::of(e).is_some());
+        if exhausted {
+            if let Ok(io) = source.downcast::<std::io::Error>() {
+                return Self::io(path, file, io);
+            }
+            unreachable!("checked to be an io::Error");
+        }
+        Self::Source {
+            path: path.to_path_buf(),
+            file,
+            source,
+        }
+    }
+
+    /// Whether the same operation may succeed if tried again later: only a shard source's
+    /// failure can be (a store that did not answer); a cache's own files are what they are.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Self::Source { source, .. } if source.is_retryable())
     }
 }

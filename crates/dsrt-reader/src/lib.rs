@@ -32,4 +32,6 @@ pub use error::{CacheError, CacheFile};
 pub use handle_pool::{map_file, Exhausted, FileIdentity, FileMap, HandlePool, PooledTable};
 pub use sample::{MappedPayload, Sample, SampleBuf, SampleRef};
 pub use shared::SharedPayload;
-pub use source::{fetch_counters, FetchCounters, FetchTotals, InFlight, ShardSource, SharedShard};
+pub use source::{
+    fetch_counters, FetchCounters, FetchTotals, InFlight, ShardSource, SharedShard, SourceError,
+};

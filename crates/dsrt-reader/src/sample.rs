@@ -195,15 +195,17 @@ impl Cache {
         row: &IndexRow,
         record: &mut [u8],
     ) -> Result<(std::ops::Range<usize>, RowView<'_>), CacheError> {
-        let read = match &self.source {
+        let file = CacheFile::Shard(row.shard_id);
+        match &self.source {
             None => {
                 // `locate` found the shard id among the manifest's shards.
                 let index = usize::try_from(row.shard_id).unwrap_or(usize::MAX);
-                self.files.read_exact_at(index, record, row.offset)
+                (self.files.read_exact_at(index, record, row.offset))
+                    .map_err(self.io_error(file))?;
             }
-            Some(source) => source.read_at(row.shard_id, row.offset, record),
-        };
-        read.map_err(self.io_error(CacheFile::Shard(row.shard_id)))?;
+            Some(source) => (source.read_at(row.shard_id, row.offset, record))
+                .map_err(self.source_error(file))?,
+        }
         let (stored_at, metadata) = self.check_record(sample, row, record)?;
         Ok((stored_at..record.len(), metadata))
     }

@@ -52,7 +52,8 @@ impl Cache {
             let (row, shard, len) = self.locate(sample)?;
             if shard.algo == CompressionAlgo::None {
                 if let Some(shared) = source.shared(row.shard_id) {
-                    let bytes = shared.map_err(self.io_error(CacheFile::Shard(row.shard_id)))?;
+                    let bytes =
+                        shared.map_err(self.source_error(CacheFile::Shard(row.shard_id)))?;
                     let (start, record) = self.record_in(&row, len, (*bytes).as_ref())?;
                     let (stored_at, _) = self.check_record(sample, &row, record)?;
                     let range = start + stored_at..start + record.len();

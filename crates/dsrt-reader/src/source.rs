@@ -19,7 +19,7 @@ pub type SharedShard = Arc<dyn AsRef<[u8]> + Send + Sync>;
 pub trait ShardSource: Send + Sync {
     /// Fills `buf` with the bytes of shard `shard` at `offset`: exactly `buf.len()` of them,
     /// or an error. Called concurrently from many threads.
-    fn read_at(&self, shard: u64, offset: u64, buf: &mut [u8]) -> io::Result<()>;
+    fn read_at(&self, shard: u64, offset: u64, buf: &mut [u8]) -> Result<(), SourceError>;
 
     /// Tells the source which shards a reader will need next, in the order it will need
     /// them, so that it can fetch ahead. A hint: the source may ignore it, and nothing read
@@ -33,9 +33,60 @@ pub trait ShardSource: Send + Sync {
     /// ([`Cache::read_shared`](crate::Cache::read_shared)); `None` when the source does not
     /// share this shard's bytes, and the reader then uses `read_at`. The same contract as
     /// `read_at`: exactly the manifest's shard, checked as it says.
-    fn shared(&self, shard: u64) -> Option<io::Result<SharedShard>> {
+    fn shared(&self, shard: u64) -> Option<Result<SharedShard, SourceError>> {
         let _ = shard;
         None
+    }
+}
+
+/// Why a [`ShardSource`] could not serve a read: its own error, kept whole and typed (a
+/// remote cache's store or local-cache failure, which a caller can take back with
+/// [`SourceError::downcast`]), and whether trying again may succeed. The reader reports it as
+/// [`CacheError::Source`](crate::CacheError::Source), naming the cache and the shard.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+pub struct SourceError {
+    retryable: bool,
+    #[source]
+    error: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl SourceError {
+    /// The source's `error`, and whether the same read may succeed later (a store that did not
+    /// answer, a throttled request) or never will (a missing object, a local disk failure).
+    pub fn new(error: impl std::error::Error + Send + Sync + 'static, retryable: bool) -> Self {
+        Self {
+            retryable,
+            error: Box::new(error),
+        }
+    }
+
+    /// Whether the same read may succeed if tried again later.
+    pub fn is_retryable(&self) -> bool {
+        self.retryable
+    }
+
+    /// The source's error.
+    pub fn get_ref(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.error
+    }
+
+    /// The source's error as `E`, or `self` back if it is another type.
+    pub fn downcast<E: std::error::Error + Send + Sync + 'static>(self) -> Result<E, Self> {
+        match self.error.downcast::<E>() {
+            Ok(error) => Ok(*error),
+            Err(error) => Err(Self {
+                retryable: self.retryable,
+                error,
+            }),
+        }
+    }
+}
+
+/// A source's own file (a local copy of a shard) failing to read: never worth retrying as is.
+impl From<io::Error> for SourceError {
+    fn from(error: io::Error) -> Self {
+        Self::new(error, false)
     }
 }
 

@@ -7,7 +7,7 @@ mod common;
 use common::{payload, write_cache};
 use dsrt_manifest::CompressionAlgo;
 use dsrt_reader::{
-    Cache, CacheError, CacheFile, MappedPayload, OpenOptions, SampleBuf, ShardSource,
+    Cache, CacheError, CacheFile, MappedPayload, OpenOptions, SampleBuf, ShardSource, SourceError,
 };
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -24,13 +24,18 @@ struct MovedShards {
     flip: Option<u64>,
 }
 
+/// The source's own error type, which a reader's caller gets back whole.
+#[derive(Debug, thiserror::Error)]
+#[error("the store has no shard {0} now")]
+struct Unavailable(u64);
+
 impl ShardSource for MovedShards {
-    fn read_at(&self, shard: u64, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+    fn read_at(&self, shard: u64, offset: u64, buf: &mut [u8]) -> Result<(), SourceError> {
         self.reads.fetch_add(1, Ordering::Relaxed);
         let file = self
             .files
             .get(shard as usize)
-            .ok_or_else(|| io::Error::other(format!("no shard {shard}")))?;
+            .ok_or_else(|| SourceError::new(Unavailable(shard), true))?;
         std::fs::File::open(file)?.read_exact_at(buf, offset)?;
         if let Some(at) = self.flip {
             if (offset..offset + buf.len() as u64).contains(&at) {
@@ -112,22 +117,45 @@ fn bytes_a_source_corrupts_are_refused_by_the_envelope_check() {
 }
 
 #[test]
-fn a_source_failure_is_an_io_error_naming_the_shard() {
+fn a_source_failure_keeps_its_type_and_retryability_naming_the_shard() {
     let dir = tempfile::tempdir().unwrap();
     let (path, mut source) = sourced(dir.path(), 8, CompressionAlgo::None);
     source.files.clear();
     let cache = Cache::open_with_source(&path, OpenOptions::default(), Arc::new(source)).unwrap();
     let error = cache.read(3, &mut SampleBuf::new()).unwrap_err();
-    assert!(
-        matches!(
-            &error,
-            CacheError::Io {
-                file: CacheFile::Shard(0),
-                ..
-            }
-        ),
-        "{error:?}"
+    assert!(error.is_retryable(), "{error:?}");
+    assert_eq!(
+        (error.kind(), error.file()),
+        ("io", Some(CacheFile::Shard(0)))
     );
+    assert!(
+        error.to_string().contains("the store has no shard 0 now"),
+        "{error}"
+    );
+    let CacheError::Source { source, .. } = error else {
+        panic!("{error:?}");
+    };
+    assert!(matches!(
+        source.downcast::<Unavailable>(),
+        Ok(Unavailable(0))
+    ));
+}
+
+#[test]
+fn a_source_file_out_of_descriptors_is_a_resource_error_not_retryable() {
+    struct Exhausted;
+    impl ShardSource for Exhausted {
+        fn read_at(&self, _: u64, _: u64, _: &mut [u8]) -> Result<(), SourceError> {
+            Err(io::Error::from_raw_os_error(24).into())
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = sourced(dir.path(), 8, CompressionAlgo::None);
+    let cache =
+        Cache::open_with_source(&path, OpenOptions::default(), Arc::new(Exhausted)).unwrap();
+    let error = cache.read(3, &mut SampleBuf::new()).unwrap_err();
+    assert!(matches!(error, CacheError::Resource { .. }), "{error:?}");
+    assert!(!error.is_retryable());
 }
 
 #[test]

@@ -473,6 +473,15 @@ impl RemoteError {
     }
 }
 
+/// A remote cache's failure to serve a shard read, as its reader reports it
+/// (`CacheError::Source`): the error whole, retryable as [`RemoteError::is_retryable`] says.
+impl From<RemoteError> for dsrt_reader::SourceError {
+    fn from(error: RemoteError) -> Self {
+        let retryable = error.is_retryable();
+        Self::new(error, retryable)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

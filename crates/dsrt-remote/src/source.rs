@@ -8,7 +8,7 @@ use crate::options::ShardFetch;
 use crate::prefetch::Prefetcher;
 use crate::RemotePrefix;
 use dsrt_manifest::ShardEntry;
-use dsrt_reader::{fetch_counters, ShardSource, SharedShard};
+use dsrt_reader::{fetch_counters, ShardSource, SharedShard, SourceError};
 use dsrt_shard_cache::{CachedFile, FetchError, FetchSink, Publication, ShardCache};
 use handle_pool::{HandlePool, Holder};
 use std::collections::VecDeque;
@@ -223,7 +223,7 @@ impl Drop for RemoteShards {
 }
 
 impl ShardSource for RemoteShards {
-    fn read_at(&self, shard: u64, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+    fn read_at(&self, shard: u64, offset: u64, buf: &mut [u8]) -> Result<(), SourceError> {
         let read = self.read_through(shard, offset, buf);
         self.inner.first_read_served();
         read
@@ -235,7 +235,7 @@ impl ShardSource for RemoteShards {
         }
     }
 
-    fn shared(&self, shard: u64) -> Option<io::Result<SharedShard>> {
+    fn shared(&self, shard: u64) -> Option<Result<SharedShard, SourceError>> {
         let shared = &self.inner;
         if shared.fetch != ShardFetch::Whole {
             return None;
@@ -244,37 +244,36 @@ impl ShardSource for RemoteShards {
         if shared.early_reads_left() && !shared.is_local(shard) {
             return None;
         }
-        let mapped = shared.mapped(shard).map_err(io::Error::other);
+        let mapped = shared.mapped(shard).map_err(SourceError::from);
         shared.first_read_served();
         Some(mapped.map(|m| m as SharedShard))
     }
 }
 
 impl RemoteShards {
-    fn read_through(&self, shard: u64, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+    fn read_through(&self, shard: u64, offset: u64, buf: &mut [u8]) -> Result<(), SourceError> {
         let shared = &self.inner;
         match shared.fetch {
             ShardFetch::Whole => {
                 if let Some(file) = shared.local_file(shard) {
-                    return file.read_exact_at(buf, offset);
+                    return Ok(file.read_exact_at(buf, offset)?);
                 }
                 if let Some(read) = shared.read_kept_map(shard, offset, buf) {
-                    return read;
+                    return Ok(read?);
                 }
                 if shared.read_early(shard, offset, buf) {
                     return Ok(());
                 }
-                shared
-                    .shard_file_waited(shard)
-                    .map_err(io::Error::other)?
-                    .read_exact_at(buf, offset)
+                Ok(shared
+                    .shard_file_waited(shard)?
+                    .read_exact_at(buf, offset)?)
             }
             ShardFetch::Range => {
                 let started = std::time::Instant::now();
                 let read = shared
                     .retry
                     .run(|| shared.read_range(shard, offset, buf))
-                    .map_err(io::Error::other);
+                    .map_err(SourceError::from);
                 fetch_counters().add_wait(started.elapsed());
                 read
             }

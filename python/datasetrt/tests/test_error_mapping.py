@@ -23,6 +23,7 @@ EXPECTED = {
     "CacheError::Record": ("CorruptCacheError", "record"),
     "CacheError::Resource": ("ResourceError", "resource"),
     "CacheError::Io": ("CacheError", "io"),
+    "CacheError::Source": ("CacheError", "io"),
     "WriteError::TargetNotEmpty": ("WriteError", "target_not_empty"),
     "WriteError::InvalidOption": ("WriteError", "invalid_option"),
     "WriteError::Row": ("WriteError", "row"),
