@@ -326,17 +326,16 @@ impl PyTokenWriter {
         _exc: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        let failed = exc_type.is_some_and(|t| !t.is_none());
         let open = self
             .writer
             .lock_py_attached(py)
             .map_err(|_| PyValueError::new_err("the TokenWriter failed in another thread"))?
             .is_some();
-        if failed {
-            self.abort(py, false)?;
-        } else if open {
-            self.finish(py)?;
-        }
-        Ok(false)
+        crate::writer::exit_block(
+            exc_type,
+            open,
+            || self.finish(py).map(drop),
+            || self.abort(py, false),
+        )
     }
 }

@@ -198,18 +198,17 @@ impl PyCacheWriter {
         _exc: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        let failed = exc_type.is_some_and(|t| !t.is_none());
         let open = self
             .writer
             .lock_py_attached(py)
             .map_err(|_| PyValueError::new_err("the CacheWriter failed in another thread"))?
             .is_some();
-        if failed {
-            self.abort(py, false)?;
-        } else if open {
-            self.finish(py)?;
-        }
-        Ok(false)
+        crate::writer::exit_block(
+            exc_type,
+            open,
+            || self.finish(py).map(drop),
+            || self.abort(py, false),
+        )
     }
 }
 
@@ -302,4 +301,21 @@ pub(crate) fn _cache_schema(
         .iter()
         .map(|c| (c.name.clone(), spec(c)))
         .collect())
+}
+
+/// What a writer's `__exit__` does: abandons the cache when the block raised (keeping what it
+/// wrote, as `abort(remove=False)`), else publishes it if still open; never swallows the
+/// block's exception.
+pub(crate) fn exit_block(
+    exc_type: Option<&Bound<'_, PyAny>>,
+    open: bool,
+    finish: impl FnOnce() -> PyResult<()>,
+    abort: impl FnOnce() -> PyResult<()>,
+) -> PyResult<bool> {
+    if exc_type.is_some_and(|t| !t.is_none()) {
+        abort()?;
+    } else if open {
+        finish()?;
+    }
+    Ok(false)
 }

@@ -27,7 +27,10 @@ again with ``W = 2`` on both sides (LitData's faster shuffle setting); ``dsrt`` 
 round; the report is each arm's tokens/s per round and the ratios per round.
 
 Needs ``litdata`` (``requirements-bench.txt``; not a test requirement):
-``python bench_token_batches.py [--rounds 3] [--batches 200] [--work DIR] [--arms ...]``.
+``python bench_token_batches.py [--rounds 3] [--batches 400] [--dsrt-threads 2] [--work DIR]
+[--arms ...]``. Run it on an otherwise idle machine: ``dsrt0`` spreads its work over the
+training thread and ``--dsrt-threads`` Rust threads, which other load on two cores takes from
+it far more than from the single-threaded ``floor``.
 """
 
 from __future__ import annotations
@@ -89,9 +92,9 @@ def touch_dsrt(batch) -> int:
     return int(batch["input_ids"].shape[0]) * SEQ_LEN
 
 
-def run_dsrt(cache: Path, workers: int, batches: int) -> float:
+def run_dsrt(cache: Path, workers: int, batches: int, threads: int = 2) -> float:
     ds = TokenStreamingDataset(
-        [str(cache)], seq_len=SEQ_LEN, batch_size=BATCH, rank=0, world_size=1, threads=2
+        [str(cache)], seq_len=SEQ_LEN, batch_size=BATCH, rank=0, world_size=1, threads=threads
     )
     loader = DataLoader(ds, batch_size=None, num_workers=workers)
     return timed(iter(loader), touch_dsrt, batches)
@@ -146,7 +149,14 @@ def timed(batches, touch, count: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--batches", type=int, default=200)
+    # An epoch of the data is 452 batches: 5 untimed and up to 447 timed fit in one.
+    parser.add_argument("--batches", type=int, default=400)
+    parser.add_argument(
+        "--dsrt-threads",
+        type=int,
+        default=2,
+        help="Rust threads reading ahead in the dsrt0 arm (TokenStreamingDataset threads=)",
+    )
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument(
         "--arms", default="dsrt0,dsrt2,litdata0,litdata2,litdata0-seq,litdata2-seq,floor"
@@ -164,7 +174,7 @@ def main() -> None:
         write_litdata(docs, lit)
     tokens = np.concatenate(docs)
     runners = {
-        "dsrt0": lambda: run_dsrt(cache, 0, args.batches),
+        "dsrt0": lambda: run_dsrt(cache, 0, args.batches, args.dsrt_threads),
         "dsrt2": lambda: run_dsrt(cache, 2, args.batches),
         "litdata0": lambda: run_litdata(lit, 0, args.batches),
         "litdata2": lambda: run_litdata(lit, 2, args.batches),
