@@ -6,7 +6,11 @@
 //! fresh write of the live datasets; gc keeps the replaced datasets' parts while a version
 //! reads them; racing replacers of one name all commit and leave exactly one live dataset.
 #![allow(clippy::disallowed_methods)] // a test drives its own runtime
-#![allow(clippy::unwrap_used, clippy::cast_precision_loss)] // test code: small known values
+#![allow(
+    clippy::unwrap_used,
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation
+)] // test code: small known values
 
 mod common;
 
