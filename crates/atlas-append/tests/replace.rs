@@ -4,12 +4,14 @@
 //! from it the new data only, with each name once; a reader opening while replaces commit sees
 //! one or the other, never both nor neither; a compaction after a replace is byte for byte a
 //! fresh write of the live datasets; gc keeps the replaced datasets' parts while a version
-//! reads them; racing replacers of one name all commit and leave exactly one live dataset.
+//! reads them; racing replacers of one name (on local disk and on an object store) all commit
+//! and leave exactly one live dataset.
 #![allow(clippy::disallowed_methods)] // a test drives its own runtime
 #![allow(
     clippy::unwrap_used,
     clippy::cast_precision_loss,
-    clippy::cast_possible_truncation
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss
 )] // test code: small known values
 
 mod common;
@@ -22,7 +24,9 @@ use common::*;
 use ndarray::{ArrayD, IxDyn};
 use object_access::StoreLocation;
 use object_store::local::LocalFileSystem;
+use object_store::memory::InMemory;
 use object_store::path::Path;
+use object_store::ObjectStore;
 use std::collections::BTreeMap;
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -322,67 +326,82 @@ fn a_reader_sees_the_old_or_the_new_dataset_never_both_nor_neither() {
 
 #[test]
 fn racing_replacers_of_one_name_all_commit_and_leave_one_live() {
-    const REPLACERS: usize = 8;
     let dir = tempfile::tempdir().unwrap();
-    let collection = dir.path().join("growing");
-    let location = StoreLocation::Local(collection.clone());
-    let rt = runtime();
-    rt.block_on(async {
-        append_specs(&location, vec![replacement("shared", 0)], false)
+    let location = StoreLocation::Local(dir.path().join("growing"));
+    runtime().block_on(racing_replacers(&location));
+}
+
+/// The same race on an object store, where the commit is a conditional PUT, not a lock.
+#[test]
+fn racing_replacers_on_an_object_store_all_commit_and_leave_one_live() {
+    let memory: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let location = StoreLocation::Remote(object_access::RemotePrefix::new(
+        memory,
+        Path::from("c"),
+        "memory:///c",
+    ));
+    runtime().block_on(racing_replacers(&location));
+}
+
+/// Replacers of `shared` that all read version 1 before any commits, so all but one catch up:
+/// every commit lands, each hides the one live `shared` it found, and exactly one is live in
+/// every version, the last commit's at the end.
+async fn racing_replacers(location: &StoreLocation) {
+    const REPLACERS: usize = 8;
+    append_specs(location, vec![replacement("shared", 0)], false)
+        .await
+        .unwrap();
+    let mut appenders = Vec::new();
+    for writer in 1..=REPLACERS {
+        let mut appender = Appender::open(location, WriterOptions::default())
+            .await
+            .unwrap()
+            .with_replace(true);
+        appender
+            .write_dataset(replacement("shared", writer))
+            .unwrap();
+        appender
+            .write_dataset(replacement(&format!("own_{writer}"), writer))
+            .unwrap();
+        appenders.push(appender);
+    }
+    let commits = appenders
+        .into_iter()
+        .map(|appender| tokio::spawn(appender.commit()));
+    let mut reports = Vec::new();
+    for commit in commits {
+        reports.push(commit.await.unwrap().unwrap());
+    }
+    let mut versions: Vec<u64> = reports.iter().map(|r| r.version).collect();
+    versions.sort_unstable();
+    assert_eq!(versions, (2..=REPLACERS as u64 + 1).collect::<Vec<_>>());
+    assert!(reports.iter().all(|r| r.replaced == 1));
+    assert!(reports.iter().any(|r| r.attempts > 1));
+    let last = reports.iter().max_by_key(|r| r.version).unwrap();
+
+    let atlas = Atlas::open_location(location, |s| s).await.unwrap();
+    let counts = name_counts(&atlas);
+    assert_eq!(counts.len(), REPLACERS + 1);
+    assert!(counts.values().all(|&n| n == 1), "{counts:?}");
+    let (commit, _) = atlas
+        .parts()
+        .find(|(_, part)| part.dataset("shared").is_some())
+        .unwrap();
+    assert_eq!(commit.part, last.part);
+    assert_eq!(
+        temp_of(&atlas, "shared").await,
+        new_values("shared", writer_of(&atlas, "shared").await as usize)
+    );
+    for version in 1..=REPLACERS as u64 + 1 {
+        let at = Atlas::open_location_version(location, Some(version), |s| s)
             .await
             .unwrap();
-        // Every replacer reads version 1 before any commits, so all but one catch up.
-        let mut appenders = Vec::new();
-        for writer in 1..=REPLACERS {
-            let mut appender = Appender::open(&location, WriterOptions::default())
-                .await
-                .unwrap()
-                .with_replace(true);
-            appender
-                .write_dataset(replacement("shared", writer))
-                .unwrap();
-            appender
-                .write_dataset(replacement(&format!("own_{writer}"), writer))
-                .unwrap();
-            appenders.push(appender);
-        }
-        let commits = appenders
-            .into_iter()
-            .map(|appender| tokio::spawn(appender.commit()));
-        let mut reports = Vec::new();
-        for commit in commits {
-            reports.push(commit.await.unwrap().unwrap());
-        }
-        let mut versions: Vec<u64> = reports.iter().map(|r| r.version).collect();
-        versions.sort_unstable();
-        assert_eq!(versions, (2..=REPLACERS as u64 + 1).collect::<Vec<_>>());
-        assert!(reports.iter().all(|r| r.replaced == 1));
-        let last = reports.iter().max_by_key(|r| r.version).unwrap();
-
-        let atlas = Atlas::open_location(&location, |s| s).await.unwrap();
-        let counts = name_counts(&atlas);
-        assert_eq!(counts.len(), REPLACERS + 1);
-        assert!(counts.values().all(|&n| n == 1), "{counts:?}");
-        // The live `shared` is the last commit's.
-        let shared = atlas.dataset("shared").unwrap();
-        let (commit, _) = atlas
-            .parts()
-            .find(|(_, part)| part.dataset("shared").is_some())
-            .unwrap();
-        assert_eq!(commit.part, last.part);
-        assert!(shared.ordinal() >= REPLACERS as u32);
-        // And every version in between had exactly one.
-        for version in 1..=REPLACERS as u64 + 1 {
-            let at = Atlas::open_location_version(&location, Some(version), |s| s)
-                .await
-                .unwrap();
-            assert_eq!(
-                at.datasets().filter(|d| d.name() == "shared").count(),
-                1,
-                "version {version}"
-            );
-        }
-    });
+        assert_eq!(
+            at.datasets().filter(|d| d.name() == "shared").count(),
+            1,
+            "version {version}"
+        );
+    }
 }
 
 #[test]
