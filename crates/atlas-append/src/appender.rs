@@ -80,6 +80,8 @@ pub struct Appender {
     written: usize,
     /// A name a checked part holds live is replaced (hidden in the commit), not refused.
     replace: bool,
+    /// A dataset was written while `replace` was on, unchecked against the parts' names.
+    wrote_replacing: bool,
 }
 
 impl std::fmt::Debug for Appender {
@@ -169,6 +171,7 @@ impl Appender {
             writer: Some(writer),
             written: 0,
             replace: false,
+            wrote_replacing: false,
         };
         appender
             .take_names(manifest.parts_of(manifest.latest()), &manifest)
@@ -182,7 +185,8 @@ impl Appender {
     /// write, so a reader sees the old dataset or the new one, never both nor neither;
     /// `docs/format/growing.md`, "Replacing"). Versions before the commit still read the old
     /// one. A name written twice by this append is refused either way. Set it before the first
-    /// dataset is written.
+    /// dataset is written: switched off after some were written while it was on, their names
+    /// are refused at the commit (`NameTaken`) if the collection holds them live.
     pub fn with_replace(mut self, replace: bool) -> Self {
         self.replace = replace;
         self
@@ -209,6 +213,7 @@ impl Appender {
             atlas_writer::WriteError::Poisoned("the append is committed".to_owned())
         })?;
         let ordinal = writer.write_dataset(dataset)?;
+        self.wrote_replacing |= self.replace;
         self.written_names.insert(name);
         self.written += 1;
         Ok(ordinal)
@@ -262,6 +267,7 @@ impl Appender {
         for dataset in collection.datasets() {
             self.written_names.insert(dataset.name().to_owned());
         }
+        self.wrote_replacing |= self.replace;
         self.written = collection.dataset_count();
         let (from, path) = match source {
             StoreLocation::Remote(remote) => (
@@ -364,7 +370,7 @@ impl Appender {
         let path = manifest_path(&self.prefix);
         let datasets = self.written as u64;
         for attempt in 1..=MAX_ATTEMPTS {
-            let hides = self.hides();
+            let hides = self.hides()?;
             let replaced = hides.len();
             let moved: Mutex<Option<Manifest>> = Mutex::new(None);
             let made: Mutex<u64> = Mutex::new(0);
@@ -482,15 +488,24 @@ impl Appender {
     }
 
     /// The datasets this append replaces in the checked manifest's latest version: the live
-    /// holder of each name it wrote (none without replace, where there is none).
-    fn hides(&self) -> Vec<HiddenDataset> {
-        if !self.replace {
-            return Vec::new();
+    /// holder of each name it wrote. Without replace there is none: the names were checked as
+    /// they were written and as parts came in; names written while replace was on and then
+    /// switched off are checked here (`NameTaken`).
+    fn hides(&self) -> Result<Vec<HiddenDataset>, AppendError> {
+        if !self.replace && !self.wrote_replacing {
+            return Ok(Vec::new());
         }
         let mut hides = Vec::new();
         for part in &self.checked {
             for name in &self.written_names {
                 if let Some(ordinal) = part.live_ordinal(name) {
+                    if !self.replace {
+                        return Err(AppendError::NameTaken {
+                            collection: self.collection.clone(),
+                            name: name.clone(),
+                            held_by: part.holder(),
+                        });
+                    }
                     hides.push(HiddenDataset {
                         part: part.commit.part.clone(),
                         ordinal,
@@ -498,7 +513,7 @@ impl Appender {
                 }
             }
         }
-        hides
+        Ok(hides)
     }
 
     /// `NameTaken` if this append holds a dataset called `name`, or, unless it replaces, a

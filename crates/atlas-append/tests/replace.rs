@@ -505,3 +505,28 @@ fn compaction_after_a_replace_is_a_fresh_write_of_the_live_datasets_and_gc_keeps
         assert!(text.starts_with("atlas-growing 3 4\n"), "{text}");
     });
 }
+
+#[test]
+fn replace_switched_off_after_writing_refuses_a_live_name_at_the_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let collection = dir.path().join("growing");
+    let location = StoreLocation::Local(collection.clone());
+    runtime().block_on(async {
+        append(&location, 0, 2).await;
+        let before = std::fs::read(collection.join(MANIFEST_OBJECT)).unwrap();
+        let mut appender = Appender::open(&location, WriterOptions::default())
+            .await
+            .unwrap()
+            .with_replace(true);
+        appender.write_dataset(replacement(&name(0, 1), 3)).unwrap();
+        let refused = appender.with_replace(false).commit().await;
+        assert!(
+            matches!(&refused, Err(AppendError::NameTaken { name: n, .. }) if *n == name(0, 1)),
+            "{refused:?}"
+        );
+        assert_eq!(
+            std::fs::read(collection.join(MANIFEST_OBJECT)).unwrap(),
+            before
+        );
+    });
+}
