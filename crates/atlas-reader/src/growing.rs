@@ -203,9 +203,14 @@ fn apply_hides(
     parts: &mut [Atlas],
 ) -> Result<(), AtlasError> {
     let mut hidden: Vec<Vec<u32>> = vec![Vec::new(); parts.len()];
+    let index_of: std::collections::HashMap<&str, usize> = part_commits
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.part.as_str(), i))
+        .collect();
     for (commit, hide) in manifest.hidden_of(version) {
         // The manifest's decode checked that the hide names a part of this version.
-        let Some(index) = part_commits.iter().position(|c| c.part == hide.part) else {
+        let Some(&index) = index_of.get(hide.part.as_str()) else {
             continue;
         };
         if hide.ordinal as usize >= parts[index].footer.datasets.len() {
