@@ -1,8 +1,11 @@
-//! The appender: names checked, the part written, the manifest committed.
+//! The appender: names checked, the part written, the manifest committed (with the datasets
+//! it replaces hidden in the same commit).
 
 use crate::error::AppendError;
 use atlas_footer::CONTAINER_OBJECT;
-use atlas_reader::manifest::{Commit, CommitKind, Manifest, MANIFEST_OBJECT, PARTS_DIR};
+use atlas_reader::manifest::{
+    Commit, CommitKind, HiddenDataset, Manifest, MANIFEST_OBJECT, PARTS_DIR,
+};
 use atlas_reader::{
     decode_manifest, manifest_path, part_prefix, Atlas, AtlasError, CommitOutcome,
     ConditionalPutCommitter, GrowingProblem, LocalFlockCommitter, MaskCommitter,
@@ -34,6 +37,9 @@ const THIS_APPEND: &str = "this append";
 struct CheckedPart {
     commit: Commit,
     atlas: Atlas,
+    /// The part's ordinals the checked manifest's latest version hides (replace lines): not
+    /// live, so their names are free.
+    hidden: HashSet<u32>,
 }
 
 /// What [`Appender::commit`] did.
@@ -49,6 +55,9 @@ pub struct AppendReport {
     pub container_bytes: u64,
     /// Commit attempts (more than 1: another appender committed in between).
     pub attempts: u32,
+    /// Datasets of earlier parts the commit hid because this append holds a dataset of their
+    /// name (only with [`Appender::with_replace`]; 0 otherwise).
+    pub replaced: usize,
 }
 
 /// Appends datasets to a growing collection as one new part; see the [crate docs](crate).
@@ -69,6 +78,10 @@ pub struct Appender {
     /// The part's writer, until `commit` (or `adopt`) takes it.
     writer: Option<AtlasWriter>,
     written: usize,
+    /// A name a checked part holds live is replaced (hidden in the commit), not refused.
+    replace: bool,
+    /// A dataset was written while `replace` was on, unchecked against the parts' names.
+    wrote_replacing: bool,
 }
 
 impl std::fmt::Debug for Appender {
@@ -78,6 +91,7 @@ impl std::fmt::Debug for Appender {
             .field("version", &self.manifest.latest())
             .field("part", &self.part_id)
             .field("written", &self.written)
+            .field("replace", &self.replace)
             .finish_non_exhaustive()
     }
 }
@@ -156,12 +170,26 @@ impl Appender {
             part_id,
             writer: Some(writer),
             written: 0,
+            replace: false,
+            wrote_replacing: false,
         };
         appender
-            .take_names(manifest.parts_of(manifest.latest()))
+            .take_names(manifest.parts_of(manifest.latest()), &manifest)
             .await?;
         appender.manifest = manifest;
         Ok(appender)
+    }
+
+    /// With `replace`, a dataset whose name the collection holds live is not refused: the
+    /// commit that adds this append's part also hides the dataset it replaces (one manifest
+    /// write, so a reader sees the old dataset or the new one, never both nor neither;
+    /// `docs/format/growing.md`, "Replacing"). Versions before the commit still read the old
+    /// one. A name written twice by this append is refused either way. Set it before the first
+    /// dataset is written: switched off after some were written while it was on, their names
+    /// are refused at the commit (`NameTaken`) if the collection holds them live.
+    pub fn with_replace(mut self, replace: bool) -> Self {
+        self.replace = replace;
+        self
     }
 
     /// The version this append read (0 for a collection with no commit yet); its commit makes
@@ -175,8 +203,9 @@ impl Appender {
         self.written
     }
 
-    /// Writes one dataset into the new part and returns its ordinal there. A name the
-    /// collection (or this append) already holds is refused before anything is written.
+    /// Writes one dataset into the new part and returns its ordinal there. A name this append
+    /// already wrote is refused before anything is written, and so is one the collection holds
+    /// live unless the append replaces ([`Appender::with_replace`]).
     pub fn write_dataset(&mut self, dataset: DatasetSpec) -> Result<u32, AppendError> {
         self.refuse_taken(dataset.name())?;
         let name = dataset.name().to_owned();
@@ -184,6 +213,7 @@ impl Appender {
             atlas_writer::WriteError::Poisoned("the append is committed".to_owned())
         })?;
         let ordinal = writer.write_dataset(dataset)?;
+        self.wrote_replacing |= self.replace;
         self.written_names.insert(name);
         self.written += 1;
         Ok(ordinal)
@@ -237,6 +267,7 @@ impl Appender {
         for dataset in collection.datasets() {
             self.written_names.insert(dataset.name().to_owned());
         }
+        self.wrote_replacing |= self.replace;
         self.written = collection.dataset_count();
         let (from, path) = match source {
             StoreLocation::Remote(remote) => (
@@ -303,12 +334,13 @@ impl Appender {
         }
         .await;
         match committed {
-            Ok((version, attempts)) => {
+            Ok((version, attempts, replaced)) => {
                 tracing::info!(
                     collection = %self.collection,
                     version,
                     part = %self.part_id,
                     datasets = self.written,
+                    replaced,
                     attempts,
                     "appended a part"
                 );
@@ -318,6 +350,7 @@ impl Appender {
                     datasets: self.written,
                     container_bytes,
                     attempts,
+                    replaced,
                 })
             }
             Err(e) => {
@@ -329,12 +362,16 @@ impl Appender {
 
     /// Commits the manifest with one more commit naming the part: read, check, conditional
     /// write, again after a conflict. A manifest that moved since it was checked has its new
-    /// parts' names checked first. Returns the version made and the attempts taken.
-    async fn commit_manifest(&mut self) -> Result<(u64, u32), AppendError> {
+    /// parts' names checked first, and a replacing append's hides are recomputed against it
+    /// (the live holder of a name may have changed). Returns the version made, the attempts
+    /// taken and the datasets hidden.
+    async fn commit_manifest(&mut self) -> Result<(u64, u32, usize), AppendError> {
         let committer = manifest_committer(&self.store, &self.prefix, self.local_dir.as_deref());
         let path = manifest_path(&self.prefix);
         let datasets = self.written as u64;
         for attempt in 1..=MAX_ATTEMPTS {
+            let hides = self.hides()?;
+            let replaced = hides.len();
             let moved: Mutex<Option<Manifest>> = Mutex::new(None);
             let made: Mutex<u64> = Mutex::new(0);
             let merge = |current: Option<&[u8]>| -> Result<Vec<u8>, AtlasError> {
@@ -349,7 +386,8 @@ impl Appender {
                         problem: GrowingProblem::ManifestMoved,
                     });
                 }
-                let next = current.with_commit(unix_ms_now(), datasets, &self.part_id);
+                let next =
+                    current.with_replace(unix_ms_now(), datasets, &self.part_id, hides.clone());
                 *made.lock().unwrap_or_else(PoisonError::into_inner) = next.latest();
                 Ok(next.encode())
             };
@@ -360,6 +398,7 @@ impl Appender {
                     return Ok((
                         made.into_inner().unwrap_or_else(PoisonError::into_inner),
                         attempt,
+                        replaced,
                     ))
                 }
                 (Ok(CommitOutcome::Conflict), _) => {
@@ -391,28 +430,52 @@ impl Appender {
             self.checked.clear();
             current.parts_of(current.latest())
         };
-        self.take_names(new).await?;
+        self.take_names(new, &current).await?;
         self.manifest = current;
         Ok(())
     }
 
-    /// Opens the parts of `commits` at once and takes their dataset names; a name this append
-    /// wrote is `NameTaken`.
-    async fn take_names(&mut self, commits: &[Commit]) -> Result<(), AppendError> {
+    /// Opens the parts of `commits` (parts of `manifest`'s latest version) at once and takes
+    /// their dataset names; a name this append wrote that one of them holds live is
+    /// `NameTaken`, unless the append replaces. Every checked part's hidden datasets are then
+    /// `manifest`'s.
+    async fn take_names(
+        &mut self,
+        commits: &[Commit],
+        manifest: &Manifest,
+    ) -> Result<(), AppendError> {
         let opens = commits
             .iter()
             .map(|commit| Atlas::open_part(Arc::clone(&self.store), &self.prefix, commit));
         let parts = futures::future::try_join_all(opens).await?;
+        let first_new = self.checked.len();
         for (commit, atlas) in commits.iter().zip(parts) {
-            let part = CheckedPart {
+            self.checked.push(CheckedPart {
                 commit: commit.clone(),
                 atlas,
-            };
+                hidden: HashSet::new(),
+            });
+        }
+        let mut hidden: std::collections::HashMap<&str, HashSet<u32>> =
+            std::collections::HashMap::new();
+        for (_, hide) in manifest.hidden_of(manifest.latest()) {
+            hidden
+                .entry(hide.part.as_str())
+                .or_default()
+                .insert(hide.ordinal);
+        }
+        for part in &mut self.checked {
+            part.hidden = hidden.remove(part.commit.part.as_str()).unwrap_or_default();
+        }
+        if self.replace {
+            return Ok(());
+        }
+        for part in &self.checked[first_new..] {
             // The smaller side is walked: this append's names looked up in the part.
             if let Some(name) = self
                 .written_names
                 .iter()
-                .find(|name| part.atlas.dataset(name).is_some())
+                .find(|name| part.live_ordinal(name).is_some())
             {
                 return Err(AppendError::NameTaken {
                     collection: self.collection.clone(),
@@ -420,19 +483,50 @@ impl Appender {
                     held_by: part.holder(),
                 });
             }
-            self.checked.push(part);
         }
         Ok(())
     }
 
-    /// `NameTaken` if a checked part or this append holds a live dataset called `name`.
+    /// The datasets this append replaces in the checked manifest's latest version: the live
+    /// holder of each name it wrote. Without replace there is none: the names were checked as
+    /// they were written and as parts came in; names written while replace was on and then
+    /// switched off are checked here (`NameTaken`).
+    fn hides(&self) -> Result<Vec<HiddenDataset>, AppendError> {
+        if !self.replace && !self.wrote_replacing {
+            return Ok(Vec::new());
+        }
+        let mut hides = Vec::new();
+        for part in &self.checked {
+            for name in &self.written_names {
+                if let Some(ordinal) = part.live_ordinal(name) {
+                    if !self.replace {
+                        return Err(AppendError::NameTaken {
+                            collection: self.collection.clone(),
+                            name: name.clone(),
+                            held_by: part.holder(),
+                        });
+                    }
+                    hides.push(HiddenDataset {
+                        part: part.commit.part.clone(),
+                        ordinal,
+                    });
+                }
+            }
+        }
+        Ok(hides)
+    }
+
+    /// `NameTaken` if this append holds a dataset called `name`, or, unless it replaces, a
+    /// checked part holds a live one.
     fn refuse_taken(&self, name: &str) -> Result<(), AppendError> {
         let held_by = if self.written_names.contains(name) {
             Some(THIS_APPEND.to_owned())
+        } else if self.replace {
+            None
         } else {
             self.checked
                 .iter()
-                .find(|part| part.atlas.dataset(name).is_some())
+                .find(|part| part.live_ordinal(name).is_some())
                 .map(CheckedPart::holder)
         };
         match held_by {
@@ -532,6 +626,13 @@ pub(crate) fn unix_ms_now() -> i64 {
 }
 
 impl CheckedPart {
+    /// The part's ordinal of the live dataset called `name`: not deleted by the part's mask as
+    /// read, nor hidden by the checked version.
+    fn live_ordinal(&self, name: &str) -> Option<u32> {
+        let ordinal = self.atlas.dataset(name)?.ordinal();
+        (!self.hidden.contains(&ordinal)).then_some(ordinal)
+    }
+
     /// The part as a `NameTaken` error names it.
     fn holder(&self) -> String {
         format!(

@@ -2,7 +2,8 @@
 //!
 //! What it is for: [`Appender`] adds datasets to a growing collection (`docs/format/growing.md`)
 //! without touching what is there. It reads the manifest and the names of every dataset of the
-//! latest version, refuses a name already present before anything is written, writes the new
+//! latest version, refuses a name already held live before anything is written (or, with
+//! [`Appender::with_replace`], hides the dataset it replaces in the same commit), writes the new
 //! datasets with an [`AtlasWriter`](atlas_writer::AtlasWriter) as one new part (a complete
 //! plain collection under `parts/<id>/`), and then commits the next manifest version with a
 //! conditional write: `PutMode::Create`/`Update` on an object store, the directory `flock` and
@@ -23,8 +24,7 @@
 //! part it is; older versions read their parts until `gc` removes them.
 //!
 //! What it is not for: reading (`atlas-reader` opens a growing collection as one), writing a
-//! plain collection (`atlas-writer`), deletes (`atlas-reader`'s `Atlas::delete`), replacing
-//! one dataset by another of its name.
+//! plain collection (`atlas-writer`), deletes (`atlas-reader`'s `Atlas::delete`).
 //!
 //! Layering: above `atlas-reader` (the manifest, the parts' names, the commit primitives) and
 //! `atlas-writer` (the part's container), `durable-fs` (fsync of a local part) and

@@ -58,9 +58,10 @@ pub(crate) async fn run(command: Command, as_json: bool, at: At) -> Result<(), C
             name_prefix,
         } => demo(&out, datasets, &name_prefix).await?,
         Command::Append {
+            replace,
             collection,
             sources,
-        } => append(&collection, &sources).await?,
+        } => append(&collection, &sources, replace).await?,
         Command::Log { collection } => log(&open(&collection).await?),
         Command::Compact { collection } => compact(&collection).await?,
         Command::Tag {
@@ -605,22 +606,29 @@ async fn demo(out: &str, datasets: usize, name_prefix: &str) -> Result<Output, C
         .line(format!("wrote {} datasets in {} segments, {} bytes, to {out}", summary.datasets, summary.segments, summary.container_bytes)))
 }
 
-/// `atlas append`: each source as one part and one version, in order.
-async fn append(collection: &str, sources: &[String]) -> Result<Output, CliError> {
+/// `atlas append`: each source as one part and one version, in order; with `replace`, each
+/// version hides the datasets of the names its source holds.
+async fn append(collection: &str, sources: &[String], replace: bool) -> Result<Output, CliError> {
     let target = place(collection)?;
     let mut reports = Vec::with_capacity(sources.len());
     let mut lines = Vec::with_capacity(sources.len());
     for source in sources {
         let from = place(source)?;
-        let appender = Appender::open(&target, WriterOptions::default()).await?;
+        let appender = Appender::open(&target, WriterOptions::default())
+            .await?
+            .with_replace(replace);
         let report = appender.adopt(&from).await?;
         lines.push(format!(
-            "version {}: {} dataset(s) from {} as part {} ({}){}",
+            "version {}: {} dataset(s) from {} as part {} ({}){}{}",
             report.version,
             report.datasets,
             Escaped(source),
             report.part,
             HumanBytes(report.container_bytes),
+            match report.replaced {
+                0 => String::new(),
+                n => format!(", replacing {n}"),
+            },
             match report.attempts {
                 1 => String::new(),
                 n => format!(", committed at attempt {n}"),
@@ -630,6 +638,7 @@ async fn append(collection: &str, sources: &[String]) -> Result<Output, CliError
             "source": source,
             "version": report.version,
             "datasets": report.datasets,
+            "replaced": report.replaced,
             "part": report.part,
             "bytes": report.container_bytes,
             "attempts": report.attempts,
@@ -732,23 +741,32 @@ const COMPACT_BAR: &str =
 fn log(atlas: &Atlas) -> Output {
     let commits = atlas.commits();
     let mut table = table(
-        &["VERSION", "KIND", "COMMITTED (UTC)", "DATASETS", "PART"],
-        &[0, 3],
+        &[
+            "VERSION",
+            "KIND",
+            "COMMITTED (UTC)",
+            "DATASETS",
+            "HIDDEN",
+            "PART",
+        ],
+        &[0, 3, 4],
     );
     let mut rows = Vec::with_capacity(commits.len());
     for commit in commits {
         table.add_row(vec![
             commit.version.to_string(),
-            commit.kind.as_str().to_owned(),
+            commit.label().to_owned(),
             utc(commit.created_unix_ms),
             commit.datasets.to_string(),
+            commit.hides.len().to_string(),
             commit.part.clone(),
         ]);
         rows.push(json!({
             "version": commit.version,
-            "kind": commit.kind.as_str(),
+            "kind": commit.label(),
             "created_unix_ms": commit.created_unix_ms,
             "datasets": commit.datasets,
+            "hidden": commit.hides.len(),
             "part": commit.part,
         }));
     }

@@ -33,6 +33,7 @@ Examples:
   atlas read /tmp/collection month_001 temperature --start 0,1 --shape 1,2
   atlas demo /tmp/june --datasets 30 --name-prefix june_
   atlas append /tmp/growing /tmp/june
+  atlas append --replace /tmp/growing /tmp/june_fixed
   atlas log /tmp/growing
   atlas ls --at-version 1 /tmp/growing
   atlas tag /tmp/growing june-release
@@ -95,15 +96,20 @@ enum Command {
     },
     /// Adds each SOURCE (a plain collection, copied as it is) to COLLECTION as one new part and
     /// one new version; an empty or new COLLECTION becomes a growing collection. A dataset name
-    /// the collection already holds is refused before anything is written; concurrent appends
-    /// all land (docs/format/growing.md).
+    /// the collection already holds live is refused before anything is written (with
+    /// --replace, the old dataset is hidden in the same commit); concurrent appends all land
+    /// (docs/format/growing.md).
     Append {
+        /// Replace the datasets of the names a source holds: the version that adds the source
+        /// hides the old ones (older versions still read them), instead of refusing the names.
+        #[arg(long)]
+        replace: bool,
         collection: String,
         #[arg(required = true)]
         sources: Vec<String>,
     },
-    /// The versions of a growing collection: number, kind (append or compact), commit time
-    /// (UTC), datasets in its part, part.
+    /// The versions of a growing collection: number, kind (append, replace or compact), commit
+    /// time (UTC), datasets in its part, datasets of earlier parts it hid, part.
     Log { collection: String },
     /// Rewrites the live datasets of every part of a growing collection, in order, as one part
     /// (byte for byte a fresh write of them) committed as a new version; older versions read

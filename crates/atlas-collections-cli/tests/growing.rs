@@ -316,3 +316,60 @@ fn compact_folds_the_parts_into_one_version_that_log_and_gc_show() {
     // A plain collection is not compacted (exit 1).
     assert_eq!(atlas(&["compact", &jan]).status.code(), Some(1));
 }
+
+#[test]
+fn append_replace_hides_the_old_datasets_and_log_counts_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let jan = source(dir.path(), "jan_", 3);
+    let fixes = dir.path().join("fixes");
+    std::fs::create_dir_all(&fixes).unwrap();
+    let fixed = source(&fixes, "jan_", 2);
+    let grown = dir.path().join("grown").to_str().unwrap().to_owned();
+    json(&["append", &grown, &jan]);
+    // Without --replace the names are refused (exit 1), with it the old ones are hidden.
+    assert_eq!(atlas(&["append", &grown, &fixed]).status.code(), Some(1));
+    let replaced = json(&["append", "--replace", &grown, &fixed]);
+    assert_eq!(replaced[0]["version"], 2);
+    assert_eq!(replaced[0]["replaced"], 2);
+    let human = stdout(&atlas(&["append", "--replace", &grown, &fixed]));
+    assert!(human.contains("replacing 2"), "{human}");
+
+    let latest = names(&grown, None);
+    assert_eq!(latest, ["jan_002", "jan_000", "jan_001"]);
+    assert_eq!(names(&grown, Some("1")), ["jan_000", "jan_001", "jan_002"]);
+    assert_eq!(json(&["info", &grown])["live_datasets"], 3);
+    assert_eq!(json(&["stats", &grown, "temperature"])["datasets"], 3);
+    stdout(&atlas(&["verify", "--full", &grown]));
+
+    let log = json(&["log", &grown]);
+    let rows: Vec<(&str, u64, u64)> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["kind"].as_str().unwrap(),
+                c["datasets"].as_u64().unwrap(),
+                c["hidden"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [("append", 3, 0), ("replace", 2, 2), ("replace", 2, 2)]
+    );
+    let human = stdout(&atlas(&["log", &grown]));
+    assert!(
+        human.contains("HIDDEN") && human.contains("replace"),
+        "{human}"
+    );
+
+    // A delete of a replaced name hides the live dataset; version 1 still lists the old one.
+    json(&["delete", &grown, "jan_000"]);
+    assert_eq!(names(&grown, None), ["jan_002", "jan_001"]);
+    assert_eq!(names(&grown, Some("1")), ["jan_000", "jan_001", "jan_002"]);
+
+    // Compaction keeps the live datasets only.
+    json(&["compact", &grown]);
+    assert_eq!(names(&grown, None), ["jan_002", "jan_001"]);
+}

@@ -154,18 +154,19 @@ impl Collection {
     }
 
     /// The versions of a growing collection up to the one open, oldest first:
-    /// `(version, created_unix_ms, datasets in its part, part id, kind)`, kind `append` or
-    /// `compact`; empty for a plain collection.
-    fn log(&self) -> Vec<(u64, i64, u64, String, &'static str)> {
+    /// `(version, created_unix_ms, datasets in its part, part id, kind, datasets hidden)`,
+    /// kind `append`, `replace` (an append that hid the datasets it replaced) or `compact`;
+    /// empty for a plain collection.
+    fn log(&self) -> Vec<(u64, i64, u64, String, &'static str, usize)> {
         (self.atlas.commits().iter())
             .map(|c| {
-                let kind = c.kind.as_str();
                 (
                     c.version,
                     c.created_unix_ms,
                     c.datasets,
                     c.part.clone(),
-                    kind,
+                    c.label(),
+                    c.hides.len(),
                 )
             })
             .collect()

@@ -238,9 +238,12 @@ impl Writer {
     ///
     /// `mode="append"` adds the datasets to the growing collection at `location` (created when
     /// empty) as one new part, committed by `finish` as a new version; a name the collection
-    /// already holds is refused before anything is written (`docs/format/growing.md`).
+    /// already holds live is refused before anything is written, unless `replace` is true:
+    /// then the commit hides the old dataset of that name (`docs/format/growing.md`,
+    /// "Replacing"). `replace` is refused outside `mode="append"`.
     #[new]
-    #[pyo3(signature = (location, *, mode="create", codec="zstd", zstd_level=3, block_target_size=None, created_unix_ms=0))]
+    #[pyo3(signature = (location, *, mode="create", codec="zstd", zstd_level=3, block_target_size=None, created_unix_ms=0, replace=false))]
+    #[allow(clippy::too_many_arguments)] // the Python keyword arguments, one each
     fn new(
         py: Python<'_>,
         location: String,
@@ -249,7 +252,13 @@ impl Writer {
         zstd_level: i32,
         block_target_size: Option<usize>,
         created_unix_ms: i64,
+        replace: bool,
     ) -> PyResult<Self> {
+        if replace && mode != "append" {
+            return Err(PyValueError::new_err(
+                "replace=True needs mode=\"append\": a new collection has nothing to replace",
+            ));
+        }
         let mut options = WriterOptions {
             codec: self::codec(codec)?,
             zstd_level,
@@ -281,7 +290,8 @@ impl Writer {
                 };
                 let appender = run(py, &location, async move {
                     Appender::open(&place, options).await
-                })?;
+                })?
+                .with_replace(replace);
                 Ok(Self {
                     state: Mutex::new(Some(Target::Append(Box::new(appender)))),
                     location,
@@ -367,6 +377,7 @@ impl Writer {
                 dict.set_item("version", report.version)?;
                 dict.set_item("part", report.part)?;
                 dict.set_item("attempts", report.attempts)?;
+                dict.set_item("replaced", report.replaced)?;
                 return Ok(dict);
             }
         };

@@ -83,8 +83,12 @@ pub struct Atlas {
     pub(crate) footer: CollectionFooter,
     /// The footer's schema pool with every index resolved.
     schemas: Vec<ResolvedSchema>,
-    /// Replaced whole after a delete; readers take a snapshot.
+    /// Replaced whole after a delete; readers take a snapshot. A part's holds the ordinals
+    /// its version hides ([`Atlas::hidden`]) besides its mask's.
     deleted: RwLock<Arc<DeletedSet>>,
+    /// For a part of a growing collection: the ordinals the version open hides (replace lines
+    /// of the manifest), served as deleted, never written to the part's mask.
+    hidden: Vec<u32>,
     /// One per variable, in container order.
     segments: Vec<Segment>,
     cache: Arc<BlockCache>,
@@ -239,6 +243,7 @@ impl Atlas {
             footer: opened.footer,
             schemas,
             deleted: RwLock::new(Arc::new(deleted)),
+            hidden: Vec::new(),
             segments,
             cache: Arc::new(BlockCache::new(
                 DEFAULT_CACHE_CAPACITY as u64,
@@ -276,6 +281,7 @@ impl Atlas {
                 .finish(atlas_footer::Codec::Zstd, created_unix_ms),
             schemas: Vec::new(),
             deleted: RwLock::new(Arc::new(DeletedSet::new(0))),
+            hidden: Vec::new(),
             segments: Vec::new(),
             cache: Arc::new(BlockCache::new(0, 0)),
             resident: AtomicU64::new(0),
@@ -470,13 +476,32 @@ impl Atlas {
         }
     }
 
-    /// A snapshot of the deleted ordinals.
+    /// A snapshot of the deleted ordinals: the mask's, and for a part of a growing
+    /// collection the ones its version hides too ([`Atlas::hidden`]).
     pub fn deleted(&self) -> Arc<DeletedSet> {
         Arc::clone(&self.deleted.read().unwrap_or_else(PoisonError::into_inner))
     }
 
-    pub(crate) fn replace_deleted(&self, set: DeletedSet) {
+    /// The mask as committed, `set`, with the version's hides folded in.
+    pub(crate) fn replace_deleted(&self, mut set: DeletedSet) {
+        set.merge(self.hidden.iter().copied());
         *self.deleted.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(set);
+    }
+
+    /// For a part of a growing collection: the ordinals (the part's own) the version open
+    /// hides because a later append replaced them (`docs/format/growing.md`, "Replacing"),
+    /// ascending. They are served as deleted but are not in the part's mask: an older version
+    /// still reads them. Empty for anything else.
+    pub fn hidden(&self) -> &[u32] {
+        &self.hidden
+    }
+
+    /// Hides `ordinals` (ascending, each a dataset of this container) as the version open
+    /// asks: folded into the deleted set every read path consults.
+    pub(crate) fn hide(&mut self, ordinals: Vec<u32>) {
+        self.hidden = ordinals;
+        let mask = self.deleted();
+        self.replace_deleted(DeletedSet::clone(&mask));
     }
 
     /// The live dataset called `name`: one hash lookup (one per part of a growing collection).

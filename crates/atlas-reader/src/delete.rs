@@ -179,7 +179,8 @@ impl Atlas {
     /// conflict; see the [`MaskCommitter`] in use for what a race costs.
     ///
     /// On a growing collection (`docs/format/growing.md`, "Deleting") each name is found in
-    /// the part that holds it and hidden in that part's own `deleted.mask`, through the same
+    /// the newest part that holds it (a dataset a replace hid is never the one deleted: its
+    /// replacement is newer) and hidden in that part's own `deleted.mask`, through the same
     /// commit as a plain collection's: every name is resolved before any mask is written, and
     /// the parts' masks are committed one after the other, oldest part first.
     pub async fn delete<S: AsRef<str>>(&self, names: &[S]) -> Result<DeleteReport, AtlasError> {
@@ -203,10 +204,7 @@ impl Atlas {
         let mut by_part: Vec<Vec<&str>> = vec![Vec::new(); self.parts.len()];
         for name in names {
             let name = name.as_ref();
-            let part = self
-                .parts
-                .iter()
-                .position(|part| part.ordinal_of(name).is_some())
+            let part = newest_holder(&self.parts, name)
                 .ok_or_else(|| AtlasError::DatasetNotFound(name.to_owned()))?;
             by_part[part].push(name);
         }
@@ -272,11 +270,16 @@ impl Atlas {
                 latest = latest.with_local_locks(dir.clone());
             }
             touched.clear();
-            for (commit, part) in latest.parts() {
+            let holders: Vec<Option<usize>> = names
+                .iter()
+                .map(|name| newest_holder(&latest.parts, name))
+                .collect();
+            for (index, (commit, part)) in latest.parts().enumerate() {
                 let here: Vec<&str> = names
                     .iter()
-                    .copied()
-                    .filter(|name| part.ordinal_of(name).is_some())
+                    .zip(&holders)
+                    .filter(|(_, holder)| **holder == Some(index))
+                    .map(|(name, _)| *name)
                     .collect();
                 if !here.is_empty() {
                     part.delete_own(&here).await?;
@@ -359,6 +362,16 @@ impl Atlas {
             attempts: MAX_ATTEMPTS,
         })
     }
+}
+
+/// The index of the newest of `parts` that holds a dataset called `name`, live or deleted. A
+/// name is held by more than one part only where a replace hid the older holders, and the
+/// newest is then the one the version serves (or the one a delete already hid): a delete
+/// never reaches through a replace to the dataset an older version still reads.
+fn newest_holder(parts: &[Atlas], name: &str) -> Option<usize> {
+    parts
+        .iter()
+        .rposition(|part| part.ordinal_of(name).is_some())
 }
 
 /// Versions a delete follows into compactions committed while it runs before it gives up.

@@ -4,8 +4,9 @@
 //! The open reads `collection.manifest` (one request: it names every version), then every part
 //! of the version asked for at once (each part's tail and mask, as a plain open): two round
 //! trips whatever the number of parts. The parts' datasets are numbered one after the other,
-//! oldest part first; names are unique across parts because an append refuses a name a part
-//! already holds.
+//! oldest part first; a live name is unique across parts because an append refuses a name a
+//! part holds live, unless it replaces it: then its commit hides the old dataset (the replace
+//! line's hides), which this open folds into the part's deleted set.
 
 use crate::atlas::Atlas;
 use crate::error::{AtlasError, GrowingProblem};
@@ -154,6 +155,7 @@ pub(crate) async fn open_manifest_version(
         }
     });
     let mut parts = futures::future::try_join_all(opens).await?;
+    apply_hides(&path, manifest, version, &part_commits, &mut parts)?;
     let mut bases = Vec::with_capacity(parts.len());
     let mut total: u64 = 0;
     for part in &mut parts {
@@ -188,6 +190,50 @@ pub(crate) async fn open_manifest_version(
         total,
     };
     Ok(Atlas::growing_shell(store, prefix, growing, parts, created))
+}
+
+/// Hides in `parts` (the parts of `version`, in `part_commits` order) the datasets the
+/// version's replace lines hide; a hide past its part's datasets is a damaged manifest,
+/// refused naming the replace line.
+fn apply_hides(
+    path: &Path,
+    manifest: &Manifest,
+    version: u64,
+    part_commits: &[Commit],
+    parts: &mut [Atlas],
+) -> Result<(), AtlasError> {
+    let mut hidden: Vec<Vec<u32>> = vec![Vec::new(); parts.len()];
+    let index_of: std::collections::HashMap<&str, usize> = part_commits
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.part.as_str(), i))
+        .collect();
+    for (commit, hide) in manifest.hidden_of(version) {
+        // The manifest's decode checked that the hide names a part of this version.
+        let Some(&index) = index_of.get(hide.part.as_str()) else {
+            continue;
+        };
+        if hide.ordinal as usize >= parts[index].footer.datasets.len() {
+            return Err(AtlasError::corrupt(
+                path.as_ref(),
+                format!("line {}", commit.version + 1),
+                format!(
+                    "hides dataset {} of part {}, which holds {}",
+                    hide.ordinal,
+                    hide.part,
+                    parts[index].footer.datasets.len()
+                ),
+            ));
+        }
+        hidden[index].push(hide.ordinal);
+    }
+    for (part, mut ordinals) in parts.iter_mut().zip(hidden) {
+        if !ordinals.is_empty() {
+            ordinals.sort_unstable();
+            part.hide(ordinals);
+        }
+    }
+    Ok(())
 }
 
 impl Atlas {

@@ -2,15 +2,18 @@
 //! (`docs/format/growing.md`): a header line, then one line per commit, oldest first.
 //!
 //! ```text
-//! atlas-growing 1                       (atlas-growing 2 <oldest readable version>)
+//! atlas-growing 1                       (atlas-growing 2|3 <oldest readable version>)
 //! <version> <created_unix_ms> <datasets> <part>            an append: adds its part
 //! <version> <created_unix_ms> <datasets> <part> compact    a compaction: its part replaces all
+//! <version> <created_unix_ms> <datasets> <part> replace <part>:<ordinal>,...
+//!                                          an append that also hides datasets of earlier parts
 //! ```
 //!
 //! The parts of version `N` fold commits `1..=N` ([`Manifest::parts_of`]), so the one object
 //! both names the latest version and keeps every older one: an open reads it in one request.
 //! A manifest with only append lines and every version readable keeps the version 1 bytes, so
-//! readers that predate compaction read every collection that has not been compacted.
+//! readers that predate compaction read every collection that has not been compacted; one
+//! without a replace line keeps the version 2 bytes, so readers that predate replacing read it.
 
 use std::fmt::Write as _;
 
@@ -20,10 +23,15 @@ pub const MANIFEST_OBJECT: &str = "collection.manifest";
 pub const PARTS_DIR: &str = "parts";
 /// The first line of a manifest of append lines only, every version readable.
 const HEADER: &str = "atlas-growing 1";
-/// The first line of any other manifest, before its oldest readable version.
+/// The first line of a manifest with a compact line or unreadable versions and no replace
+/// line, before its oldest readable version.
 const HEADER_2: &str = "atlas-growing 2 ";
+/// The first line of a manifest with a replace line, before its oldest readable version.
+const HEADER_3: &str = "atlas-growing 3 ";
 /// The fifth field of a compact line.
 const COMPACT_FIELD: &str = "compact";
+/// The fifth field of a replace line; the sixth lists the datasets it hides.
+const REPLACE_FIELD: &str = "replace";
 /// The longest part id a manifest may name.
 const MAX_PART_ID: usize = 64;
 /// The largest manifest a reader accepts (a reader bound, not a format rule): about a million
@@ -49,7 +57,17 @@ impl CommitKind {
     }
 }
 
-/// One commit: the part it added, and whether that part replaced the others.
+/// A dataset a replace line hides: the part that holds it and its ordinal within that part.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct HiddenDataset {
+    /// The part's id (a part of the same version, committed before the replace line).
+    pub part: String,
+    /// The dataset's ordinal within the part (its position in the part's footer).
+    pub ordinal: u32,
+}
+
+/// One commit: the part it added, whether that part replaced the others, and the datasets of
+/// earlier parts it hid.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Commit {
     /// The collection version this commit made: its line number, from 1.
@@ -62,12 +80,24 @@ pub struct Commit {
     pub part: String,
     /// Whether the part was added or replaced the list.
     pub kind: CommitKind,
+    /// For an append that replaced datasets (a replace line): the datasets of earlier parts
+    /// it hid, sorted, none twice. Empty for any other commit.
+    pub hides: Vec<HiddenDataset>,
 }
 
 impl Commit {
     /// The part's prefix relative to the collection: `parts/<id>`.
     pub fn part_prefix(&self) -> String {
         format!("{PARTS_DIR}/{}", self.part)
+    }
+
+    /// How `atlas log` names the commit: `compact`, `replace` (an append that hid datasets)
+    /// or `append`.
+    pub fn label(&self) -> &'static str {
+        match self.kind {
+            CommitKind::Append if !self.hides.is_empty() => "replace",
+            kind => kind.as_str(),
+        }
     }
 }
 
@@ -138,6 +168,15 @@ impl Manifest {
         &upto[start..]
     }
 
+    /// The datasets version `version` hides (none past the latest): the hides of the replace
+    /// lines among [`Manifest::parts_of`], each naming one of those parts. A compaction copies
+    /// only live datasets, so the hides before it end with it.
+    pub fn hidden_of(&self, version: u64) -> impl Iterator<Item = (&Commit, &HiddenDataset)> {
+        self.parts_of(version)
+            .iter()
+            .flat_map(|commit| commit.hides.iter().map(move |hidden| (commit, hidden)))
+    }
+
     fn end(&self, version: u64) -> usize {
         usize::try_from(version)
             .unwrap_or(usize::MAX)
@@ -147,6 +186,25 @@ impl Manifest {
     /// A manifest with one more append commit, making version `latest() + 1`.
     pub fn with_commit(&self, created_unix_ms: i64, datasets: u64, part: &str) -> Self {
         self.with(CommitKind::Append, created_unix_ms, datasets, part)
+    }
+
+    /// A manifest with one more append commit that also hides `hides` (datasets of the latest
+    /// version's parts; sorted and deduplicated here), making version `latest() + 1`. With no
+    /// hides it is [`Manifest::with_commit`].
+    pub fn with_replace(
+        &self,
+        created_unix_ms: i64,
+        datasets: u64,
+        part: &str,
+        mut hides: Vec<HiddenDataset>,
+    ) -> Self {
+        hides.sort();
+        hides.dedup();
+        let mut next = self.with(CommitKind::Append, created_unix_ms, datasets, part);
+        if let Some(commit) = next.commits.last_mut() {
+            commit.hides = hides;
+        }
+        next
     }
 
     /// A manifest with one more compact commit, making version `latest() + 1` of `part` alone.
@@ -162,24 +220,41 @@ impl Manifest {
             datasets,
             part: part.to_owned(),
             kind,
+            hides: Vec::new(),
         });
         next
     }
 
-    /// Whether the bytes need manifest version 2: a compact line, or versions gc made
-    /// unreadable. Otherwise they are exactly version 1's, which older readers read.
-    fn needs_version_2(&self) -> bool {
-        self.oldest_readable > 1 || self.commits.iter().any(|c| c.kind == CommitKind::Compact)
+    /// The header version the bytes need: 3 with a replace line; else 2 with a compact line
+    /// or versions gc made unreadable; else 1. Each is written only where the one before it
+    /// cannot say the manifest, so readers that predate a line kind read every manifest
+    /// without it.
+    fn header_version(&self) -> u8 {
+        if self.commits.iter().any(|c| !c.hides.is_empty()) {
+            3
+        } else if self.oldest_readable > 1
+            || self.commits.iter().any(|c| c.kind == CommitKind::Compact)
+        {
+            2
+        } else {
+            1
+        }
     }
 
     /// The manifest's bytes.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = String::with_capacity(16 + self.commits.len() * 64);
         // Writing to a String cannot fail.
-        if self.needs_version_2() {
-            let _ = writeln!(out, "{HEADER_2}{}", self.oldest_readable);
-        } else {
-            let _ = writeln!(out, "{HEADER}");
+        match self.header_version() {
+            1 => {
+                let _ = writeln!(out, "{HEADER}");
+            }
+            2 => {
+                let _ = writeln!(out, "{HEADER_2}{}", self.oldest_readable);
+            }
+            _ => {
+                let _ = writeln!(out, "{HEADER_3}{}", self.oldest_readable);
+            }
         }
         for c in &self.commits {
             let _ = write!(
@@ -189,6 +264,12 @@ impl Manifest {
             );
             if c.kind == CommitKind::Compact {
                 let _ = write!(out, " {COMPACT_FIELD}");
+            } else if !c.hides.is_empty() {
+                let _ = write!(out, " {REPLACE_FIELD} ");
+                for (i, hidden) in c.hides.iter().enumerate() {
+                    let comma = if i == 0 { "" } else { "," };
+                    let _ = write!(out, "{comma}{}:{}", hidden.part, hidden.ordinal);
+                }
             }
             out.push('\n');
         }
@@ -196,10 +277,12 @@ impl Manifest {
     }
 
     /// Parses manifest bytes strictly: the header (version 2 only where version 1 cannot say
-    /// it: a compact line, or an oldest readable version above 1, at most the latest), then
-    /// lines of four fields (five for a compact line, the fifth `compact`) separated by one
+    /// it: a compact line, or an oldest readable version above 1, at most the latest; version
+    /// 3 exactly where there is a replace line), then lines of four fields (five for a compact
+    /// line, the fifth `compact`; six for a replace line, the fifth `replace`) separated by one
     /// space, versions counting up from 1, valid and distinct part ids, every line (the last
-    /// included) ended by `\n`, nothing else.
+    /// included) ended by `\n`, nothing else. A replace line's hides name parts its version
+    /// reads, committed before it, in ascending order, none hidden before.
     pub fn decode(bytes: &[u8]) -> Result<Self, ManifestError> {
         let whole = |reason: String| ManifestError { line: 0, reason };
         if bytes.len() > MAX_MANIFEST_BYTES {
@@ -215,19 +298,27 @@ impl Manifest {
         let mut lines = body.split('\n');
         let header = lines.next().unwrap_or_default();
         let header_error = |reason: String| ManifestError { line: 1, reason };
-        let oldest_readable = if header == HEADER {
-            None
+        let (header_version, oldest_readable) = if header == HEADER {
+            (1, None)
         } else if let Some(oldest) = header.strip_prefix(HEADER_2) {
             let oldest: u64 =
                 parse_field(oldest, "oldest readable version").map_err(header_error)?;
-            Some(oldest)
+            (2, Some(oldest))
+        } else if let Some(oldest) = header.strip_prefix(HEADER_3) {
+            let oldest: u64 =
+                parse_field(oldest, "oldest readable version").map_err(header_error)?;
+            (3, Some(oldest))
         } else {
             return Err(header_error(format!(
-                "expected the header {HEADER:?} or \"{HEADER_2}<oldest readable version>\", found {header:?}"
+                "expected the header {HEADER:?}, \"{HEADER_2}<oldest readable version>\" or \"{HEADER_3}<oldest readable version>\", found {header:?}"
             )));
         };
         let mut commits = Vec::new();
         let mut parts = std::collections::HashSet::new();
+        // The parts since the last compact line, with the ordinals hidden in each: what a
+        // replace line may hide.
+        let mut live: std::collections::HashMap<&str, std::collections::HashSet<u32>> =
+            std::collections::HashMap::new();
         for (index, line) in lines.enumerate() {
             let number = index + 2;
             let bad = |reason: String| ManifestError {
@@ -235,26 +326,46 @@ impl Manifest {
                 reason,
             };
             let fields: Vec<&str> = line.split(' ').collect();
-            let (version, created, datasets, part, kind) = match fields.as_slice() {
+            let (version, created, datasets, part, kind, hides) = match fields.as_slice() {
                 [version, created, datasets, part] => {
-                    (version, created, datasets, part, CommitKind::Append)
+                    (version, created, datasets, part, CommitKind::Append, None)
                 }
                 [version, created, datasets, part, kind] if *kind == COMPACT_FIELD => {
-                    if oldest_readable.is_none() {
+                    if header_version == 1 {
                         return Err(bad(format!(
                             "a compact line in a manifest whose header is {HEADER:?}"
                         )));
                     }
-                    (version, created, datasets, part, CommitKind::Compact)
+                    (version, created, datasets, part, CommitKind::Compact, None)
+                }
+                [version, created, datasets, part, kind, hides] if *kind == REPLACE_FIELD => {
+                    if header_version != 3 {
+                        return Err(bad(format!(
+                            "a replace line in a manifest whose header is {header:?}, not \"{HEADER_3}<oldest readable version>\""
+                        )));
+                    }
+                    (
+                        version,
+                        created,
+                        datasets,
+                        part,
+                        CommitKind::Append,
+                        Some(*hides),
+                    )
                 }
                 [.., kind] if fields.len() == 5 => {
                     return Err(bad(format!(
-                        "the fifth field is {kind:?}; the only one is {COMPACT_FIELD:?}"
+                        "the fifth field is {kind:?}; the only one of a 5-field line is {COMPACT_FIELD:?}"
+                    )));
+                }
+                [_, _, _, _, kind, _] => {
+                    return Err(bad(format!(
+                        "the fifth field is {kind:?}; the only one of a 6-field line is {REPLACE_FIELD:?}"
                     )));
                 }
                 _ => {
                     return Err(bad(format!(
-                        "expected 4 fields (5 for a compact line) separated by one space, found {}",
+                        "expected 4 fields (5 for a compact line, 6 for a replace line) separated by one space, found {}",
                         fields.len()
                     )))
                 }
@@ -274,12 +385,21 @@ impl Manifest {
             if !parts.insert(*part) {
                 return Err(bad(format!("part id {part:?} is named twice")));
             }
+            let hides = match hides {
+                Some(list) => parse_hides(list, &mut live).map_err(bad)?,
+                None => Vec::new(),
+            };
+            if kind == CommitKind::Compact {
+                live.clear();
+            }
+            live.insert(part, std::collections::HashSet::new());
             commits.push(Commit {
                 version,
                 created_unix_ms,
                 datasets,
                 part: (*part).to_owned(),
                 kind,
+                hides,
             });
         }
         let manifest = Self {
@@ -294,15 +414,55 @@ impl Manifest {
                     manifest.latest().max(1)
                 )));
             }
-            if !manifest.needs_version_2() {
-                return Err(header_error(
-                    "a version 2 header on a manifest version 1 spells (no compact line, every version readable)"
-                        .to_owned(),
-                ));
-            }
+        }
+        let needed = manifest.header_version();
+        if header_version != needed {
+            return Err(header_error(match needed {
+                1 => "a version 2 or 3 header on a manifest version 1 spells (no compact or replace line, every version readable)".to_owned(),
+                _ => "a version 3 header on a manifest version 2 spells (no replace line)".to_owned(),
+            }));
         }
         Ok(manifest)
     }
+}
+
+/// Parses a replace line's hides, `<part>:<ordinal>` joined by `,`: each part one of `live`
+/// (the parts since the last compaction, before this line), ascending by part id then
+/// ordinal, none repeated nor hidden by an earlier line (`live` records them).
+fn parse_hides<'t>(
+    list: &'t str,
+    live: &mut std::collections::HashMap<&'t str, std::collections::HashSet<u32>>,
+) -> Result<Vec<HiddenDataset>, String> {
+    let mut hides: Vec<HiddenDataset> = Vec::new();
+    for item in list.split(',') {
+        let Some((part, ordinal)) = item.split_once(':') else {
+            return Err(format!(
+                "hidden dataset {item:?} is not <part id>:<ordinal>"
+            ));
+        };
+        let ordinal: u32 = parse_field(ordinal, "hidden ordinal")?;
+        let Some(hidden_before) = live.get_mut(part) else {
+            return Err(format!(
+                "hidden dataset {item:?} names no part of its version before this line"
+            ));
+        };
+        let hidden = HiddenDataset {
+            part: part.to_owned(),
+            ordinal,
+        };
+        if hides.last().is_some_and(|last| *last >= hidden) {
+            return Err(format!(
+                "hidden dataset {item:?} is out of order or repeated (ascending by part id, then ordinal)"
+            ));
+        }
+        if !hidden_before.insert(ordinal) {
+            return Err(format!(
+                "hidden dataset {item:?} is hidden by an earlier line"
+            ));
+        }
+        hides.push(hidden);
+    }
+    Ok(hides)
 }
 
 /// A decimal field: ASCII digits (with a leading `-` for a signed one), no sign `+`, no
@@ -383,6 +543,105 @@ mod tests {
         let bytes = b"atlas-growing 2 2\n1 1 1 a\n2 2 1 b\n";
         assert_eq!(manifest.encode(), bytes);
         assert_eq!(Manifest::decode(bytes).unwrap(), manifest);
+    }
+
+    #[test]
+    fn a_replace_line_needs_version_3_and_hides_datasets_of_its_version() {
+        let hide = |part: &str, ordinal| HiddenDataset {
+            part: part.to_owned(),
+            ordinal,
+        };
+        let manifest = Manifest::default()
+            .with_commit(10, 3, "a")
+            .with_commit(11, 2, "b")
+            .with_replace(12, 2, "c", vec![hide("b", 1), hide("a", 2), hide("a", 0)])
+            .with_compaction(13, 4, "d")
+            .with_replace(14, 1, "e", vec![hide("d", 3)])
+            .with_replace(15, 1, "f", Vec::new());
+        let bytes = b"atlas-growing 3 1\n1 10 3 a\n2 11 2 b\n3 12 2 c replace a:0,a:2,b:1\n\
+                      4 13 4 d compact\n5 14 1 e replace d:3\n6 15 1 f\n";
+        assert_eq!(
+            String::from_utf8_lossy(&manifest.encode()),
+            String::from_utf8_lossy(bytes)
+        );
+        assert_eq!(Manifest::decode(bytes).unwrap(), manifest);
+        let hidden = |v| -> Vec<(u64, String, u32)> {
+            manifest
+                .hidden_of(v)
+                .map(|(c, h)| (c.version, h.part.clone(), h.ordinal))
+                .collect()
+        };
+        assert!(hidden(2).is_empty());
+        assert_eq!(
+            hidden(3),
+            [
+                (3, "a".to_owned(), 0),
+                (3, "a".to_owned(), 2),
+                (3, "b".to_owned(), 1)
+            ]
+        );
+        // The compaction copied only live datasets: the hides before it end with it.
+        assert!(hidden(4).is_empty());
+        assert_eq!(hidden(6), [(5, "d".to_owned(), 3)]);
+        assert_eq!(manifest.commits[2].label(), "replace");
+        assert_eq!(manifest.commits[3].label(), "compact");
+        assert_eq!(manifest.commits[5].label(), "append");
+
+        // Gc raising the oldest readable version keeps the version 3 header.
+        let collected = Manifest {
+            oldest_readable: 4,
+            ..manifest
+        };
+        let encoded = collected.encode();
+        assert!(encoded.starts_with(b"atlas-growing 3 4\n"));
+        assert_eq!(Manifest::decode(&encoded).unwrap(), collected);
+    }
+
+    #[test]
+    fn damaged_replace_lines_are_refused_naming_the_line() {
+        let cases: [(&[u8], usize); 16] = [
+            // A replace line under a version 1 or 2 header.
+            (b"atlas-growing 1\n1 0 1 a\n2 0 1 b replace a:0\n", 3),
+            (b"atlas-growing 2 1\n1 0 1 a\n2 0 1 b replace a:0\n", 3),
+            // A version 3 header without a replace line.
+            (b"atlas-growing 3 1\n1 0 1 a\n", 1),
+            (b"atlas-growing 3 1\n1 0 1 a compact\n", 1),
+            (b"atlas-growing 3 0\n1 0 1 a\n2 0 1 b replace a:0\n", 1),
+            // A sixth field with another fifth, or no hides.
+            (b"atlas-growing 3 1\n1 0 1 a\n2 0 1 b replaces a:0\n", 3),
+            (b"atlas-growing 3 1\n1 0 1 a\n2 0 1 b replace \n", 3),
+            (b"atlas-growing 3 1\n1 0 1 a\n2 0 1 b replace\n", 3),
+            // Not <part>:<ordinal>, or an ordinal that is not canonical.
+            (b"atlas-growing 3 1\n1 0 1 a\n2 0 1 b replace a\n", 3),
+            (b"atlas-growing 3 1\n1 0 1 a\n2 0 1 b replace a:01\n", 3),
+            (b"atlas-growing 3 1\n1 0 1 a\n2 0 1 b replace a:-1\n", 3),
+            // A part that is not an earlier part of the version: itself, unknown, compacted.
+            (b"atlas-growing 3 1\n1 0 1 a\n2 0 1 b replace b:0\n", 3),
+            (b"atlas-growing 3 1\n1 0 1 a\n2 0 1 b replace z:0\n", 3),
+            (
+                b"atlas-growing 3 1\n1 0 1 a\n2 0 1 c compact\n3 0 1 b replace a:0\n",
+                4,
+            ),
+            // Out of order, repeated, or hidden by an earlier line.
+            (b"atlas-growing 3 1\n1 0 2 a\n2 0 1 b replace a:1,a:0\n", 3),
+            (
+                b"atlas-growing 3 1\n1 0 2 a\n2 0 1 b replace a:1\n3 0 1 c replace a:1\n",
+                4,
+            ),
+        ];
+        for (bytes, line) in cases {
+            let error = Manifest::decode(bytes).unwrap_err();
+            assert_eq!(
+                error.line,
+                line,
+                "{:?}: {error}",
+                String::from_utf8_lossy(bytes)
+            );
+        }
+        assert!(Manifest::decode(b"atlas-growing 3 1\n1 0 2 a\n2 0 1 b replace a:0,a:1\n").is_ok());
+        assert!(
+            Manifest::decode(b"atlas-growing 3 1\n1 0 2 a\n2 0 1 b replace a:0,a:0\n").is_err()
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ def main(argv=None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(
             "usage: python -m atlas_collections import OUT FILE.nc [FILE.nc ...] [--engine E]"
-            " [--jobs N] [--skip-bad] [--no-progress]"
+            " [--jobs N] [--skip-bad] [--no-progress] [--append [--replace]]"
         )
         return 0 if argv else 2
     if argv[0] != "import":

@@ -184,12 +184,20 @@ class Collection:
 
     def log(self) -> list[dict[str, Any]]:
         """The versions of a growing collection up to the one open, oldest first: each its
-        ``version``, ``kind`` (``"append"``, or ``"compact"`` for a compaction, whose part
-        replaced the others), ``created_unix_ms``, ``datasets`` (in its part) and ``part``.
-        Empty for a plain collection."""
+        ``version``, ``kind`` (``"append"``; ``"replace"`` for an append that hid the
+        datasets it replaced; ``"compact"`` for a compaction, whose part replaced the others),
+        ``created_unix_ms``, ``datasets`` (in its part), ``hidden`` (datasets of earlier parts
+        it hid) and ``part``. Empty for a plain collection."""
         return [
-            {"version": v, "kind": k, "created_unix_ms": t, "datasets": n, "part": p}
-            for v, t, n, p, k in self._native.log()
+            {
+                "version": v,
+                "kind": k,
+                "created_unix_ms": t,
+                "datasets": n,
+                "hidden": h,
+                "part": p,
+            }
+            for v, t, n, p, k, h in self._native.log()
         ]
 
     # -- datasets ---------------------------------------------------------------------------
@@ -689,9 +697,12 @@ class Writer:
 
     ``mode="append"`` adds the datasets to the growing collection at ``location`` (an empty or
     new location becomes one) as one new part, committed as a new version by :meth:`finish`; a
-    dataset name the collection already holds is refused (``DuplicateNameError``) before
-    anything is written, and appenders running at once all land. A plain collection (a
-    ``data.atlas`` at ``location``) is not appended to (``CollectionExistsError``).
+    dataset name the collection already holds live is refused (``DuplicateNameError``) before
+    anything is written, and appenders running at once all land. With ``replace=True`` such a
+    name replaces the old dataset instead: the commit that adds the new part hides the old one,
+    so a reader sees one or the other, never both nor neither, and older versions still read the
+    old one (``docs/format/growing.md``, "Replacing"). A plain collection (a ``data.atlas`` at
+    ``location``) is not appended to (``CollectionExistsError``).
 
     Use it as a context manager: a clean exit finishes, an exception aborts (no ``data.atlas``
     is left behind, and a directory the writer created is removed while still empty)::
@@ -710,6 +721,7 @@ class Writer:
         zstd_level: int = 3,
         block_target_size: int | None = None,
         created_unix_ms: int = 0,
+        replace: bool = False,
     ) -> None:
         self._native = _atlas.Writer(
             _location(location),
@@ -718,6 +730,7 @@ class Writer:
             zstd_level=zstd_level,
             block_target_size=block_target_size,
             created_unix_ms=created_unix_ms,
+            replace=replace,
         )
 
     @property
@@ -761,8 +774,8 @@ class Writer:
 
     def finish(self) -> dict[str, Any]:
         """Writes and publishes ``data.atlas``; returns the datasets, segments and bytes written
-        (for an append: the datasets, bytes, the ``version`` committed, the ``part`` and the
-        commit ``attempts``)."""
+        (for an append: the datasets, bytes, the ``version`` committed, the ``part``, the
+        commit ``attempts`` and the datasets it ``replaced``)."""
         return self._native.finish()
 
     def abort(self) -> None:

@@ -40,13 +40,16 @@ __all__ = ["import_netcdf", "ImportSummary", "default_jobs"]
 @dataclass(frozen=True)
 class ImportSummary:
     """What an import wrote: ``datasets`` of ``files`` went in; ``skipped`` holds the refusal
-    of every other file (only with ``skip_bad``), in the order the files were given."""
+    of every other file (only with ``skip_bad``), in the order the files were given. An
+    ``append`` import also says the ``version`` it committed and the datasets it ``replaced``."""
 
     location: str
     datasets: int
     container_bytes: int
     files: int = 0
     skipped: tuple[ImportRefusedError, ...] = ()
+    version: int | None = None
+    replaced: int = 0
 
 
 def _refuse(out: str, file: str, reason: str, variable: str | None = None) -> ImportRefusedError:
@@ -79,9 +82,16 @@ def import_netcdf(
     codec: str = "zstd",
     jobs: int | None = 1,
     skip_bad: bool = False,
+    append: bool = False,
+    replace: bool = False,
 ) -> ImportSummary:
     """Imports NetCDF ``files`` into a new collection at ``out`` (a directory or ``s3://`` URL),
     one dataset per file, in the order given.
+
+    With ``append``, the files go into the growing collection at ``out`` (an empty or new
+    location becomes one) as one new part and version (``Writer(out, mode="append")``): a
+    dataset name it already holds is refused, unless ``replace``, which hides the old dataset
+    in the same commit (``docs/format/growing.md``, "Replacing").
 
     ``engine`` is xarray's (``"netcdf4"``, ``"h5netcdf"``; default: xarray's choice). Shows a
     tqdm progress bar over the files when ``progress``. ``jobs`` worker processes read and
@@ -99,6 +109,8 @@ def import_netcdf(
     paths = [os.fspath(f) for f in files]
     if not paths:
         raise ValueError("no NetCDF files to import")
+    if replace and not append:
+        raise ValueError("replace=True needs append=True: a new collection has nothing to replace")
     workers = default_jobs() if jobs is None else int(jobs)
     if workers < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs}")
@@ -140,7 +152,10 @@ def import_netcdf(
 
         bar = tqdm(total=len(paths), unit="file", desc="import")
         bar.update(len(paths) - len(plan))
-    writer = Writer(out_text, codec=codec)
+    if append:
+        writer = Writer(out_text, codec=codec, mode="append", replace=replace)
+    else:
+        writer = Writer(out_text, codec=codec)
     try:
         with _Decoder(out_text, engine, min(workers, len(plan))) as decoder:
             for (index, _stem, path), decoded in decoder.map(plan):
@@ -188,7 +203,13 @@ def import_netcdf(
         if bar is not None:
             bar.close()
     return ImportSummary(
-        out_text, summary["datasets"], summary["container_bytes"], len(paths), skipped
+        out_text,
+        summary["datasets"],
+        summary["container_bytes"],
+        len(paths),
+        skipped,
+        summary.get("version"),
+        summary.get("replaced", 0),
     )
 
 
@@ -607,12 +628,26 @@ def main_import(argv: list[str]) -> int:
         "process); the collection is the same byte for byte",
     )
     parser.add_argument(
+        "--append",
+        action="store_true",
+        help="add the files to the growing collection OUT as one new version instead of "
+        "writing a new collection; a dataset name OUT already holds is refused",
+    )
+    parser.add_argument(
+        "--replace",
+        action="store_true",
+        help="with --append: a dataset name OUT already holds replaces the old dataset (hidden "
+        "in the same commit; older versions still read it) instead of being refused",
+    )
+    parser.add_argument(
         "--skip-bad",
         action="store_true",
         help="leave out the files the import refuses, list them at the end and exit 3, "
         "instead of stopping at the first with nothing written",
     )
     args = parser.parse_args(argv)
+    if args.replace and not args.append:
+        parser.error("--replace needs --append")
     missing = missing_import_modules()
     if args.no_progress and missing == ["tqdm"]:
         missing = []
@@ -634,6 +669,8 @@ def main_import(argv: list[str]) -> int:
             codec=args.codec,
             jobs=args.jobs,
             skip_bad=args.skip_bad,
+            append=args.append,
+            replace=args.replace,
         )
     except KeyboardInterrupt as e:
         terminated = isinstance(e, _Terminated)
@@ -648,9 +685,14 @@ def main_import(argv: list[str]) -> int:
         return EXIT_REFUSED
     finally:
         signal.signal(signal.SIGTERM, previous)
+    committed = ""
+    if summary.version is not None:
+        committed = f" as version {summary.version}"
+        if summary.replaced:
+            committed += f", replacing {summary.replaced}"
     print(
         f"imported {summary.datasets} datasets into {summary.location} "
-        f"({summary.container_bytes} bytes)"
+        f"({summary.container_bytes} bytes){committed}"
     )
     if summary.skipped:
         _print_skipped(summary.skipped, summary.files)
