@@ -232,9 +232,9 @@ fn compaction_on_s3_is_byte_identical_to_a_fresh_write() {
     });
 }
 
-/// Parts of the shaped test's growing collection, and datasets per part: 1,984 datasets in
-/// all, the reader's shaped test's 2,000 or so.
+/// Parts of the shaped test's growing collection.
 const SHAPED_PARTS: usize = 64;
+/// Datasets per part: 1,984 in all, the reader's shaped test's 2,000 or so.
 const SHAPED_PER_PART: usize = 31;
 
 /// Dataset `d` of the shaped test: the reader's shaped test's three `[24, 32]` `f32`
