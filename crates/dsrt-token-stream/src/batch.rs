@@ -17,12 +17,6 @@ use crate::source::DocumentSource;
 use crate::{TokenPlan, TokenStreamError};
 use arrow_buffer::{ArrowNativeType, MutableBuffer};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant};
-
-/// Rows [`TokenBatch::read_expanded`] reads before deriving them: their tokens (32 KiB at
-/// `seq_len` 1024, 256 KiB at 8192) stay in the core's cache until derived, and the time
-/// spent deriving is taken once per chunk, not per row.
-const SCRATCH_ROWS: usize = 8;
 
 /// The label of a position whose loss is masked: the `ignore_index` of PyTorch's
 /// `cross_entropy` (and Hugging Face's models).
@@ -177,25 +171,9 @@ pub struct TokenBatch {
     /// Per row, where its pieces begin in `pieces` (one entry more than rows).
     row_pieces: Vec<u32>,
     pieces: Vec<BatchPiece>,
-    /// `rows * (seq_len + 1)` token ids; empty for a batch read expanded
-    /// ([`TokenBatch::read_expanded`]), whose tokens are rebuilt on demand (`rebuilt`).
+    /// `rows * (seq_len + 1)` token ids.
     tokens: Column<u32>,
     columns: Option<Expanded>,
-    /// Read expanded: each row's last token (the label of its last input), and the input ids
-    /// once the columns were handed on as Arrow buffers.
-    fused: Option<Fused>,
-    /// A batch read expanded: its tokens, rebuilt from the input ids and `fused.last` the
-    /// first time they are asked for (to cross a process boundary, which is rare).
-    rebuilt: std::sync::OnceLock<Vec<u32>>,
-}
-
-/// What a batch read expanded keeps to give its tokens back: the compact form is never
-/// written, since a row's tokens are its inputs and one more.
-#[derive(Debug)]
-struct Fused {
-    last: Vec<u32>,
-    /// The input ids' buffer once the columns moved into Arrow arrays (`i64`, row-major).
-    handed_on: Option<arrow_buffer::Buffer>,
 }
 
 /// The columns [`TokenBatch::expand`] derives.
@@ -222,8 +200,7 @@ pub struct Expanded {
 
 impl TokenBatch {
     /// Reads the tokens of `rows` (from [`crate::RowCursor::read`]) into a batch whose columns
-    /// come from `pool`: the compact form, expanded later ([`TokenBatch::expand`]) or carried
-    /// to another process first.
+    /// come from `pool`.
     pub fn read<S: DocumentSource>(
         plan: &TokenPlan,
         source: &S,
@@ -231,115 +208,54 @@ impl TokenBatch {
         buf: &mut S::Buf,
         pool: &Arc<BatchPool>,
     ) -> Result<Self, TokenStreamError> {
-        let mut batch = Self::empty(plan, rows, pool);
-        let width = batch.seq_len + 1;
-        let mut tokens = pool.take::<u32>(rows.specs.len() * width);
-        for (i, row) in tokens.values_mut().chunks_exact_mut(width).enumerate() {
-            batch.read_row(plan, source, rows, i, buf, row)?;
-        }
-        batch.tokens = tokens;
-        Ok(batch)
-    }
-
-    /// Reads `rows` as [`TokenBatch::read`] does and derives their columns as it goes, a few
-    /// rows at a time through `scratch` (small enough to stay in cache), so that the compact
-    /// tokens are never written out: what a reader that hands batches straight to training
-    /// does. [`TokenBatch::tokens`] rebuilds them if asked. Returns the batch and the time
-    /// spent deriving (the rest was reading).
-    pub fn read_expanded<S: DocumentSource>(
-        plan: &TokenPlan,
-        source: &S,
-        rows: &RowBlock,
-        buf: &mut S::Buf,
-        scratch: &mut Vec<u32>,
-        pool: &Arc<BatchPool>,
-    ) -> Result<(Self, Duration), TokenStreamError> {
-        let mut batch = Self::empty(plan, rows, pool);
+        let seq_len = plan.config().seq_len as usize;
+        let width = seq_len + 1;
         let count = rows.specs.len();
-        let (s, width) = (batch.seq_len, batch.seq_len + 1);
-        scratch.clear();
-        scratch.resize(width * SCRATCH_ROWS, 0);
-        let mut out = Outputs::take(pool, count, s, rows.pieces.len());
-        let mut last = Vec::with_capacity(count);
-        let mut deriving = Duration::ZERO;
-        for first in (0..count).step_by(SCRATCH_ROWS) {
-            let chunk = first..(first + SCRATCH_ROWS).min(count);
-            for (i, row) in chunk.clone().zip(scratch.chunks_exact_mut(width)) {
-                batch.read_row(plan, source, rows, i, buf, row)?;
-                last.push(row[s]);
-            }
-            let started = Instant::now();
-            for (i, row) in chunk.zip(scratch.chunks_exact(width)) {
-                out.derive_row(i, s, batch.pad_id, row, batch.pieces_of(i));
-            }
-            deriving += started.elapsed();
-        }
-        batch.columns = Some(out.finish());
-        batch.fused = Some(Fused {
-            last,
-            handed_on: None,
-        });
-        Ok((batch, deriving))
-    }
-
-    /// A batch of `rows`' steps with nothing read yet.
-    fn empty(plan: &TokenPlan, rows: &RowBlock, pool: &Arc<BatchPool>) -> Self {
-        let count = rows.specs.len();
-        let mut row_pieces = Vec::with_capacity(count + 1);
-        row_pieces.push(0);
-        Self {
-            seq_len: plan.config().seq_len as usize,
-            pad_id: plan.config().pad_id,
+        let pad_id = plan.config().pad_id;
+        let mut tokens = pool.take::<u32>(count * width);
+        let mut batch = Self {
+            seq_len,
+            pad_id,
             steps: Vec::with_capacity(count),
             padding: Vec::with_capacity(count),
             real: Vec::with_capacity(count),
-            row_pieces,
+            row_pieces: Vec::with_capacity(count + 1),
             pieces: Vec::with_capacity(rows.pieces.len()),
             tokens: Column::empty(Arc::downgrade(pool)),
             columns: None,
-            fused: None,
-            rebuilt: std::sync::OnceLock::new(),
+        };
+        batch.row_pieces.push(0);
+        let out = tokens.values_mut();
+        for (i, spec) in rows.specs.iter().enumerate() {
+            let row = &mut out[i * width..(i + 1) * width];
+            let mut at = 0usize;
+            for piece in rows.pieces_of(i) {
+                let boundary = plan.boundary[piece.source as usize];
+                let len = piece.len as usize;
+                write_piece(
+                    source,
+                    buf,
+                    piece.source as usize,
+                    piece.doc,
+                    piece.start,
+                    boundary,
+                    &mut row[at..at + len],
+                )?;
+                at += len;
+                batch.pieces.push(BatchPiece {
+                    key: source.key(piece.source as usize, piece.doc),
+                    start: piece.start,
+                    len: piece.len,
+                });
+            }
+            row[at..].fill(pad_id);
+            batch.steps.push(spec.step);
+            batch.padding.push(spec.padding);
+            batch.real.push(at as u32);
+            batch.row_pieces.push(batch.pieces.len() as u32);
         }
-    }
-
-    /// Reads row `i` of `rows` into `row` (`seq_len + 1` tokens, padded) and records its
-    /// step, pieces and real tokens.
-    fn read_row<S: DocumentSource>(
-        &mut self,
-        plan: &TokenPlan,
-        source: &S,
-        rows: &RowBlock,
-        i: usize,
-        buf: &mut S::Buf,
-        row: &mut [u32],
-    ) -> Result<(), TokenStreamError> {
-        let mut at = 0usize;
-        for piece in rows.pieces_of(i) {
-            let boundary = plan.boundary[piece.source as usize];
-            let len = piece.len as usize;
-            write_piece(
-                source,
-                buf,
-                piece.source as usize,
-                piece.doc,
-                piece.start,
-                boundary,
-                &mut row[at..at + len],
-            )?;
-            at += len;
-            self.pieces.push(BatchPiece {
-                key: source.key(piece.source as usize, piece.doc),
-                start: piece.start,
-                len: piece.len,
-            });
-        }
-        row[at..].fill(self.pad_id);
-        let spec = &rows.specs[i];
-        self.steps.push(spec.step);
-        self.padding.push(spec.padding);
-        self.real.push(at as u32);
-        self.row_pieces.push(self.pieces.len() as u32);
-        Ok(())
+        batch.tokens = tokens;
+        Ok(batch)
     }
 
     /// Rebuilds a batch from its compact parts (what crossed a process boundary): per row its
@@ -399,8 +315,6 @@ impl TokenBatch {
             pieces,
             tokens: column,
             columns: None,
-            fused: None,
-            rebuilt: std::sync::OnceLock::new(),
         })
     }
 
@@ -429,47 +343,9 @@ impl TokenBatch {
         &self.padding
     }
 
-    /// Each row's `seq_len + 1` tokens, one row after another. A batch read expanded
-    /// ([`TokenBatch::read_expanded`]) rebuilds them from its input ids the first time, and
-    /// has none to give if its columns were taken ([`TokenBatch::take_columns`]) before.
+    /// Each row's `seq_len + 1` tokens, one row after another.
     pub fn tokens(&self) -> &[u32] {
-        match &self.fused {
-            None => self.tokens.values(),
-            Some(fused) => self.rebuilt.get_or_init(|| self.rebuild(fused)),
-        }
-    }
-
-    /// The tokens of a batch read expanded: each row's inputs, then its last token.
-    fn rebuild(&self, fused: &Fused) -> Vec<u32> {
-        let s = self.seq_len;
-        let ids: &[i64] = match (&self.columns, &fused.handed_on) {
-            (Some(columns), _) => columns.input_ids.values(),
-            (None, Some(buffer)) => buffer.typed_data::<i64>(),
-            (None, None) => &[],
-        };
-        let mut tokens = Vec::with_capacity(fused.last.len() * (s + 1));
-        for (row, &last) in fused.last.iter().enumerate() {
-            let Some(inputs) = ids.get(row * s..(row + 1) * s) else {
-                break;
-            };
-            // Inputs are token ids (u32) widened, or the u32 pad id: narrowing is exact.
-            tokens.extend(inputs.iter().map(|&id| id as u32));
-            tokens.push(last);
-        }
-        tokens
-    }
-
-    /// Keeps the input ids' buffer of a batch read expanded whose columns move into Arrow
-    /// arrays, so that [`TokenBatch::tokens`] can still rebuild its tokens.
-    pub(crate) fn hand_on_input_ids(&mut self, buffer: &arrow_buffer::Buffer) {
-        if let Some(fused) = &mut self.fused {
-            fused.handed_on = Some(buffer.clone());
-        }
-    }
-
-    /// Puts the compact tokens back (after [`TokenBatch::take_columns`]).
-    pub(crate) fn restore_tokens(&mut self, tokens: Column<u32>) {
-        self.tokens = tokens;
+        self.tokens.values()
     }
 
     /// Where each row's pieces begin in [`TokenBatch::pieces`] (one entry more than rows).
@@ -497,6 +373,11 @@ impl TokenBatch {
         self.columns.as_ref()
     }
 
+    /// Puts the compact tokens back (after [`TokenBatch::take_columns`]).
+    pub(crate) fn restore_tokens(&mut self, tokens: Column<u32>) {
+        self.tokens = tokens;
+    }
+
     /// Takes the compact tokens and the derived columns out (for a binding that hands their
     /// buffers on).
     pub fn take_columns(&mut self) -> (Column<u32>, Option<Expanded>) {
@@ -519,119 +400,92 @@ impl TokenBatch {
 
     fn derive(&self, pool: &Arc<BatchPool>) -> Expanded {
         let (rows, s) = (self.rows(), self.seq_len);
-        let mut out = Outputs::take(pool, rows, s, self.pieces.len());
-        for (row, toks) in self.tokens().chunks_exact(s + 1).enumerate() {
-            out.derive_row(row, s, self.pad_id, toks, self.pieces_of(row));
-        }
-        out.finish()
-    }
-}
-
-/// The columns of a batch being derived, row by row.
-struct Outputs {
-    input_ids: Column<i64>,
-    labels: Column<i64>,
-    position_ids: Column<i64>,
-    segment_ids: Column<i32>,
-    loss_mask: Column<u8>,
-    cu_seqlens: Column<i32>,
-    /// Sequences of `cu_seqlens` so far.
-    sequence: usize,
-    max_seqlen: u32,
-}
-
-impl Outputs {
-    /// Columns for `rows` rows of `s` inputs holding `pieces` pieces in all, from `pool`.
-    fn take(pool: &Arc<BatchPool>, rows: usize, s: usize, pieces: usize) -> Self {
-        Self {
-            input_ids: pool.take::<i64>(rows * s),
-            labels: pool.take::<i64>(rows * s),
-            position_ids: pool.take::<i64>(rows * s),
-            segment_ids: pool.take::<i32>(rows * s),
-            loss_mask: pool.take::<u8>(rows * s),
-            cu_seqlens: pool.take::<i32>(pieces + rows + 1),
-            sequence: 0,
-            max_seqlen: 0,
-        }
-    }
-
-    /// Derives row `row` (its `s + 1` tokens `toks`, holding `pieces`, padded with `pad_id`).
-    fn derive_row(
-        &mut self,
-        row: usize,
-        s: usize,
-        pad_id: u32,
-        toks: &[u32],
-        pieces: &[BatchPiece],
-    ) {
-        let base = row * s;
-        // Exact slices, so the loops below run without bounds checks.
-        let toks = &toks[..s + 1];
-        let ids = &mut self.input_ids.values_mut()[base..base + s];
-        let lab = &mut self.labels.values_mut()[base..base + s];
-        let pos = &mut self.position_ids.values_mut()[base..base + s];
-        let seg = &mut self.segment_ids.values_mut()[base..base + s];
-        let mask = &mut self.loss_mask.values_mut()[base..base + s];
-        let cu = self.cu_seqlens.values_mut();
-        let mut at = 0usize;
-        let mut number = 0i32;
-        for piece in pieces {
-            let end = at + piece.len as usize;
-            if at >= s {
-                break;
+        let mut input_ids = pool.take::<i64>(rows * s);
+        let mut labels = pool.take::<i64>(rows * s);
+        let mut position_ids = pool.take::<i64>(rows * s);
+        let mut segment_ids = pool.take::<i32>(rows * s);
+        let mut loss_mask = pool.take::<u8>(rows * s);
+        let sequences = self.pieces.len() + rows + 1;
+        let mut cu = pool.take::<i32>(sequences);
+        let mut max_seqlen = 0u32;
+        let mut sequence = 0usize;
+        {
+            let (ids, lab, pos, seg, mask, cu) = (
+                input_ids.values_mut(),
+                labels.values_mut(),
+                position_ids.values_mut(),
+                segment_ids.values_mut(),
+                loss_mask.values_mut(),
+                cu.values_mut(),
+            );
+            let tokens = self.tokens.values();
+            let pad = i64::from(self.pad_id);
+            // Row by row over exact slices, so the loops below run without bounds checks.
+            for row in 0..rows {
+                let base = row * s;
+                let toks = &tokens[row * (s + 1)..(row + 1) * (s + 1)];
+                let ids = &mut ids[base..base + s];
+                let lab = &mut lab[base..base + s];
+                let pos = &mut pos[base..base + s];
+                let seg = &mut seg[base..base + s];
+                let mask = &mut mask[base..base + s];
+                let mut at = 0usize;
+                let mut number = 0i32;
+                for piece in self.pieces_of(row) {
+                    let end = at + piece.len as usize;
+                    if at >= s {
+                        break;
+                    }
+                    number += 1;
+                    let inputs = end.min(s);
+                    cu[sequence] = (base + at) as i32;
+                    sequence += 1;
+                    max_seqlen = max_seqlen.max((inputs - at) as u32);
+                    for (id, &token) in ids[at..inputs].iter_mut().zip(&toks[at..inputs]) {
+                        *id = i64::from(token);
+                    }
+                    for (offset, p) in pos[at..inputs].iter_mut().enumerate() {
+                        *p = offset as i64;
+                    }
+                    seg[at..inputs].fill(number);
+                    // A label is the next token of the same piece: within it, and for the
+                    // piece's last input only if the piece goes on past the inputs.
+                    let labelled = (end - 1).min(inputs);
+                    for (label, &token) in lab[at..labelled]
+                        .iter_mut()
+                        .zip(&toks[at + 1..labelled + 1])
+                    {
+                        *label = i64::from(token);
+                    }
+                    mask[at..labelled].fill(1);
+                    lab[labelled..inputs].fill(IGNORE_INDEX);
+                    mask[labelled..inputs].fill(0);
+                    at = end;
+                }
+                let padded = at.min(s);
+                if padded < s {
+                    cu[sequence] = (base + padded) as i32;
+                    sequence += 1;
+                    max_seqlen = max_seqlen.max((s - padded) as u32);
+                    ids[padded..].fill(pad);
+                    lab[padded..].fill(IGNORE_INDEX);
+                    pos[padded..].fill(0);
+                    seg[padded..].fill(0);
+                    mask[padded..].fill(0);
+                }
             }
-            number += 1;
-            let inputs = end.min(s);
-            cu[self.sequence] = (base + at) as i32;
-            self.sequence += 1;
-            self.max_seqlen = self.max_seqlen.max((inputs - at) as u32);
-            for (id, &token) in ids[at..inputs].iter_mut().zip(&toks[at..inputs]) {
-                *id = i64::from(token);
-            }
-            for (offset, p) in pos[at..inputs].iter_mut().enumerate() {
-                *p = offset as i64;
-            }
-            seg[at..inputs].fill(number);
-            // A label is the next token of the same piece: within it, and for the piece's
-            // last input only if the piece goes on past the inputs.
-            let labelled = (end - 1).min(inputs);
-            for (label, &token) in lab[at..labelled]
-                .iter_mut()
-                .zip(&toks[at + 1..labelled + 1])
-            {
-                *label = i64::from(token);
-            }
-            mask[at..labelled].fill(1);
-            lab[labelled..inputs].fill(IGNORE_INDEX);
-            mask[labelled..inputs].fill(0);
-            at = end;
+            cu[sequence] = (rows * s) as i32;
+            sequence += 1;
         }
-        let padded = at.min(s);
-        if padded < s {
-            cu[self.sequence] = (base + padded) as i32;
-            self.sequence += 1;
-            self.max_seqlen = self.max_seqlen.max((s - padded) as u32);
-            ids[padded..].fill(i64::from(pad_id));
-            lab[padded..].fill(IGNORE_INDEX);
-            pos[padded..].fill(0);
-            seg[padded..].fill(0);
-            mask[padded..].fill(0);
-        }
-    }
-
-    /// The columns, `cu_seqlens` closed by the total.
-    fn finish(mut self) -> Expanded {
-        let total = self.input_ids.len() as i32;
-        self.cu_seqlens.values_mut()[self.sequence] = total;
-        self.cu_seqlens.truncate(self.sequence + 1);
+        cu.truncate(sequence);
         Expanded {
-            input_ids: self.input_ids,
-            labels: self.labels,
-            position_ids: self.position_ids,
-            segment_ids: self.segment_ids,
-            loss_mask: self.loss_mask,
-            cu_seqlens: self.cu_seqlens,
-            max_seqlen: self.max_seqlen,
+            input_ids,
+            labels,
+            position_ids,
+            segment_ids,
+            loss_mask,
+            cu_seqlens: cu,
+            max_seqlen,
         }
     }
 }

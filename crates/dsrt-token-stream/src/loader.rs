@@ -10,7 +10,7 @@ use std::ops::Range;
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// How a [`TokenLoader`] reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,8 +59,6 @@ pub struct BatchReader<S: DocumentSource> {
     cursor: RowCursor,
     rows: RowBlock,
     buf: S::Buf,
-    /// A few rows of tokens, for batches read expanded.
-    rows_read: Vec<u32>,
     /// Tokens of the batch being read per source, added to the stats once per batch.
     per_source: Vec<u64>,
 }
@@ -78,7 +76,6 @@ impl<S: DocumentSource> BatchReader<S> {
             cursor: RowCursor::new(plan, source),
             rows: RowBlock::default(),
             buf: S::Buf::default(),
-            rows_read: Vec::new(),
             per_source: vec![0; source.sources()],
         }
     }
@@ -100,23 +97,9 @@ impl<S: DocumentSource> BatchReader<S> {
         let planned = Instant::now();
         stats.add_time(Stage::Plan, planned - started);
         source.will_need(&mut self.rows.pieces.iter().map(|p| (p.source as usize, p.doc)));
-        let (batch, assembling) = if expand {
-            TokenBatch::read_expanded(
-                plan,
-                source,
-                &self.rows,
-                &mut self.buf,
-                &mut self.rows_read,
-                pool,
-            )?
-        } else {
-            let batch = TokenBatch::read(plan, source, &self.rows, &mut self.buf, pool)?;
-            (batch, Duration::ZERO)
-        };
-        stats.add_time(Stage::Read, planned.elapsed().saturating_sub(assembling));
-        if expand {
-            stats.add_time(Stage::Assemble, assembling);
-        }
+        let mut batch = TokenBatch::read(plan, source, &self.rows, &mut self.buf, pool)?;
+        let read = Instant::now();
+        stats.add_time(Stage::Read, read - planned);
         for piece in &self.rows.pieces {
             if let Some(count) = self.per_source.get_mut(piece.source as usize) {
                 *count += u64::from(piece.len);
@@ -126,6 +109,10 @@ impl<S: DocumentSource> BatchReader<S> {
             if *count > 0 {
                 stats.add_source(source, std::mem::take(count));
             }
+        }
+        if expand {
+            batch.expand(pool);
+            stats.add_time(Stage::Assemble, read.elapsed());
         }
         Ok(batch)
     }

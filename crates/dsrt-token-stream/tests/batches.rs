@@ -383,36 +383,3 @@ fn columns_over_recycled_buffers_equal_columns_over_fresh_ones() {
         assert_eq!(checked, 6);
     }
 }
-
-#[test]
-fn batches_read_expanded_equal_batches_expanded_after_reading_in_every_mode() {
-    let source = source();
-    for mode in [PackMode::Concat, PackMode::FirstFit, PackMode::BestFit] {
-        let config = TokenConfig {
-            seq_len: 48,
-            mode,
-            bos_id: Some(BOS),
-            eos_id: Some(EOS),
-            ..TokenConfig::default()
-        };
-        let options = |expand| LoaderOptions {
-            batch_size: 5,
-            workers: 0,
-            prefetch: 1,
-            expand,
-            first_batch: 0,
-        };
-        let pool = BatchPool::new();
-        let fused = loader(&source, &config, 2, 1, options(true));
-        let compact = loader(&source, &config, 2, 1, options(false));
-        let mut batches = 0;
-        for (fused, compact) in fused.zip(compact) {
-            let (fused, mut compact) = (fused.unwrap(), compact.unwrap());
-            assert_eq!(fused.tokens(), compact.tokens(), "{mode:?}");
-            let expected = columns(compact.expand(&pool));
-            assert_eq!(columns(fused.columns().unwrap()), expected, "{mode:?}");
-            batches += 1;
-        }
-        assert!(batches > 10, "{mode:?}: {batches}");
-    }
-}
