@@ -148,6 +148,12 @@ def test_a_dataloader_with_0_and_2_workers_gives_the_same_windows(caches):
     assert [len(b) for b in batches] == [len(b[0]) for b in alone]
     again = pickle.loads(pickle.dumps(batches[3]))
     assert TokenTensors(again)["input_ids"].numpy().tobytes() == alone[3][1]
+    # A batch whose tensors were made pickles whole too (its compact tokens are kept).
+    used = TokenTensors(batches[4])
+    labels = used["labels"].clone()
+    rebuilt = pickle.loads(pickle.dumps(used))
+    assert torch.equal(rebuilt["labels"], labels)
+    assert rebuilt["input_ids"].numpy().tobytes() == alone[4][1]
 
 
 @pytest.mark.parametrize("workers", [0, 2])
