@@ -19,11 +19,10 @@ mod common;
 use atlas_append::{collect_garbage, compact, AppendError, AppendReport, Appender, GcOptions};
 use atlas_reader::manifest::{Manifest, MANIFEST_OBJECT};
 use atlas_reader::{Atlas, AtlasError, Attr, SelectValue, Selection};
-use atlas_writer::{ArraySpec, AtlasWriter, DatasetSpec, WriterOptions};
+use atlas_writer::{ArraySpec, DatasetSpec, WriterOptions};
 use common::*;
 use ndarray::{ArrayD, IxDyn};
 use object_access::StoreLocation;
-use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::ObjectStore;
@@ -444,32 +443,15 @@ fn compaction_after_a_replace_is_a_fresh_write_of_the_live_datasets_and_gc_keeps
         assert!(atlas.parts().all(|(_, part)| part.hidden().is_empty()));
         let created = atlas.parts().next().unwrap().1.footer().created_unix_ms;
 
-        let fresh_dir = dir.path().join("fresh");
-        std::fs::create_dir_all(&fresh_dir).unwrap();
-        let store = Arc::new(LocalFileSystem::new_with_prefix(&fresh_dir).unwrap());
-        let mut writer = AtlasWriter::new(
-            store,
-            &Path::default(),
-            WriterOptions {
-                created_unix_ms: created,
-                ..WriterOptions::default()
-            },
-        );
-        writer.write_dataset(dataset(&name(0, 1), 0)).unwrap();
-        writer.write_dataset(dataset(&name(0, 3), 0)).unwrap();
-        writer.write_dataset(replacement(&name(0, 2), 5)).unwrap();
-        writer.write_dataset(replacement(&name(0, 0), 5)).unwrap();
-        writer.finish().await.unwrap();
-        let fresh = std::fs::read(fresh_dir.join("data.atlas")).unwrap();
-        let compacted = std::fs::read(
-            collection
-                .join("parts")
-                .join(&report.part)
-                .join("data.atlas"),
-        )
-        .unwrap();
+        let specs = [
+            dataset(&name(0, 1), 0),
+            dataset(&name(0, 3), 0),
+            replacement(&name(0, 2), 5),
+            replacement(&name(0, 0), 5),
+        ];
+        let (fresh, _) = fresh_write(&dir.path().join("fresh"), created, specs).await;
         assert!(
-            compacted == fresh,
+            part_bytes(&collection, &report.part) == fresh,
             "the compacted part differs from a fresh write"
         );
 

@@ -172,3 +172,35 @@ pub(crate) async fn check_contents(atlas: &Atlas) {
     assert_eq!(stats.datasets, atlas.dataset_count() as u64);
     assert_eq!(stats.row_count, 6 * atlas.dataset_count() as u64);
 }
+
+/// What one `AtlasWriter` with the default options and creation time `created` writes for
+/// `specs` in order, under `dir` (what a compaction's part must equal byte for byte): its
+/// `data.atlas` bytes and container size.
+pub(crate) async fn fresh_write(
+    dir: &std::path::Path,
+    created: i64,
+    specs: impl IntoIterator<Item = DatasetSpec>,
+) -> (Vec<u8>, u64) {
+    std::fs::create_dir_all(dir).unwrap();
+    let store =
+        std::sync::Arc::new(object_store::local::LocalFileSystem::new_with_prefix(dir).unwrap());
+    let options = WriterOptions {
+        created_unix_ms: created,
+        ..WriterOptions::default()
+    };
+    let mut writer =
+        atlas_writer::AtlasWriter::new(store, &object_store::path::Path::default(), options);
+    for spec in specs {
+        writer.write_dataset(spec).unwrap();
+    }
+    let summary = writer.finish().await.unwrap();
+    (
+        std::fs::read(dir.join("data.atlas")).unwrap(),
+        summary.container_bytes,
+    )
+}
+
+/// The `data.atlas` bytes of part `part` of the growing collection in directory `collection`.
+pub(crate) fn part_bytes(collection: &std::path::Path, part: &str) -> Vec<u8> {
+    std::fs::read(collection.join("parts").join(part).join("data.atlas")).unwrap()
+}
