@@ -12,9 +12,10 @@ use arrow_array::cast::AsArray;
 use arrow_array::Array;
 use arrow_buffer::Buffer;
 use datasetrt::token_stream::{
-    BatchPool, BatchReader, CacheSource, DocumentSource, LoaderOptions, LoaderStats, LongDocs,
-    PackMode, RunConfig, TokenBatch, TokenConfig, TokenLoader, TokenPhase, TokenPlan, TokenReport,
-    TokenSchedule, TokenState, TokenStreamError as StreamError,
+    weights_by_source, BatchPool, BatchReader, CacheSource, DocumentSource, LoaderOptions,
+    LoaderStats, LongDocs, PackMode, RunConfig, SourceWeightsError, TokenBatch, TokenConfig,
+    TokenLoader, TokenPhase, TokenPlan, TokenReport, TokenSchedule, TokenState,
+    TokenStreamError as StreamError,
 };
 use datasetrt::{RemainderPolicy, Sampling, Shuffle};
 use pyo3::exceptions::{PyKeyError, PyValueError};
@@ -112,47 +113,17 @@ impl Weights {
     }
 }
 
-/// Each cache's weight from shares of the epoch's tokens per source name (the manifests'
-/// `source`, which a dataset's caches hold once each: a new cache's id is derived from it).
-/// Every source needs a share and every share a source.
+/// Each cache's weight from shares per source name; a share or source that does not match is
+/// a `KeyError`, a source two caches hold a `ValueError`.
 fn per_cache(
     shares: &[(String, f64)],
     names: &[String],
     source: &CacheSource,
 ) -> PyResult<Vec<f64>> {
-    if let Some((name, _)) = shares
-        .iter()
-        .find(|(name, _)| !names.iter().any(|n| n == name))
-    {
-        return Err(PyKeyError::new_err(format!(
-            "weights name the source {name:?}, which none of the caches holds (their sources: {})",
-            names.join(", ")
-        )));
-    }
-    names
-        .iter()
-        .enumerate()
-        .map(|(c, name)| {
-            if names[..c].contains(name) {
-                return Err(PyValueError::new_err(format!(
-                    "two caches hold the source {name:?} ({} and {}): give weights as a list, one \
-                     per cache",
-                    source.name(names.iter().position(|n| n == name).unwrap_or(c)),
-                    source.name(c)
-                )));
-            }
-            shares
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, w)| *w)
-                .ok_or_else(|| {
-                    PyKeyError::new_err(format!(
-                        "weights give no share to the source {name:?} (cache {})",
-                        source.name(c)
-                    ))
-                })
-        })
-        .collect()
+    weights_by_source(shares, names, |c| source.name(c)).map_err(|e| match e {
+        SourceWeightsError::SharedSource { .. } => PyValueError::new_err(e.to_string()),
+        _ => PyKeyError::new_err(e.to_string()),
+    })
 }
 
 #[pymethods]

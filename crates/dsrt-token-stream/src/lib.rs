@@ -44,6 +44,7 @@ mod rows;
 mod source;
 mod stream;
 mod synthetic;
+mod weights;
 
 pub use batch::{BatchPiece, BatchPool, Column, Expanded, SharedColumn, TokenBatch, IGNORE_INDEX};
 pub use cache_source::CacheSource;
@@ -60,3 +61,4 @@ pub use report::{
 pub use rows::{Piece, RowBlock, RowCursor, RowSpec};
 pub use source::{Coverage, DocumentSource, End, StoredTokens};
 pub use synthetic::{SyntheticSource, SyntheticSpec};
+pub use weights::{weights_by_source, SourceWeightsError};
