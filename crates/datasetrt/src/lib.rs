@@ -56,7 +56,7 @@ pub use dsrt_plan::{
 };
 pub use dsrt_reader::{
     map_file, Cache, CacheError, CacheFile, Exhausted, FileIdentity, FileMap, HandlePool,
-    MappedPayload, OpenOptions, PooledTable, Sample, SampleBuf, SampleRef,
+    MappedPayload, OpenOptions, PooledTable, Sample, SampleBuf, SampleRef, SourceError,
 };
 pub use dsrt_schema::{
     Column, ColumnType, Row, RowError, RowProblem, Schema, SchemaError, Value, ValueRef,

@@ -518,10 +518,10 @@ mod tests {
                 expected: 8,
                 found: 2,
             };
-            let read = CacheError::io(
+            let read = CacheError::source(
                 Path::new("/lc/x"),
                 CacheFile::Shard(1),
-                std::io::Error::other(store),
+                datasetrt::SourceError::from(store),
             );
             let error: PyErr = Error::from(read).into();
             let value = error.value(py);
