@@ -361,16 +361,12 @@ impl CacheError {
     /// `source`'s failure to serve `file` of the cache at `path`; a file of the source's own
     /// that ran into a resource limit is [`CacheError::Resource`], as a local cache's would be.
     pub fn source(path: &std::path::Path, file: CacheFile, source: crate::SourceError) -> Self {
-        let exhausted = source
-            .get_ref()
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|e| handle_pool::Exhausted::of(e).is_some());
-        if exhausted {
-            if let Ok(io) = source.downcast::<std::io::Error>() {
-                return Self::io(path, file, io);
-            }
-            unreachable!("checked to be an io::Error");
-        }
+        let retryable = source.is_retryable();
+        let source = match source.downcast::<std::io::Error>() {
+            Ok(io) if handle_pool::Exhausted::of(&io).is_some() => return Self::io(path, file, io),
+            Ok(io) => crate::SourceError::new(io, retryable),
+            Err(source) => source,
+        };
         Self::Source {
             path: path.to_path_buf(),
             file,
