@@ -17,7 +17,8 @@
 //! command and the Python package's `pack_*` functions run the same converters.
 //!
 //! What it is not for: the cache format (`dsrt-writer` writes it) or where the output goes (a
-//! directory or a store prefix: the caller's, as is removing a cache a failed run left).
+//! directory or a store prefix: the caller's; a local one is written by
+//! `dsrt_writer::write_new_cache`, which removes what a failed run left).
 //!
 //! Layering: above `dsrt-writer` and `dsrt-tokens`; re-exported by the `datasetrt` facade (`datasetrt::pack`),
 //! used by the `dsrt` CLI and the Python package.

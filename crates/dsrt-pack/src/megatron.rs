@@ -304,6 +304,10 @@ macro_rules! decode_into {
 impl Convert for Megatron {
     type Unit = MegatronUnit;
 
+    fn cache_schema(&self) -> Schema {
+        self.schema().clone()
+    }
+
     fn units(&self) -> &[MegatronUnit] {
         &self.units
     }

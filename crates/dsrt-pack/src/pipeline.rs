@@ -11,8 +11,8 @@
 
 use crate::unit_queue::{unit_queue, QueueReceiver, QueueSender};
 use crate::{PackError, PlanAhead};
-use dsrt_schema::Value;
-use dsrt_writer::{CacheWriter, EncodedSample, SampleEncoder};
+use dsrt_schema::{Schema, Value};
+use dsrt_writer::{CacheWriter, EncodedSample, SampleEncoder, WriterOptions};
 use durable_fs::CancelToken;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -30,6 +30,28 @@ pub trait Convert: Sync {
 
     /// Turns `unit` into its samples, in order, through `emit` (on a worker thread).
     fn convert(&self, unit: &Self::Unit, emit: &mut Emit<'_>) -> Result<(), PackError>;
+
+    /// The schema of the cache it fills.
+    fn cache_schema(&self) -> Schema;
+
+    /// How many input samples the scan left out (`WebDataset` with `skip_bad`); `None` for an
+    /// input that never skips one (the default).
+    fn skipped_count(&self) -> Option<usize> {
+        None
+    }
+
+    /// The options of the writer of the cache it fills: `options` made for its schema, with
+    /// its manifest keys.
+    fn writer_options(&self, options: impl FnOnce(Schema) -> WriterOptions) -> WriterOptions
+    where
+        Self: Sized,
+    {
+        let mut options = options(self.cache_schema());
+        for (key, value) in self.manifest_keys() {
+            options = options.manifest_key(key, value);
+        }
+        options
+    }
 
     /// Top-level manifest keys the cache it fills carries (a token input's `tokens`), which
     /// the caller gives its writer ([`dsrt_writer::WriterOptions::manifest_key`]); default

@@ -223,6 +223,10 @@ impl Tables {
 impl Convert for Tables {
     type Unit = TableUnit;
 
+    fn cache_schema(&self) -> Schema {
+        self.schema().clone()
+    }
+
     fn units(&self) -> &[TableUnit] {
         &self.units
     }

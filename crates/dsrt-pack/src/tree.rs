@@ -158,6 +158,10 @@ impl FileTree {
 impl Convert for FileTree {
     type Unit = Vec<(PathBuf, u64)>;
 
+    fn cache_schema(&self) -> Schema {
+        FileTree::schema()
+    }
+
     fn units(&self) -> &[Self::Unit] {
         &self.units
     }
@@ -309,6 +313,10 @@ impl ImageFolder {
 
 impl Convert for ImageFolder {
     type Unit = Vec<((i64, PathBuf), u64)>;
+
+    fn cache_schema(&self) -> Schema {
+        ImageFolder::schema()
+    }
 
     fn units(&self) -> &[Self::Unit] {
         &self.units

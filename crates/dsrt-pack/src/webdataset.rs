@@ -524,6 +524,14 @@ impl WebDataset {
 impl Convert for WebDataset {
     type Unit = PathBuf;
 
+    fn cache_schema(&self) -> Schema {
+        self.schema().clone()
+    }
+
+    fn skipped_count(&self) -> Option<usize> {
+        Some(self.skipped().len())
+    }
+
     fn units(&self) -> &[PathBuf] {
         &self.tars
     }

@@ -155,6 +155,10 @@ impl Scripted {
 impl Convert for Scripted {
     type Unit = usize;
 
+    fn cache_schema(&self) -> Schema {
+        Scripted::schema()
+    }
+
     fn units(&self) -> &[usize] {
         &self.units
     }

@@ -26,6 +26,10 @@ struct FirstPayloadStalls {
 impl Convert for FirstPayloadStalls {
     type Unit = Unit;
 
+    fn cache_schema(&self) -> dsrt_schema::Schema {
+        ImageFolder::schema()
+    }
+
     fn units(&self) -> &[Unit] {
         self.folder.units()
     }

@@ -12,44 +12,29 @@ use datasetrt::pack::{
     WebDataset, WebDatasetOptions,
 };
 use datasetrt::tokens::{TokenDtype, TokenInfo};
-use datasetrt::{CacheSummary, CacheWriter, Schema, WriterOptions};
+use datasetrt::{write_new_cache, CacheSummary, Schema, WriterOptions};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Writes `convert` into a new cache at `out` on `jobs` threads; on any failure removes what
-/// it wrote.
+/// Writes `convert` into a new cache at `out` on `jobs` threads (nothing left there if it
+/// fails).
 fn pack_into<C: Convert>(
     convert: &C,
     out: &Path,
     options: WriterOptions,
     jobs: Option<usize>,
 ) -> Result<CacheSummary, PackError> {
-    let created = !out.exists();
     let options = options.io_threads(datasetrt::pack::writer_io_threads(jobs));
-    let run = || -> Result<CacheSummary, PackError> {
-        let mut writer = CacheWriter::create(out, options)?;
-        let pack_options = match jobs {
-            Some(jobs) => PackOptions::default().jobs(jobs),
-            None => PackOptions::default(),
-        };
-        pack(convert, &mut writer, &pack_options)?;
-        Ok(writer.finish()?)
+    let pack_options = match jobs {
+        Some(jobs) => PackOptions::default().jobs(jobs),
+        None => PackOptions::default(),
     };
-    let result = run();
-    // A cache whose manifest was published but whose durability is unknown is whole.
-    if let Err(error) = &result {
-        let published = matches!(
-            error,
-            PackError::Write(datasetrt::WriteError::DurabilityUnknown { .. })
-        );
-        if !published {
-            datasetrt::remove_unpublished(out, created);
-        }
-    }
-    result
+    write_new_cache(out, options, |writer| {
+        pack(convert, writer, &pack_options).map(drop)
+    })
 }
 
 /// One path or a sequence of them.
@@ -60,57 +45,10 @@ fn paths_arg(paths: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
     }
 }
 
-/// A scanned converter, its schema, and its skipped samples where it skips any.
-trait Scanned: Convert + Send {
-    fn schema(&self) -> Schema;
-    fn skipped(&self) -> Option<usize> {
-        None
-    }
-}
-
-impl Scanned for FileTree {
-    fn schema(&self) -> Schema {
-        FileTree::schema()
-    }
-}
-
-impl Scanned for ImageFolder {
-    fn schema(&self) -> Schema {
-        ImageFolder::schema()
-    }
-}
-
-impl Scanned for Tables {
-    fn schema(&self) -> Schema {
-        Tables::schema(self).clone()
-    }
-}
-
-impl Scanned for WebDataset {
-    fn schema(&self) -> Schema {
-        WebDataset::schema(self).clone()
-    }
-    fn skipped(&self) -> Option<usize> {
-        Some(WebDataset::skipped(self).len())
-    }
-}
-
-impl Scanned for Jsonl {
-    fn schema(&self) -> Schema {
-        Jsonl::schema(self).clone()
-    }
-}
-
-impl Scanned for Megatron {
-    fn schema(&self) -> Schema {
-        Megatron::schema(self).clone()
-    }
-}
-
 /// Scans (GIL released) and packs, the converter's manifest keys (a token cache's `tokens`)
 /// given to the writer; the summary dict of `CacheWriter.finish`, with `skipped` for a
 /// converter that skips samples.
-fn run<'py, C: Scanned>(
+fn run<'py, C: Convert + Send>(
     py: Python<'py>,
     scan: impl FnOnce() -> Result<C, PackError> + Send,
     out: PathBuf,
@@ -119,12 +57,8 @@ fn run<'py, C: Scanned>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let (summary, skipped) = enter(py, move || {
         let convert = scan()?;
-        let mut options = options(convert.schema());
-        for (key, value) in convert.manifest_keys() {
-            options = options.manifest_key(key, value);
-        }
-        let summary = pack_into(&convert, &out, options, jobs)?;
-        Ok::<_, PackError>((summary, convert.skipped()))
+        let summary = pack_into(&convert, &out, convert.writer_options(options), jobs)?;
+        Ok::<_, PackError>((summary, convert.skipped_count()))
     })?;
     let dict = summary_dict(py, &summary)?;
     if let Some(skipped) = skipped {

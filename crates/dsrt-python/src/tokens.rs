@@ -1,16 +1,14 @@
 //! `datasetrt.TokenWriter`: documents of token ids into a token cache (`datasetrt::tokens`).
 
 use crate::errors::{enter, Error};
-use crate::values::{row_from_dict, schema_from_py};
-use crate::writer::{compression_arg, summary_dict};
+use crate::values::{row_from_args, schema_from_py};
+use crate::writer::{compression_arg, summary_dict, WriterSlot};
 use datasetrt::tokens::{TokenDtype, TokenError, TokenInfo, TokenWriter};
-use datasetrt::{Row, Schema, WriterOptions};
+use datasetrt::{Schema, WriterOptions};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::sync::MutexExt;
 use pyo3::types::{PyBytes, PyDict};
 use std::path::PathBuf;
-use std::sync::Mutex;
 
 /// Writes a token cache: each document's token ids (checked against the width and the
 /// vocabulary) as its payload, their count as the metadata column `n_tokens`, and the token
@@ -25,14 +23,8 @@ use std::sync::Mutex;
 /// too large, `bad_token_info` for token info that contradicts itself).
 #[pyclass(module = "datasetrt", name = "TokenWriter", frozen)]
 pub(crate) struct PyTokenWriter {
-    writer: Mutex<Option<TokenWriter>>,
+    slot: WriterSlot<TokenWriter>,
     schema: Schema,
-    path: PathBuf,
-    created: bool,
-}
-
-fn closed() -> PyErr {
-    PyValueError::new_err("this TokenWriter is finished or aborted")
 }
 
 /// The `token_dtype` argument: a name, a NumPy dtype or a NumPy scalar type.
@@ -136,28 +128,6 @@ fn ids_from_py(tokens: &Bound<'_, PyAny>) -> PyResult<Ids> {
     Ok(Ids::I64(signed))
 }
 
-impl PyTokenWriter {
-    fn with_writer<T>(
-        &self,
-        py: Python<'_>,
-        f: impl FnOnce(&mut TokenWriter) -> PyResult<T>,
-    ) -> PyResult<T> {
-        let mut guard = self
-            .writer
-            .lock_py_attached(py)
-            .map_err(|_| PyValueError::new_err("the TokenWriter failed in another thread"))?;
-        f(guard.as_mut().ok_or_else(closed)?)
-    }
-
-    fn take(&self, py: Python<'_>) -> PyResult<Option<TokenWriter>> {
-        Ok(self
-            .writer
-            .lock_py_attached(py)
-            .map_err(|_| PyValueError::new_err("the TokenWriter failed in another thread"))?
-            .take())
-    }
-}
-
 #[pymethods]
 impl PyTokenWriter {
     #[new]
@@ -200,14 +170,10 @@ impl PyTokenWriter {
             .compression(compression_arg(compression)?)
             .max_shard_bytes(max_shard_bytes)
             .io_threads(io_threads);
-        let created = !path.exists();
-        let writer = enter(py, || TokenWriter::create(&path, options, info))?;
-        Ok(Self {
-            writer: Mutex::new(Some(writer)),
-            schema,
-            path,
-            created,
-        })
+        let slot = WriterSlot::create(py, "TokenWriter", path, |path| {
+            TokenWriter::create(path, options, info)
+        })?;
+        Ok(Self { slot, schema })
     }
 
     /// Adds one document and returns its sample id. `tokens` is a one-dimensional NumPy
@@ -222,17 +188,9 @@ impl PyTokenWriter {
         metadata: Option<&Bound<'_, PyDict>>,
         fields: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<u64> {
-        let row: Row = match (metadata, fields) {
-            (Some(m), Some(f)) => {
-                let merged = m.copy()?;
-                merged.update(f.as_mapping())?;
-                row_from_dict(&self.schema, &merged)?
-            }
-            (Some(d), None) | (None, Some(d)) => row_from_dict(&self.schema, d)?,
-            (None, None) => Row::new(),
-        };
+        let row = row_from_args(py, &self.schema, metadata, fields)?;
         let ids = ids_from_py(tokens)?;
-        self.with_writer(py, |writer| {
+        self.slot.with(py, |writer| {
             if let Ids::Beyond(position, id) = &ids {
                 let info = writer.info();
                 let err = TokenError::TokenOutOfRange {
@@ -267,7 +225,7 @@ impl PyTokenWriter {
     /// Publishes the cache. Returns `CacheWriter.finish`'s summary dict with `tokens` (the
     /// total) and `token_dtype`.
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let writer = self.take(py)?.ok_or_else(closed)?;
+        let writer = self.slot.take(py)?;
         let summary = enter(py, move || writer.finish())?;
         let dict = summary_dict(py, &summary.cache)?;
         dict.set_item("tokens", summary.tokens)?;
@@ -279,39 +237,31 @@ impl PyTokenWriter {
     /// `CacheWriter.abort`).
     #[pyo3(signature = (*, remove = false))]
     fn abort(&self, py: Python<'_>, remove: bool) -> PyResult<()> {
-        let writer = self.take(py)?;
-        let (path, created) = (self.path.clone(), self.created);
-        enter(py, move || {
-            drop(writer);
-            if remove {
-                datasetrt::remove_unpublished(&path, created);
-            }
-            Ok::<_, Error>(())
-        })
+        self.slot.abort(py, remove)
     }
 
     /// Documents added so far.
     #[getter]
     fn documents(&self, py: Python<'_>) -> PyResult<u64> {
-        self.with_writer(py, |w| Ok(w.documents()))
+        self.slot.with(py, |w| Ok(w.documents()))
     }
 
     /// Tokens added so far.
     #[getter]
     fn tokens(&self, py: Python<'_>) -> PyResult<u64> {
-        self.with_writer(py, |w| Ok(w.tokens()))
+        self.slot.with(py, |w| Ok(w.tokens()))
     }
 
     /// The id width: "uint16" or "uint32".
     #[getter]
     fn token_dtype(&self, py: Python<'_>) -> PyResult<&'static str> {
-        self.with_writer(py, |w| Ok(w.info().dtype.as_str()))
+        self.slot.with(py, |w| Ok(w.info().dtype.as_str()))
     }
 
     /// The cache directory.
     #[getter]
     fn path(&self) -> String {
-        self.path.to_string_lossy().into_owned()
+        self.slot.path()
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -326,16 +276,6 @@ impl PyTokenWriter {
         _exc: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        let open = self
-            .writer
-            .lock_py_attached(py)
-            .map_err(|_| PyValueError::new_err("the TokenWriter failed in another thread"))?
-            .is_some();
-        crate::writer::exit_block(
-            exc_type,
-            open,
-            || self.finish(py).map(drop),
-            || self.abort(py, false),
-        )
+        self.slot.exit(py, exc_type, || self.finish(py).map(drop))
     }
 }

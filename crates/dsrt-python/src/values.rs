@@ -86,6 +86,25 @@ pub(crate) fn row_dict<'py, 'a>(
     Ok(dict)
 }
 
+/// The row a writer's `add(payload, metadata=None, **fields)` gives: the dict and the
+/// keywords together (a keyword wins over the dict's entry of the same name).
+pub(crate) fn row_from_args(
+    py: Python<'_>,
+    schema: &Schema,
+    metadata: Option<&Bound<'_, PyDict>>,
+    fields: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Row> {
+    match (metadata, fields) {
+        (Some(m), Some(f)) => {
+            let merged = m.copy()?;
+            merged.update(f.as_mapping())?;
+            row_from_dict(schema, &merged)
+        }
+        (Some(d), None) | (None, Some(d)) => row_from_dict(schema, d),
+        (None, None) => row_from_dict(schema, &PyDict::new(py)),
+    }
+}
+
 /// Builds a [`Row`] from a metadata mapping, converting each value to its column's type.
 pub(crate) fn row_from_dict(schema: &Schema, dict: &Bound<'_, PyDict>) -> PyResult<Row> {
     let mut row = Row::new();

@@ -1,14 +1,14 @@
 //! `datasetrt.CacheWriter`.
 
 use crate::errors::{enter, Error};
-use crate::values::{row_from_dict, schema_from_py};
+use crate::values::{row_from_args, schema_from_py};
 use datasetrt::{CacheSummary, CacheWriter, CompressionAlgo, ManifestVersion, WriterOptions};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
 use pyo3::types::{PyBytes, PyDict};
-use std::path::PathBuf;
-use std::sync::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 
 /// Writes a new cache into an empty or new directory.
 ///
@@ -27,12 +27,98 @@ use std::sync::Mutex;
 /// exception publishes nothing. Outside a `with`, call `finish()`. Raises WriteError.
 #[pyclass(module = "datasetrt", name = "CacheWriter", frozen)]
 pub(crate) struct PyCacheWriter {
-    writer: Mutex<Option<CacheWriter>>,
+    slot: WriterSlot<CacheWriter>,
     schema: datasetrt::Schema,
+}
+
+/// A Python writer's Rust writer until `finish` or `abort` takes it, and what `abort` and
+/// `__exit__` do with it: what `CacheWriter` and `TokenWriter` share.
+pub(crate) struct WriterSlot<W> {
+    writer: Mutex<Option<W>>,
     path: PathBuf,
     /// Whether this writer made `path` (it did not exist before), so removing what it wrote
     /// removes the directory too.
     created: bool,
+    /// The Python class, named in its errors.
+    class: &'static str,
+}
+
+impl<W: Send> WriterSlot<W> {
+    /// Creates the writer at `path` (GIL released).
+    pub(crate) fn create<E: Into<Error> + Send>(
+        py: Python<'_>,
+        class: &'static str,
+        path: PathBuf,
+        create: impl FnOnce(&Path) -> Result<W, E> + Send,
+    ) -> PyResult<Self> {
+        let created = !path.exists();
+        let writer = enter(py, || create(&path))?;
+        Ok(Self {
+            writer: Mutex::new(Some(writer)),
+            path,
+            created,
+            class,
+        })
+    }
+
+    fn lock(&self, py: Python<'_>) -> PyResult<MutexGuard<'_, Option<W>>> {
+        (self.writer.lock_py_attached(py)).map_err(|_| {
+            PyValueError::new_err(format!("the {} failed in another thread", self.class))
+        })
+    }
+
+    fn closed(&self) -> PyErr {
+        PyValueError::new_err(format!("this {} is finished or aborted", self.class))
+    }
+
+    /// Runs `f` on the open writer.
+    pub(crate) fn with<T>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut W) -> PyResult<T>,
+    ) -> PyResult<T> {
+        let mut guard = self.lock(py)?;
+        f(guard.as_mut().ok_or_else(|| self.closed())?)
+    }
+
+    /// Takes the open writer, to finish it.
+    pub(crate) fn take(&self, py: Python<'_>) -> PyResult<W> {
+        self.lock(py)?.take().ok_or_else(|| self.closed())
+    }
+
+    /// Drops the writer unpublished (if still open); with `remove`, what it wrote goes too.
+    pub(crate) fn abort(&self, py: Python<'_>, remove: bool) -> PyResult<()> {
+        let writer = self.lock(py)?.take();
+        enter(py, move || {
+            drop(writer);
+            if remove {
+                datasetrt::remove_unpublished(&self.path, self.created);
+            }
+            Ok::<_, Error>(())
+        })
+    }
+
+    /// What `__exit__` does: abandons the cache when the block raised (keeping what it wrote,
+    /// as `abort(remove=False)`), else publishes it with `finish` if still open; never
+    /// swallows the block's exception.
+    pub(crate) fn exit(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        finish: impl FnOnce() -> PyResult<()>,
+    ) -> PyResult<bool> {
+        if exc_type.is_some_and(|t| !t.is_none()) {
+            self.abort(py, false)?;
+        } else if self.lock(py)?.is_some() {
+            finish()?;
+        }
+        Ok(false)
+    }
+
+    /// The cache directory.
+    pub(crate) fn path(&self) -> String {
+        self.path.to_string_lossy().into_owned()
+    }
 }
 
 /// The `compression` argument of the writing functions.
@@ -43,25 +129,6 @@ pub(crate) fn compression_arg(compression: &str) -> PyResult<CompressionAlgo> {
         other => Err(PyValueError::new_err(format!(
             "compression must be \"none\" or \"lz4\", not {other:?}"
         ))),
-    }
-}
-
-fn closed() -> PyErr {
-    PyValueError::new_err("this CacheWriter is finished or aborted")
-}
-
-impl PyCacheWriter {
-    fn with_writer<T>(
-        &self,
-        py: Python<'_>,
-        f: impl FnOnce(&mut CacheWriter) -> PyResult<T>,
-    ) -> PyResult<T> {
-        let mut guard = self
-            .writer
-            .lock_py_attached(py)
-            .map_err(|_| PyValueError::new_err("the CacheWriter failed in another thread"))?;
-        let writer = guard.as_mut().ok_or_else(closed)?;
-        f(writer)
     }
 }
 
@@ -88,14 +155,10 @@ impl PyCacheWriter {
             .max_shard_bytes(max_shard_bytes)
             .manifest_version(manifest_version)
             .io_threads(io_threads);
-        let created = !path.exists();
-        let writer = enter(py, || CacheWriter::create(&path, options))?;
-        Ok(Self {
-            writer: Mutex::new(Some(writer)),
-            schema,
-            path,
-            created,
-        })
+        let slot = WriterSlot::create(py, "CacheWriter", path, |path| {
+            CacheWriter::create(path, options)
+        })?;
+        Ok(Self { slot, schema })
     }
 
     /// Adds one sample and returns its sample id. `payload` is bytes-like; the metadata is a
@@ -110,15 +173,7 @@ impl PyCacheWriter {
         metadata: Option<&Bound<'_, PyDict>>,
         fields: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<u64> {
-        let row = match (metadata, fields) {
-            (Some(m), Some(f)) => {
-                let merged = m.copy()?;
-                merged.update(f.as_mapping())?;
-                row_from_dict(&self.schema, &merged)?
-            }
-            (Some(d), None) | (None, Some(d)) => row_from_dict(&self.schema, d)?,
-            (None, None) => row_from_dict(&self.schema, &PyDict::new(py))?,
-        };
+        let row = row_from_args(py, &self.schema, metadata, fields)?;
         let owned;
         let bytes: &[u8] = if let Ok(b) = payload.cast::<PyBytes>() {
             b.as_bytes()
@@ -137,18 +192,14 @@ impl PyCacheWriter {
         } else {
             return Err(PyTypeError::new_err("payload must be bytes-like"));
         };
-        self.with_writer(py, |writer| enter(py, || writer.add(bytes, &row)))
+        self.slot
+            .with(py, |writer| enter(py, || writer.add(bytes, &row)))
     }
 
     /// Makes every file durable and publishes manifest.json. Returns a summary dict
     /// (`path`, `samples`, `shards`, `payload_bytes`, `shard_bytes`, `cache_id`).
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let writer = self
-            .writer
-            .lock_py_attached(py)
-            .map_err(|_| PyValueError::new_err("the CacheWriter failed in another thread"))?
-            .take()
-            .ok_or_else(closed)?;
+        let writer = self.slot.take(py)?;
         let summary = enter(py, move || writer.finish())?;
         summary_dict(py, &summary)
     }
@@ -159,31 +210,19 @@ impl PyCacheWriter {
     /// cache is never removed.
     #[pyo3(signature = (*, remove = false))]
     fn abort(&self, py: Python<'_>, remove: bool) -> PyResult<()> {
-        let writer = self
-            .writer
-            .lock_py_attached(py)
-            .map_err(|_| PyValueError::new_err("the CacheWriter failed in another thread"))?
-            .take();
-        let (path, created) = (self.path.clone(), self.created);
-        enter(py, move || {
-            drop(writer);
-            if remove {
-                datasetrt::remove_unpublished(&path, created);
-            }
-            Ok::<_, Error>(())
-        })
+        self.slot.abort(py, remove)
     }
 
     /// Samples added so far.
     #[getter]
     fn samples(&self, py: Python<'_>) -> PyResult<u64> {
-        self.with_writer(py, |w| Ok(w.samples()))
+        self.slot.with(py, |w| Ok(w.samples()))
     }
 
     /// The cache directory.
     #[getter]
     fn path(&self) -> String {
-        self.path.to_string_lossy().into_owned()
+        self.slot.path()
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -198,17 +237,7 @@ impl PyCacheWriter {
         _exc: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        let open = self
-            .writer
-            .lock_py_attached(py)
-            .map_err(|_| PyValueError::new_err("the CacheWriter failed in another thread"))?
-            .is_some();
-        crate::writer::exit_block(
-            exc_type,
-            open,
-            || self.finish(py).map(drop),
-            || self.abort(py, false),
-        )
+        self.slot.exit(py, exc_type, || self.finish(py).map(drop))
     }
 }
 
@@ -301,21 +330,4 @@ pub(crate) fn _cache_schema(
         .iter()
         .map(|c| (c.name.clone(), spec(c)))
         .collect())
-}
-
-/// What a writer's `__exit__` does: abandons the cache when the block raised (keeping what it
-/// wrote, as `abort(remove=False)`), else publishes it if still open; never swallows the
-/// block's exception.
-pub(crate) fn exit_block(
-    exc_type: Option<&Bound<'_, PyAny>>,
-    open: bool,
-    finish: impl FnOnce() -> PyResult<()>,
-    abort: impl FnOnce() -> PyResult<()>,
-) -> PyResult<bool> {
-    if exc_type.is_some_and(|t| !t.is_none()) {
-        abort()?;
-    } else if open {
-        finish()?;
-    }
-    Ok(false)
 }

@@ -4,6 +4,8 @@
 //! metadata row), streams records into rotating shards, rows into index.bin and metadata into
 //! metadata.arrow, hashing every file in the same pass, and publishes `manifest.json` last,
 //! crash-safely. Until that rename, the directory is an incomplete cache no reader opens.
+//! [`write_new_cache`] is the whole run of a new cache (create, fill, publish) that removes
+//! what it wrote if it fails, whoever fills it (the converters, the CLI, the Python package).
 //! A [`SampleEncoder`] does a sample's per-sample work (checking, envelope, compression) on any
 //! thread, so parallel packers append in order on one ([`CacheWriter::add_encoded`]).
 //! [`merge_parts`] joins caches written side by side (the tasks of a distributed job) into one
@@ -36,5 +38,6 @@ pub use merge::{
 pub use options::{ManifestVersion, WriterOptions, DEFAULT_MAX_SHARD_BYTES};
 pub use planned::{PlannedSample, PlannedShardWriter};
 pub use writer::{
-    is_shard_file_name, manifest_bytes, remove_unpublished, CacheSummary, CacheWriter,
+    is_shard_file_name, manifest_bytes, remove_unpublished, write_new_cache, CacheSummary,
+    CacheWriter,
 };

@@ -432,6 +432,54 @@ pub(crate) fn sync_file(buffered: BufWriter<File>, path: &Path) -> Result<(), Wr
     file.sync_all().map_err(io_error(path, "fsync"))
 }
 
+/// Writes a new cache at `dir`: creates the writer with `options`, lets `fill` add the
+/// samples, and publishes the cache. Whatever fails after the writer made its first file (in
+/// `fill`, in publishing, or a panic unwinding through here), what this run wrote is removed
+/// ([`remove_unpublished`]; `dir` too when this run made it), so a failed run leaves nothing
+/// behind. Two outcomes keep the directory as it is: a writer that could not be created
+/// (`dir` was not this run's to clean: another cache's files may be in it), and a published
+/// manifest whose durability is unknown (the cache is whole; the error says so).
+pub fn write_new_cache<E: From<WriteError>>(
+    dir: &Path,
+    options: WriterOptions,
+    fill: impl FnOnce(&mut CacheWriter) -> Result<(), E>,
+) -> Result<CacheSummary, E> {
+    let created = !dir.exists();
+    let mut writer = CacheWriter::create(dir, options)?;
+    // Declared after the writer so it drops after it: files close before they are removed.
+    let mut cleanup = RemoveOnDrop {
+        dir,
+        created,
+        armed: true,
+    };
+    fill(&mut writer)?;
+    match writer.finish() {
+        Ok(summary) => {
+            cleanup.armed = false;
+            Ok(summary)
+        }
+        Err(error) => {
+            cleanup.armed = !matches!(error, WriteError::DurabilityUnknown { .. });
+            Err(error.into())
+        }
+    }
+}
+
+/// Removes an unpublished cache when dropped armed (an error return or an unwinding panic).
+struct RemoveOnDrop<'a> {
+    dir: &'a Path,
+    created: bool,
+    armed: bool,
+}
+
+impl Drop for RemoveOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            remove_unpublished(self.dir, self.created);
+        }
+    }
+}
+
 /// Removes what an unfinished writer left in `dir` (its shard files, the shards directory,
 /// index.bin and metadata.arrow, and `dir` itself when `created`: the run made it) and nothing
 /// else, so a failed run leaves no partial cache behind. A published cache (one with a

@@ -89,6 +89,21 @@ def test_a_failure_in_a_worker_leaves_nothing_behind(tmp_path):
     assert out.exists() and not any(out.iterdir())
 
 
+def test_packing_into_another_runs_unfinished_cache_leaves_its_files(tmp_path):
+    # An interrupted earlier run's files (no manifest.json): not this run's to remove.
+    image_folder(tmp_path / "tree", 4)
+    out = tmp_path / "out"
+    (out / "shards").mkdir(parents=True)
+    for name in ["index.bin", "metadata.arrow", "shards/000000.bin"]:
+        (out / name).write_bytes(b"an earlier run's")
+    for pack in (datasetrt.pack_dir, datasetrt.pack_imagefolder):
+        with pytest.raises(datasetrt.WriteError) as info:
+            pack(tmp_path / "tree", out, source="t")
+        assert info.value.kind == "target_not_empty"
+        for name in ["index.bin", "metadata.arrow", "shards/000000.bin"]:
+            assert (out / name).read_bytes() == b"an earlier run's"
+
+
 def test_an_image_folder_with_a_stray_file_is_refused_before_anything_is_written(tmp_path):
     image_folder(tmp_path / "flowers", 8)
     (tmp_path / "flowers" / "README").write_text("?")

@@ -11,7 +11,7 @@ use datasetrt::pack::{
     pack as pack_parallel, CancelToken, Convert, FileTree, ImageFolder, Megatron, PackOptions,
     Tables, WebDataset,
 };
-use datasetrt::{CacheSummary, Schema};
+use datasetrt::CacheSummary;
 use std::sync::OnceLock;
 
 /// Skipped samples named on stderr one by one; past these only the summary counts them.
@@ -39,33 +39,21 @@ pub(crate) fn pack(
     match input {
         ParallelInput::Files(dir) => {
             let tree = FileTree::scan(dir)?;
-            run.pack(&tree, FileTree::schema(), Some(tree.len() as u64), out)
-                .map(packed)
+            run.pack(&tree, Some(tree.len() as u64), out).map(packed)
         }
         ParallelInput::ImageFolder(dir) => {
             let folder = ImageFolder::scan(dir)?;
-            run.pack(
-                &folder,
-                ImageFolder::schema(),
-                Some(folder.len() as u64),
-                out,
-            )
-            .map(packed)
+            run.pack(&folder, Some(folder.len() as u64), out)
+                .map(packed)
         }
         ParallelInput::Tables(paths, options) => {
             let tables = Tables::scan(paths, &options)?;
-            run.pack(&tables, tables.schema().clone(), tables.len(), out)
-                .map(packed)
+            run.pack(&tables, tables.len(), out).map(packed)
         }
         ParallelInput::Megatron(prefix, info) => {
             let megatron = Megatron::open(prefix, info)?;
-            run.pack(
-                &megatron,
-                megatron.schema().clone(),
-                Some(megatron.documents()),
-                out,
-            )
-            .map(packed)
+            run.pack(&megatron, Some(megatron.documents()), out)
+                .map(packed)
         }
         ParallelInput::WebDataset(tars, options) => {
             let shards = WebDataset::scan(tars, options)?;
@@ -75,7 +63,7 @@ pub(crate) fn pack(
                     skip.input, skip.key, skip.reason
                 ));
             }
-            let summary = run.pack(&shards, shards.schema().clone(), Some(shards.len()), out)?;
+            let summary = run.pack(&shards, Some(shards.len()), out)?;
             Ok(Packed {
                 summary,
                 skipped: Some(shards.skipped().len() as u64),
@@ -120,14 +108,10 @@ impl<'a> Run<'a> {
     pub(crate) fn pack<C: Convert>(
         &self,
         convert: &C,
-        schema: Schema,
         total: Option<u64>,
         out: OutputDir,
     ) -> Result<CacheSummary, CliError> {
-        let mut writer_options = self.target.writer_options(schema);
-        for (key, value) in convert.manifest_keys() {
-            writer_options = writer_options.manifest_key(key, value);
-        }
+        let writer_options = convert.writer_options(|schema| self.target.writer_options(schema));
         out.write(writer_options, |writer| {
             let progress = Progress::samples("packing", total);
             let advance = |samples: u64| progress.set(samples);

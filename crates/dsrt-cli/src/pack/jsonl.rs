@@ -87,5 +87,5 @@ pub(crate) fn pack(
     if let Some(progress) = progress {
         progress.finish();
     }
-    Run::new(target, jobs)?.pack(&jsonl, jsonl.schema().clone(), jsonl.len(), out)
+    Run::new(target, jobs)?.pack(&jsonl, jsonl.len(), out)
 }

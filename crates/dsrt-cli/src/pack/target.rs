@@ -5,7 +5,7 @@
 use super::remote_out::RemoteOut;
 use super::PackTarget;
 use crate::error::CliError;
-use datasetrt::{CacheSummary, CacheWriter, WriteError, WriterOptions};
+use datasetrt::{CacheSummary, CacheWriter, WriterOptions};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 #[derive(Debug)]
 pub(crate) struct OutputDir {
     path: PathBuf,
-    existed: bool,
     /// Set when `--out` is a store URL; `path` is then unused.
     remote: Option<RemoteOut>,
 }
@@ -25,7 +24,6 @@ pub(crate) fn prepare(out: &Path, target: &PackTarget) -> Result<OutputDir, CliE
     if let Some(remote) = RemoteOut::prepare(out, target)? {
         return Ok(OutputDir {
             path: out.to_path_buf(),
-            existed: false,
             remote: Some(remote),
         });
     }
@@ -35,12 +33,10 @@ pub(crate) fn prepare(out: &Path, target: &PackTarget) -> Result<OutputDir, CliE
         }),
         Ok(true) => Ok(OutputDir {
             path: out.to_path_buf(),
-            existed: true,
             remote: None,
         }),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(OutputDir {
             path: out.to_path_buf(),
-            existed: false,
             remote: None,
         }),
         Err(source) => Err(CliError::Io {
@@ -65,50 +61,6 @@ impl OutputDir {
         if let Some(remote) = self.remote {
             return remote.write(options, fill);
         }
-        let mut writer = CacheWriter::create(&self.path, options)?;
-        // From here on the writer has made files that are ours to remove on failure.
-        let cleanup = Cleanup {
-            dir: self,
-            armed: true,
-        };
-        fill(&mut writer)?;
-        match writer.finish() {
-            Ok(summary) => {
-                cleanup.disarm();
-                Ok(summary)
-            }
-            Err(error @ WriteError::DurabilityUnknown { .. }) => {
-                // manifest.json is in place: the cache is published and must be left alone.
-                cleanup.disarm();
-                Err(error.into())
-            }
-            Err(error) => Err(error.into()),
-        }
+        datasetrt::write_new_cache(&self.path, options, fill)
     }
-}
-
-/// Removes an unpublished cache when dropped while armed.
-struct Cleanup {
-    dir: OutputDir,
-    armed: bool,
-}
-
-impl Cleanup {
-    fn disarm(mut self) {
-        self.armed = false;
-    }
-}
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        if self.armed {
-            remove_unpublished(&self.dir);
-        }
-    }
-}
-
-/// Best effort: a file that cannot be removed leaves an unpublished cache (no manifest.json)
-/// that no reader opens, which is safe.
-fn remove_unpublished(dir: &OutputDir) {
-    datasetrt::remove_unpublished(&dir.path, !dir.existed);
 }

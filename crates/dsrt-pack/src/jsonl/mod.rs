@@ -442,6 +442,10 @@ fn line_chunks(source: &mut JsonlSource, origin: &str) -> Result<Vec<LineChunk>,
 impl Convert for Jsonl {
     type Unit = LineChunk;
 
+    fn cache_schema(&self) -> Schema {
+        self.schema().clone()
+    }
+
     fn units(&self) -> &[LineChunk] {
         &self.chunks
     }
