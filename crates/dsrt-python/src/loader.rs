@@ -85,7 +85,7 @@ impl PyLoader {
         let mut kwargs = Kwargs::new("Loader", options)?;
         let plan = PlanArgs::take(&mut kwargs)?;
         let mut base = plan.loader(kwargs.get("workers", 0)?, kwargs.get("prefetch", 512)?);
-        base.prefetch_bytes = kwargs.size("prefetch_bytes")?;
+        base.prefetch_bytes = crate::options::size(&mut kwargs, "prefetch_bytes")?;
         kwargs.finish()?;
         let dataset = Arc::clone(&dataset.get().dataset);
         let (shared, config) = (Arc::clone(&dataset), base.clone());

@@ -2,7 +2,7 @@
 //! `Cache` and `Dataset` ([`RemoteArgs`]) and the epoch settings of `Loader` and `RankPlan`
 //! ([`PlanArgs`]). Each signature takes them as `**options` and shows them, with their
 //! defaults, in its text signature (what `inspect.signature`, the stub check and the docs test
-//! read); [`Kwargs`] takes each by name with its check, and refuses a name the signature does
+//! read); `py_support::Kwargs` takes each by name with its check, and refuses a name the signature does
 //! not have, as Python refuses an unexpected keyword.
 
 use datasetrt::{
@@ -10,165 +10,36 @@ use datasetrt::{
     Shuffle, Topology,
 };
 use dsrt_remote::{Access, RemoteOptions, ShardFetch};
+pub(crate) use py_support::Kwargs;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyString};
+use pyo3::types::{PyBool, PyString};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// The keyword arguments of one call, taken by name.
-pub(crate) struct Kwargs<'py> {
-    callee: &'static str,
-    left: Option<Bound<'py, PyDict>>,
-}
-
-fn type_name(value: &Bound<'_, PyAny>) -> String {
-    value
-        .get_type()
-        .name()
-        .map_or_else(|_| "?".to_owned(), |n| n.to_string())
-}
-
-impl<'py> Kwargs<'py> {
-    /// The keywords `options` passed to `callee` (named in the error for a stray keyword).
-    pub(crate) fn new(
-        callee: &'static str,
-        options: Option<&Bound<'py, PyDict>>,
-    ) -> PyResult<Self> {
-        let left = options.map(|o| o.copy()).transpose()?;
-        Ok(Self { callee, left })
+/// A byte count: an int, or a byte size such as `"20GB"` or `"512MiB"` (the one grammar,
+/// `datasetrt::parse_byte_size`, that `dsrt --cache-limit` reads too).
+pub(crate) fn size(kwargs: &mut Kwargs<'_>, name: &str) -> PyResult<Option<u64>> {
+    let Some(value) = kwargs.take(name)? else {
+        return Ok(None);
+    };
+    if let Ok(text) = value.cast::<PyString>() {
+        let bytes = datasetrt::parse_byte_size(&text.to_cow()?)
+            .map_err(|e| PyValueError::new_err(format!("{name} {e}")))?;
+        return Ok(Some(bytes));
     }
-
-    /// Option `name`, or None when it was not given or given as None (its default).
-    pub(crate) fn take(&mut self, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let Some(left) = &self.left else {
-            return Ok(None);
-        };
-        let value = left.get_item(name)?;
-        if value.is_some() {
-            left.del_item(name)?;
-        }
-        Ok(value.filter(|v| !v.is_none()))
+    let wrong = |what: &str| {
+        PyTypeError::new_err(format!(
+            "{name} must be an int (bytes) or a string like \"20GB\"{what}"
+        ))
+    };
+    if value.is_instance_of::<PyBool>() {
+        return Err(wrong(", not a bool"));
     }
-
-    /// Option `name` extracted as `T` (pyo3's conversion and its error, naming the option).
-    pub(crate) fn get<T>(&mut self, name: &str, default: T) -> PyResult<T>
-    where
-        T: for<'a> FromPyObject<'a, 'py>,
-        for<'a> <T as FromPyObject<'a, 'py>>::Error: Into<PyErr>,
-    {
-        match self.take(name)? {
-            Some(value) => value.extract::<T>().map_err(|e| {
-                let e: PyErr = e.into();
-                let py = value.py();
-                PyErr::from_type(
-                    e.get_type(py),
-                    format!("argument '{name}': {}", e.value(py)),
-                )
-            }),
-            None => Ok(default),
-        }
-    }
-
-    /// An int option: an `int` (or an object with `__index__`), not a bool or a float, at
-    /// least `min`.
-    pub(crate) fn int(&mut self, name: &str, min: i128) -> PyResult<Option<i128>> {
-        let Some(value) = self.take(name)? else {
-            return Ok(None);
-        };
-        let wrong =
-            || PyTypeError::new_err(format!("{name} must be an int, not {}", type_name(&value)));
-        if value.is_instance_of::<PyBool>() || value.is_instance_of::<PyFloat>() {
-            return Err(wrong());
-        }
-        let n: i128 = value.extract().map_err(|_| wrong())?;
-        if n < min {
-            return Err(PyValueError::new_err(format!(
-                "{name} must be >= {min}, not {n}"
-            )));
-        }
-        Ok(Some(n))
-    }
-
-    /// A bool option: `True` or `False` (not an int or any other truthy object).
-    pub(crate) fn boolean(&mut self, name: &str) -> PyResult<Option<bool>> {
-        let Some(value) = self.take(name)? else {
-            return Ok(None);
-        };
-        let b = value.cast::<PyBool>().map_err(|_| {
-            PyTypeError::new_err(format!("{name} must be a bool, not {}", type_name(&value)))
-        })?;
-        Ok(Some(b.is_true()))
-    }
-
-    /// A duration in seconds: an int or a float (not a bool or a string), finite, >= 0 and
-    /// representable as a `Duration`; a negative zero is zero.
-    pub(crate) fn seconds(&mut self, name: &str) -> PyResult<Option<f64>> {
-        let Some(value) = self.take(name)? else {
-            return Ok(None);
-        };
-        let not_a_number = || {
-            PyTypeError::new_err(format!(
-                "{name} must be a number of seconds (int or float), not {}",
-                type_name(&value)
-            ))
-        };
-        if value.is_instance_of::<PyBool>() || value.is_instance_of::<PyString>() {
-            return Err(not_a_number());
-        }
-        let seconds = value.extract::<f64>().map_err(|_| not_a_number())? + 0.0;
-        if !seconds.is_finite() || seconds < 0.0 {
-            let what = if seconds.is_finite() {
-                ">= 0"
-            } else {
-                "a finite number of"
-            };
-            return Err(PyValueError::new_err(format!(
-                "{name} must be {what} seconds, not {seconds}"
-            )));
-        }
-        Duration::try_from_secs_f64(seconds).map_err(|_| {
-            PyValueError::new_err(format!("{name} is too large: {seconds} seconds"))
-        })?;
-        Ok(Some(seconds))
-    }
-
-    /// A byte count: an int, or a byte size such as `"20GB"` or `"512MiB"` (the one grammar,
-    /// `datasetrt::parse_byte_size`, that `dsrt --cache-limit` reads too).
-    pub(crate) fn size(&mut self, name: &str) -> PyResult<Option<u64>> {
-        let Some(value) = self.take(name)? else {
-            return Ok(None);
-        };
-        if let Ok(text) = value.cast::<PyString>() {
-            let bytes = datasetrt::parse_byte_size(&text.to_cow()?)
-                .map_err(|e| PyValueError::new_err(format!("{name} {e}")))?;
-            return Ok(Some(bytes));
-        }
-        let wrong = |what: &str| {
-            PyTypeError::new_err(format!(
-                "{name} must be an int (bytes) or a string like \"20GB\"{what}"
-            ))
-        };
-        if value.is_instance_of::<PyBool>() {
-            return Err(wrong(", not a bool"));
-        }
-        let bytes: i128 = value.extract().map_err(|_| wrong(""))?;
-        let bytes = u64::try_from(bytes)
-            .map_err(|_| PyValueError::new_err(format!("{name} must be >= 0, not {bytes}")))?;
-        Ok(Some(bytes))
-    }
-
-    /// Refuses a keyword no option took.
-    pub(crate) fn finish(self) -> PyResult<()> {
-        match self.left.and_then(|left| left.keys().iter().next()) {
-            Some(stray) => Err(PyTypeError::new_err(format!(
-                "{}() got an unexpected keyword argument {}",
-                self.callee,
-                stray.repr()?
-            ))),
-            None => Ok(()),
-        }
-    }
+    let bytes: i128 = value.extract().map_err(|_| wrong(""))?;
+    let bytes = u64::try_from(bytes)
+        .map_err(|_| PyValueError::new_err(format!("{name} must be >= 0, not {bytes}")))?;
+    Ok(Some(bytes))
 }
 
 /// The most `first_backoff` may be, in seconds: the retry backoff doubles up to 10 s, so a
@@ -247,7 +118,7 @@ impl RemoteArgs {
         Ok(Self {
             validate_cache: kwargs.get("validate_cache", false)?,
             cache_dir: kwargs.get("cache_dir", None)?,
-            cache_limit: kwargs.size("cache_limit")?,
+            cache_limit: size(kwargs, "cache_limit")?,
             fetch,
             prefetch_shards,
             read_while_downloading: kwargs

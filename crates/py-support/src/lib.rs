@@ -14,6 +14,8 @@
 //!   `KeyError`).
 //! - [`ErrorFields`]: how one error becomes an exception: its class, its message and its
 //!   attributes (`path`, `reason`, `kind`, `retryable`, ...), set through [`Fields`].
+//! - [`Kwargs`]: the options of a signature that takes them as `**options`, each by name
+//!   with its check, a stray keyword refused as Python refuses it.
 //! - [`forward_logs`]: `tracing` events of INFO and above to Python's `logging`.
 //! - [`add_testing`] and [`ErrorExamples`]: the `_testing` submodule of a wheel built with
 //!   the `test-hooks` feature, and the list of one converted error per variant that each
@@ -65,10 +67,12 @@
 
 mod enter;
 mod exceptions;
+mod kwargs;
 mod logging;
 mod testing;
 
 pub use enter::{enter, enter_async, install_interrupt_hook, panic_message, BindingError};
 pub use exceptions::{raise, Base, ErrorFields, ExceptionClass, Fields};
+pub use kwargs::{type_name, Kwargs};
 pub use logging::forward_logs;
 pub use testing::{add_testing, variant_name, ErrorExamples};
