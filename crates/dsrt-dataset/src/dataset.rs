@@ -169,6 +169,25 @@ impl Dataset {
             .ok_or(DatasetError::UnknownCache { cache_id })
     }
 
+    /// Position in the list of the cache `key` names, its sample id checked against the
+    /// cache's length.
+    pub fn locate(&self, key: SampleKey) -> Result<usize, DatasetError> {
+        let SampleKey {
+            cache_id,
+            sample_id,
+        } = key;
+        let position = (self.position(cache_id)).ok_or(DatasetError::UnknownCache { cache_id })?;
+        let len = self.caches[position].cache.len();
+        if sample_id >= len {
+            return Err(DatasetError::SampleIndex {
+                cache_id,
+                sample_id,
+                len,
+            });
+        }
+        Ok(position)
+    }
+
     /// Position in the list of the cache with id `cache_id`.
     pub fn position(&self, cache_id: u64) -> Option<usize> {
         self.by_id.get(&cache_id).copied()

@@ -32,6 +32,16 @@ pub enum DatasetError {
         /// The id.
         cache_id: u64,
     },
+    /// A key's sample id past the end of its cache.
+    #[error("sample id {sample_id} out of range for cache {cache_id} of {len} samples")]
+    SampleIndex {
+        /// The cache's id.
+        cache_id: u64,
+        /// The sample id asked for.
+        sample_id: u64,
+        /// The cache's samples.
+        len: u64,
+    },
     /// Resolving a cache path failed.
     #[error("{path}: {source}")]
     Path {
@@ -91,6 +101,7 @@ impl DatasetError {
             Self::DuplicateCacheId { .. } => "duplicate_cache_id",
             Self::DuplicatePath { .. } => "duplicate_path",
             Self::UnknownCache { .. } => "unknown_cache",
+            Self::SampleIndex { .. } => "sample_index",
             Self::Path { .. } => "path",
             Self::Table { .. } => "table",
             Self::Plan(_) => "plan",
@@ -113,6 +124,7 @@ impl DatasetError {
             Self::Path { path, .. } | Self::Table { path, .. } => Some(path),
             Self::TableWrite(error) => Some(&error.target),
             Self::UnknownCache { .. }
+            | Self::SampleIndex { .. }
             | Self::Plan(_)
             | Self::SkippedAfterError { .. }
             | Self::WorkerStopped
@@ -140,6 +152,11 @@ impl DatasetError {
                 second: PathBuf::from("/caches/a2"),
             },
             Self::UnknownCache { cache_id: 9 },
+            Self::SampleIndex {
+                cache_id: 9,
+                sample_id: 5,
+                len: 5,
+            },
             Self::Path {
                 path: PathBuf::from("/caches/x"),
                 source: std::io::Error::from(std::io::ErrorKind::NotFound),
@@ -168,6 +185,7 @@ impl DatasetError {
                 | Self::DuplicateCacheId { .. }
                 | Self::DuplicatePath { .. }
                 | Self::UnknownCache { .. }
+                | Self::SampleIndex { .. }
                 | Self::Path { .. }
                 | Self::Table { .. }
                 | Self::Plan(_)

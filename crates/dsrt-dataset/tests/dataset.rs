@@ -52,6 +52,21 @@ fn v2_ids_are_positions_and_v3_ids_are_stored() {
         dataset.sample(1, 0),
         Err(DatasetError::UnknownCache { cache_id: 1 })
     ));
+    let key = |cache_id, sample_id| SampleKey {
+        cache_id,
+        sample_id,
+    };
+    assert_eq!(dataset.locate(key(ids[1], 4)).unwrap(), 1);
+    assert!(matches!(
+        dataset.locate(key(1, 0)),
+        Err(DatasetError::UnknownCache { cache_id: 1 })
+    ));
+    let past = dataset.locate(key(2, 5)).unwrap_err();
+    assert_eq!(past.kind(), "sample_index");
+    assert_eq!(
+        past.to_string(),
+        "sample id 5 out of range for cache 2 of 5 samples"
+    );
     // The v3 id does not depend on position; v2 ids follow the list.
     let reordered = Dataset::open(&[&c, &b, &a], OpenOptions::default()).unwrap();
     assert_eq!(reordered.sample(0, 3).unwrap().payload, b"c:3");

@@ -5,7 +5,7 @@ use crate::errors::{enter, entry_dict, Error};
 use crate::options::{Kwargs, RemoteArgs};
 use crate::remote::Location;
 use crate::values::row_dict;
-use datasetrt::{Cache, CancelToken, Dataset, OpenOptions, SampleKey, SampleTable};
+use datasetrt::{Cache, CancelToken, Dataset, DatasetError, OpenOptions, SampleKey, SampleTable};
 use pyo3::exceptions::{PyIndexError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
@@ -48,17 +48,11 @@ pub(crate) struct PyDataset {
 impl PyDataset {
     /// The position of the cache with id `cache_id`, and `sample_id` checked within it.
     fn locate(&self, (cache_id, sample_id): (u64, u64)) -> PyResult<(usize, u64)> {
-        let position = self
-            .dataset
-            .position(cache_id)
-            .ok_or(Error::UnknownCache(cache_id))?;
-        let len = self.dataset.caches()[position].cache.len();
-        if sample_id >= len {
-            let message =
-                format!("sample id {sample_id} out of range for cache {cache_id} of {len} samples");
-            return Err(Error::SampleIndex(message).into());
-        }
-        Ok((position, sample_id))
+        let key = SampleKey {
+            cache_id,
+            sample_id,
+        };
+        Ok((self.dataset.locate(key).map_err(Error::from)?, sample_id))
     }
 
     pub(crate) fn cache_ref(&self, position: usize) -> CacheRef {
@@ -193,7 +187,7 @@ impl PyDataset {
         let position = self
             .dataset
             .position(cache_id)
-            .ok_or(Error::UnknownCache(cache_id))?;
+            .ok_or(Error::from(DatasetError::UnknownCache { cache_id }))?;
         Ok(self.cache_at(position))
     }
 

@@ -81,8 +81,6 @@ pub(crate) enum Error {
     },
     /// A shard file that is not the one a DataLoader worker checked.
     ShardChanged { path: PathBuf, reason: String },
-    /// A key naming a cache id the dataset does not have.
-    UnknownCache(u64),
     /// A sample index or id past a cache's end; the message says which.
     SampleIndex(String),
     /// A token cache's layout or ids (never a writer's or reader's error: those are `Write`
@@ -230,6 +228,8 @@ impl ErrorFields for Error {
                 | CacheError::Source { .. } => &CACHE_ERROR,
                 _ => &CORRUPT_CACHE_ERROR,
             },
+            Self::Dataset(DatasetError::UnknownCache { .. }) => &UNKNOWN_CACHE_ERROR,
+            Self::Dataset(DatasetError::SampleIndex { .. }) => &SAMPLE_INDEX_ERROR,
             Self::Dataset(_) => &DATASET_ERROR,
             Self::Write(_) => &WRITE_ERROR,
             Self::Pack(PackError::WorkerPanicked(_)) | Self::Panicked(_) => &INTERNAL_ERROR,
@@ -244,7 +244,6 @@ impl ErrorFields for Error {
             Self::ShardFile { source, .. } if Exhausted::of(source).is_some() => &RESOURCE_ERROR,
             Self::ShardFile { .. } => &CACHE_ERROR,
             Self::ShardChanged { .. } => &CORRUPT_CACHE_ERROR,
-            Self::UnknownCache(_) => &UNKNOWN_CACHE_ERROR,
             Self::SampleIndex(_) => &SAMPLE_INDEX_ERROR,
             Self::Tokens { .. } => &WRITE_ERROR,
             Self::TokenStream(_) => &TOKEN_STREAM_ERROR,
@@ -275,7 +274,6 @@ impl ErrorFields for Error {
                 None => format!("{}: {source}", path.display()),
             },
             Self::ShardChanged { path, reason } => format!("{}: {reason}", path.display()),
-            Self::UnknownCache(cache_id) => unknown_cache_reason(*cache_id),
             Self::SampleIndex(message) => message.clone(),
             Self::Tokens {
                 message: Some(message),
@@ -307,6 +305,9 @@ impl ErrorFields for Error {
                 f.set("path", error.path().map(text))
                     .set("reason", error.to_string())
                     .set("kind", error.kind());
+                if let DatasetError::UnknownCache { cache_id } = error {
+                    f.set("cache_id", cache_id);
+                }
             }
             Self::Write(error) => {
                 // `input`, `column` and `key` name what a conversion refused; the writer's own
@@ -357,12 +358,6 @@ impl ErrorFields for Error {
             Self::ShardChanged { path, reason } => {
                 f.set("path", text(path)).set("reason", reason);
             }
-            Self::UnknownCache(cache_id) => {
-                f.set("path", None::<&str>)
-                    .set("reason", unknown_cache_reason(*cache_id))
-                    .set("kind", "unknown_cache")
-                    .set("cache_id", cache_id);
-            }
             Self::SampleIndex(message) => {
                 f.set("path", None::<&str>)
                     .set("reason", message)
@@ -374,15 +369,7 @@ impl ErrorFields for Error {
                     .set("kind", "panic");
             }
             Self::Tokens { error, .. } => {
-                let path = match error {
-                    TokenError::NotATokenCache { path }
-                    | TokenError::BadTokenInfo { path, .. }
-                    | TokenError::NTokensColumn { path, .. }
-                    | TokenError::TokenOutOfRange { path, .. }
-                    | TokenError::LengthMismatch { path, .. }
-                    | TokenError::BadNTokens { path, .. } => Some(text(path)),
-                    _ => None,
-                };
+                let path = error.path().map(text);
                 f.set("path", path)
                     .set("input", None::<&str>)
                     .set("column", None::<&str>)
@@ -391,25 +378,15 @@ impl ErrorFields for Error {
                     .set("kind", error.kind());
             }
             Self::TokenStream(error) => {
-                let (path, kind, sample) = match error {
-                    TokenStreamError::Boundary { source_name, .. } => {
-                        (Some(source_name), "boundary", None)
-                    }
-                    TokenStreamError::LongDocument {
-                        source_name,
-                        sample_id,
-                        ..
-                    } => (Some(source_name), "long_document", Some(*sample_id)),
-                    TokenStreamError::EmptySource { source_name } => {
-                        (Some(source_name), "empty_source", None)
-                    }
-                    TokenStreamError::Read(_) => (None, "read", None),
-                    _ => (None, "other", None),
+                // Only what `From` leaves here reaches Python: a refusal of the data, a read.
+                let kind = match error.kind() {
+                    kind @ ("boundary" | "long_document" | "empty_source" | "read") => kind,
+                    _ => "other",
                 };
-                f.set("path", path.cloned())
+                f.set("path", error.source_name())
                     .set("reason", error.to_string())
                     .set("kind", kind)
-                    .set("sample_id", sample);
+                    .set("sample_id", error.sample_id());
             }
         }
     }
@@ -418,10 +395,6 @@ impl ErrorFields for Error {
 /// A path as Python gets it in an attribute: a `str`.
 fn text(path: &Path) -> String {
     path.to_string_lossy().into_owned()
-}
-
-fn unknown_cache_reason(cache_id: u64) -> String {
-    format!("no cache with id {cache_id} in this dataset")
 }
 
 /// What a `ResourceError` carries beside `CacheError`'s attributes.
@@ -533,9 +506,20 @@ mod tests {
                 ("s3://b/c", "shards/000001.bin")
             );
             assert!(value.getattr("retryable").unwrap().is_truthy().unwrap());
-            let unknown: PyErr = Error::UnknownCache(9).into();
+            let unknown: PyErr = Error::from(DatasetError::UnknownCache { cache_id: 9 }).into();
             assert!(unknown.is_instance_of::<pyo3::exceptions::PyKeyError>(py));
             assert!(unknown.is_instance(py, &DATASET_ERROR.get(py).unwrap()));
+            let cache_id: u64 = (unknown.value(py).getattr("cache_id").unwrap())
+                .extract()
+                .unwrap();
+            assert_eq!(cache_id, 9);
+            let past = DatasetError::SampleIndex {
+                cache_id: 1,
+                sample_id: 5,
+                len: 5,
+            };
+            let past: PyErr = Error::from(past).into();
+            assert!(past.is_instance_of::<pyo3::exceptions::PyIndexError>(py));
         });
     }
 

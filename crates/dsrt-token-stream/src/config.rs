@@ -340,4 +340,68 @@ impl TokenStreamError {
     pub fn read(error: impl std::error::Error + Send + Sync + 'static) -> Self {
         Self::Read(Box::new(error))
     }
+
+    /// A stable name of the variant, as the bindings report it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Config(_) => "config",
+            Self::Plan(_) => "plan",
+            Self::Boundary { .. } => "boundary",
+            Self::LongDocument { .. } => "long_document",
+            Self::EmptySource { .. } => "empty_source",
+            Self::Read(_) => "read",
+            Self::Interrupted { .. } => "interrupted",
+            Self::WorkerStopped => "worker_stopped",
+        }
+    }
+
+    /// The source (cache path) a refusal of the data names.
+    pub fn source_name(&self) -> Option<&str> {
+        match self {
+            Self::Boundary { source_name, .. }
+            | Self::LongDocument { source_name, .. }
+            | Self::EmptySource { source_name } => Some(source_name),
+            _ => None,
+        }
+    }
+
+    /// The document a refusal names.
+    pub fn sample_id(&self) -> Option<u64> {
+        match self {
+            Self::LongDocument { sample_id, .. } => Some(*sample_id),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_of_the_data_names_its_source_and_document() {
+        let long = TokenStreamError::LongDocument {
+            source_name: "/caches/web".into(),
+            sample_id: 7,
+            tokens: 90,
+            seq_len: 64,
+        };
+        assert_eq!(
+            (long.kind(), long.source_name(), long.sample_id()),
+            ("long_document", Some("/caches/web"), Some(7))
+        );
+        let empty = TokenStreamError::EmptySource {
+            source_name: "/caches/code".into(),
+        };
+        assert_eq!(
+            (empty.kind(), empty.source_name(), empty.sample_id()),
+            ("empty_source", Some("/caches/code"), None)
+        );
+        let stopped = TokenStreamError::WorkerStopped;
+        assert_eq!(
+            (stopped.kind(), stopped.source_name()),
+            ("worker_stopped", None)
+        );
+        assert_eq!(TokenStreamError::Config("x".into()).kind(), "config");
+    }
 }

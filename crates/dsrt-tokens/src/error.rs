@@ -115,4 +115,36 @@ impl TokenError {
             Self::Read(e) => e.kind(),
         }
     }
+
+    /// The token cache the error is about, where it names one (a writer's or reader's own
+    /// error has its own path).
+    pub fn path(&self) -> Option<&std::path::Path> {
+        match self {
+            Self::NotATokenCache { path }
+            | Self::BadTokenInfo { path, .. }
+            | Self::NTokensColumn { path, .. }
+            | Self::TokenOutOfRange { path, .. }
+            | Self::LengthMismatch { path, .. }
+            | Self::BadNTokens { path, .. } => Some(path),
+            Self::Write(_) | Self::Read(_) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_error_names_its_cache_and_a_writer_or_reader_error_does_not() {
+        let error = TokenError::NotATokenCache {
+            path: "/caches/web".into(),
+        };
+        assert_eq!(error.path(), Some(std::path::Path::new("/caches/web")));
+        assert_eq!(error.kind(), "not_a_token_cache");
+        let read = TokenError::from(CacheError::Incomplete {
+            path: "/caches/web".into(),
+        });
+        assert_eq!((read.path(), read.kind()), (None, "incomplete"));
+    }
 }

@@ -37,7 +37,8 @@ EXPECTED = {
     "DatasetError::Cache": ("IncompleteCacheError", "incomplete"),
     "DatasetError::DuplicateCacheId": ("DatasetError", "duplicate_cache_id"),
     "DatasetError::DuplicatePath": ("DatasetError", "duplicate_path"),
-    "DatasetError::UnknownCache": ("DatasetError", "unknown_cache"),
+    "DatasetError::UnknownCache": ("UnknownCacheError", "unknown_cache"),
+    "DatasetError::SampleIndex": ("SampleIndexError", "sample_index"),
     "DatasetError::Path": ("DatasetError", "path"),
     "DatasetError::Table": ("DatasetError", "table"),
     "DatasetError::Plan": ("DatasetError", "plan"),
@@ -80,7 +81,7 @@ EXPECTED = {
     "RemoteError::LocalCache": ("RemoteError", "local_cache"),
     "RemoteError::Cache": ("IncompleteCacheError", "incomplete"),
     "RemoteError::Opened": ("IncompleteCacheError", "incomplete"),
-    "RemoteError::Dataset": ("DatasetError", "unknown_cache"),
+    "RemoteError::Dataset": ("UnknownCacheError", "unknown_cache"),
 }
 
 # Retryable: a store failure of the transport (or a server error outlasting the client's
