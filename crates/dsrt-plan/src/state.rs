@@ -112,6 +112,17 @@ impl IterState {
         }
     }
 
+    /// The same state with its remaining positions listed as ranges (`remaining` set), the
+    /// form a saved state is shown in: what is left reads the same whether the state was made
+    /// at an epoch's start or after a resume.
+    pub fn listed(&self) -> Self {
+        let remaining = self.remaining().into_iter().map(|r| [r.start, r.end]);
+        Self {
+            remaining: Some(remaining.collect()),
+            ..self.clone()
+        }
+    }
+
     /// Checks that this state belongs to a plan with `seed`, `epoch`, `epoch_len` and
     /// `mixture` (where the state records one), and that its positions are well formed. Every
     /// difference is named in the error.
@@ -415,6 +426,19 @@ mod tests {
         );
         state.mixture = Some(mixture);
         state
+    }
+
+    #[test]
+    fn a_listed_state_names_what_is_left_as_ranges_and_means_the_same() {
+        let mut fresh = state(mixture(&[3, 4]));
+        fresh.position = 2;
+        let listed = fresh.listed();
+        assert_eq!(listed.remaining, Some(vec![[2, 7]]));
+        assert_eq!(listed.remaining(), fresh.remaining());
+        assert_eq!(listed.listed(), listed);
+        let mut done = fresh.clone();
+        done.position = 7;
+        assert_eq!(done.listed().remaining, Some(Vec::new()));
     }
 
     #[test]

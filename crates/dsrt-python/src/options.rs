@@ -268,18 +268,7 @@ pub(crate) fn state_to_dict<'py>(
     py: Python<'py>,
     state: &IterState,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let state = IterState {
-        remaining: Some(
-            state
-                .remaining()
-                .into_iter()
-                .map(|r| [r.start, r.end])
-                .collect(),
-        ),
-        ..state.clone()
-    };
-    let json = serde_json::to_string(&state).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    py.import("json")?.call_method1("loads", (json,))
+    py_support::to_python(py, &state.listed())
 }
 
 /// The change of mixture a plan was resumed under as a dict (`position`, `weights`,
@@ -289,23 +278,13 @@ pub(crate) fn mixture_change_to_dict<'py>(
     py: Python<'py>,
     change: Option<&MixtureChange>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
-    let Some(change) = change else {
-        return Ok(None);
-    };
-    let json = serde_json::to_string(change).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    py.import("json")?.call_method1("loads", (json,)).map(Some)
+    change.map(|c| py_support::to_python(py, c)).transpose()
 }
 
 /// The state a dict from [`state_to_dict`] describes (`cuts` and `remaining` may be missing,
 /// as in states saved before they existed).
 pub(crate) fn state_from_dict(dict: &Bound<'_, PyAny>) -> PyResult<IterState> {
-    let json: String = dict
-        .py()
-        .import("json")?
-        .call_method1("dumps", (dict,))?
-        .extract()?;
-    serde_json::from_str(&json)
-        .map_err(|e| PyValueError::new_err(format!("not an iteration state: {e}")))
+    py_support::from_python(dict, "an iteration state")
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 use crate::arrow::ArrowBatch;
 use crate::dataset::open_locations;
 use crate::errors::{enter, Error};
-use crate::options::{state_from_dict, state_to_dict, Kwargs, RemoteArgs};
+use crate::options::{Kwargs, RemoteArgs};
 use crate::remote::Location;
 use arrow_array::cast::AsArray;
 use arrow_array::Array;
@@ -41,28 +41,12 @@ fn enter_stream<T: Send>(
 
 /// A token state as a dict: the sample state's keys (`seed`, `epoch`, `position`,
 /// `epoch_len`, `cuts`, `remaining`) plus `seq_len` and `mode`.
-fn token_state_to_dict<'py>(py: Python<'py>, state: &TokenState) -> PyResult<Bound<'py, PyDict>> {
-    let dict = state_to_dict(py, &state.rows)?.cast_into::<PyDict>()?;
-    dict.set_item("seq_len", state.seq_len)?;
-    dict.set_item("mode", state.mode.name())?;
-    Ok(dict)
-}
-
-fn token_state_from_dict(dict: &Bound<'_, PyDict>) -> PyResult<TokenState> {
-    let seq_len: u64 = dict
-        .get_item("seq_len")?
-        .ok_or_else(|| PyKeyError::new_err("token state dict has no \"seq_len\""))?
-        .extract()?;
-    let mode: String = dict
-        .get_item("mode")?
-        .ok_or_else(|| PyKeyError::new_err("token state dict has no \"mode\""))?
-        .extract()?;
-    let mode = PackMode::from_name(&mode).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    Ok(TokenState {
-        seq_len,
-        mode,
-        rows: state_from_dict(dict.as_any())?,
-    })
+fn token_state_to_dict<'py>(py: Python<'py>, state: &TokenState) -> PyResult<Bound<'py, PyAny>> {
+    let listed = TokenState {
+        rows: state.rows.listed(),
+        ..state.clone()
+    };
+    py_support::to_python(py, &listed)
 }
 
 /// Columns and pieces of batches unpickled in this process come from this pool.
@@ -199,7 +183,7 @@ impl PyTokenPlan {
             world_size,
             ranks_per_node,
             policy,
-            resume: state.map(token_state_from_dict).transpose()?,
+            resume: (state.map(|s| py_support::from_python(s, "a token state"))).transpose()?,
         };
         if paths.is_instance_of::<pyo3::types::PyString>() {
             return Err(pyo3::exceptions::PyTypeError::new_err(
@@ -278,12 +262,11 @@ impl PyTokenPlan {
     fn report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let (plan, source) = (Arc::clone(&self.plan), Arc::clone(&self.source));
         let report = enter_stream(py, move || TokenReport::compute(&plan, source.as_ref(), 16))?;
-        let text = serde_json_string(&report)?;
-        py.import("json")?.call_method1("loads", (text,))
+        py_support::to_python(py, &report)
     }
 
     /// The state once every rank has read `steps` rows of this plan, as a dict.
-    fn state_after<'py>(&self, py: Python<'py>, steps: u64) -> PyResult<Bound<'py, PyDict>> {
+    fn state_after<'py>(&self, py: Python<'py>, steps: u64) -> PyResult<Bound<'py, PyAny>> {
         token_state_to_dict(py, &self.plan.state_after(steps))
     }
 
@@ -338,10 +321,6 @@ impl PyTokenPlan {
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         crate::stats::stats_dict(py, &self.stats.snapshot())
     }
-}
-
-fn serde_json_string(value: &impl serde::Serialize) -> PyResult<String> {
-    serde_json::to_string(value).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// Batches of a `_TokenPlan` read ahead by Rust threads: an iterator of `TokenBatch` (GIL

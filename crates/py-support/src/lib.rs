@@ -16,6 +16,8 @@
 //!   attributes (`path`, `reason`, `kind`, `retryable`, ...), set through [`Fields`].
 //! - [`Kwargs`]: the options of a signature that takes them as `**options`, each by name
 //!   with its check, a stray keyword refused as Python refuses it.
+//! - [`to_python`] and [`from_python`]: plain data (reports, states) crossing as its serde
+//!   form, one conversion for every type that has one.
 //! - [`forward_logs`]: `tracing` events of INFO and above to Python's `logging`.
 //! - [`add_testing`] and [`ErrorExamples`]: the `_testing` submodule of a wheel built with
 //!   the `test-hooks` feature, and the list of one converted error per variant that each
@@ -69,10 +71,12 @@ mod enter;
 mod exceptions;
 mod kwargs;
 mod logging;
+mod serialized;
 mod testing;
 
 pub use enter::{enter, enter_async, install_interrupt_hook, panic_message, BindingError};
 pub use exceptions::{raise, Base, ErrorFields, ExceptionClass, Fields};
 pub use kwargs::{type_name, Kwargs};
 pub use logging::forward_logs;
+pub use serialized::{from_python, to_python};
 pub use testing::{add_testing, variant_name, ErrorExamples};
