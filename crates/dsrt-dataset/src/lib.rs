@@ -39,5 +39,5 @@ pub use dsrt_reader::FetchTotals;
 pub use error::DatasetError;
 pub use hints::{ShardHints, HINT_SHARDS};
 pub use loader::{LoadedSample, Loader, LoaderConfig, DEFAULT_PREFETCH_BYTES};
-pub use stats::{LoaderStats, Stage, StatsSnapshot};
+pub use stats::{LoaderStats, Stage, StatsReport, StatsSnapshot};
 pub use table::{SampleKey, SampleTable};

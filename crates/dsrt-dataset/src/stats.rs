@@ -81,7 +81,86 @@ pub struct StatsSnapshot {
     pub fetch: FetchTotals,
 }
 
+/// A [`StatsSnapshot`] in the units people read: seconds, rates and shares beside the
+/// counts. Its fields are the keys of the Python `stats()` dict (docs/python.md, "Loader
+/// stats"), in that order.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StatsReport {
+    /// Seconds since the loader was created.
+    pub elapsed_s: f64,
+    /// Seconds to the first batch in the consumer's hands (`None` before).
+    pub time_to_first_batch_s: Option<f64>,
+    /// Batches handed to the consumer.
+    pub batches: u64,
+    /// Samples (or token rows) handed to the consumer.
+    pub samples: u64,
+    /// Input tokens handed to the consumer (0 for sample loaders).
+    pub tokens: u64,
+    /// Batches per second since the loader was created.
+    pub batches_per_s: f64,
+    /// Samples per second, likewise.
+    pub samples_per_s: f64,
+    /// Tokens per second, likewise.
+    pub tokens_per_s: f64,
+    /// Seconds the consumer waited for batches after the first one.
+    pub wait_s: f64,
+    /// Seconds from the first batch's hand-over to the last one's.
+    pub wall_s: f64,
+    /// `wait_s` over `wall_s`, 0 to 1.
+    pub stall_share: f64,
+    /// Payload bytes the loader's threads read.
+    pub bytes_read: u64,
+    /// Bytes received from stores.
+    pub bytes_downloaded: u64,
+    /// Shard downloads completed.
+    pub downloads: u64,
+    /// Downloads under way.
+    pub downloads_in_flight: u64,
+    /// Shards needed that were already local.
+    pub shard_cache_hits: u64,
+    /// Per source, in the dataset's order: samples or tokens delivered.
+    pub source_counts: Vec<u64>,
+    /// Each source's share of what was delivered, summing to 1.
+    pub source_shares: Vec<f64>,
+    /// Reading threads' seconds planning, summed over threads.
+    pub plan_s: f64,
+    /// Reading threads' seconds waiting for downloads.
+    pub download_s: f64,
+    /// Reading threads' seconds reading records.
+    pub read_s: f64,
+    /// Reading threads' seconds assembling batches.
+    pub assemble_s: f64,
+}
+
 impl StatsSnapshot {
+    /// This reading as a [`StatsReport`].
+    pub fn report(&self) -> StatsReport {
+        StatsReport {
+            elapsed_s: self.elapsed.as_secs_f64(),
+            time_to_first_batch_s: self.time_to_first_batch.map(|t| t.as_secs_f64()),
+            batches: self.batches,
+            samples: self.samples,
+            tokens: self.tokens,
+            batches_per_s: self.batches_per_second(),
+            samples_per_s: self.samples_per_second(),
+            tokens_per_s: self.tokens_per_second(),
+            wait_s: self.wait.as_secs_f64(),
+            wall_s: self.wall.as_secs_f64(),
+            stall_share: self.stall_share(),
+            bytes_read: self.bytes_read,
+            bytes_downloaded: self.fetch.fetched_bytes,
+            downloads: self.fetch.downloads,
+            downloads_in_flight: self.fetch.in_flight,
+            shard_cache_hits: self.fetch.hits,
+            source_counts: self.per_source.clone(),
+            source_shares: self.source_shares(),
+            plan_s: self.plan.as_secs_f64(),
+            download_s: self.download.as_secs_f64(),
+            read_s: self.read.as_secs_f64(),
+            assemble_s: self.assemble.as_secs_f64(),
+        }
+    }
+
     /// The consumer's wait over its wall time since the first batch, 0 to 1: near 0 when the
     /// loader keeps up, near 1 when the consumer mostly waits.
     pub fn stall_share(&self) -> f64 {
@@ -248,5 +327,76 @@ impl LoaderStats {
             per_source: self.per_source.iter().map(|c| c.load(Relaxed)).collect(),
             fetch,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // test code
+
+    use super::*;
+
+    #[test]
+    fn a_report_gives_seconds_rates_and_shares_under_the_documented_keys() {
+        let snapshot = StatsSnapshot {
+            elapsed: Duration::from_secs(4),
+            time_to_first_batch: None,
+            batches: 8,
+            samples: 512,
+            tokens: 0,
+            bytes_read: 1 << 20,
+            wait: Duration::from_millis(500),
+            wall: Duration::from_secs(2),
+            plan: Duration::from_millis(250),
+            read: Duration::from_secs(1),
+            assemble: Duration::ZERO,
+            download: Duration::ZERO,
+            per_source: vec![384, 128],
+            fetch: FetchTotals {
+                downloads: 3,
+                ..FetchTotals::default()
+            },
+        };
+        let report = snapshot.report();
+        assert_eq!((report.batches_per_s, report.samples_per_s), (2.0, 128.0));
+        assert_eq!((report.wait_s, report.stall_share), (0.5, 0.25));
+        assert_eq!(report.source_shares, vec![0.75, 0.25]);
+        // The keys in their documented order, as the JSON text (and a dict from it) has them.
+        let text = serde_json::to_string(&report).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let mut keys: Vec<(usize, &str)> = (json.as_object().unwrap().keys())
+            .map(|k| (text.find(&format!("\"{k}\":")).unwrap(), k.as_str()))
+            .collect();
+        keys.sort_unstable();
+        let keys: Vec<&str> = keys.into_iter().map(|(_, k)| k).collect();
+        assert_eq!(
+            keys,
+            [
+                "elapsed_s",
+                "time_to_first_batch_s",
+                "batches",
+                "samples",
+                "tokens",
+                "batches_per_s",
+                "samples_per_s",
+                "tokens_per_s",
+                "wait_s",
+                "wall_s",
+                "stall_share",
+                "bytes_read",
+                "bytes_downloaded",
+                "downloads",
+                "downloads_in_flight",
+                "shard_cache_hits",
+                "source_counts",
+                "source_shares",
+                "plan_s",
+                "download_s",
+                "read_s",
+                "assemble_s",
+            ]
+        );
+        assert_eq!(json["time_to_first_batch_s"], serde_json::Value::Null);
+        assert_eq!(json["plan_s"], 0.25);
     }
 }

@@ -26,7 +26,6 @@ mod loader;
 mod options;
 mod pack;
 mod remote;
-mod stats;
 #[cfg(feature = "test-hooks")]
 mod testing;
 mod token_stream;

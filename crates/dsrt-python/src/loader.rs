@@ -174,9 +174,9 @@ impl PyLoader {
 
     /// What the loader has done since it was created or last restarted (`set_epoch`,
     /// `load_state_dict`), as a dict (docs/python.md, "Loader stats").
-    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let stats = Arc::clone(&self.stats.lock().unwrap_or_else(PoisonError::into_inner));
-        crate::stats::stats_dict(py, &stats.snapshot())
+        py_support::to_python(py, &stats.snapshot().report())
     }
 }
 
@@ -404,7 +404,7 @@ impl PyRankPlan {
 
     /// What the reads of this plan have done in this process since it was made, as a dict
     /// (docs/python.md, "Loader stats"): a `DataLoader` worker's share of the epoch.
-    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        crate::stats::stats_dict(py, &self.stats.snapshot())
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        py_support::to_python(py, &self.stats.snapshot().report())
     }
 }

@@ -318,8 +318,8 @@ impl PyTokenPlan {
 
     /// What `read` has done in this process since the plan was made, as a dict
     /// (docs/python.md, "Loader stats"): a `DataLoader` worker's share of the epoch.
-    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        crate::stats::stats_dict(py, &self.stats.snapshot())
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        py_support::to_python(py, &self.stats.snapshot().report())
     }
 }
 
@@ -349,8 +349,8 @@ impl PyTokenBatches {
     }
 
     /// What the loader has done so far, as a dict (docs/python.md, "Loader stats").
-    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        crate::stats::stats_dict(py, &self.stats.snapshot())
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        py_support::to_python(py, &self.stats.snapshot().report())
     }
 
     /// Batches left.
