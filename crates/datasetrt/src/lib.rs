@@ -134,7 +134,7 @@ pub mod remote {
     //! cache is a plain [`Cache`](crate::Cache) whose manifest, index and metadata are fetched
     //! at open and whose shards are downloaded (checked against their SHA-256) into the local
     //! cache directory of [`RemoteOptions`] when first read, or read record by record with
-    //! [`ShardFetch::Range`]. [`publish_cache`] and [`RemoteCacheWriter`] write caches to a
+    //! [`ShardFetch::Range`]. [`publish_cache`] and [`LocationWriter`] write caches to a
     //! prefix, manifest.json last; [`update_remote_manifests`] migrates them.
     //!
     //! ```no_run

@@ -14,9 +14,10 @@
 //! next, and they are downloaded ahead.
 //!
 //! Writing: [`publish_cache`] uploads a finished local cache to a prefix, every data file
-//! first and `manifest.json` last, create-if-absent; [`RemoteCacheWriter`] (or
-//! [`create_writer`] for a local-or-remote [`StoreLocation`]) packs into a local staging
-//! directory and publishes it on `finish`; [`update_remote_manifests`] migrates manifests
+//! first and `manifest.json` last, create-if-absent; [`LocationWriter`] writes a new cache
+//! at a [`StoreLocation`] (a local directory in place; a prefix through a local staging
+//! directory published on `finish`), and [`write_cache_at`] is its whole run, leaving nothing
+//! if it fails; [`update_remote_manifests`] migrates manifests
 //! v2 -> v3 under prefixes with a conditional PUT where the store has one.
 //! [`merge_remote_parts`] joins caches published side by side (a distributed job's parts)
 //! into one under a prefix, copying their shards on the store and publishing the manifest
@@ -45,7 +46,7 @@ mod prefetch; // downloads ahead of the readers, in the order of their hints
 mod publish; // a local cache -> a prefix, manifest last
 mod source;
 mod upload; // one file -> one object: single or multipart, retried, size-checked
-mod writer; // RemoteCacheWriter: stage locally, publish on finish
+mod writer; // LocationWriter: in place, or staged locally and published on finish
 
 pub use dsrt_shard_cache::{set_wait_interrupt, Access};
 pub use error::RemoteError;
@@ -65,7 +66,4 @@ pub use publish::{
     check_publish_target, publish_cache, PublishEvent, PublishOptions, PublishProgress,
     PublishReport,
 };
-pub use writer::{
-    create_writer, AnyCacheWriter, FinishedCache, RemoteCacheSummary, RemoteCacheWriter,
-    RemoteWriterOptions,
-};
+pub use writer::{write_cache_at, FinishedCache, LocationWriter, RemoteWriterOptions};

@@ -1,15 +1,17 @@
-//! Writing a cache straight to a prefix: pack into a local staging directory with
-//! `dsrt_writer::CacheWriter`, then publish it and remove the staging directory.
+//! Writing a new cache at a location: a local directory is written in place; a store prefix
+//! is written into a local staging directory with `dsrt_writer::CacheWriter`, published on
+//! `finish` and the staging directory removed. One writer, one summary, one error for both.
 
 use crate::error::RemoteError;
 use crate::publish::{check_publish_target, publish_cache, PublishOptions, PublishReport};
 use crate::{RemotePrefix, StoreLocation};
 use dsrt_schema::{Row, ValueRef};
-use dsrt_writer::{CacheSummary, CacheWriter, WriterOptions};
-use std::path::{Path, PathBuf};
+use dsrt_writer::{write_new_cache, CacheSummary, CacheWriter, WriteError, WriterOptions};
+use std::path::PathBuf;
 use tempfile::TempDir;
 
-/// Where a remote writer stages its cache and how it publishes it.
+/// Where a writer for a store prefix stages its cache and how it publishes it (unused for a
+/// local directory).
 #[derive(Debug, Clone, Default)]
 pub struct RemoteWriterOptions {
     /// The directory the staging directory is made in (default: `std::env::temp_dir()`). It
@@ -19,61 +21,103 @@ pub struct RemoteWriterOptions {
     pub publish: PublishOptions,
 }
 
-/// Packs samples into a local staging directory and publishes them to a prefix on
-/// [`finish`](Self::finish).
+/// Writes a new cache at a [`StoreLocation`]: in place for a local directory; for a store
+/// prefix, into a local staging directory that [`finish`](Self::finish) publishes (every data
+/// file first, `manifest.json` last, create-if-absent), so no reader sees a partial cache at
+/// either.
 ///
-/// Dropping it without `finish` (or a failed `finish`) publishes nothing and removes the
-/// staging directory.
+/// Dropping it without `finish` (or a failed `finish`) publishes nothing; a staging directory
+/// is removed with it. What a dropped local writer wrote stays (no manifest.json: no reader
+/// opens it) until [`dsrt_writer::remove_unpublished`] or [`write_cache_at`], which removes it.
 #[derive(Debug)]
-pub struct RemoteCacheWriter {
+pub struct LocationWriter {
     writer: CacheWriter,
+    /// `None` for a local directory, written in place.
+    staged: Option<Staged>,
+}
+
+/// A store prefix's cache, written locally until it is published.
+#[derive(Debug)]
+struct Staged {
     staging: TempDir,
     to: RemotePrefix,
     publish: PublishOptions,
 }
 
-/// A published remote cache.
+/// What a finished [`LocationWriter`] wrote.
 #[derive(Debug, Clone)]
-pub struct RemoteCacheSummary {
-    /// What was packed; its `path` is the staging directory, removed by now.
+pub struct FinishedCache {
+    /// The cache as the writer finished it (for a store prefix, its `path` is the staging
+    /// directory, removed since).
     pub cache: CacheSummary,
-    /// What was uploaded.
-    pub publish: PublishReport,
+    /// The upload, for a store prefix.
+    pub publish: Option<PublishReport>,
 }
 
-impl RemoteCacheWriter {
-    /// Checks the prefix (no manifest.json; empty unless `overwrite_partial`), so a refusal
-    /// comes before any sample is packed, and creates the staging directory and the writer.
+impl FinishedCache {
+    /// Where the cache is: the local directory, or the prefix's URL.
+    pub fn location(&self) -> String {
+        match &self.publish {
+            Some(report) => report.url.clone(),
+            None => self.cache.path.to_string_lossy().into_owned(),
+        }
+    }
+}
+
+/// A store prefix's staging directory, made under `root` (the system's temporary directory
+/// when `None`).
+fn staging_dir(root: Option<PathBuf>) -> Result<TempDir, RemoteError> {
+    let root = root.unwrap_or_else(std::env::temp_dir);
+    (tempfile::Builder::new().prefix(".dsrt-staging-"))
+        .tempdir_in(&root)
+        .map_err(|source| RemoteError::LocalFile {
+            path: root.clone(),
+            action: "create staging directory",
+            source,
+        })
+}
+
+impl LocationWriter {
+    /// A writer of a new cache at `location`. A store prefix is checked first (no
+    /// manifest.json; empty unless `remote.publish.overwrite_partial`), so a prefix that
+    /// cannot receive the cache fails before anything is packed.
     pub fn create(
-        to: RemotePrefix,
+        location: &StoreLocation,
         options: WriterOptions,
         remote: RemoteWriterOptions,
     ) -> Result<Self, RemoteError> {
-        check_publish_target(&to, &remote.publish)?;
-        let root = remote.staging_root.unwrap_or_else(std::env::temp_dir);
-        let staging = tempfile::Builder::new()
-            .prefix(".dsrt-staging-")
-            .tempdir_in(&root)
-            .map_err(|source| RemoteError::LocalFile {
-                path: root.clone(),
-                action: "create staging directory",
-                source,
-            })?;
-        let writer = CacheWriter::create(staging.path().join("cache"), options)?;
-        Ok(Self {
-            writer,
-            staging,
-            to,
-            publish: remote.publish,
-        })
+        match location {
+            StoreLocation::Local(dir) => Ok(Self {
+                writer: CacheWriter::create(dir, options)?,
+                staged: None,
+            }),
+            StoreLocation::Remote(to) => {
+                check_publish_target(to, &remote.publish)?;
+                let staging = staging_dir(remote.staging_root)?;
+                let writer = CacheWriter::create(staging.path().join("cache"), options)?;
+                Ok(Self {
+                    writer,
+                    staged: Some(Staged {
+                        staging,
+                        to: to.clone(),
+                        publish: remote.publish,
+                    }),
+                })
+            }
+        }
     }
 
-    /// Adds a sample whose metadata is a named row; returns its sample id.
+    /// The underlying writer, for what takes a `CacheWriter` (the parallel packers).
+    pub fn cache_writer(&mut self) -> &mut CacheWriter {
+        &mut self.writer
+    }
+
+    /// Adds one sample; see [`CacheWriter::add`].
     pub fn add(&mut self, payload: &[u8], row: &Row) -> Result<u64, RemoteError> {
         Ok(self.writer.add(payload, row)?)
     }
 
-    /// Adds a sample whose metadata values are given in schema order; returns its sample id.
+    /// Adds one sample by positional values; see [`CacheWriter::add_values`].
     pub fn add_values(
         &mut self,
         payload: &[u8],
@@ -87,112 +131,54 @@ impl RemoteCacheWriter {
         self.writer.samples()
     }
 
-    /// The prefix the cache is published to.
-    pub fn url(&self) -> &str {
-        self.to.url()
-    }
-
-    /// The local cache directory being written (inside the staging directory).
-    pub fn staging_path(&self) -> &Path {
-        self.writer.path()
-    }
-
-    /// The staging writer itself, for code written against `CacheWriter` (it cannot finish
-    /// it: `finish` takes the writer by value).
-    pub fn staging_writer(&mut self) -> &mut CacheWriter {
-        &mut self.writer
-    }
-
-    /// Finishes the staged cache, publishes it, and removes the staging directory (also on
-    /// failure: nothing is published then, and the uploaded objects stay; see
-    /// [`PublishOptions::overwrite_partial`]).
-    pub fn finish(self) -> Result<RemoteCacheSummary, RemoteError> {
+    /// Publishes the cache: finishes it, and for a store prefix uploads it and removes the
+    /// staging directory.
+    pub fn finish(self) -> Result<FinishedCache, RemoteError> {
         let cache = self.writer.finish()?;
-        let publish = publish_cache(&cache.path, &self.to, &self.publish)?;
-        let staging_path = self.staging.path().to_path_buf();
-        self.staging
-            .close()
-            .map_err(|source| RemoteError::LocalFile {
-                path: staging_path,
-                action: "remove staging directory",
-                source,
-            })?;
-        Ok(RemoteCacheSummary { cache, publish })
+        let Some(Staged {
+            staging,
+            to,
+            publish,
+        }) = self.staged
+        else {
+            return Ok(FinishedCache {
+                cache,
+                publish: None,
+            });
+        };
+        let report = publish_cache(&cache.path, &to, &publish)?;
+        let staging_path = staging.path().to_path_buf();
+        staging.close().map_err(|source| RemoteError::LocalFile {
+            path: staging_path,
+            action: "remove staging directory",
+            source,
+        })?;
+        Ok(FinishedCache {
+            cache,
+            publish: Some(report),
+        })
     }
 }
 
-/// A local or a remote writer, from one [`StoreLocation`].
-#[derive(Debug)]
-pub enum AnyCacheWriter {
-    /// Writes the cache directory in place.
-    Local(CacheWriter),
-    /// Stages locally, publishes on `finish`.
-    Remote(RemoteCacheWriter),
-}
-
-/// A finished cache, local or remote.
-#[derive(Debug, Clone)]
-pub struct FinishedCache {
-    /// What was packed (for a remote cache its `path` is the removed staging directory).
-    pub cache: CacheSummary,
-    /// The upload, for a remote cache.
-    pub publish: Option<PublishReport>,
-}
-
-/// Creates a writer for `location`: a `CacheWriter` on a local directory, a
-/// [`RemoteCacheWriter`] on a prefix (using `remote`).
-pub fn create_writer(
+/// Writes a new cache at `location` in one run: creates the writer, lets `fill` add the
+/// samples, and publishes the cache. If anything fails, nothing is left: a local directory
+/// loses what this run wrote (`dsrt_writer::write_new_cache`), a staging directory is removed,
+/// and a prefix receives no manifest.json.
+pub fn write_cache_at<E: From<RemoteError> + From<WriteError>>(
     location: &StoreLocation,
     options: WriterOptions,
     remote: RemoteWriterOptions,
-) -> Result<AnyCacheWriter, RemoteError> {
+    fill: impl FnOnce(&mut CacheWriter) -> Result<(), E>,
+) -> Result<FinishedCache, E> {
     match location {
-        StoreLocation::Local(dir) => Ok(AnyCacheWriter::Local(CacheWriter::create(dir, options)?)),
-        StoreLocation::Remote(to) => Ok(AnyCacheWriter::Remote(RemoteCacheWriter::create(
-            to.clone(),
-            options,
-            remote,
-        )?)),
-    }
-}
-
-impl AnyCacheWriter {
-    /// The `CacheWriter` samples go into (the staging writer of a remote one).
-    pub fn cache_writer(&mut self) -> &mut CacheWriter {
-        match self {
-            Self::Local(writer) => writer,
-            Self::Remote(writer) => writer.staging_writer(),
-        }
-    }
-
-    /// Adds a sample whose metadata is a named row; returns its sample id.
-    pub fn add(&mut self, payload: &[u8], row: &Row) -> Result<u64, RemoteError> {
-        Ok(self.cache_writer().add(payload, row)?)
-    }
-
-    /// Adds a sample whose metadata values are given in schema order; returns its sample id.
-    pub fn add_values(
-        &mut self,
-        payload: &[u8],
-        values: &[ValueRef<'_>],
-    ) -> Result<u64, RemoteError> {
-        Ok(self.cache_writer().add_values(payload, values)?)
-    }
-
-    /// Finishes (and, for a remote cache, publishes) the cache.
-    pub fn finish(self) -> Result<FinishedCache, RemoteError> {
-        match self {
-            Self::Local(writer) => Ok(FinishedCache {
-                cache: writer.finish()?,
-                publish: None,
-            }),
-            Self::Remote(writer) => {
-                let done = writer.finish()?;
-                Ok(FinishedCache {
-                    cache: done.cache,
-                    publish: Some(done.publish),
-                })
-            }
+        StoreLocation::Local(dir) => Ok(FinishedCache {
+            cache: write_new_cache(dir, options, fill)?,
+            publish: None,
+        }),
+        StoreLocation::Remote(_) => {
+            let mut writer = LocationWriter::create(location, options, remote)?;
+            fill(writer.cache_writer())?;
+            Ok(writer.finish()?)
         }
     }
 }

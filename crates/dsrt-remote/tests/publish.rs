@@ -8,8 +8,8 @@ use dsrt_remote::object_store::local::LocalFileSystem;
 use dsrt_remote::object_store::memory::InMemory;
 use dsrt_remote::object_store::ObjectStore;
 use dsrt_remote::{
-    create_writer, merge_remote_parts, publish_cache, AnyCacheWriter, PublishOptions,
-    RemoteCacheWriter, RemoteError, RemotePart, RemotePrefix, RemoteWriterOptions, StoreLocation,
+    merge_remote_parts, publish_cache, write_cache_at, LocationWriter, PublishOptions, RemoteError,
+    RemotePart, RemotePrefix, RemoteWriterOptions, StoreLocation,
 };
 use dsrt_schema::{Column, ColumnType, Schema, ValueRef};
 use dsrt_writer::{merge_parts, ManifestVersion, PartCache, WriterOptions};
@@ -223,8 +223,9 @@ fn the_remote_writer_publishes_on_finish_and_cleans_its_staging() {
         staging_root: Some(staging_root.path().to_path_buf()),
         publish: quick(),
     };
+    let at = StoreLocation::Remote(to.clone());
     let mut writer =
-        RemoteCacheWriter::create(to.clone(), WriterOptions::new("w", schema()), remote).unwrap();
+        LocationWriter::create(&at, WriterOptions::new("w", schema()), remote).unwrap();
     for i in 0..5 {
         writer
             .add_values(b"payload", &[ValueRef::Int64(i)])
@@ -232,6 +233,7 @@ fn the_remote_writer_publishes_on_finish_and_cleans_its_staging() {
     }
     let done = writer.finish().unwrap();
     assert_eq!(done.cache.samples, 5);
+    assert_eq!(done.location(), to.url());
     assert!(read_object(&to, "manifest.json").is_some());
     assert_eq!(std::fs::read_dir(staging_root.path()).unwrap().count(), 0);
 }
@@ -244,8 +246,9 @@ fn a_dropped_remote_writer_publishes_nothing() {
         staging_root: Some(staging_root.path().to_path_buf()),
         publish: quick(),
     };
+    let at = StoreLocation::Remote(to.clone());
     let mut writer =
-        RemoteCacheWriter::create(to.clone(), WriterOptions::new("w", schema()), remote).unwrap();
+        LocationWriter::create(&at, WriterOptions::new("w", schema()), remote).unwrap();
     writer.add_values(b"x", &[ValueRef::Int64(1)]).unwrap();
     drop(writer);
     assert!(list_objects(&to).is_empty());
@@ -253,24 +256,24 @@ fn a_dropped_remote_writer_publishes_nothing() {
 }
 
 #[test]
-fn create_writer_gives_local_or_remote_by_location() {
+fn one_writer_writes_a_directory_in_place_and_a_prefix_through_staging() {
     let dir = tempfile::tempdir().unwrap();
     let local = StoreLocation::Local(dir.path().join("c"));
-    let mut writer = create_writer(
+    let mut writer = LocationWriter::create(
         &local,
         WriterOptions::new("w", schema()),
         RemoteWriterOptions::default(),
     )
     .unwrap();
-    assert!(matches!(writer, AnyCacheWriter::Local(_)));
     writer.add_values(b"x", &[ValueRef::Int64(1)]).unwrap();
     let done = writer.finish().unwrap();
     assert!(done.publish.is_none());
+    assert_eq!(done.location(), dir.path().join("c").to_string_lossy());
     assert!(dir.path().join("c/manifest.json").exists());
 
     let to = prefix(Arc::new(InMemory::new()), "any");
     let remote = StoreLocation::Remote(to.clone());
-    let mut writer = create_writer(
+    let mut writer = LocationWriter::create(
         &remote,
         WriterOptions::new("w", schema()),
         RemoteWriterOptions::default(),
@@ -280,6 +283,73 @@ fn create_writer_gives_local_or_remote_by_location() {
     let done = writer.finish().unwrap();
     assert_eq!(done.publish.unwrap().url, "mem://caches/any");
     assert!(read_object(&to, "manifest.json").is_some());
+}
+
+/// What a caller's own `fill` fails with, beside the library's errors.
+#[derive(Debug)]
+enum FillError {
+    Remote,
+    Write,
+    Input,
+}
+
+impl From<RemoteError> for FillError {
+    fn from(_: RemoteError) -> Self {
+        Self::Remote
+    }
+}
+
+impl From<dsrt_writer::WriteError> for FillError {
+    fn from(_: dsrt_writer::WriteError) -> Self {
+        Self::Write
+    }
+}
+
+#[test]
+fn a_failed_run_leaves_nothing_at_a_directory_a_prefix_or_in_staging() {
+    let dir = tempfile::tempdir().unwrap();
+    let staging_root = tempfile::tempdir().unwrap();
+    let to = prefix(Arc::new(InMemory::new()), "failed");
+    let remote = || RemoteWriterOptions {
+        staging_root: Some(staging_root.path().to_path_buf()),
+        publish: quick(),
+    };
+    let locations = [
+        StoreLocation::Local(dir.path().join("c")),
+        StoreLocation::Remote(to.clone()),
+    ];
+    for at in &locations {
+        let error = write_cache_at(at, WriterOptions::new("w", schema()), remote(), |w| {
+            for i in 0..50 {
+                w.add_values(&[7u8; 100], &[ValueRef::Int64(i)])?;
+            }
+            Err(FillError::Input)
+        })
+        .unwrap_err();
+        assert!(matches!(error, FillError::Input), "{error:?}");
+    }
+    assert!(!dir.path().join("c").exists());
+    assert!(list_objects(&to).is_empty());
+    assert_eq!(std::fs::read_dir(staging_root.path()).unwrap().count(), 0);
+    for at in &locations {
+        let done = write_cache_at(at, WriterOptions::new("w", schema()), remote(), |w| {
+            w.add_values(b"x", &[ValueRef::Int64(1)])?;
+            Ok::<_, FillError>(())
+        })
+        .unwrap();
+        assert_eq!(done.cache.samples, 1);
+    }
+    assert!(read_object(&to, "manifest.json").is_some());
+    let again = write_cache_at(
+        &locations[1],
+        WriterOptions::new("w", schema()),
+        remote(),
+        |_| Ok::<_, FillError>(()),
+    );
+    assert!(
+        matches!(again, Err(FillError::Remote)),
+        "a prefix is written once"
+    );
 }
 
 #[test]

@@ -1,15 +1,14 @@
 //! `--out` as a store URL: the prefix is checked before any input is read (no manifest.json;
-//! empty unless `--overwrite-partial`), the cache is packed into a local staging directory by
-//! `dsrt_remote::RemoteCacheWriter` and published, with upload progress on stderr.
+//! empty unless `--overwrite-partial`), then the cache is packed into a local staging directory
+//! and published (`dsrt_remote::write_cache_at`), with upload progress on stderr.
 
 use super::PackTarget;
 use crate::error::CliError;
 use crate::output::{human_bytes, warn};
 use crate::progress::upload_bar;
-use datasetrt::{CacheSummary, CacheWriter, WriterOptions};
 use dsrt_remote::{
-    check_publish_target, PublishEvent, PublishOptions, RemoteCacheWriter, RemotePrefix,
-    RemoteWriterOptions, StoreLocation,
+    check_publish_target, PublishEvent, PublishOptions, RemotePrefix, RemoteWriterOptions,
+    StoreLocation,
 };
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -54,19 +53,9 @@ impl RemoteOut {
         Ok(Some(Self { to, options }))
     }
 
-    /// Packs with `fill` into the staging directory and publishes; the summary's `path` is
-    /// the prefix's URL.
-    pub(crate) fn write(
-        self,
-        options: WriterOptions,
-        fill: impl FnOnce(&mut CacheWriter) -> Result<(), CliError>,
-    ) -> Result<CacheSummary, CliError> {
-        let url = self.to.url().to_owned();
-        let mut writer = RemoteCacheWriter::create(self.to, options, self.options)?;
-        fill(writer.staging_writer())?;
-        let mut cache = writer.finish()?.cache;
-        cache.path = PathBuf::from(url);
-        Ok(cache)
+    /// The prefix and how a writer stages and publishes to it.
+    pub(crate) fn into_parts(self) -> (RemotePrefix, RemoteWriterOptions) {
+        (self.to, self.options)
     }
 }
 

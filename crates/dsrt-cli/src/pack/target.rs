@@ -6,6 +6,7 @@ use super::remote_out::RemoteOut;
 use super::PackTarget;
 use crate::error::CliError;
 use datasetrt::{CacheSummary, CacheWriter, WriterOptions};
+use dsrt_remote::{RemoteWriterOptions, StoreLocation};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -58,9 +59,22 @@ impl OutputDir {
         options: WriterOptions,
         fill: impl FnOnce(&mut CacheWriter) -> Result<(), CliError>,
     ) -> Result<CacheSummary, CliError> {
-        if let Some(remote) = self.remote {
-            return remote.write(options, fill);
-        }
-        datasetrt::write_new_cache(&self.path, options, fill)
+        let (location, remote) = match self.remote {
+            Some(remote) => {
+                let (to, remote) = remote.into_parts();
+                (StoreLocation::Remote(to), remote)
+            }
+            None => (
+                StoreLocation::Local(self.path),
+                RemoteWriterOptions::default(),
+            ),
+        };
+        let finished = dsrt_remote::write_cache_at(&location, options, remote, fill)?;
+        // A prefix's summary names the prefix, not the staging directory it was written in.
+        let path = PathBuf::from(finished.location());
+        Ok(CacheSummary {
+            path,
+            ..finished.cache
+        })
     }
 }
