@@ -36,8 +36,8 @@
 pub use dsrt_dataset::{
     read_arrow, read_copied, read_located, BatchRow, Dataset, DatasetCache, DatasetError,
     FetchTotals, LoadedSample, Loader, LoaderConfig, LoaderStats, LocatedColumns, LocatedPayloads,
-    PastEnd, PayloadAt, PayloadRange, SampleKey, SampleTable, SelectRow, ShardHints, Stage,
-    StatsReport, StatsSnapshot, DEFAULT_PREFETCH_BYTES, HINT_SHARDS,
+    PastEnd, PayloadAt, PayloadRange, RankPlan, SampleKey, SampleTable, SelectRow, ShardHints,
+    Stage, StatsReport, StatsSnapshot, DEFAULT_PREFETCH_BYTES, HINT_SHARDS,
 };
 pub use dsrt_manifest::{
     cache_id_for_source, CacheDescription, CompressionAlgo, ExtraKeys, Manifest, ManifestError,

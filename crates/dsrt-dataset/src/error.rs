@@ -42,6 +42,14 @@ pub enum DatasetError {
         /// The cache's samples.
         len: u64,
     },
+    /// A step past the end of a rank's share of an epoch.
+    #[error("step {step} out of range for a rank share of {steps} steps")]
+    StepIndex {
+        /// The step asked for.
+        step: u64,
+        /// The steps of the share.
+        steps: u64,
+    },
     /// Resolving a cache path failed.
     #[error("{path}: {source}")]
     Path {
@@ -102,6 +110,7 @@ impl DatasetError {
             Self::DuplicatePath { .. } => "duplicate_path",
             Self::UnknownCache { .. } => "unknown_cache",
             Self::SampleIndex { .. } => "sample_index",
+            Self::StepIndex { .. } => "step_index",
             Self::Path { .. } => "path",
             Self::Table { .. } => "table",
             Self::Plan(_) => "plan",
@@ -125,6 +134,7 @@ impl DatasetError {
             Self::TableWrite(error) => Some(&error.target),
             Self::UnknownCache { .. }
             | Self::SampleIndex { .. }
+            | Self::StepIndex { .. }
             | Self::Plan(_)
             | Self::SkippedAfterError { .. }
             | Self::WorkerStopped
@@ -157,6 +167,7 @@ impl DatasetError {
                 sample_id: 5,
                 len: 5,
             },
+            Self::StepIndex { step: 7, steps: 7 },
             Self::Path {
                 path: PathBuf::from("/caches/x"),
                 source: std::io::Error::from(std::io::ErrorKind::NotFound),
@@ -186,6 +197,7 @@ impl DatasetError {
                 | Self::DuplicatePath { .. }
                 | Self::UnknownCache { .. }
                 | Self::SampleIndex { .. }
+                | Self::StepIndex { .. }
                 | Self::Path { .. }
                 | Self::Table { .. }
                 | Self::Plan(_)

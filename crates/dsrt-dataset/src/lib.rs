@@ -27,6 +27,7 @@ mod dataset;
 mod error;
 mod hints;
 mod loader;
+mod rank_plan; // one rank's steps, read a few at a time in the caller's order
 mod stats; // counters of what a loader did: its batches, the consumer's wait, its threads' time
 mod table;
 
@@ -39,5 +40,6 @@ pub use dsrt_reader::FetchTotals;
 pub use error::DatasetError;
 pub use hints::{ShardHints, HINT_SHARDS};
 pub use loader::{LoadedSample, Loader, LoaderConfig, DEFAULT_PREFETCH_BYTES};
+pub use rank_plan::RankPlan;
 pub use stats::{LoaderStats, Stage, StatsReport, StatsSnapshot};
 pub use table::{SampleKey, SampleTable};

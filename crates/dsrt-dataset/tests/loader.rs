@@ -2,8 +2,8 @@
 //! workers, equal rank lengths covering the epoch.
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
 
-use dsrt_dataset::{Dataset, LoadedSample, Loader, LoaderConfig};
-use dsrt_plan::{IterState, PlanConfig, RemainderPolicy, Shuffle};
+use dsrt_dataset::{Dataset, LoadedSample, Loader, LoaderConfig, RankPlan};
+use dsrt_plan::{IterState, PlanConfig, RemainderPolicy, Shuffle, Topology};
 use dsrt_reader::OpenOptions;
 use dsrt_schema::{Column, ColumnType, Row, Schema};
 use dsrt_writer::{CacheWriter, WriterOptions};
@@ -224,5 +224,63 @@ fn payloads_held_while_later_epochs_reuse_chunk_buffers_stay_intact() {
             "{:?}",
             sample.key
         );
+    }
+}
+
+#[test]
+fn a_rank_plan_read_in_any_order_of_chunks_gives_the_loaders_samples() {
+    let root = tempfile::tempdir().unwrap();
+    let dataset = dataset(root.path());
+    let world = 3;
+    let loaded = rank_samples(&dataset, world, RemainderPolicy::Pad);
+    let base = config(0);
+    for (rank, samples) in loaded.iter().enumerate() {
+        let plan = RankPlan::new(
+            Arc::clone(&dataset),
+            &base.plan,
+            base.epoch,
+            rank as u64,
+            Topology::ranks(world).unwrap(),
+            RemainderPolicy::Pad,
+            None,
+        )
+        .unwrap();
+        assert_eq!(plan.len(), samples.len() as u64);
+        // Chunks of 7 steps, read last chunk first: each step reads the loader's sample.
+        let steps: Vec<u64> = (0..plan.len()).collect();
+        for chunk in steps.chunks(7).rev() {
+            let keys = plan.keys(chunk).unwrap();
+            for (&step, key) in chunk.iter().zip(&keys) {
+                assert_eq!(*key, samples[step as usize].key, "rank {rank} step {step}");
+            }
+            let batch = plan.read_columnar(chunk).unwrap();
+            assert_eq!(batch.num_rows(), chunk.len());
+        }
+        let stats = plan.stats();
+        assert_eq!(stats.samples, plan.len());
+        let past = plan.keys(&[plan.len()]).unwrap_err();
+        assert_eq!(past.kind(), "step_index");
+        assert_eq!(
+            past.to_string(),
+            format!(
+                "step {0} out of range for a rank share of {0} steps",
+                plan.len()
+            )
+        );
+        // Halfway: the state resumes, on one rank, exactly the steps not yet read by all.
+        let half = plan.len() / 2;
+        let state = plan.state_after(half);
+        let resumed = RankPlan::new(
+            Arc::clone(&dataset),
+            &base.plan,
+            base.epoch,
+            0,
+            Topology::ranks(1).unwrap(),
+            RemainderPolicy::Pad,
+            Some(&state),
+        )
+        .unwrap();
+        assert_eq!(resumed.epoch_len(), plan.epoch_len());
+        assert!(resumed.len() <= plan.epoch_len() - half * world);
     }
 }

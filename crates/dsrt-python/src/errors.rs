@@ -47,7 +47,7 @@ py_support::exception_classes! {
         UNKNOWN_CACHE_ERROR = "UnknownCacheError" (DATASET_ERROR, KeyError):
             "A key names a cache id that is not in the dataset. Also a KeyError. `kind` is \"unknown_cache\", `cache_id` the id.";
         SAMPLE_INDEX_ERROR = "SampleIndexError" (DATASET_ERROR, IndexError):
-            "A sample index or id past a cache's end. Also an IndexError. `kind` is \"sample_index\".";
+            "A sample index or id past a cache's end (`kind` \"sample_index\"), or a step past a rank's share of an epoch (`kind` \"step_index\"). Also an IndexError.";
         TOKEN_STREAM_ERROR = "TokenStreamError" (DATASET_ERROR):
             "A token stream cannot be planned as asked: a boundary token some of a cache's documents carry and others do not (kind `boundary`), a document longer than seq_len with long_docs=\"refuse\" (`long_document`), a source given a share of the epoch but holding no tokens (`empty_source`). `path` names the cache, `sample_id` the document where there is one.";
     }
@@ -229,7 +229,9 @@ impl ErrorFields for Error {
                 _ => &CORRUPT_CACHE_ERROR,
             },
             Self::Dataset(DatasetError::UnknownCache { .. }) => &UNKNOWN_CACHE_ERROR,
-            Self::Dataset(DatasetError::SampleIndex { .. }) => &SAMPLE_INDEX_ERROR,
+            Self::Dataset(DatasetError::SampleIndex { .. } | DatasetError::StepIndex { .. }) => {
+                &SAMPLE_INDEX_ERROR
+            }
             Self::Dataset(_) => &DATASET_ERROR,
             Self::Write(_) => &WRITE_ERROR,
             Self::Pack(PackError::WorkerPanicked(_)) | Self::Panicked(_) => &INTERNAL_ERROR,

@@ -5,16 +5,12 @@ use crate::cache::{read_samples, CacheRef, PySample};
 use crate::dataset::PyDataset;
 use crate::errors::{enter, Error};
 use crate::options::{mixture_change_to_dict, state_from_dict, state_to_dict, Kwargs, PlanArgs};
-use datasetrt::{
-    BatchRow, Cache, Dataset, DatasetError, EpochPlan, IterState, Loader, LoaderConfig,
-    LoaderStats, Partition, PlanCursor, ShardHints,
-};
-use pyo3::exceptions::{PyIndexError, PyValueError};
+use datasetrt::{Cache, Dataset, DatasetError, Loader, LoaderConfig, LoaderStats, RankPlan};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
 use pyo3::types::{PyBytes, PyDict, PyList, PyRange};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
 
 fn loaded_sample(
     py: Python<'_>,
@@ -184,46 +180,10 @@ impl PyLoader {
 /// `StreamingDataset` gives each DataLoader worker process its own steps): `len(plan)` steps,
 /// `read(steps)`, `read_columnar(steps)`, `read_located(steps)`, `keys(steps)`. `state` (a
 /// `Loader.state_dict()`-style dict, or None for the epoch's start) is where the epoch stands,
-/// so a plan can begin mid-epoch, on any topology.
+/// so a plan can begin mid-epoch, on any topology (`datasetrt::RankPlan`).
 #[pyclass(module = "datasetrt", name = "RankPlan", frozen)]
 pub(crate) struct PyRankPlan {
-    dataset: Arc<Dataset>,
-    plan: Arc<EpochPlan>,
-    partition: Partition,
-    start: IterState,
-    /// Reads the plan's positions; one per plan, locked per batch.
-    cursor: Mutex<PlanCursor>,
-    /// What `hint_ahead` has looked at of the steps ahead.
-    hints: Mutex<ShardHints>,
-    /// What the reads of this plan have done in this process (a `DataLoader` worker's share).
-    stats: Arc<LoaderStats>,
-}
-
-impl PyRankPlan {
-    /// Every step as the batch row it reads, through the plan's cursor, locked once.
-    fn rows(&self, steps: &[u64]) -> PyResult<Vec<BatchRow>> {
-        let mut cursor = self.cursor.lock().unwrap_or_else(PoisonError::into_inner);
-        let steps_len = self.partition.len();
-        (steps.iter())
-            .map(|&step| {
-                if step >= steps_len {
-                    let message =
-                        format!("step {step} out of range for a rank share of {steps_len} steps");
-                    return Err(PyIndexError::new_err(message));
-                }
-                let position = self.partition.global_position(step);
-                let planned = cursor.get(&self.plan, position).ok_or_else(|| {
-                    PyIndexError::new_err(format!("position {position} outside the plan"))
-                })?;
-                Ok(BatchRow {
-                    cache: planned.cache,
-                    sample_id: planned.sample,
-                    step,
-                    padding: self.partition.is_padding(step),
-                })
-            })
-            .collect()
-    }
+    plan: RankPlan,
 }
 
 /// The steps a batch method was given: a `range` (expanded here, with no Python int per step)
@@ -263,69 +223,49 @@ impl PyRankPlan {
             .transpose()?;
         kwargs.finish()?;
         let dataset = Arc::clone(&dataset.get().dataset);
-        let dataset_caches = dataset.caches().len();
-        let shared = Arc::clone(&dataset);
-        let PlanArgs {
-            plan,
-            epoch,
-            rank,
-            topology,
-            policy,
-        } = args;
-        let (plan, start) = enter(py, move || {
-            shared.plan_for(&plan, epoch, topology, policy, resume.as_ref())
+        let plan = enter(py, move || {
+            RankPlan::new(
+                dataset,
+                &args.plan,
+                args.epoch,
+                args.rank,
+                args.topology,
+                args.policy,
+                resume.as_ref(),
+            )
         })?;
-        let partition = Partition::new(rank, topology, policy, &start)
-            .map_err(|e| Error::Dataset(DatasetError::Plan(e)))?;
-        let cursor = Mutex::new(plan.cursor());
-        Ok(Self {
-            dataset,
-            plan: Arc::new(plan),
-            partition,
-            start,
-            cursor,
-            hints: Mutex::new(ShardHints::new()),
-            stats: Arc::new(LoaderStats::new(dataset_caches)),
-        })
+        Ok(Self { plan })
     }
 
     /// Tells caches on object storage which shards `steps` (a `range` or a sequence of ints)
     /// will read, in order, so that they are downloaded ahead (a hint: nothing read depends on
     /// it). Does nothing for local caches.
     fn will_need(&self, steps: &Bound<'_, PyAny>) -> PyResult<()> {
-        if self.dataset.has_shard_sources() {
-            let rows = self.rows(&steps_arg(steps)?)?;
-            let planned = rows.iter().map(|row| (row.cache, row.sample_id));
-            self.dataset.will_need(planned, usize::MAX, &mut Vec::new());
-        }
-        Ok(())
+        Ok(self
+            .plan
+            .will_need(&steps_arg(steps)?)
+            .map_err(Error::from)?)
     }
 
     /// Tells caches on object storage which shards steps `start..stop` (the chunk about to
     /// be read) and the steps after them need, up to 16 shards per cache, each call going on
     /// from where the last stopped. Does nothing for local caches.
     fn hint_ahead(&self, py: Python<'_>, start: u64, stop: u64) -> PyResult<()> {
-        if !self.dataset.has_shard_sources() {
-            return Ok(());
-        }
-        let stop = stop.min(self.partition.len());
-        let steps = start.min(stop)..stop;
         enter(py, || {
-            let mut hints = self.hints.lock().unwrap_or_else(PoisonError::into_inner);
-            hints.hint(&self.dataset, &self.plan, &self.partition, steps);
+            self.plan.hint_ahead(start..stop);
             Ok::<_, Error>(())
         })
     }
 
     /// Steps this rank yields from `start` to the end of the epoch.
     fn __len__(&self) -> usize {
-        usize::try_from(self.partition.len()).unwrap_or(usize::MAX)
+        usize::try_from(self.plan.len()).unwrap_or(usize::MAX)
     }
 
     /// Samples the whole epoch holds.
     #[getter]
     fn epoch_len(&self) -> u64 {
-        self.plan.len()
+        self.plan.epoch_len()
     }
 
     /// How the mixture changed where the plan resumed a state saved under another one (a
@@ -338,28 +278,21 @@ impl PyRankPlan {
     /// The state once every rank has yielded `steps` of this plan's steps (a dict like
     /// `Loader.state_dict()`).
     fn state_after<'py>(&self, py: Python<'py>, steps: u64) -> PyResult<Bound<'py, PyAny>> {
-        state_to_dict(py, &self.partition.state_after(&self.start, steps))
+        state_to_dict(py, &self.plan.state_after(steps))
     }
 
     /// The `(cache_id, sample_id)` keys of `steps`.
     fn keys(&self, steps: Vec<u64>) -> PyResult<Vec<(u64, u64)>> {
-        let caches = self.dataset.caches();
-        let rows = self.rows(&steps)?;
-        Ok(rows
-            .iter()
-            .map(|row| (caches[row.cache].cache_id, row.sample_id))
-            .collect())
+        let keys = self.plan.keys(&steps).map_err(Error::from)?;
+        Ok(keys.iter().map(|k| (k.cache_id, k.sample_id)).collect())
     }
 
     /// Reads `steps` (a `range` or a sequence of ints; GIL released) as one columnar batch,
     /// an `ArrowBatch` of one row per step (`Dataset::read_columnar`): `payload`, `key`,
     /// `padding`, `step` and `metadata`.
     fn read_columnar(&self, py: Python<'_>, steps: &Bound<'_, PyAny>) -> PyResult<ArrowBatch> {
-        let asked = Instant::now();
-        let rows = self.rows(&steps_arg(steps)?)?;
-        let planned = Instant::now();
-        let batch = enter(py, || self.dataset.read_columnar(&rows))?;
-        self.stats.batch_read(asked, planned, &rows);
+        let steps = steps_arg(steps)?;
+        let batch = enter(py, || self.plan.read_columnar(&steps))?;
         Ok(ArrowBatch { batch })
     }
 
@@ -368,43 +301,40 @@ impl PyRankPlan {
     /// `decoded`), then `key`, `padding`, `step` and `metadata`. For a reader that maps the
     /// shard files itself (`_located_payloads`).
     fn read_located(&self, py: Python<'_>, steps: &Bound<'_, PyAny>) -> PyResult<ArrowBatch> {
-        let asked = Instant::now();
-        let rows = self.rows(&steps_arg(steps)?)?;
-        let planned = Instant::now();
-        let batch = enter(py, || self.dataset.read_located(&rows))?;
-        self.stats.batch_read(asked, planned, &rows);
+        let steps = steps_arg(steps)?;
+        let batch = enter(py, || self.plan.read_located(&steps))?;
         Ok(ArrowBatch { batch })
     }
 
     /// Reads `steps` (GIL released) and returns their samples in order, each with `key`,
     /// `payload`, `metadata`, `step`, `global_position` and `padding`.
     fn read<'py>(&self, py: Python<'py>, steps: Vec<u64>) -> PyResult<Bound<'py, PyList>> {
-        let asked = Instant::now();
-        let rows = self.rows(&steps)?;
-        let planned = Instant::now();
-        let caches = self.dataset.caches();
-        let items: Vec<(&Cache, u64)> = (rows.iter())
-            .map(|row| (&caches[row.cache].cache, row.sample_id))
-            .collect();
-        let samples = read_samples(py, &items, |i, payload| {
-            let row = rows[i];
-            PySample {
-                cache: CacheRef::InDataset(Arc::clone(&self.dataset), row.cache),
-                cache_id: Some(caches[row.cache].cache_id),
-                sample_id: row.sample_id,
-                payload: payload.unbind(),
-                step: Some(row.step),
-                global_position: Some(self.partition.global_position(row.step)),
-                padding: row.padding,
-            }
-        })?;
-        self.stats.batch_read(asked, planned, &rows);
-        PyList::new(py, samples)
+        let dataset = self.plan.dataset();
+        let caches = dataset.caches();
+        let samples = self.plan.read_with(&steps, |_, rows| {
+            let items: Vec<(&Cache, u64)> = (rows.iter())
+                .map(|row| (&caches[row.cache].cache, row.sample_id))
+                .collect();
+            let samples = read_samples(py, &items, |i, payload| {
+                let row = rows[i];
+                PySample {
+                    cache: CacheRef::InDataset(Arc::clone(dataset), row.cache),
+                    cache_id: Some(caches[row.cache].cache_id),
+                    sample_id: row.sample_id,
+                    payload: payload.unbind(),
+                    step: Some(row.step),
+                    global_position: Some(self.plan.global_position(row.step)),
+                    padding: row.padding,
+                }
+            });
+            Ok(samples)
+        });
+        PyList::new(py, samples.map_err(Error::from)??)
     }
 
     /// What the reads of this plan have done in this process since it was made, as a dict
     /// (docs/python.md, "Loader stats"): a `DataLoader` worker's share of the epoch.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        py_support::to_python(py, &self.stats.snapshot().report())
+        py_support::to_python(py, &self.plan.stats().report())
     }
 }

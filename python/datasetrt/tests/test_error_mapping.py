@@ -39,6 +39,7 @@ EXPECTED = {
     "DatasetError::DuplicatePath": ("DatasetError", "duplicate_path"),
     "DatasetError::UnknownCache": ("UnknownCacheError", "unknown_cache"),
     "DatasetError::SampleIndex": ("SampleIndexError", "sample_index"),
+    "DatasetError::StepIndex": ("SampleIndexError", "step_index"),
     "DatasetError::Path": ("DatasetError", "path"),
     "DatasetError::Table": ("DatasetError", "table"),
     "DatasetError::Plan": ("DatasetError", "plan"),
