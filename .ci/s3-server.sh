@@ -57,6 +57,15 @@ print(" ".join(str(s.getsockname()[1]) for s in held))
 PY
 }
 
+# Prints the HTTP status of a request signed with the test credentials (000 when none came),
+# with a time limit of `$1` seconds; the other arguments go to curl.
+signed_curl() {
+    local limit="$1"
+    shift
+    curl -s -o /dev/null -w '%{http_code}' --max-time "$limit" \
+        --aws-sigv4 "aws:amz:$REGION:s3" --user "$ACCESS_KEY:$SECRET_KEY" "$@" || true
+}
+
 start() {
     local state="$1" bucket="${2:-atlas-ci}" weed
     mkdir -p "$state"
@@ -86,18 +95,25 @@ start() {
     echo $! >"$state/pid"
     echo "$s3" >"$state/port"
 
-    # Ready means: a signed HEAD of the bucket answers 200.
-    local pid deadline code
+    # Ready means: a signed HEAD of the bucket answers 200, then a signed PUT of a small object
+    # and a GET of it do too. The first write may wait for the server to allot its storage; the
+    # tests must not be the ones that wait.
+    local pid deadline code warm_up="http://127.0.0.1:$s3/$bucket/s3-server-ready"
     pid="$(cat "$state/pid")"
     deadline=$((SECONDS + READY_TIMEOUT_S))
-    while :; do
-        kill -0 "$pid" 2>/dev/null || { cat "$state/server.log" >&2; die "the server exited during start-up"; }
-        code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 -I \
-            --aws-sigv4 "aws:amz:$REGION:s3" --user "$ACCESS_KEY:$SECRET_KEY" \
-            "http://127.0.0.1:$s3/$bucket" || true)"
-        [ "$code" = "200" ] && break
-        [ "$SECONDS" -lt "$deadline" ] || { stop "$state"; tail -20 "$state/server.log" >&2; die "bucket $bucket not ready after ${READY_TIMEOUT_S}s (last answer: $code)"; }
-        sleep 0.3
+    printf 'ready\n' >"$state/ready.txt"
+    for step in head put get; do
+        while :; do
+            kill -0 "$pid" 2>/dev/null || { cat "$state/server.log" >&2; die "the server exited during start-up"; }
+            case "$step" in
+            head) code="$(signed_curl 5 -I "http://127.0.0.1:$s3/$bucket")" ;;
+            put) code="$(signed_curl 20 -T "$state/ready.txt" "$warm_up")" ;;
+            get) code="$(signed_curl 20 "$warm_up")" ;;
+            esac
+            [ "$code" = "200" ] && break
+            [ "$SECONDS" -lt "$deadline" ] || { stop "$state"; tail -20 "$state/server.log" >&2; die "bucket $bucket not ready after ${READY_TIMEOUT_S}s (the $step answered: $code)"; }
+            sleep 0.3
+        done
     done
 
     cat >"$state/env" <<ENV
