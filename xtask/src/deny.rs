@@ -5,7 +5,10 @@
 //! minutes), so that CI checks rather than passes without having checked anything.
 //!
 //! `--offline` checks without the network: licenses, bans and sources need none; the
-//! advisory database is fetched from github.com, so `advisories` needs the network.
+//! advisory database is fetched from github.com, so `advisories` needs the network. They do
+//! need every package of the lock file in cargo's cache, every platform's (cargo-deny reads the
+//! whole graph), which a build fetches only for its own: `cargo fetch` is tried first, and where
+//! no registry is reachable the check runs on what the cache holds.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -21,6 +24,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut command = Command::new(&deny);
     command.arg("deny");
     if !offline.is_empty() {
+        // Best effort: without a registry, cargo-deny says which package is missing.
+        let _ = Command::new(env!("CARGO"))
+            .args(["fetch", "--locked", "--quiet"])
+            .status();
         command.arg("--offline");
     }
     let status = command
