@@ -62,8 +62,9 @@ pub use dsrt_schema::{
     Column, ColumnType, Row, RowError, RowProblem, Schema, SchemaError, Value, ValueRef,
 };
 pub use dsrt_writer::{
-    merge_parts, parse_byte_size, remove_unpublished, write_new_cache, ByteSizeError, CacheSummary,
-    CacheWriter, ManifestVersion, PartCache, WriteError, WriterOptions, DEFAULT_MAX_SHARD_BYTES,
+    first_cache_file, merge_parts, parse_byte_size, remove_unpublished, write_new_cache,
+    ByteSizeError, CacheFiles, CacheSummary, CacheWriter, LocalCacheFiles, ManifestVersion,
+    PartCache, WriteError, WriterOptions, DEFAULT_MAX_SHARD_BYTES,
 };
 pub use durable_fs::{CancelToken, FileSystem, StdFileSystem};
 

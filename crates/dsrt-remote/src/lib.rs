@@ -34,6 +34,7 @@
 #![forbid(unsafe_code)]
 
 mod background; // threads beside the readers, which closing a cache waits for
+mod cache_files; // a prefix's cache files, for dsrt-writer's remove_unpublished and first_cache_file
 mod error;
 mod fetch;
 mod join; // parts published side by side -> one cache, shards copied on the store
@@ -48,11 +49,10 @@ mod source;
 mod upload; // one file -> one object: single or multipart, retried, size-checked
 mod writer; // LocationWriter: in place, or staged locally and published on finish
 
+pub use cache_files::RemoteCacheFiles;
 pub use dsrt_shard_cache::{set_wait_interrupt, Access};
 pub use error::RemoteError;
-pub use join::{
-    merge_remote_parts, remove_prefix, remove_unpublished_remote, RemoteJoinSummary, RemotePart,
-};
+pub use join::{merge_remote_parts, remove_prefix, RemoteJoinSummary, RemotePart};
 pub use migrate::RemoteManifest;
 pub use object_access::{LocationError, RemotePrefix, StoreLocation};
 pub use object_store;
