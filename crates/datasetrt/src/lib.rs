@@ -45,8 +45,8 @@ pub use dsrt_manifest::{
 };
 pub use dsrt_metadata::{gather_column, ColumnView, MetadataError, MetadataTable, RowView};
 pub use dsrt_migrate::{
-    update_manifests, ManifestUpdateEntry, ManifestUpdateError, ManifestUpdateReport, UpdateCause,
-    UpdateOutcome,
+    update_manifests, LocalManifest, ManifestStore, ManifestUpdateEntry, ManifestUpdateError,
+    ManifestUpdateReport, ReadManifest, Stored, UpdateCause, UpdateOutcome, VersionToken,
 };
 pub use dsrt_plan::{
     CacheShape, ConsumedStream, Continuation, EpochPlan, IterState, Mixture, MixtureChange,
@@ -62,8 +62,9 @@ pub use dsrt_schema::{
     Column, ColumnType, Row, RowError, RowProblem, Schema, SchemaError, Value, ValueRef,
 };
 pub use dsrt_writer::{
-    merge_parts, parse_byte_size, remove_unpublished, write_new_cache, ByteSizeError, CacheSummary,
-    CacheWriter, ManifestVersion, PartCache, WriteError, WriterOptions, DEFAULT_MAX_SHARD_BYTES,
+    first_cache_file, merge_parts, parse_byte_size, remove_unpublished, write_new_cache,
+    ByteSizeError, CacheFiles, CacheSummary, CacheWriter, LocalCacheFiles, ManifestVersion,
+    PartCache, WriteError, WriterOptions, DEFAULT_MAX_SHARD_BYTES,
 };
 pub use durable_fs::{CancelToken, FileSystem, StdFileSystem};
 
@@ -135,7 +136,9 @@ pub mod remote {
     //! at open and whose shards are downloaded (checked against their SHA-256) into the local
     //! cache directory of [`RemoteOptions`] when first read, or read record by record with
     //! [`ShardFetch::Range`]. [`publish_cache`] and [`LocationWriter`] write caches to a
-    //! prefix, manifest.json last; [`update_remote_manifests`] migrates them.
+    //! prefix, manifest.json last; [`RemoteManifest`] is a prefix's manifest for
+    //! [`update_manifests`](crate::update_manifests), which migrates prefixes and directories
+    //! in one list.
     //!
     //! ```no_run
     //! use datasetrt::remote::{open_cache, open_dataset, RemoteOptions, ShardFetch};

@@ -31,7 +31,6 @@ mod error;
 mod inspect;
 mod iterate;
 mod migrate;
-mod migrate_remote;
 mod output;
 mod pack;
 mod plan;

@@ -1,9 +1,11 @@
-//! `--out file://...` and `migrate` argument checks for URLs (the S3 runs are in `s3.rs`).
+//! `--out file://...` and `migrate` of lists mixing directories and URLs (the S3 runs are in
+//! `s3.rs`).
 #![allow(clippy::unwrap_used)] // Test code.
 
 mod common;
 
 use common::{dir_with, dsrt_in};
+use serde_json::json;
 
 #[test]
 fn pack_to_a_file_url_writes_the_directory() {
@@ -20,12 +22,58 @@ fn pack_to_a_file_url_writes_the_directory() {
 }
 
 #[test]
-fn migrate_refuses_to_mix_directories_and_store_urls() {
+fn migrate_takes_directories_and_urls_in_one_list_by_position() {
     let dir = tempfile::tempdir().unwrap();
-    let run = dsrt_in(
-        dir.path(),
-        &["migrate", "--to", "3", "local/", "s3://bucket/cache"],
-    )
-    .fails(1);
-    assert!(run.stderr.contains("not both"), "{}", run.stderr);
+    for name in ["a", "b"] {
+        common::pack_text(dir.path(), name, 3, 200);
+        make_v2(&dir.path().join(name));
+    }
+    let url = format!("file://{}/b", dir.path().display());
+    let report = dsrt_in(dir.path(), &["migrate", "--to", "3", "a", &url, "--json"])
+        .ok()
+        .json();
+    let entries: Vec<_> = report["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["cache_id"].clone(),
+                e["outcome"].clone(),
+                e["atomic"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        entries,
+        vec![
+            (json!(0), json!("updated"), json!(true)),
+            (json!(1), json!("updated"), json!(true))
+        ]
+    );
+}
+
+#[test]
+fn migrate_checks_every_cache_of_a_mixed_list_before_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    common::pack_text(dir.path(), "a", 3, 200);
+    make_v2(&dir.path().join("a"));
+    let before = std::fs::read(dir.path().join("a/manifest.json")).unwrap();
+    let url = format!("file://{}/missing", dir.path().display());
+    let run = dsrt_in(dir.path(), &["migrate", "--to", "3", "a", &url]).fails(1);
+    assert!(run.stderr.contains("missing"), "{}", run.stderr);
+    assert_eq!(
+        std::fs::read(dir.path().join("a/manifest.json")).unwrap(),
+        before
+    );
+}
+
+/// Rewrites a packed (v3) cache's manifest as v2, as an older writer would have left it.
+fn make_v2(cache: &std::path::Path) {
+    let path = cache.join("manifest.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    manifest["format_version"] = json!(2);
+    manifest.as_object_mut().unwrap().remove("cache_id");
+    std::fs::write(&path, serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
 }

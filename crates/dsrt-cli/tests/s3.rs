@@ -78,6 +78,31 @@ fn migrate_accepts_s3_urls() {
     assert_eq!(json["entries"][0]["atomic"], true);
 }
 
+#[test]
+#[ignore = "needs the S3 test server: cargo xtask test runs it"]
+fn migrate_takes_s3_urls_and_directories_in_one_list() {
+    let url = prefix_url("migrate-mixed");
+    let input = dir_with(&[("a.txt", b"alpha")]);
+    let args = ["pack", "--from-dir", ".", "--out", &url, "--source", "m"];
+    dsrt_in(input.path(), &args).ok();
+    let args = ["pack", "--from-dir", ".", "--out", "local", "--source", "l"];
+    dsrt_in(input.path(), &args).ok();
+    // The local cache as an older writer left it: v2, its id its position in the list.
+    let path = input.path().join("local/manifest.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    manifest["format_version"] = serde_json::json!(2);
+    manifest.as_object_mut().unwrap().remove("cache_id");
+    std::fs::write(&path, serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
+    let run = dsrt_in(input.path(), &["migrate", "--to", "3", &url, "local"]).ok();
+    let text = run.stdout_text();
+    assert!(
+        text.starts_with(&format!("{url}: unchanged (cache_id ")),
+        "{text}"
+    );
+    assert!(text.ends_with("local: updated (cache_id 1)\n"), "{text}");
+}
+
 /// Input of several shards, packed to `url` and to the local directory `local`.
 fn pack_both(url: &str) -> tempfile::TempDir {
     let files: Vec<(String, Vec<u8>)> = (0..10)

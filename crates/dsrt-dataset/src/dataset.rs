@@ -1,7 +1,7 @@
 use crate::buffers::BufferPool;
 use crate::{DatasetError, SampleKey, SampleTable};
 use dsrt_metadata::RowView;
-use dsrt_migrate::{ManifestUpdateError, ManifestUpdateReport};
+use dsrt_migrate::{LocalManifest, ManifestStore, ManifestUpdateError, ManifestUpdateReport};
 use dsrt_reader::{Cache, OpenOptions, Sample, SampleBuf, SampleRef};
 use dsrt_schema::ValueRef;
 use durable_fs::{CancelToken, StdFileSystem};
@@ -247,14 +247,14 @@ impl Dataset {
     /// `dsrt_migrate::update_manifests`. The open dataset is not changed: ids stay the same,
     /// so every `(cache_id, sample_id)` made before still names the same sample.
     ///
-    /// Local directories only: caches on object storage migrate through `dsrt-remote`.
+    /// Local directories only: a list with caches on object storage migrates through
+    /// `dsrt_migrate::update_manifests` with `dsrt-remote`'s `RemoteManifest`.
     pub fn update_manifests(
         &self,
         version: u64,
         cancel: &CancelToken,
     ) -> Result<ManifestUpdateReport, ManifestUpdateError> {
-        let paths: Vec<PathBuf> = self.caches.iter().map(|c| c.path.clone()).collect();
-        dsrt_migrate::update_manifests(&paths, version, &StdFileSystem, cancel)
+        self.update_manifests_through(version, &StdFileSystem, cancel)
     }
 
     /// [`Dataset::update_manifests`] through a given file system (fault injection in tests).
@@ -266,7 +266,23 @@ impl Dataset {
         fs: &dyn durable_fs::FileSystem,
         cancel: &CancelToken,
     ) -> Result<ManifestUpdateReport, ManifestUpdateError> {
-        let paths: Vec<PathBuf> = self.caches.iter().map(|c| c.path.clone()).collect();
-        dsrt_migrate::update_manifests(&paths, version, fs, cancel)
+        self.update_manifests_through(version, fs, cancel)
+    }
+
+    /// The caches' directories as local manifest stores, migrated through `fs`.
+    fn update_manifests_through(
+        &self,
+        version: u64,
+        fs: &dyn durable_fs::FileSystem,
+        cancel: &CancelToken,
+    ) -> Result<ManifestUpdateReport, ManifestUpdateError> {
+        let stores: Vec<LocalManifest<'_>> = self
+            .caches
+            .iter()
+            .map(|c| LocalManifest::new(c.path.clone(), fs))
+            .collect();
+        let stores: Vec<&dyn ManifestStore> =
+            stores.iter().map(|s| s as &dyn ManifestStore).collect();
+        dsrt_migrate::update_manifests(&stores, version, cancel)
     }
 }

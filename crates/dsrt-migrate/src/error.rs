@@ -22,8 +22,8 @@ pub enum UpdateCause {
     /// The manifest is not a valid manifest of a supported version.
     #[error("{manifest}: {source}")]
     Manifest {
-        /// The manifest path.
-        manifest: PathBuf,
+        /// The manifest's path (symlinks resolved) or URL.
+        manifest: String,
         /// The cause.
         #[source]
         source: dsrt_manifest::ManifestError,
@@ -43,17 +43,17 @@ pub enum UpdateCause {
         /// The id.
         id: u64,
         /// The earlier cache.
-        first: PathBuf,
+        first: String,
         /// The later cache.
-        second: PathBuf,
+        second: String,
     },
-    /// One cache directory is listed twice (after resolving symlinks).
-    #[error("{first} and {second} are the same cache directory")]
+    /// One cache is listed twice: the same directory (after resolving symlinks) or prefix.
+    #[error("{first} and {second} are the same cache")]
     DuplicateCache {
         /// The earlier listing.
-        first: PathBuf,
+        first: String,
         /// The later listing.
-        second: PathBuf,
+        second: String,
     },
     /// Writing the new manifest failed before its rename; the old manifest is intact.
     #[error(transparent)]
@@ -70,6 +70,21 @@ pub enum UpdateCause {
     /// The cancellation token fired; the operation removed its temporary file.
     #[error("interrupted")]
     Interrupted,
+    /// Reading or writing a manifest on a store failed; the text names the object.
+    #[error("{source}")]
+    Store {
+        /// Whether the same migration run again later may pass (the store's retryable rule).
+        retryable: bool,
+        /// The store's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The manifest changed between the check and the replacement; it was not overwritten.
+    #[error("{manifest}: the manifest changed while migrating (another writer?); it was not overwritten, check it and run again")]
+    ChangedConcurrently {
+        /// The manifest's URL.
+        manifest: String,
+    },
 }
 
 impl UpdateCause {
@@ -86,7 +101,21 @@ impl UpdateCause {
             Self::Publish(_) => "publish",
             Self::Sync { .. } => "sync",
             Self::Interrupted => "interrupted",
+            Self::Store { .. } => "store",
+            Self::ChangedConcurrently { .. } => "changed_concurrently",
         }
+    }
+
+    /// Whether running the same migration again later may pass: a store failure its store
+    /// calls retryable, nothing else.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Self::Store {
+                retryable: true,
+                ..
+            }
+        )
     }
 }
 
@@ -98,8 +127,9 @@ impl UpdateCause {
 pub struct ManifestUpdateError {
     /// Caches completed before the failure, in order.
     pub done: Vec<ManifestUpdateEntry>,
-    /// The cache being processed when it failed (`None` for failures of the whole request).
-    pub failed: Option<PathBuf>,
+    /// The cache being processed when it failed, as the caller named it (`None` for failures
+    /// of the whole request).
+    pub failed: Option<String>,
     /// The cause (boxed: the error travels up through callers that are often `Result`s of
     /// small values).
     pub cause: Box<UpdateCause>,
@@ -108,10 +138,17 @@ pub struct ManifestUpdateError {
 impl fmt::Display for ManifestUpdateError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.failed {
-            Some(cache) => write!(f, "migrating {}: {}", cache.display(), self.cause)?,
+            Some(cache) => write!(f, "migrating {cache}: {}", self.cause)?,
             None => write!(f, "migration refused: {}", self.cause)?,
         }
         write!(f, " ({} cache(s) completed before)", self.done.len())
+    }
+}
+
+impl ManifestUpdateError {
+    /// Whether running the same migration again later may pass ([`UpdateCause::is_retryable`]).
+    pub fn is_retryable(&self) -> bool {
+        self.cause.is_retryable()
     }
 }
 

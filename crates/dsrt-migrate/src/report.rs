@@ -1,11 +1,10 @@
-use std::path::PathBuf;
-
 /// What happened to one cache's manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UpdateOutcome {
-    /// Rewritten from v2 to v3, renamed into place, directory fsynced.
+    /// Rewritten from v2 to v3 (renamed into place and the directory fsynced, or put on the
+    /// store).
     Updated,
-    /// Already v3; left as it was, and fsynced with its directory.
+    /// Already v3; left as it was (a local one fsynced with its directory).
     Unchanged,
     /// Renamed into place (or already v3) but the directory fsync failed: readers see the
     /// manifest, a power loss might revert it. Retrying syncs it again.
@@ -18,14 +17,20 @@ pub enum UpdateOutcome {
 /// One cache of a migration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ManifestUpdateEntry {
-    /// The cache directory as given.
-    pub cache: PathBuf,
-    /// The manifest file actually written or synced (symlinks resolved).
-    pub manifest: PathBuf,
+    /// The cache as given: a directory or a prefix URL.
+    pub cache: String,
+    /// The manifest actually written or synced: the file with symlinks resolved, or the
+    /// object's URL.
+    pub manifest: String,
     /// The cache id after migration.
     pub cache_id: u64,
     /// What happened.
     pub outcome: UpdateOutcome,
+    /// `false` when the store has no conditional replacement, so the manifest was replaced
+    /// by a plain write after checking it unchanged: a change made between that check and
+    /// the write would be lost. `true` for a rename, a conditional replacement and an
+    /// unchanged manifest.
+    pub atomic: bool,
 }
 
 /// A completed migration: one entry per cache, in the order given.
@@ -41,5 +46,10 @@ impl ManifestUpdateReport {
         self.entries
             .iter()
             .filter(|e| matches!(e.outcome, UpdateOutcome::DurabilityUnknown { .. }))
+    }
+
+    /// Entries replaced without a conditional write.
+    pub fn not_atomic(&self) -> impl Iterator<Item = &ManifestUpdateEntry> {
+        self.entries.iter().filter(|e| !e.atomic)
     }
 }

@@ -1,21 +1,24 @@
 use crate::plan::{check_all, Target};
 use crate::{
-    ManifestUpdateEntry, ManifestUpdateError, ManifestUpdateReport, UpdateCause, UpdateOutcome,
+    ManifestStore, ManifestUpdateEntry, ManifestUpdateError, ManifestUpdateReport, Stored,
+    UpdateCause, UpdateOutcome,
 };
-use dsrt_manifest::{upgrade_v2_to_v3, Manifest, MANIFEST_TEMP_PREFIX};
-use durable_fs::{publish_cancellable, CancelToken, FileSystem, PublishStep, Published};
-use std::path::{Path, PathBuf};
+use dsrt_manifest::{upgrade_v2_to_v3, Manifest};
+use durable_fs::CancelToken;
 
-/// Migrates the manifests of `caches` (a dataset's original ordered list) to `version`.
+/// Migrates the manifests of `stores` (a dataset's original ordered list of caches, local
+/// directories and store prefixes alike) to `version`.
 ///
-/// Every target is checked before any is replaced; then each v2 manifest is rewritten as v3
-/// with its zero-based position as `cache_id` and every other byte kept, and each v3 manifest
-/// is fsynced as it is. `cancel` is checked before each cache and before each rename; when it
-/// fires, the temporary file in flight is removed and the error is `Interrupted`.
+/// Every target is read and checked before any is replaced (parses, supported version,
+/// writable, caches distinct, ids unique after migration); then each v2 manifest is replaced
+/// by its v3 form, with its zero-based position as `cache_id` and every other byte kept, on
+/// the condition that it is still the manifest read, and each v3 manifest is kept as it is
+/// (made durable where it may not be). `cancel` is checked before each cache and by the store
+/// before its replacement; when it fires, nothing more is replaced and the error is
+/// `Interrupted`.
 pub fn update_manifests(
-    caches: &[PathBuf],
+    stores: &[&dyn ManifestStore],
     version: u64,
-    fs: &dyn FileSystem,
     cancel: &CancelToken,
 ) -> Result<ManifestUpdateReport, ManifestUpdateError> {
     let refuse = |failed, cause| ManifestUpdateError {
@@ -26,7 +29,7 @@ pub fn update_manifests(
     if version != 3 {
         return Err(refuse(None, UpdateCause::UnsupportedTarget(version)));
     }
-    let targets = check_all(fs, caches).map_err(|(failed, cause)| refuse(failed, cause))?;
+    let targets = check_all(stores).map_err(|(failed, cause)| refuse(failed, cause))?;
     let mut report = ManifestUpdateReport::default();
     for target in targets {
         let failed = |done: Vec<ManifestUpdateEntry>, cause| ManifestUpdateError {
@@ -37,15 +40,10 @@ pub fn update_manifests(
         if cancel.is_cancelled() {
             return Err(failed(report.entries, UpdateCause::Interrupted));
         }
-        match apply(fs, &target, cancel) {
-            Ok(outcome) => {
-                tracing::info!(cache = %target.cache.display(), ?outcome, "manifest updated");
-                report.entries.push(ManifestUpdateEntry {
-                    cache: target.cache.clone(),
-                    manifest: target.manifest.clone(),
-                    cache_id: target.cache_id,
-                    outcome,
-                });
+        match apply(&target, cancel) {
+            Ok(entry) => {
+                tracing::info!(cache = %entry.cache, outcome = ?entry.outcome, atomic = entry.atomic, "manifest updated");
+                report.entries.push(entry);
             }
             Err(cause) => return Err(failed(report.entries, cause)),
         }
@@ -53,52 +51,34 @@ pub fn update_manifests(
     Ok(report)
 }
 
-fn apply(
-    fs: &dyn FileSystem,
-    target: &Target,
-    cancel: &CancelToken,
-) -> Result<UpdateOutcome, UpdateCause> {
-    match target.parsed {
+fn apply(target: &Target<'_>, cancel: &CancelToken) -> Result<ManifestUpdateEntry, UpdateCause> {
+    let (done, stored) = match target.parsed {
         Manifest::V2(_) => {
-            let upgraded = upgrade_v2_to_v3(&target.bytes, target.cache_id).map_err(|source| {
-                UpdateCause::Manifest {
-                    manifest: target.manifest.clone(),
-                    source,
-                }
-            })?;
-            match publish_cancellable(
-                fs,
-                &target.manifest,
-                MANIFEST_TEMP_PREFIX,
-                &upgraded,
-                cancel,
-            ) {
-                Ok(published) => Ok(outcome(UpdateOutcome::Updated, published)),
-                Err(e) if e.step == PublishStep::Cancelled => Err(UpdateCause::Interrupted),
-                Err(e) => Err(UpdateCause::Publish(e)),
-            }
+            let upgraded =
+                upgrade_v2_to_v3(&target.read.bytes, target.cache_id).map_err(|source| {
+                    UpdateCause::Manifest {
+                        manifest: target.read.location.clone(),
+                        source,
+                    }
+                })?;
+            let stored = target.store.replace(&target.read, upgraded, cancel)?;
+            (UpdateOutcome::Updated, stored)
         }
-        Manifest::V3(_) => {
-            let sync_error = |source| UpdateCause::Sync {
-                manifest: target.manifest.clone(),
-                source,
-            };
-            fs.sync_existing(&target.manifest).map_err(sync_error)?;
-            let dir = target.manifest.parent().unwrap_or(Path::new("."));
-            let published = match fs.sync_dir(dir) {
-                Ok(()) => Published::Durable,
-                Err(e) => Published::DurabilityUnknown(e),
-            };
-            Ok(outcome(UpdateOutcome::Unchanged, published))
-        }
-    }
-}
-
-fn outcome(done: UpdateOutcome, published: Published) -> UpdateOutcome {
-    match published {
-        Published::Durable => done,
-        Published::DurabilityUnknown(e) => UpdateOutcome::DurabilityUnknown {
-            error: e.to_string(),
-        },
-    }
+        Manifest::V3(_) => (UpdateOutcome::Unchanged, target.store.keep(&target.read)?),
+    };
+    let Stored {
+        atomic,
+        durability_unknown,
+    } = stored;
+    let outcome = match durability_unknown {
+        None => done,
+        Some(error) => UpdateOutcome::DurabilityUnknown { error },
+    };
+    Ok(ManifestUpdateEntry {
+        cache: target.cache.clone(),
+        manifest: target.read.location.clone(),
+        cache_id: target.cache_id,
+        outcome,
+        atomic,
+    })
 }

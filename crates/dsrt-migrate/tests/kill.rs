@@ -9,7 +9,9 @@
 use dsrt_atlas_test_runner as runner;
 
 use dsrt_manifest::Manifest;
-use dsrt_migrate::update_manifests;
+use dsrt_migrate::{
+    update_manifests, LocalManifest, ManifestStore, ManifestUpdateError, ManifestUpdateReport,
+};
 use durable_fs::{CancelToken, DurableFile, FileSystem, StdFileSystem};
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -97,7 +99,7 @@ fn main() -> ExitCode {
 
 /// The child: migrates, announcing every file operation.
 fn migrate_child(root: &str) {
-    update_manifests(
+    update_dirs(
         &caches_under(Path::new(root)),
         3,
         &SteppingFs,
@@ -162,7 +164,7 @@ fn sigkill_at_every_step_leaves_old_or_new_manifests() {
             }
         }
         // A retry in the original order completes; leftover temporary files are left alone.
-        let report = update_manifests(&caches, 3, &StdFileSystem, &CancelToken::new()).unwrap();
+        let report = update_dirs(&caches, 3, &StdFileSystem, &CancelToken::new()).unwrap();
         assert_eq!(
             report
                 .entries
@@ -172,4 +174,16 @@ fn sigkill_at_every_step_leaves_old_or_new_manifests() {
             vec![0, 1, 2]
         );
     }
+}
+
+/// Migrates the cache directories `caches` through `fs`: the one migration over local stores.
+fn update_dirs(
+    caches: &[PathBuf],
+    version: u64,
+    fs: &dyn FileSystem,
+    cancel: &CancelToken,
+) -> Result<ManifestUpdateReport, ManifestUpdateError> {
+    let stores = LocalManifest::all(caches, fs);
+    let stores: Vec<&dyn ManifestStore> = stores.iter().map(|s| s as &dyn ManifestStore).collect();
+    update_manifests(&stores, version, cancel)
 }

@@ -438,13 +438,13 @@ fn update_fields(f: &mut Fields<'_>, error: &ManifestUpdateError) {
     let py = f.py();
     let reason = error.cause.to_string();
     let causes = PyDict::new(py);
-    let named: Vec<&Path> = match error.cause.as_ref() {
+    let named: Vec<&str> = match error.cause.as_ref() {
         UpdateCause::DuplicateId { first, second, .. }
         | UpdateCause::DuplicateCache { first, second } => vec![first, second],
         _ => error.failed.as_deref().into_iter().collect(),
     };
     for path in named {
-        let _ = causes.set_item(path.to_string_lossy(), &reason);
+        let _ = causes.set_item(path, &reason);
     }
     let done = PyList::empty(py);
     for entry in &error.done {
@@ -452,8 +452,8 @@ fn update_fields(f: &mut Fields<'_>, error: &ManifestUpdateError) {
             let _ = done.append(entry);
         }
     }
-    f.set("path", error.failed.as_deref().map(text))
-        .set("failed", error.failed.as_deref().map(text))
+    f.set("path", error.failed.as_deref())
+        .set("failed", error.failed.as_deref())
         .set("reason", reason)
         .set("kind", error.cause.kind())
         .set("done", done)
@@ -466,8 +466,8 @@ pub(crate) fn entry_dict<'py>(
     entry: &ManifestUpdateEntry,
 ) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
-    dict.set_item("path", entry.cache.to_string_lossy())?;
-    dict.set_item("manifest", entry.manifest.to_string_lossy())?;
+    dict.set_item("path", &entry.cache)?;
+    dict.set_item("manifest", &entry.manifest)?;
     dict.set_item("cache_id", entry.cache_id)?;
     let (outcome, error) = match &entry.outcome {
         UpdateOutcome::Updated => ("updated", None),

@@ -48,12 +48,12 @@ fn update_manifests(
     version: u64,
 ) -> PyResult<dataset::PyUpdateReport> {
     let report = errors::enter(py, || {
-        datasetrt::update_manifests(
-            &paths,
-            version,
-            &datasetrt::StdFileSystem,
-            &datasetrt::CancelToken::new(),
-        )
+        let stores = datasetrt::LocalManifest::all(&paths, &datasetrt::StdFileSystem);
+        let stores: Vec<&dyn datasetrt::ManifestStore> = stores
+            .iter()
+            .map(|s| s as &dyn datasetrt::ManifestStore)
+            .collect();
+        datasetrt::update_manifests(&stores, version, &datasetrt::CancelToken::new())
     })?;
     dataset::PyUpdateReport::from_report(py, &report)
 }

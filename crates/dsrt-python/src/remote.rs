@@ -182,9 +182,11 @@ pub(crate) fn _remove_remote_prefix(py: Python<'_>, url: &str) -> PyResult<()> {
 
 /// `_remove_unpublished_remote(url)`: deletes the shards, index.bin and metadata.arrow an
 /// unfinished join left under `url`, unless a manifest.json is there
-/// (`dsrt_remote::remove_unpublished_remote`).
+/// (`datasetrt::remove_unpublished` over `dsrt_remote::RemoteCacheFiles`).
 #[pyfunction]
 pub(crate) fn _remove_unpublished_remote(py: Python<'_>, url: &str) -> PyResult<()> {
     let remote = remote_prefix(url, "_remove_unpublished_remote", "use _remove_unpublished")?;
-    enter(py, || dsrt_remote::remove_unpublished_remote(&remote))
+    enter(py, || {
+        datasetrt::remove_unpublished(&dsrt_remote::RemoteCacheFiles::new(&remote), false)
+    })
 }

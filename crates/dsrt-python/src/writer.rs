@@ -92,7 +92,11 @@ impl<W: Send> WriterSlot<W> {
         enter(py, move || {
             drop(writer);
             if remove {
-                datasetrt::remove_unpublished(&self.path, self.created);
+                // Best effort, as documented: what cannot be removed stays.
+                let _ = datasetrt::remove_unpublished(
+                    &datasetrt::LocalCacheFiles::new(&self.path),
+                    self.created,
+                );
             }
             Ok::<_, Error>(())
         })
@@ -299,7 +303,7 @@ pub(crate) fn manifest_version(version: u64) -> PyResult<ManifestVersion> {
 #[pyfunction]
 pub(crate) fn _remove_unpublished(py: Python<'_>, path: PathBuf, created: bool) -> PyResult<()> {
     enter(py, move || {
-        datasetrt::remove_unpublished(&path, created);
+        let _ = datasetrt::remove_unpublished(&datasetrt::LocalCacheFiles::new(&path), created);
         Ok::<_, Error>(())
     })
 }

@@ -9,6 +9,7 @@
 //! index.bin and metadata.arrow go up as `publish_cache` uploads files; manifest.json last,
 //! create-if-absent, as `publish_cache` writes it.
 
+use crate::cache_files::RemoteCacheFiles;
 use crate::error::{block_on, RemoteError};
 use crate::fetch::{get_bytes, Retry};
 use crate::local_files::sized;
@@ -20,8 +21,8 @@ use dsrt_manifest::{ShardEntry, MANIFEST_FILE_NAME};
 use dsrt_metadata::{MetadataTable, METADATA_FILE_NAME};
 use dsrt_shard::SHARDS_DIR_NAME;
 use dsrt_writer::{
-    is_shard_file_name, joined_shards, manifest_bytes, write_joined_tables, CacheSummary,
-    CheckedPart, JoinedShard, WriterOptions,
+    first_cache_file, joined_shards, manifest_bytes, remove_unpublished, write_joined_tables,
+    CacheSummary, CheckedPart, JoinedShard, WriterOptions,
 };
 use futures::stream::{self, StreamExt, TryStreamExt};
 use object_store::ObjectStoreExt;
@@ -66,8 +67,8 @@ pub struct RemoteJoinSummary {
 /// object under each part's prefix is deleted.
 ///
 /// On a failure before publication no manifest is written and what the join wrote under `to`
-/// is deleted ([`remove_unpublished_remote`]); the parts stay whole (a copy leaves its source),
-/// so the join may be tried again. If the manifest is refused because another writer
+/// is deleted (`dsrt_writer::remove_unpublished` over [`RemoteCacheFiles`]); the parts stay
+/// whole (a copy leaves its source), so the join may be tried again. If the manifest is refused because another writer
 /// published one meanwhile, nothing under `to` is deleted: the objects are that cache's now.
 pub fn merge_remote_parts(
     to: &RemotePrefix,
@@ -75,7 +76,7 @@ pub fn merge_remote_parts(
     options: &WriterOptions,
     publish: &PublishOptions,
 ) -> Result<RemoteJoinSummary, RemoteError> {
-    block_on(check_join_target(to))?;
+    check_join_target(to)?;
     let retry = Retry {
         attempts: publish.retries.saturating_add(1),
         first_backoff: publish.backoff,
@@ -128,7 +129,7 @@ pub fn merge_remote_parts(
         Ok(atomic) => atomic,
         Err(error) => {
             if !matches!(error, RemoteError::AlreadyPublished { .. }) {
-                if let Err(cleanup) = remove_unpublished_remote(to) {
+                if let Err(cleanup) = remove_unpublished(&RemoteCacheFiles::new(to), false) {
                     tracing::warn!(url = to.url(), error = %cleanup, "could not remove what a failed join wrote");
                 }
             }
@@ -159,30 +160,6 @@ pub fn merge_remote_parts(
     })
 }
 
-/// Deletes what an unfinished join or writer left under `to`: the objects under `shards/` with
-/// a shard's name, index.bin and metadata.arrow, and nothing else; nothing at all if `to` holds
-/// a manifest.json (a published cache is never touched). Not atomic against a writer
-/// publishing to `to` at the same moment.
-pub fn remove_unpublished_remote(to: &RemotePrefix) -> Result<(), RemoteError> {
-    block_on(async {
-        if exists(to, MANIFEST_FILE_NAME).await? {
-            return Ok(());
-        }
-        let shards: Vec<object_store::path::Path> = list_under(to, SHARDS_DIR_NAME)
-            .await?
-            .into_iter()
-            .filter(|path| path.filename().is_some_and(is_shard_file_name))
-            .collect();
-        for location in shards
-            .into_iter()
-            .chain([to.object(INDEX_FILE_NAME), to.object(METADATA_FILE_NAME)])
-        {
-            delete(to, &location).await?;
-        }
-        Ok(())
-    })
-}
-
 /// Deletes every object under `prefix` (a staging prefix: the parts of a job).
 pub fn remove_prefix(prefix: &RemotePrefix) -> Result<(), RemoteError> {
     block_on(async {
@@ -203,28 +180,19 @@ pub fn remove_prefix(prefix: &RemotePrefix) -> Result<(), RemoteError> {
     })
 }
 
-/// `to` must hold no cache file: an earlier cache or a half-finished one is never mixed in.
-async fn check_join_target(to: &RemotePrefix) -> Result<(), RemoteError> {
-    if exists(to, MANIFEST_FILE_NAME).await? {
-        return Err(RemoteError::AlreadyPublished {
+/// `to` must hold no cache file ([`first_cache_file`]): a manifest is a published cache, any
+/// other a half-finished one; neither is ever mixed into the join.
+fn check_join_target(to: &RemotePrefix) -> Result<(), RemoteError> {
+    match first_cache_file(&RemoteCacheFiles::new(to))? {
+        None => Ok(()),
+        Some(name) if name == MANIFEST_FILE_NAME => Err(RemoteError::AlreadyPublished {
             url: to.url().to_owned(),
-        });
-    }
-    for name in [INDEX_FILE_NAME, METADATA_FILE_NAME] {
-        if exists(to, name).await? {
-            return Err(RemoteError::PrefixNotEmpty {
-                url: to.url().to_owned(),
-                object: name.to_owned(),
-            });
-        }
-    }
-    if let Some(shard) = list_under(to, SHARDS_DIR_NAME).await?.into_iter().next() {
-        return Err(RemoteError::PrefixNotEmpty {
+        }),
+        Some(object) => Err(RemoteError::PrefixNotEmpty {
             url: to.url().to_owned(),
-            object: shard.to_string(),
-        });
+            object,
+        }),
     }
-    Ok(())
 }
 
 /// Reads a part's manifest, index and metadata and checks them as a local part is checked.
@@ -354,26 +322,6 @@ async fn copy_shard(
         });
     }
     Ok(())
-}
-
-async fn exists(to: &RemotePrefix, relative: &str) -> Result<bool, RemoteError> {
-    match to.store().head(&to.object(relative)).await {
-        Ok(_) => Ok(true),
-        Err(object_store::Error::NotFound { .. }) => Ok(false),
-        Err(source) => Err(store_error(to, relative, source)),
-    }
-}
-
-async fn list_under(
-    to: &RemotePrefix,
-    relative: &str,
-) -> Result<Vec<object_store::path::Path>, RemoteError> {
-    to.store()
-        .list(Some(&to.object(relative)))
-        .map_ok(|meta| meta.location)
-        .try_collect()
-        .await
-        .map_err(|source| store_error(to, relative, source))
 }
 
 /// Deletes one object; one already gone is no error.

@@ -17,8 +17,9 @@
 //! first and `manifest.json` last, create-if-absent; [`LocationWriter`] writes a new cache
 //! at a [`StoreLocation`] (a local directory in place; a prefix through a local staging
 //! directory published on `finish`), and [`write_cache_at`] is its whole run, leaving nothing
-//! if it fails; [`update_remote_manifests`] migrates manifests
-//! v2 -> v3 under prefixes with a conditional PUT where the store has one.
+//! if it fails; [`RemoteManifest`] is a prefix's manifest as `dsrt_migrate::update_manifests`
+//! migrates it v2 -> v3 (beside local directories, in one list), with a conditional PUT where
+//! the store has one.
 //! [`merge_remote_parts`] joins caches published side by side (a distributed job's parts)
 //! into one under a prefix, copying their shards on the store and publishing the manifest
 //! create-if-absent; the same checks and bytes as `dsrt_writer::merge_parts`.
@@ -33,13 +34,13 @@
 #![forbid(unsafe_code)]
 
 mod background; // threads beside the readers, which closing a cache waits for
+mod cache_files; // a prefix's cache files, for dsrt-writer's remove_unpublished and first_cache_file
 mod error;
 mod fetch;
 mod join; // parts published side by side -> one cache, shards copied on the store
 mod local_files; // the files of a local cache, as its manifest names them
 mod mapped; // mapped shards kept for zero-copy payloads
-mod migrate; // remote v2 -> v3 manifest migration, conditional PUT
-mod migrate_report; // its report and errors
+mod migrate; // a prefix's manifest for dsrt-migrate: read with its version, conditional PUT
 mod open;
 mod options;
 mod prefetch; // downloads ahead of the readers, in the order of their hints
@@ -48,16 +49,11 @@ mod source;
 mod upload; // one file -> one object: single or multipart, retried, size-checked
 mod writer; // LocationWriter: in place, or staged locally and published on finish
 
+pub use cache_files::RemoteCacheFiles;
 pub use dsrt_shard_cache::{set_wait_interrupt, Access};
 pub use error::RemoteError;
-pub use join::{
-    merge_remote_parts, remove_prefix, remove_unpublished_remote, RemoteJoinSummary, RemotePart,
-};
-pub use migrate::update_remote_manifests;
-pub use migrate_report::{
-    RemoteUpdateCause, RemoteUpdateEntry, RemoteUpdateError, RemoteUpdateOutcome,
-    RemoteUpdateReport,
-};
+pub use join::{merge_remote_parts, remove_prefix, RemoteJoinSummary, RemotePart};
+pub use migrate::RemoteManifest;
 pub use object_access::{LocationError, RemotePrefix, StoreLocation};
 pub use object_store;
 pub use open::{open_cache, open_dataset, open_remote};

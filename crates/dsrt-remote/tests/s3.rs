@@ -6,9 +6,10 @@
 mod s3_support;
 mod write_support;
 
+use dsrt_migrate::{CancelToken, UpdateOutcome};
 use dsrt_remote::{
-    merge_remote_parts, publish_cache, remove_prefix, update_remote_manifests, PublishOptions,
-    RemoteError, RemotePart, RemotePrefix, RemoteUpdateOutcome,
+    merge_remote_parts, publish_cache, remove_prefix, PublishOptions, RemoteError, RemoteManifest,
+    RemotePart, RemotePrefix,
 };
 use dsrt_schema::{Column, ColumnType, Schema, ValueRef};
 use dsrt_writer::{
@@ -57,9 +58,14 @@ fn migrate_replaces_v2_manifests_with_if_match() {
         publish_cache(cache.path(), to, &PublishOptions::default()).unwrap();
         originals.push(std::fs::read(cache.path().join("manifest.json")).unwrap());
     }
-    let report = update_remote_manifests(&[a.clone(), b.clone()], 3).unwrap();
+    let stores = [
+        RemoteManifest::new(a.clone()),
+        RemoteManifest::new(b.clone()),
+    ];
+    let report =
+        dsrt_migrate::update_manifests(&[&stores[0], &stores[1]], 3, &CancelToken::new()).unwrap();
     for (position, entry) in report.entries.iter().enumerate() {
-        assert_eq!(entry.outcome, RemoteUpdateOutcome::Updated);
+        assert_eq!(entry.outcome, UpdateOutcome::Updated);
         assert!(entry.atomic, "S3 answers If-Match");
         assert_eq!(entry.cache_id, position as u64);
     }

@@ -12,6 +12,10 @@
 //! by moving their shards, rewriting only the index and the metadata; its pieces
 //! ([`CheckedPart`], [`joined_shards`], [`write_joined_tables`], [`manifest_bytes`]) make
 //! dsrt-remote's join of parts on an object store, so both joins check and write alike.
+//! [`remove_unpublished`] (what a failed run leaves) and [`first_cache_file`] (what a new
+//! cache is never written beside) work over [`CacheFiles`], a location's cache files:
+//! [`LocalCacheFiles`] for a directory, dsrt-remote's `RemoteCacheFiles` for a prefix, so the
+//! rules of what is a cache file live here once.
 //!
 //! What it is not for: reading caches (`dsrt-reader`) or joining them into datasets.
 //!
@@ -20,6 +24,7 @@
 #![forbid(unsafe_code)]
 
 mod byte_size; // the grammar of sizes users type: "20GB", "512MiB"
+mod cache_files; // a location's cache files: removing an unpublished cache, refusing a target
 mod encoded;
 mod error;
 mod merge;
@@ -28,6 +33,7 @@ mod planned;
 mod writer;
 
 pub use byte_size::{parse_byte_size, ByteSizeError};
+pub use cache_files::{first_cache_file, remove_unpublished, CacheFiles, LocalCacheFiles};
 pub use dsrt_shard::FinishedShard;
 pub use encoded::{EncodeError, EncodedSample, SampleEncoder};
 pub use error::WriteError;
@@ -37,7 +43,4 @@ pub use merge::{
 };
 pub use options::{ManifestVersion, WriterOptions, DEFAULT_MAX_SHARD_BYTES};
 pub use planned::{PlannedSample, PlannedShardWriter};
-pub use writer::{
-    is_shard_file_name, manifest_bytes, remove_unpublished, write_new_cache, CacheSummary,
-    CacheWriter,
-};
+pub use writer::{is_shard_file_name, manifest_bytes, write_new_cache, CacheSummary, CacheWriter};

@@ -12,7 +12,9 @@
 //! the same pieces, copying shards on the store instead of renaming them.
 
 use crate::writer::{create_file, io_error, is_shard_file_name, publish_manifest, sync_file};
-use crate::{CacheSummary, ManifestVersion, WriteError, WriterOptions};
+use crate::{
+    first_cache_file, CacheSummary, LocalCacheFiles, ManifestVersion, WriteError, WriterOptions,
+};
 use dsrt_index::{IndexError, IndexRow, IndexView, IndexWriter, INDEX_FILE_NAME};
 use dsrt_manifest::{shard_file_name, Manifest, ShardEntry, MANIFEST_FILE_NAME};
 use dsrt_metadata::{MetadataError, MetadataTable, MetadataWriter, METADATA_FILE_NAME};
@@ -391,19 +393,13 @@ fn check_part(path: &Path, options: &WriterOptions) -> Result<CheckedPart, Write
 /// `out` must hold no cache file: an earlier cache or a half-finished one is never mixed in.
 fn prepare_target(out: &Path) -> Result<(), WriteError> {
     fs::create_dir_all(out).map_err(io_error(out, "create cache directory"))?;
-    for name in [
-        MANIFEST_FILE_NAME,
-        INDEX_FILE_NAME,
-        METADATA_FILE_NAME,
-        SHARDS_DIR_NAME,
-    ] {
-        if out.join(name).exists() {
-            return Err(WriteError::TargetNotEmpty {
-                path: out.to_path_buf(),
-            });
-        }
+    match first_cache_file(&LocalCacheFiles::new(out)) {
+        Ok(None) => Ok(()),
+        Ok(Some(_)) => Err(WriteError::TargetNotEmpty {
+            path: out.to_path_buf(),
+        }),
+        Err(error) => Err(io_error(out, "list cache files")(error)),
     }
-    Ok(())
 }
 
 /// Removes what is left of a joined part (its manifest first, so no reader takes the

@@ -1,4 +1,4 @@
-use crate::{ManifestVersion, WriteError, WriterOptions};
+use crate::{remove_unpublished, LocalCacheFiles, ManifestVersion, WriteError, WriterOptions};
 use dsrt_index::{IndexWriter, INDEX_FILE_NAME};
 use dsrt_manifest::{
     cache_id_for_source, CacheDescription, CompressionAlgo, ManifestV2, ManifestV3, ShardEntry,
@@ -475,32 +475,10 @@ struct RemoveOnDrop<'a> {
 impl Drop for RemoveOnDrop<'_> {
     fn drop(&mut self) {
         if self.armed {
-            remove_unpublished(self.dir, self.created);
+            // Best effort: a file that cannot be removed stays, and the run's own error is
+            // the one to report.
+            let _ = remove_unpublished(&LocalCacheFiles::new(self.dir), self.created);
         }
-    }
-}
-
-/// Removes what an unfinished writer left in `dir` (its shard files, the shards directory,
-/// index.bin and metadata.arrow, and `dir` itself when `created`: the run made it) and nothing
-/// else, so a failed run leaves no partial cache behind. A published cache (one with a
-/// manifest.json) is never touched. Best effort: what cannot be removed stays.
-pub fn remove_unpublished(dir: &Path, created: bool) {
-    if dir.join(MANIFEST_FILE_NAME).exists() {
-        return;
-    }
-    let shards = dir.join(SHARDS_DIR_NAME);
-    if let Ok(entries) = fs::read_dir(&shards) {
-        for entry in entries.flatten() {
-            if is_shard_file_name(&entry.file_name().to_string_lossy()) {
-                let _ = fs::remove_file(entry.path());
-            }
-        }
-    }
-    let _ = fs::remove_dir(&shards);
-    let _ = fs::remove_file(dir.join(INDEX_FILE_NAME));
-    let _ = fs::remove_file(dir.join(METADATA_FILE_NAME));
-    if created {
-        let _ = fs::remove_dir(dir);
     }
 }
 
@@ -514,6 +492,7 @@ pub fn is_shard_file_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::first_cache_file;
 
     #[test]
     fn only_shard_names_count_as_shards() {
@@ -537,16 +516,37 @@ mod tests {
         ] {
             fs::write(dir.join(name), b"x").unwrap();
         }
-        remove_unpublished(&dir, true);
+        remove_unpublished(&LocalCacheFiles::new(&dir), true).unwrap();
         // The stranger's file stays, so the directory does too.
         assert!(dir.join("notes.txt").exists());
         assert!(!dir.join(INDEX_FILE_NAME).exists() && !dir.join(SHARDS_DIR_NAME).exists());
         fs::write(dir.join(MANIFEST_FILE_NAME), b"{}").unwrap();
         fs::write(dir.join(INDEX_FILE_NAME), b"x").unwrap();
-        remove_unpublished(&dir, true);
+        remove_unpublished(&LocalCacheFiles::new(&dir), true).unwrap();
         assert!(
             dir.join(INDEX_FILE_NAME).exists(),
             "a published cache is never touched"
         );
+    }
+
+    #[test]
+    fn the_first_cache_file_names_what_a_new_cache_would_be_mixed_with() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path();
+        let first = |dir| first_cache_file(&LocalCacheFiles::new(dir)).unwrap();
+        fs::write(dir.join("notes.txt"), b"x").unwrap();
+        assert_eq!(first(dir), None, "other files are no cache's");
+        fs::create_dir(dir.join(SHARDS_DIR_NAME)).unwrap();
+        assert_eq!(
+            first(dir).as_deref(),
+            Some("shards"),
+            "even an empty shards/"
+        );
+        fs::write(dir.join("shards/000000.bin"), b"x").unwrap();
+        assert_eq!(first(dir).as_deref(), Some("shards/000000.bin"));
+        fs::write(dir.join(METADATA_FILE_NAME), b"x").unwrap();
+        assert_eq!(first(dir).as_deref(), Some(METADATA_FILE_NAME));
+        fs::write(dir.join(MANIFEST_FILE_NAME), b"x").unwrap();
+        assert_eq!(first(dir).as_deref(), Some(MANIFEST_FILE_NAME));
     }
 }
