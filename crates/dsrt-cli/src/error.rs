@@ -78,6 +78,8 @@ pub(crate) enum CliError {
         message: String,
         /// Whether Ctrl-C stopped it (exit status 130).
         interrupted: bool,
+        /// Whether a store failure stopped it that trying again later may not meet (75).
+        retryable: bool,
     },
     /// A store URL, an upload or a remote migration failed; the text names the URL or file.
     #[error(transparent)]
@@ -160,6 +162,9 @@ impl CliError {
             Self::Migration {
                 interrupted: true, ..
             } => EXIT_INTERRUPTED,
+            Self::Migration {
+                retryable: true, ..
+            } => EXIT_TEMPORARY,
             Self::VerificationFailed {
                 retryable: true, ..
             } => EXIT_TEMPORARY,

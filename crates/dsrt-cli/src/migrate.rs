@@ -196,5 +196,6 @@ fn fail(args: &MigrateArgs, error: &ManifestUpdateError) -> Result<(), CliError>
     Err(CliError::Migration {
         message: error.to_string(),
         interrupted,
+        retryable: error.is_retryable(),
     })
 }

@@ -209,3 +209,23 @@ fn an_unreachable_store_exits_75() {
     );
     assert!(output.stdout.is_empty());
 }
+
+/// The same for `migrate`: a store nobody answers stops the migration before anything is
+/// written, with the status that says a later run may succeed.
+#[test]
+fn a_migration_of_an_unreachable_store_exits_75() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = common::command()
+        .args(["migrate", "--to", "3", "s3://bucket/cache"])
+        .env("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+        .env("AWS_ALLOW_HTTP", "true")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_REGION", "us-east-1")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(75), "{stderr}");
+    assert!(stderr.contains("s3://bucket/cache"), "{stderr}");
+}
