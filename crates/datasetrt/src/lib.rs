@@ -45,8 +45,9 @@ pub use dsrt_manifest::{
 };
 pub use dsrt_metadata::{gather_column, ColumnView, MetadataError, MetadataTable, RowView};
 pub use dsrt_migrate::{
-    update_manifests, LocalManifest, ManifestStore, ManifestUpdateEntry, ManifestUpdateError,
-    ManifestUpdateReport, ReadManifest, Stored, UpdateCause, UpdateOutcome, VersionToken,
+    update_local_manifests, update_manifests, LocalManifest, ManifestStore, ManifestUpdateEntry,
+    ManifestUpdateError, ManifestUpdateReport, ReadManifest, Stored, UpdateCause, UpdateOutcome,
+    VersionToken,
 };
 pub use dsrt_plan::{
     CacheShape, ConsumedStream, Continuation, EpochPlan, IterState, Mixture, MixtureChange,

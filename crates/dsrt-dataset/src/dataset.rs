@@ -1,7 +1,7 @@
 use crate::buffers::BufferPool;
 use crate::{DatasetError, SampleKey, SampleTable};
 use dsrt_metadata::RowView;
-use dsrt_migrate::{LocalManifest, ManifestStore, ManifestUpdateError, ManifestUpdateReport};
+use dsrt_migrate::{ManifestUpdateError, ManifestUpdateReport};
 use dsrt_reader::{Cache, OpenOptions, Sample, SampleBuf, SampleRef};
 use dsrt_schema::ValueRef;
 use durable_fs::{CancelToken, StdFileSystem};
@@ -276,13 +276,7 @@ impl Dataset {
         fs: &dyn durable_fs::FileSystem,
         cancel: &CancelToken,
     ) -> Result<ManifestUpdateReport, ManifestUpdateError> {
-        let stores: Vec<LocalManifest<'_>> = self
-            .caches
-            .iter()
-            .map(|c| LocalManifest::new(c.path.clone(), fs))
-            .collect();
-        let stores: Vec<&dyn ManifestStore> =
-            stores.iter().map(|s| s as &dyn ManifestStore).collect();
-        dsrt_migrate::update_manifests(&stores, version, cancel)
+        let dirs: Vec<PathBuf> = self.caches.iter().map(|c| c.path.clone()).collect();
+        dsrt_migrate::update_local_manifests(&dirs, version, fs, cancel)
     }
 }

@@ -32,7 +32,7 @@ mod store; // the seam: read a manifest and its version, replace it on that cond
 /// What a store's replacement checks before it replaces (re-exported: the trait names it).
 pub use durable_fs::CancelToken;
 pub use error::{ManifestUpdateError, UpdateCause};
-pub use local::LocalManifest;
+pub use local::{update_local_manifests, LocalManifest};
 pub use report::{ManifestUpdateEntry, ManifestUpdateReport, UpdateOutcome};
 pub use run::update_manifests;
 pub use store::{ManifestStore, ReadManifest, Stored, VersionToken};

@@ -1,7 +1,10 @@
 //! A cache directory's manifest: replaced crash-safely (temp file beside the resolved target,
 //! fsync, rename, directory fsync) through a `FileSystem`, so tests inject faults.
 
-use crate::{ManifestStore, ReadManifest, Stored, UpdateCause, VersionToken};
+use crate::{
+    update_manifests, ManifestStore, ManifestUpdateError, ManifestUpdateReport, ReadManifest,
+    Stored, UpdateCause, VersionToken,
+};
 use dsrt_manifest::{MANIFEST_FILE_NAME, MANIFEST_TEMP_PREFIX};
 use durable_fs::{
     publish_cancellable, unique_temp_name, CancelToken, FileSystem, PublishStep, Published,
@@ -123,4 +126,17 @@ fn stored(published: Published) -> Stored {
             durability_unknown: Some(e.to_string()),
         },
     }
+}
+
+/// [`update_manifests`] of the cache directories `dirs` (in a dataset's order) through `fs`:
+/// the whole migration of a list of local caches.
+pub fn update_local_manifests(
+    dirs: &[PathBuf],
+    version: u64,
+    fs: &dyn FileSystem,
+    cancel: &CancelToken,
+) -> Result<ManifestUpdateReport, ManifestUpdateError> {
+    let stores = LocalManifest::all(dirs, fs);
+    let stores: Vec<&dyn ManifestStore> = stores.iter().map(|s| s as &dyn ManifestStore).collect();
+    update_manifests(&stores, version, cancel)
 }

@@ -9,9 +9,7 @@
 use dsrt_atlas_test_runner as runner;
 
 use dsrt_manifest::Manifest;
-use dsrt_migrate::{
-    update_manifests, LocalManifest, ManifestStore, ManifestUpdateError, ManifestUpdateReport,
-};
+use dsrt_migrate::update_local_manifests;
 use durable_fs::{CancelToken, DurableFile, FileSystem, StdFileSystem};
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -99,7 +97,7 @@ fn main() -> ExitCode {
 
 /// The child: migrates, announcing every file operation.
 fn migrate_child(root: &str) {
-    update_dirs(
+    update_local_manifests(
         &caches_under(Path::new(root)),
         3,
         &SteppingFs,
@@ -164,7 +162,8 @@ fn sigkill_at_every_step_leaves_old_or_new_manifests() {
             }
         }
         // A retry in the original order completes; leftover temporary files are left alone.
-        let report = update_dirs(&caches, 3, &StdFileSystem, &CancelToken::new()).unwrap();
+        let report =
+            update_local_manifests(&caches, 3, &StdFileSystem, &CancelToken::new()).unwrap();
         assert_eq!(
             report
                 .entries
@@ -174,16 +173,4 @@ fn sigkill_at_every_step_leaves_old_or_new_manifests() {
             vec![0, 1, 2]
         );
     }
-}
-
-/// Migrates the cache directories `caches` through `fs`: the one migration over local stores.
-fn update_dirs(
-    caches: &[PathBuf],
-    version: u64,
-    fs: &dyn FileSystem,
-    cancel: &CancelToken,
-) -> Result<ManifestUpdateReport, ManifestUpdateError> {
-    let stores = LocalManifest::all(caches, fs);
-    let stores: Vec<&dyn ManifestStore> = stores.iter().map(|s| s as &dyn ManifestStore).collect();
-    update_manifests(&stores, version, cancel)
 }

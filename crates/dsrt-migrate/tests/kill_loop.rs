@@ -15,9 +15,7 @@
 
 use dsrt_atlas_test_runner as runner;
 
-use dsrt_migrate::{
-    update_manifests, LocalManifest, ManifestStore, ManifestUpdateError, ManifestUpdateReport,
-};
+use dsrt_migrate::update_local_manifests;
 use durable_fs::{CancelToken, DurableFile, FileSystem, StdFileSystem};
 use std::io::{self, Write};
 #[cfg(unix)]
@@ -151,7 +149,7 @@ impl FileSystem for DyingFs {
 }
 
 fn migrate(root: &Path, fs: &dyn FileSystem) {
-    update_dirs(&caches_under(root), 3, fs, &CancelToken::new()).unwrap();
+    update_local_manifests(&caches_under(root), 3, fs, &CancelToken::new()).unwrap();
 }
 
 #[cfg(not(unix))]
@@ -254,16 +252,4 @@ fn a_hundred_random_kills_leave_every_manifest_old_or_new() {
     );
     assert!(killed >= KILLS * 8 / 10, "only {killed} kills");
     assert!(changed_before_kill > 0, "no kill landed after a rename");
-}
-
-/// Migrates the cache directories `caches` through `fs`: the one migration over local stores.
-fn update_dirs(
-    caches: &[PathBuf],
-    version: u64,
-    fs: &dyn FileSystem,
-    cancel: &CancelToken,
-) -> Result<ManifestUpdateReport, ManifestUpdateError> {
-    let stores = LocalManifest::all(caches, fs);
-    let stores: Vec<&dyn ManifestStore> = stores.iter().map(|s| s as &dyn ManifestStore).collect();
-    update_manifests(&stores, version, cancel)
 }

@@ -3,10 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::cast_possible_truncation)] // test code: known small values
 
 use dsrt_manifest::Manifest;
-use dsrt_migrate::{
-    update_manifests, LocalManifest, ManifestStore, ManifestUpdateError, ManifestUpdateReport,
-    UpdateCause, UpdateOutcome,
-};
+use dsrt_migrate::{update_local_manifests, UpdateCause, UpdateOutcome};
 use durable_fs::{CancelToken, DurableFile, FileSystem, StdFileSystem};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -57,7 +54,7 @@ fn v2_becomes_v3_with_its_position_and_nothing_else_changes() {
         .iter()
         .map(|c| serde_json::from_str(&read(c)).unwrap())
         .collect();
-    let report = update_dirs(&caches, 3, &StdFileSystem, &CancelToken::new()).unwrap();
+    let report = update_local_manifests(&caches, 3, &StdFileSystem, &CancelToken::new()).unwrap();
     let outcomes: Vec<_> = report
         .entries
         .iter()
@@ -115,7 +112,7 @@ fn symlinked_manifests_are_written_beside_their_target_and_stay_links() {
     std::os::unix::fs::symlink(real.join("m.json"), cache.join("manifest.json")).unwrap();
     let linked_dir = root.path().join("linked-cache");
     std::os::unix::fs::symlink(&cache, &linked_dir).unwrap();
-    let report = update_dirs(
+    let report = update_local_manifests(
         std::slice::from_ref(&linked_dir),
         3,
         &StdFileSystem,
@@ -145,7 +142,7 @@ fn every_target_is_checked_before_any_is_replaced() {
     let root = tempfile::tempdir().unwrap();
     // Position 1 migrates to id 1, which the v3 cache at position 2 already holds.
     let caches = make_caches(root.path(), &[v2_text("a"), v2_text("b"), v3_text("c", 1)]);
-    let err = update_dirs(&caches, 3, &StdFileSystem, &CancelToken::new()).unwrap_err();
+    let err = update_local_manifests(&caches, 3, &StdFileSystem, &CancelToken::new()).unwrap_err();
     assert!(
         matches!(*err.cause, UpdateCause::DuplicateId { id: 1, .. }),
         "{err}"
@@ -154,26 +151,27 @@ fn every_target_is_checked_before_any_is_replaced() {
     assert_eq!(read(&caches[0]), v2_text("a"), "nothing replaced");
 
     let caches = make_caches(root.path(), &[v2_text("a"), "{ not json".into()]);
-    let err = update_dirs(&caches, 3, &StdFileSystem, &CancelToken::new()).unwrap_err();
+    let err = update_local_manifests(&caches, 3, &StdFileSystem, &CancelToken::new()).unwrap_err();
     assert!(matches!(*err.cause, UpdateCause::Manifest { .. }), "{err}");
     assert_eq!(err.failed, Some(caches[1].display().to_string()));
     assert_eq!(read(&caches[0]), v2_text("a"));
 
     let caches = make_caches(root.path(), &[v2_text("a"), v2_text("b")]);
     let twice = vec![caches[0].clone(), caches[1].clone(), caches[0].clone()];
-    let err = update_dirs(&twice, 3, &StdFileSystem, &CancelToken::new()).unwrap_err();
+    let err = update_local_manifests(&twice, 3, &StdFileSystem, &CancelToken::new()).unwrap_err();
     assert!(
         matches!(*err.cause, UpdateCause::DuplicateCache { .. }),
         "{err}"
     );
 
-    let err = update_dirs(&caches, 4, &StdFileSystem, &CancelToken::new()).unwrap_err();
+    let err = update_local_manifests(&caches, 4, &StdFileSystem, &CancelToken::new()).unwrap_err();
     assert!(matches!(*err.cause, UpdateCause::UnsupportedTarget(4)));
     let unsupported = make_caches(
         &root.path().join("u"),
         &[v2_text("a").replace(": 2,", ": 7,")],
     );
-    let err = update_dirs(&unsupported, 3, &StdFileSystem, &CancelToken::new()).unwrap_err();
+    let err =
+        update_local_manifests(&unsupported, 3, &StdFileSystem, &CancelToken::new()).unwrap_err();
     assert!(matches!(*err.cause, UpdateCause::Manifest { .. }), "{err}");
 }
 
@@ -282,7 +280,7 @@ fn a_fault_at_every_step_leaves_old_or_new_manifests_and_a_retry_completes() {
     // Count each operation of a clean run, then fail each occurrence in turn.
     let clean = Arc::new(Faulty::new(None));
     let root = tempfile::tempdir().unwrap();
-    update_dirs(
+    update_local_manifests(
         &make_caches(root.path(), &texts),
         3,
         &Shared(Arc::clone(&clean)),
@@ -304,7 +302,7 @@ fn a_fault_at_every_step_leaves_old_or_new_manifests_and_a_retry_completes() {
             let root = tempfile::tempdir().unwrap();
             let caches = make_caches(root.path(), &texts);
             let faulty = Shared(Arc::new(Faulty::new(Some((op, nth)))));
-            let result = update_dirs(&caches, 3, &faulty, &CancelToken::new());
+            let result = update_local_manifests(&caches, 3, &faulty, &CancelToken::new());
             for (cache, text) in caches.iter().zip(&texts) {
                 let now = read(cache);
                 let migrated = Manifest::parse(now.as_bytes()).unwrap();
@@ -323,7 +321,8 @@ fn a_fault_at_every_step_leaves_old_or_new_manifests_and_a_retry_completes() {
                 Err(err) => assert!(err.failed.is_some() && !err.to_string().is_empty()),
             }
             // A retry in the original order completes and gives the positional ids.
-            let report = update_dirs(&caches, 3, &StdFileSystem, &CancelToken::new()).unwrap();
+            let report =
+                update_local_manifests(&caches, 3, &StdFileSystem, &CancelToken::new()).unwrap();
             let ids: Vec<u64> = report.entries.iter().map(|e| e.cache_id).collect();
             assert_eq!(ids, vec![0, 77, 2], "{op:?}#{nth}");
             assert!(report
@@ -341,7 +340,7 @@ fn cancellation_before_a_rename_removes_the_temporary_file() {
     let caches = make_caches(root.path(), &[v2_text("a"), v2_text("b")]);
     let cancel = CancelToken::new();
     cancel.cancel();
-    let err = update_dirs(&caches, 3, &StdFileSystem, &cancel).unwrap_err();
+    let err = update_local_manifests(&caches, 3, &StdFileSystem, &cancel).unwrap_err();
     assert!(matches!(*err.cause, UpdateCause::Interrupted));
     assert!(err.done.is_empty());
     for cache in &caches {
@@ -356,7 +355,7 @@ fn stale_temporary_files_from_a_hard_kill_are_left_alone() {
     let caches = make_caches(root.path(), &[v2_text("a")]);
     let stale = caches[0].join(".manifest.json.tmp-4242-1-0");
     std::fs::write(&stale, b"{\"format_version\": 3, torn").unwrap();
-    update_dirs(&caches, 3, &StdFileSystem, &CancelToken::new()).unwrap();
+    update_local_manifests(&caches, 3, &StdFileSystem, &CancelToken::new()).unwrap();
     assert_eq!(
         std::fs::read(&stale).unwrap(),
         b"{\"format_version\": 3, torn"
@@ -371,7 +370,7 @@ fn a_token_cache_keeps_its_tokens_key_through_migration() {
     let text = v2_text("t").replacen("\"source\"", &format!("{tokens}\n    \"source\""), 1);
     let caches = make_caches(root.path(), &[text]);
     let before: serde_json::Value = serde_json::from_str(&read(&caches[0])).unwrap();
-    update_dirs(&caches, 3, &StdFileSystem, &CancelToken::new()).unwrap();
+    update_local_manifests(&caches, 3, &StdFileSystem, &CancelToken::new()).unwrap();
     let manifest = parsed(&caches[0]);
     assert_eq!(manifest.format_version(), 3);
     assert_eq!(manifest.extra_key("tokens"), Some(&before["tokens"]));
@@ -379,16 +378,4 @@ fn a_token_cache_keeps_its_tokens_key_through_migration() {
         read(&caches[0]).contains(tokens),
         "the key's text is kept as written"
     );
-}
-
-/// Migrates the cache directories `caches` through `fs`: the one migration over local stores.
-fn update_dirs(
-    caches: &[PathBuf],
-    version: u64,
-    fs: &dyn FileSystem,
-    cancel: &CancelToken,
-) -> Result<ManifestUpdateReport, ManifestUpdateError> {
-    let stores = LocalManifest::all(caches, fs);
-    let stores: Vec<&dyn ManifestStore> = stores.iter().map(|s| s as &dyn ManifestStore).collect();
-    update_manifests(&stores, version, cancel)
 }

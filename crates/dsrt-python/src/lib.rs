@@ -48,12 +48,8 @@ fn update_manifests(
     version: u64,
 ) -> PyResult<dataset::PyUpdateReport> {
     let report = errors::enter(py, || {
-        let stores = datasetrt::LocalManifest::all(&paths, &datasetrt::StdFileSystem);
-        let stores: Vec<&dyn datasetrt::ManifestStore> = stores
-            .iter()
-            .map(|s| s as &dyn datasetrt::ManifestStore)
-            .collect();
-        datasetrt::update_manifests(&stores, version, &datasetrt::CancelToken::new())
+        let fs = datasetrt::StdFileSystem;
+        datasetrt::update_local_manifests(&paths, version, &fs, &datasetrt::CancelToken::new())
     })?;
     dataset::PyUpdateReport::from_report(py, &report)
 }
