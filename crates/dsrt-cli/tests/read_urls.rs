@@ -190,14 +190,9 @@ fn reading_subcommands_document_urls_and_the_store_flags() {
 #[test]
 fn an_unreachable_store_exits_75() {
     let dir = tempfile::tempdir().unwrap();
-    let output = common::command()
+    let output = unreachable_store()
         .args(["cat", "s3://bucket/cache", "0", "--cache-dir"])
         .arg(dir.path().join("local-cache"))
-        .env("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
-        .env("AWS_ALLOW_HTTP", "true")
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
-        .env("AWS_REGION", "us-east-1")
         .current_dir(dir.path())
         .output()
         .unwrap();
@@ -215,17 +210,24 @@ fn an_unreachable_store_exits_75() {
 #[test]
 fn a_migration_of_an_unreachable_store_exits_75() {
     let dir = tempfile::tempdir().unwrap();
-    let output = common::command()
+    let output = unreachable_store()
         .args(["migrate", "--to", "3", "s3://bucket/cache"])
-        .env("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
-        .env("AWS_ALLOW_HTTP", "true")
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
-        .env("AWS_REGION", "us-east-1")
         .current_dir(dir.path())
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(75), "{stderr}");
     assert!(stderr.contains("s3://bucket/cache"), "{stderr}");
+}
+
+/// `dsrt`, its S3 endpoint a closed loopback port.
+fn unreachable_store() -> std::process::Command {
+    let mut command = common::command();
+    command
+        .env("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+        .env("AWS_ALLOW_HTTP", "true")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_REGION", "us-east-1");
+    command
 }
