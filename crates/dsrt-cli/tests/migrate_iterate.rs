@@ -3,23 +3,13 @@
 
 mod common;
 
-use common::{dsrt_in, pack_text};
+use common::{dsrt_in, make_v2, pack_text};
 use serde_json::json;
 use std::path::Path;
 
 /// Packs `count` text samples into `dir/name`, a few per shard.
 fn pack(dir: &Path, name: &str, count: usize) {
     pack_text(dir, name, count, 200);
-}
-
-/// Rewrites a packed (v3) cache's manifest as v2, as an older writer would have left it.
-fn make_v2(cache: &Path) {
-    let path = cache.join("manifest.json");
-    let mut manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    manifest["format_version"] = json!(2);
-    manifest.as_object_mut().unwrap().remove("cache_id");
-    std::fs::write(&path, serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{dir_with, dsrt_in};
+use common::{dir_with, dsrt_in, make_v2};
 use serde_json::json;
 
 #[test]
@@ -66,14 +66,4 @@ fn migrate_checks_every_cache_of_a_mixed_list_before_writing() {
         std::fs::read(dir.path().join("a/manifest.json")).unwrap(),
         before
     );
-}
-
-/// Rewrites a packed (v3) cache's manifest as v2, as an older writer would have left it.
-fn make_v2(cache: &std::path::Path) {
-    let path = cache.join("manifest.json");
-    let mut manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    manifest["format_version"] = json!(2);
-    manifest.as_object_mut().unwrap().remove("cache_id");
-    std::fs::write(&path, serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
 }

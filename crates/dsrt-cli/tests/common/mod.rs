@@ -175,3 +175,13 @@ pub(crate) fn col(name: &str, ty: &str, nullable: bool) -> (String, String, bool
 pub(crate) fn shard_path(cache: &Path, id: u64) -> PathBuf {
     cache.join("shards").join(format!("{id:06}.bin"))
 }
+
+/// Rewrites a packed (v3) cache's manifest as v2, as an older writer would have left it.
+pub(crate) fn make_v2(cache: &Path) {
+    let path = cache.join("manifest.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    manifest["format_version"] = serde_json::json!(2);
+    manifest.as_object_mut().unwrap().remove("cache_id");
+    std::fs::write(&path, serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
+}
