@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{dir_with, dsrt_in};
+use common::{dir_with, dsrt_in, make_v2};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -88,12 +88,7 @@ fn migrate_takes_s3_urls_and_directories_in_one_list() {
     let args = ["pack", "--from-dir", ".", "--out", "local", "--source", "l"];
     dsrt_in(input.path(), &args).ok();
     // The local cache as an older writer left it: v2, its id its position in the list.
-    let path = input.path().join("local/manifest.json");
-    let mut manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    manifest["format_version"] = serde_json::json!(2);
-    manifest.as_object_mut().unwrap().remove("cache_id");
-    std::fs::write(&path, serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
+    make_v2(&input.path().join("local"));
     let run = dsrt_in(input.path(), &["migrate", "--to", "3", &url, "local"]).ok();
     let text = run.stdout_text();
     assert!(
