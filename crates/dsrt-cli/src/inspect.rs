@@ -188,16 +188,8 @@ fn shard_line(shard: &ShardInfo<'_>) -> String {
         "  {}  {:>12} bytes  {:<4}  ratio {:.3}",
         shard.name,
         shard.byte_len,
-        algo_name(shard.algo),
+        shard.algo.name(),
         shard.ratio
     );
     line
-}
-
-/// The manifest's name of `algo`.
-pub(crate) fn algo_name(algo: CompressionAlgo) -> &'static str {
-    match algo {
-        CompressionAlgo::None => "none",
-        CompressionAlgo::Lz4 => "lz4",
-    }
 }

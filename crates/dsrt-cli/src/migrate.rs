@@ -7,7 +7,7 @@ use crate::output::{print, print_json, warn};
 use clap::Args;
 use datasetrt::{
     CancelToken, LocalManifest, ManifestStore, ManifestUpdateEntry, ManifestUpdateError,
-    StdFileSystem, UpdateCause, UpdateOutcome,
+    StdFileSystem, UpdateCause,
 };
 use dsrt_remote::{RemoteManifest, StoreLocation};
 use serde::Serialize;
@@ -107,17 +107,12 @@ fn targets(caches: &[PathBuf]) -> Result<Vec<Target>, CliError> {
 }
 
 fn entry_json(entry: &ManifestUpdateEntry) -> EntryJson<'_> {
-    let (outcome, error) = match &entry.outcome {
-        UpdateOutcome::Updated => ("updated", None),
-        UpdateOutcome::Unchanged => ("unchanged", None),
-        UpdateOutcome::DurabilityUnknown { error } => ("durability_unknown", Some(error.as_str())),
-    };
     EntryJson {
         cache: &entry.cache,
         manifest: &entry.manifest,
         cache_id: entry.cache_id,
-        outcome,
-        error,
+        outcome: entry.outcome.name(),
+        error: entry.outcome.error(),
         atomic: entry.atomic,
     }
 }

@@ -15,6 +15,25 @@ pub enum CompressionAlgo {
     Lz4,
 }
 
+impl CompressionAlgo {
+    /// The name the manifest, the CLI and Python use: `"none"` or `"lz4"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Lz4 => "lz4",
+        }
+    }
+
+    /// The algorithm a name (any case) means; `None` for a name that is neither.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name.to_ascii_lowercase().as_str() {
+            "none" => Some(Self::None),
+            "lz4" => Some(Self::Lz4),
+            _ => None,
+        }
+    }
+}
+
 /// `{"algo": ..., "ratio": ...}` of a shard entry.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ShardCompression {
@@ -61,5 +80,24 @@ impl ShardEntry {
             compression: ShardCompression { algo, ratio },
             sha256,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_algorithm_name_is_its_manifest_spelling_in_any_case() {
+        for algo in [CompressionAlgo::None, CompressionAlgo::Lz4] {
+            let json = serde_json::to_string(&algo).unwrap();
+            assert_eq!(json, format!("\"{}\"", algo.name()));
+            assert_eq!(CompressionAlgo::from_name(algo.name()), Some(algo));
+        }
+        assert_eq!(
+            CompressionAlgo::from_name("LZ4"),
+            Some(CompressionAlgo::Lz4)
+        );
+        assert_eq!(CompressionAlgo::from_name("zstd"), None);
     }
 }

@@ -14,6 +14,26 @@ pub enum UpdateOutcome {
     },
 }
 
+impl UpdateOutcome {
+    /// The outcome's name in reports (`dsrt migrate --json`, Python's report entries):
+    /// `"updated"`, `"unchanged"` or `"durability_unknown"`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Updated => "updated",
+            Self::Unchanged => "unchanged",
+            Self::DurabilityUnknown { .. } => "durability_unknown",
+        }
+    }
+
+    /// The fsync error of a `DurabilityUnknown` outcome.
+    pub fn error(&self) -> Option<&str> {
+        match self {
+            Self::DurabilityUnknown { error } => Some(error),
+            Self::Updated | Self::Unchanged => None,
+        }
+    }
+}
+
 /// One cache of a migration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ManifestUpdateEntry {
@@ -51,5 +71,29 @@ impl ManifestUpdateReport {
     /// Entries replaced without a conditional write.
     pub fn not_atomic(&self) -> impl Iterator<Item = &ManifestUpdateEntry> {
         self.entries.iter().filter(|e| !e.atomic)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_outcome_has_its_report_name_and_only_an_unsynced_one_an_error() {
+        let unsynced = UpdateOutcome::DurabilityUnknown {
+            error: "EIO".into(),
+        };
+        assert_eq!(
+            (unsynced.name(), unsynced.error()),
+            ("durability_unknown", Some("EIO"))
+        );
+        assert_eq!(
+            (
+                UpdateOutcome::Updated.name(),
+                UpdateOutcome::Updated.error()
+            ),
+            ("updated", None)
+        );
+        assert_eq!(UpdateOutcome::Unchanged.name(), "unchanged");
     }
 }

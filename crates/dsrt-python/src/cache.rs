@@ -5,7 +5,7 @@ use crate::errors::{enter, Error};
 use crate::options::{Kwargs, RemoteArgs};
 use crate::remote::Location;
 use crate::values::{row_dict, schema_to_arrow};
-use datasetrt::{Cache, CacheError, Dataset, OpenOptions, PayloadAt, SampleBuf};
+use datasetrt::{Cache, CacheError, Dataset, PayloadAt, SampleBuf};
 use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -207,18 +207,8 @@ impl PyCache {
         let mut kwargs = Kwargs::new("Cache", options)?;
         let args = RemoteArgs::take(&mut kwargs)?;
         kwargs.finish()?;
-        let cache = match &location {
-            Location::Text(text) => {
-                let options = args.options();
-                enter(py, || dsrt_remote::open_cache(text, &options))?
-            }
-            Location::Path(dir) => {
-                let options = OpenOptions {
-                    validate_cache: args.validate_cache,
-                };
-                enter(py, || Cache::open(dir, options))?
-            }
-        };
+        let options = args.options();
+        let cache = enter(py, || dsrt_remote::open_cache(&location.0, &options))?;
         Ok(Self {
             cache: CacheRef::Own(Arc::new(cache)),
             cache_id: None,

@@ -5,7 +5,7 @@ use crate::errors::{enter, entry_dict, Error};
 use crate::options::{Kwargs, RemoteArgs};
 use crate::remote::Location;
 use crate::values::row_dict;
-use datasetrt::{Cache, CancelToken, Dataset, DatasetError, OpenOptions, SampleKey, SampleTable};
+use datasetrt::{Cache, CancelToken, Dataset, DatasetError, SampleKey, SampleTable};
 use pyo3::exceptions::{PyIndexError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
@@ -80,22 +80,9 @@ pub(crate) fn open_locations(
     paths: &[Location],
     args: &RemoteArgs,
 ) -> PyResult<Dataset> {
-    let texts: Option<Vec<&str>> = paths.iter().map(Location::text).collect();
-    match texts {
-        Some(texts) => {
-            let options = args.options();
-            enter(py, || dsrt_remote::open_dataset(&texts, &options))
-        }
-        // A path that is not UTF-8 can only be a local directory: all of them are opened
-        // as local directories.
-        None => {
-            let dirs: Vec<PathBuf> = paths.iter().map(Location::path).collect();
-            let options = OpenOptions {
-                validate_cache: args.validate_cache,
-            };
-            enter(py, || Dataset::open(&dirs, options))
-        }
-    }
+    let paths: Vec<&PathBuf> = paths.iter().map(|location| &location.0).collect();
+    let options = args.options();
+    enter(py, || dsrt_remote::open_dataset(&paths, &options))
 }
 
 #[pymethods]
@@ -213,7 +200,7 @@ impl PyDataset {
     /// How remote shards are read: "whole" or "range".
     #[getter]
     fn fetch(&self) -> &'static str {
-        self.args.fetch_name()
+        self.args.fetch.name()
     }
 
     /// Shard downloads kept in flight ahead of a Loader (0: none).
@@ -249,7 +236,7 @@ impl PyDataset {
     /// Who may use the local cache directory: "private" (the user alone) or "group".
     #[getter]
     fn cache_access(&self) -> &'static str {
-        self.args.cache_access_name()
+        self.args.cache_access.name()
     }
 
     /// Every sample whose metadata matches, in list then row order, as a SampleTable. Reads
@@ -318,7 +305,7 @@ impl PyDataset {
         let report = enter(py, move || {
             dataset.update_manifests(version, &CancelToken::new())
         })?;
-        PyUpdateReport::from_report(py, &report)
+        PyUpdateReport::from_report(py, report)
     }
 
     /// Pickles as its paths or URLs and options: the caches are reopened in the receiving
@@ -331,13 +318,13 @@ impl PyDataset {
             args.validate_cache,
             args.cache_dir_str(),
             args.cache_limit,
-            args.fetch_name(),
+            args.fetch.name(),
             args.prefetch_shards,
             args.read_while_downloading,
             args.attempts,
             args.first_backoff,
             args.wait_for_room,
-            args.cache_access_name(),
+            args.cache_access.name(),
         );
         Ok((rebuild, options))
     }
@@ -376,31 +363,28 @@ fn accepts_two_args(py: Python<'_>, f: &Bound<'_, PyAny>) -> PyResult<bool> {
 /// listing the paths of each outcome.
 #[pyclass(module = "datasetrt", name = "ManifestUpdateReport", frozen)]
 pub(crate) struct PyUpdateReport {
+    report: datasetrt::ManifestUpdateReport,
     entries: Py<PyList>,
 }
 
 impl PyUpdateReport {
     pub(crate) fn from_report(
         py: Python<'_>,
-        report: &datasetrt::ManifestUpdateReport,
+        report: datasetrt::ManifestUpdateReport,
     ) -> PyResult<Self> {
         let entries = PyList::empty(py);
         for entry in &report.entries {
             entries.append(entry_dict(py, entry)?)?;
         }
-        Ok(Self {
-            entries: entries.unbind(),
-        })
+        let entries = entries.unbind();
+        Ok(Self { report, entries })
     }
 
-    fn paths_with(&self, py: Python<'_>, outcome: &str) -> PyResult<Vec<String>> {
-        let mut paths = Vec::new();
-        for entry in self.entries.bind(py).iter() {
-            if entry.get_item("outcome")?.eq(outcome)? {
-                paths.push(entry.get_item("path")?.extract()?);
-            }
-        }
-        Ok(paths)
+    fn paths_with(&self, outcome: &str) -> Vec<String> {
+        (self.report.entries.iter())
+            .filter(|entry| entry.outcome.name() == outcome)
+            .map(|entry| entry.cache.clone())
+            .collect()
     }
 }
 
@@ -414,29 +398,29 @@ impl PyUpdateReport {
 
     /// Paths whose manifest was rewritten from v2 to v3.
     #[getter]
-    fn updated(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        self.paths_with(py, "updated")
+    fn updated(&self) -> Vec<String> {
+        self.paths_with("updated")
     }
 
     /// Paths already at v3 (left as they were, fsynced).
     #[getter]
-    fn unchanged(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        self.paths_with(py, "unchanged")
+    fn unchanged(&self) -> Vec<String> {
+        self.paths_with("unchanged")
     }
 
     /// Paths whose manifest is in place but whose directory fsync failed (retry to sync).
     #[getter]
-    fn durability_unknown(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        self.paths_with(py, "durability_unknown")
+    fn durability_unknown(&self) -> Vec<String> {
+        self.paths_with("durability_unknown")
     }
 
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!(
+    fn __repr__(&self) -> String {
+        format!(
             "ManifestUpdateReport(updated={:?}, unchanged={:?}, durability_unknown={:?})",
-            self.updated(py)?,
-            self.unchanged(py)?,
-            self.durability_unknown(py)?
-        ))
+            self.updated(),
+            self.unchanged(),
+            self.durability_unknown()
+        )
     }
 }
 

@@ -6,7 +6,7 @@ use datasetrt::token_stream::TokenStreamError;
 use datasetrt::tokens::TokenError;
 use datasetrt::{
     CacheError, CacheFile, DatasetError, Exhausted, HandlePool, ManifestUpdateEntry,
-    ManifestUpdateError, UpdateCause, UpdateOutcome, WriteError,
+    ManifestUpdateError, UpdateCause, WriteError,
 };
 use dsrt_remote::RemoteError;
 use py_support::{BindingError, ErrorFields, ExceptionClass, Fields};
@@ -469,13 +469,8 @@ pub(crate) fn entry_dict<'py>(
     dict.set_item("path", &entry.cache)?;
     dict.set_item("manifest", &entry.manifest)?;
     dict.set_item("cache_id", entry.cache_id)?;
-    let (outcome, error) = match &entry.outcome {
-        UpdateOutcome::Updated => ("updated", None),
-        UpdateOutcome::Unchanged => ("unchanged", None),
-        UpdateOutcome::DurabilityUnknown { error } => ("durability_unknown", Some(error.clone())),
-    };
-    dict.set_item("outcome", outcome)?;
-    dict.set_item("error", error)?;
+    dict.set_item("outcome", entry.outcome.name())?;
+    dict.set_item("error", entry.outcome.error())?;
     Ok(dict)
 }
 

@@ -51,7 +51,7 @@ fn update_manifests(
         let fs = datasetrt::StdFileSystem;
         datasetrt::update_local_manifests(&paths, version, &fs, &datasetrt::CancelToken::new())
     })?;
-    dataset::PyUpdateReport::from_report(py, &report)
+    dataset::PyUpdateReport::from_report(py, report)
 }
 
 /// The v3 cache id a writer derives from `source` (the same function as the Rust writer's).
@@ -83,15 +83,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::PyRankPlan>()?;
     m.add_function(wrap_pyfunction!(update_manifests, m)?)?;
     m.add_function(wrap_pyfunction!(pack::_pack, m)?)?;
-    m.add_function(wrap_pyfunction!(writer::_merge_parts, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::_merge_parts, m)?)?;
     m.add_function(wrap_pyfunction!(writer::_cache_schema, m)?)?;
-    m.add_function(wrap_pyfunction!(writer::_remove_unpublished, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::_remove_unpublished, m)?)?;
     m.add_function(wrap_pyfunction!(cache_id_for_source, m)?)?;
     m.add_function(wrap_pyfunction!(remote::publish, m)?)?;
     m.add_function(wrap_pyfunction!(remote::_check_publish_target, m)?)?;
-    m.add_function(wrap_pyfunction!(remote::_merge_remote_parts, m)?)?;
     m.add_function(wrap_pyfunction!(remote::_remove_remote_prefix, m)?)?;
-    m.add_function(wrap_pyfunction!(remote::_remove_unpublished_remote, m)?)?;
     m.add_function(wrap_pyfunction!(remote::_parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(views::_located_payloads, m)?)?;
     m.add_class::<views::PayloadViews>()?;

@@ -79,15 +79,12 @@ impl RemoteArgs {
     /// default.
     pub(crate) fn take(kwargs: &mut Kwargs<'_>) -> PyResult<Self> {
         let defaults = RemoteOptions::new(PathBuf::new());
-        let fetch = match kwargs.get("fetch", "whole".to_owned())?.as_str() {
-            "whole" => ShardFetch::Whole,
-            "range" => ShardFetch::Range,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "fetch must be \"whole\" or \"range\", not {other:?}"
-                )))
-            }
-        };
+        let fetch = kwargs.get("fetch", "whole".to_owned())?;
+        let fetch = ShardFetch::from_name(&fetch).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "fetch must be \"whole\" or \"range\", not {fetch:?}"
+            ))
+        })?;
         let prefetch_shards = match kwargs.int("prefetch_shards", 0)? {
             Some(n) => usize::try_from(n)
                 .map_err(|_| PyValueError::new_err(format!("prefetch_shards is too large: {n}")))?,
@@ -99,15 +96,11 @@ impl RemoteArgs {
             })?,
             None => defaults.attempts,
         };
-        let cache_access = match kwargs.get("cache_access", "private".to_owned())?.as_str() {
-            "private" => Access::Private,
-            "group" => Access::Group,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "cache_access must be \"private\" or \"group\", not {other:?}"
-                )))
-            }
-        };
+        let access = kwargs.get("cache_access", "private".to_owned())?;
+        let cache_access = Access::from_name(&access).ok_or_else(|| {
+            let message = format!("cache_access must be \"private\" or \"group\", not {access:?}");
+            PyValueError::new_err(message)
+        })?;
         let first_backoff = kwargs.seconds("first_backoff")?;
         if let Some(seconds) = first_backoff.filter(|&s| s > MAX_FIRST_BACKOFF) {
             return Err(PyValueError::new_err(format!(
@@ -151,22 +144,6 @@ impl RemoteArgs {
             .retries(self.attempts, Duration::from_secs_f64(self.first_backoff))
             .wait_for_room(Duration::from_secs_f64(self.wait_for_room))
             .cache_access(self.cache_access)
-    }
-
-    /// `cache_access` as its Python name.
-    pub(crate) fn cache_access_name(&self) -> &'static str {
-        match self.cache_access {
-            Access::Group => "group",
-            Access::Private => "private",
-        }
-    }
-
-    /// `fetch` as its Python name.
-    pub(crate) fn fetch_name(&self) -> &'static str {
-        match self.fetch {
-            ShardFetch::Range => "range",
-            _ => "whole",
-        }
     }
 
     /// `cache_dir` as given, as a string (None: the default).
@@ -310,8 +287,8 @@ mod tests {
             options.finish().unwrap();
             assert_eq!(args.cache_limit, Some(10_000_000));
             assert_eq!((args.attempts, args.first_backoff), (2, 0.1));
-            assert_eq!(args.fetch_name(), "whole");
-            assert_eq!(args.cache_access_name(), "private");
+            assert_eq!(args.fetch.name(), "whole");
+            assert_eq!(args.cache_access.name(), "private");
             let group = kwargs(py, "dict(cache_access='group')");
             let args = RemoteArgs::take(&mut Kwargs::new("Cache", Some(&group)).unwrap()).unwrap();
             assert_eq!(args.options().cache_access, Access::Group);

@@ -1,30 +1,22 @@
-//! Locations (paths or object-store URLs), `datasetrt.publish` and the object-store halves of
-//! `datasetrt.ray`'s joins.
+//! Locations (paths or object-store URLs), `datasetrt.publish` and the joins of
+//! `datasetrt.convert` and `datasetrt.ray`, at a directory or a prefix.
 
 use crate::errors::{enter, Error};
-use dsrt_remote::{PublishOptions, RemoteError, RemotePrefix, StoreLocation};
+use dsrt_remote::{JoinPart, PublishOptions, RemoteError, RemotePrefix, StoreLocation};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::PyDict;
 use std::path::PathBuf;
 
-/// A cache location as given from Python: a `str` (a path or a URL) or an `os.PathLike`.
+/// A cache location as given from Python (`str`, `bytes` or `os.PathLike`): a directory or an
+/// object-store URL, as `dsrt_remote` opens it (a path that is not UTF-8 is a directory).
 #[derive(Clone, Debug)]
-pub(crate) enum Location {
-    /// Valid UTF-8: opened through `dsrt_remote` (a path, a `file://` URL or a store URL).
-    Text(String),
-    /// A local path that is not valid UTF-8 (from `bytes` or an odd `os.PathLike`): opened as a
-    /// local directory directly.
-    Path(PathBuf),
-}
+pub(crate) struct Location(pub(crate) PathBuf);
 
 impl Location {
-    /// Extracts a location: `str`, `bytes` or `os.PathLike`.
+    /// Extracts a location, or TypeError naming what was given instead.
     pub(crate) fn extract(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
-        if let Ok(s) = obj.cast::<PyString>() {
-            return Ok(Self::Text(s.to_cow()?.into_owned()));
-        }
-        let path: PathBuf = obj.extract().map_err(|_| {
+        let path = obj.extract().map_err(|_| {
             PyTypeError::new_err(format!(
                 "a cache location must be a str (path or URL) or an os.PathLike, not {}",
                 obj.get_type()
@@ -32,34 +24,12 @@ impl Location {
                     .map_or_else(|_| "?".to_owned(), |n| n.to_string())
             ))
         })?;
-        Ok(match path.to_str() {
-            Some(s) => Self::Text(s.to_owned()),
-            None => Self::Path(path),
-        })
-    }
-
-    /// The location as text, when it is.
-    pub(crate) fn text(&self) -> Option<&str> {
-        match self {
-            Self::Text(text) => Some(text),
-            Self::Path(_) => None,
-        }
-    }
-
-    /// The location as a local path.
-    pub(crate) fn path(&self) -> PathBuf {
-        match self {
-            Self::Text(text) => PathBuf::from(text),
-            Self::Path(path) => path.clone(),
-        }
+        Ok(Self(path))
     }
 
     /// The location as a string, for `paths`, `repr` and pickling (lossy for a non-UTF-8 path).
     pub(crate) fn display(&self) -> String {
-        match self {
-            Self::Text(s) => s.clone(),
-            Self::Path(p) => p.to_string_lossy().into_owned(),
-        }
+        self.0.to_string_lossy().into_owned()
     }
 }
 
@@ -131,17 +101,24 @@ pub(crate) fn _check_publish_target(py: Python<'_>, url: &str) -> PyResult<()> {
     })
 }
 
-/// `_merge_remote_parts(url, parts, *, source, schema, version=3)`: joins the caches published
-/// under the prefixes `parts` (`[(url, payload_bytes)]`, in order) into a new cache under `url`,
-/// copying their shards on the store (`dsrt_remote::merge_remote_parts`); returns the summary
-/// dict `CacheWriter.finish` gives (`path` is `url`) plus `manifest_atomic`. What
-/// `datasetrt.ray`'s datasink commits a job on a store with.
+/// The directory or store prefix a location from Python names.
+fn store_location(obj: &Bound<'_, PyAny>) -> PyResult<StoreLocation> {
+    let Location(path) = Location::extract(obj)?;
+    StoreLocation::from_path(&path).map_err(|e| Error::from(RemoteError::from(e)).into())
+}
+
+/// `_merge_parts(out, parts, *, source, schema, version=3)`: joins the finished caches `parts`
+/// (`[(location, payload_bytes)]`, in order) into a new cache at `out`, a directory (their
+/// shards moved) or an object-store prefix (their shards copied on the store), by
+/// `dsrt_remote::join_parts`. Returns the summary dict `CacheWriter.finish` gives, plus
+/// `manifest_atomic` for a prefix. What `datasetrt.convert` and `datasetrt.ray`'s datasink
+/// commit with.
 #[pyfunction]
-#[pyo3(signature = (url, parts, *, source, schema, version = 3))]
-pub(crate) fn _merge_remote_parts<'py>(
+#[pyo3(signature = (out, parts, *, source, schema, version = 3))]
+pub(crate) fn _merge_parts<'py>(
     py: Python<'py>,
-    url: &str,
-    parts: Vec<(String, u64)>,
+    out: &Bound<'py, PyAny>,
+    parts: Vec<(Bound<'py, PyAny>, u64)>,
     source: String,
     schema: &Bound<'_, PyAny>,
     version: u64,
@@ -149,26 +126,24 @@ pub(crate) fn _merge_remote_parts<'py>(
     let schema = crate::values::schema_from_py(schema)?;
     let options = datasetrt::WriterOptions::new(source, schema)
         .manifest_version(crate::writer::manifest_version(version)?);
-    let to = remote_prefix(
-        url,
-        "_merge_remote_parts",
-        "join local parts with _merge_parts",
-    )?;
-    let parts = parts
-        .iter()
+    let to = store_location(out)?;
+    let parts = (parts.iter())
         .map(|(part, payload_bytes)| {
-            Ok(dsrt_remote::RemotePart {
-                prefix: remote_prefix(part, "_merge_remote_parts", "publish the part first")?,
-                payload_bytes: *payload_bytes,
+            let location = store_location(part)?;
+            let payload_bytes = *payload_bytes;
+            Ok(JoinPart {
+                location,
+                payload_bytes,
             })
         })
         .collect::<PyResult<Vec<_>>>()?;
     let joined = enter(py, || {
-        dsrt_remote::merge_remote_parts(&to, &parts, &options, &PublishOptions::default())
+        dsrt_remote::join_parts(&to, &parts, &options, &PublishOptions::default())
     })?;
     let dict = crate::writer::summary_dict(py, &joined.cache)?;
-    dict.set_item("path", to.url())?;
-    dict.set_item("manifest_atomic", joined.manifest_atomic)?;
+    if to.as_remote().is_some() {
+        dict.set_item("manifest_atomic", joined.manifest_atomic)?;
+    }
     Ok(dict)
 }
 
@@ -180,13 +155,21 @@ pub(crate) fn _remove_remote_prefix(py: Python<'_>, url: &str) -> PyResult<()> {
     enter(py, || dsrt_remote::remove_prefix(&remote))
 }
 
-/// `_remove_unpublished_remote(url)`: deletes the shards, index.bin and metadata.arrow an
-/// unfinished join left under `url`, unless a manifest.json is there
-/// (`datasetrt::remove_unpublished` over `dsrt_remote::RemoteCacheFiles`).
+/// `_remove_unpublished(location, created)`: removes what an unfinished writer or join left at
+/// `location`, a directory or a prefix (`dsrt_remote::remove_unpublished_at`: cache files only,
+/// and the directory itself when `created`); a published cache is never touched. Best effort:
+/// what cannot be removed is logged and left.
 #[pyfunction]
-pub(crate) fn _remove_unpublished_remote(py: Python<'_>, url: &str) -> PyResult<()> {
-    let remote = remote_prefix(url, "_remove_unpublished_remote", "use _remove_unpublished")?;
-    enter(py, || {
-        datasetrt::remove_unpublished(&dsrt_remote::RemoteCacheFiles::new(&remote), false)
+pub(crate) fn _remove_unpublished(
+    py: Python<'_>,
+    location: &Bound<'_, PyAny>,
+    created: bool,
+) -> PyResult<()> {
+    let at = store_location(location)?;
+    enter(py, move || {
+        if let Err(error) = dsrt_remote::remove_unpublished_at(&at, created) {
+            tracing::warn!(%error, "could not remove what an unfinished writer left");
+        }
+        Ok::<_, Error>(())
     })
 }

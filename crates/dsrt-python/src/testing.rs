@@ -32,11 +32,7 @@ fn _rust_write_benchmark(
     use datasetrt::{Column, ColumnType, CompressionAlgo, Row, Schema, WriterOptions};
     let schema = Schema::new(vec![Column::new("label", ColumnType::Int64, false)])
         .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
-    let algo = if compression == "lz4" {
-        CompressionAlgo::Lz4
-    } else {
-        CompressionAlgo::None
-    };
+    let algo = CompressionAlgo::from_name(compression).unwrap_or(CompressionAlgo::None);
     enter(py, || {
         let start = std::time::Instant::now();
         let options = WriterOptions::new(source, schema).compression(algo);
@@ -58,27 +54,19 @@ fn _rust_write_benchmark(
 #[pyfunction]
 fn error_examples(py: Python<'_>) -> Vec<(String, Py<PyAny>)> {
     let mut out = ErrorExamples::new(py);
-    for error in datasetrt::CacheError::examples() {
-        out.push(
-            variant_name("CacheError", &error, None),
-            &Error::from(error),
-        );
+    macro_rules! each_variant {
+        ($($ty:ty => $name:literal),*) => {$(
+            for error in <$ty>::examples() {
+                out.push(variant_name($name, &error, None), &Error::from(error));
+            }
+        )*};
     }
-    for error in datasetrt::WriteError::examples() {
-        out.push(
-            variant_name("WriteError", &error, None),
-            &Error::from(error),
-        );
-    }
-    for error in datasetrt::DatasetError::examples() {
-        out.push(
-            variant_name("DatasetError", &error, None),
-            &Error::from(error),
-        );
-    }
-    for error in datasetrt::pack::PackError::examples() {
-        out.push(variant_name("PackError", &error, None), &Error::from(error));
-    }
+    each_variant!(
+        datasetrt::CacheError => "CacheError",
+        datasetrt::WriteError => "WriteError",
+        datasetrt::DatasetError => "DatasetError",
+        datasetrt::pack::PackError => "PackError"
+    );
     for error in dsrt_remote::RemoteError::examples() {
         let detail = match &error {
             dsrt_remote::RemoteError::Store { .. } => Some(error.kind()),

@@ -123,16 +123,6 @@ pub(crate) fn row_from_dict(schema: &Schema, dict: &Bound<'_, PyDict>) -> PyResu
     Ok(row)
 }
 
-fn type_from_name(name: &str) -> Option<ColumnType> {
-    match name {
-        "bool" | "boolean" => Some(ColumnType::Bool),
-        "int64" | "int" | "i64" => Some(ColumnType::Int64),
-        "float64" | "double" | "float" | "f64" => Some(ColumnType::Float64),
-        "utf8" | "string" | "str" => Some(ColumnType::Utf8),
-        _ => None,
-    }
-}
-
 /// A column type given as a name ("int64", "float64", "bool", "utf8"/"string"/"str", a
 /// trailing "?" for nullable), a Python type (int, float, bool, str), a pyarrow type, or a
 /// `(type, nullable)` tuple. Returns the type and nullability.
@@ -145,16 +135,12 @@ fn column_type(spec: &Bound<'_, PyAny>) -> PyResult<(ColumnType, bool)> {
     }
     if let Ok(ty) = spec.cast::<PyType>() {
         let name = ty.name()?.to_string();
-        return type_from_name(&name)
+        return ColumnType::from_name(&name)
             .map(|t| (t, false))
             .ok_or_else(|| PyValueError::new_err(format!("unsupported column type {name}")));
     }
     let text = spec.str()?.to_string();
-    let (name, nullable) = match text.strip_suffix('?') {
-        Some(base) => (base, true),
-        None => (text.as_str(), false),
-    };
-    type_from_name(name).map(|t| (t, nullable)).ok_or_else(|| {
+    Column::parse_spec(&text).ok_or_else(|| {
         PyValueError::new_err(format!(
             "unsupported column type {text:?}: use int64, float64, bool or utf8 (a trailing ? makes it nullable)"
         ))

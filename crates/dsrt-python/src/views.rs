@@ -169,7 +169,8 @@ pub(crate) fn open_shard_handles() -> usize {
 
 /// The payloads of one `RankPlan.read_located` batch, as a sequence: `views[i]` is a
 /// read-only memoryview slice of its source (a mapped shard file, or the batch's decoded
-/// payloads), made when it is asked for (nothing is kept per sample but its place).
+/// payloads), made when it is asked for (nothing is kept per sample but its place). Iterating
+/// it is Python's sequence iteration over `__getitem__`.
 #[pyclass(module = "datasetrt", name = "PayloadViews", frozen, sequence)]
 pub(crate) struct PayloadViews {
     sources: Vec<Py<PyAny>>,
@@ -202,40 +203,8 @@ impl PayloadViews {
         self.view(py, at.unsigned_abs())
     }
 
-    fn __iter__(slf: Py<Self>) -> PayloadViewsIter {
-        PayloadViewsIter {
-            views: slf,
-            next: std::sync::atomic::AtomicUsize::new(0),
-        }
-    }
-
     fn __repr__(&self) -> String {
         format!("PayloadViews(<{} payloads>)", self.ranges.len())
-    }
-}
-
-/// Iterates a `PayloadViews`.
-#[pyclass(module = "datasetrt", name = "PayloadViewsIter", frozen)]
-pub(crate) struct PayloadViewsIter {
-    views: Py<PayloadViews>,
-    next: std::sync::atomic::AtomicUsize,
-}
-
-#[pymethods]
-impl PayloadViewsIter {
-    fn __iter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        use std::sync::atomic::Ordering::Relaxed;
-        let views = self.views.get();
-        let i = self.next.fetch_add(1, Relaxed);
-        if i >= views.ranges.len() {
-            self.next.store(views.ranges.len(), Relaxed);
-            return Ok(None);
-        }
-        views.view(py, i).map(Some)
     }
 }
 

@@ -127,13 +127,12 @@ impl<W: Send> WriterSlot<W> {
 
 /// The `compression` argument of the writing functions.
 pub(crate) fn compression_arg(compression: &str) -> PyResult<CompressionAlgo> {
-    match compression.to_ascii_lowercase().as_str() {
-        "none" => Ok(CompressionAlgo::None),
-        "lz4" => Ok(CompressionAlgo::Lz4),
-        other => Err(PyValueError::new_err(format!(
-            "compression must be \"none\" or \"lz4\", not {other:?}"
-        ))),
-    }
+    CompressionAlgo::from_name(compression).ok_or_else(|| {
+        let given = compression.to_ascii_lowercase();
+        PyValueError::new_err(format!(
+            "compression must be \"none\" or \"lz4\", not {given:?}"
+        ))
+    })
 }
 
 #[pymethods]
@@ -245,33 +244,6 @@ impl PyCacheWriter {
     }
 }
 
-/// `_merge_parts(out, parts, *, source, schema, version=3)`: joins the finished caches
-/// `parts` (`[(path, payload_bytes)]`, in order) into a new cache at `out` by moving their
-/// shards (`datasetrt::merge_parts`), and returns the summary dict `CacheWriter.finish` gives.
-/// What `datasetrt.ray`'s datasink commits with.
-#[pyfunction]
-#[pyo3(signature = (out, parts, *, source, schema, version = 3))]
-pub(crate) fn _merge_parts<'py>(
-    py: Python<'py>,
-    out: PathBuf,
-    parts: Vec<(PathBuf, u64)>,
-    source: String,
-    schema: &Bound<'_, PyAny>,
-    version: u64,
-) -> PyResult<Bound<'py, PyDict>> {
-    let schema = schema_from_py(schema)?;
-    let options = WriterOptions::new(source, schema).manifest_version(manifest_version(version)?);
-    let parts: Vec<datasetrt::PartCache> = parts
-        .into_iter()
-        .map(|(path, payload_bytes)| datasetrt::PartCache {
-            path,
-            payload_bytes,
-        })
-        .collect();
-    let summary = enter(py, || datasetrt::merge_parts(&out, &parts, &options))?;
-    summary_dict(py, &summary)
-}
-
 /// What a finished cache holds, as the writing functions return it.
 pub(crate) fn summary_dict<'py>(
     py: Python<'py>,
@@ -288,24 +260,8 @@ pub(crate) fn summary_dict<'py>(
 }
 
 pub(crate) fn manifest_version(version: u64) -> PyResult<ManifestVersion> {
-    match version {
-        2 => Ok(ManifestVersion::V2),
-        3 => Ok(ManifestVersion::V3),
-        other => Err(PyValueError::new_err(format!(
-            "version must be 2 or 3, not {other}"
-        ))),
-    }
-}
-
-/// `_remove_unpublished(path, created)`: removes what an unfinished writer or join left at
-/// `path` (`datasetrt::remove_unpublished`: cache files only, and `path` itself when
-/// `created`); a published cache is never touched.
-#[pyfunction]
-pub(crate) fn _remove_unpublished(py: Python<'_>, path: PathBuf, created: bool) -> PyResult<()> {
-    enter(py, move || {
-        let _ = datasetrt::remove_unpublished(&datasetrt::LocalCacheFiles::new(&path), created);
-        Ok::<_, Error>(())
-    })
+    (ManifestVersion::from_number(version))
+        .ok_or_else(|| PyValueError::new_err(format!("version must be 2 or 3, not {version}")))
 }
 
 /// `_cache_schema(schema, payload_column, metadata_columns=None)`: the cache columns a table of
@@ -327,11 +283,9 @@ pub(crate) fn _cache_schema(
     }
     let cache =
         datasetrt::pack::table_schema(&schema, &options, "the dataset").map_err(Error::from)?;
-    let spec =
-        |c: &datasetrt::Column| format!("{}{}", c.ty.as_str(), if c.nullable { "?" } else { "" });
     Ok(cache
         .columns()
         .iter()
-        .map(|c| (c.name.clone(), spec(c)))
+        .map(|c| (c.name.clone(), c.spec()))
         .collect())
 }

@@ -15,14 +15,15 @@ use crate::fetch::{get_bytes, Retry};
 use crate::local_files::sized;
 use crate::open::MAX_MANIFEST_BYTES;
 use crate::publish::{put_manifest, store_error, upload_data, PublishOptions};
-use crate::RemotePrefix;
+use crate::{RemotePrefix, StoreLocation};
 use dsrt_index::{IndexView, INDEX_FILE_NAME};
 use dsrt_manifest::{ShardEntry, MANIFEST_FILE_NAME};
 use dsrt_metadata::{MetadataTable, METADATA_FILE_NAME};
 use dsrt_shard::SHARDS_DIR_NAME;
 use dsrt_writer::{
-    first_cache_file, joined_shards, manifest_bytes, remove_unpublished, write_joined_tables,
-    CacheSummary, CheckedPart, JoinedShard, WriterOptions,
+    first_cache_file, joined_shards, manifest_bytes, merge_parts, remove_unpublished,
+    write_joined_tables, CacheSummary, CheckedPart, JoinedShard, LocalCacheFiles, PartCache,
+    WriterOptions,
 };
 use futures::stream::{self, StreamExt, TryStreamExt};
 use object_store::ObjectStoreExt;
@@ -48,6 +49,83 @@ pub struct RemoteJoinSummary {
     /// Whether manifest.json was written with create-if-absent (`false`: the store has no
     /// conditional PUT, see [`crate::PublishReport::manifest_atomic`]).
     pub manifest_atomic: bool,
+}
+
+/// One finished cache to join, at a directory or under a prefix, with the payload bytes its
+/// writer was given.
+#[derive(Debug, Clone)]
+pub struct JoinPart {
+    /// Where the part is.
+    pub location: StoreLocation,
+    /// Payload bytes its writer was given.
+    pub payload_bytes: u64,
+}
+
+/// Joins `parts` (in the order their samples go into the new cache) into a new cache at `to`,
+/// a directory or a prefix: the one join for both. Into a directory, every part must be a
+/// directory on its file system, and `dsrt_writer::merge_parts` renames their shards (the
+/// manifest is published by a rename: `manifest_atomic` is `true`); under a prefix, every part
+/// must be published under a prefix of the same store, and [`merge_remote_parts`] copies them
+/// there. A part of the other kind is refused as [`RemoteError::Location`] before anything is
+/// read.
+pub fn join_parts(
+    to: &StoreLocation,
+    parts: &[JoinPart],
+    options: &WriterOptions,
+    publish: &PublishOptions,
+) -> Result<RemoteJoinSummary, RemoteError> {
+    let misplaced = |part: &JoinPart, target: &str| RemoteError::Location {
+        location: match &part.location {
+            StoreLocation::Local(path) => path.display().to_string(),
+            StoreLocation::Remote(prefix) => prefix.url().to_owned(),
+        },
+        reason: format!("a part of a join into {target} must be one too"),
+    };
+    match to {
+        StoreLocation::Local(dir) => {
+            let parts = (parts.iter())
+                .map(|part| match &part.location {
+                    StoreLocation::Local(path) => Ok(PartCache {
+                        path: path.clone(),
+                        payload_bytes: part.payload_bytes,
+                    }),
+                    StoreLocation::Remote(_) => Err(misplaced(part, "a local directory")),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let cache = merge_parts(dir, &parts, options)?;
+            Ok(RemoteJoinSummary {
+                cache,
+                manifest_atomic: true,
+            })
+        }
+        StoreLocation::Remote(prefix) => {
+            let parts = (parts.iter())
+                .map(|part| match &part.location {
+                    StoreLocation::Remote(from) => Ok(RemotePart {
+                        prefix: from.clone(),
+                        payload_bytes: part.payload_bytes,
+                    }),
+                    StoreLocation::Local(_) => Err(misplaced(part, "an object-store prefix")),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            merge_remote_parts(prefix, &parts, options, publish)
+        }
+    }
+}
+
+/// Removes what an unfinished writer or join left at `at` (`dsrt_writer::remove_unpublished`
+/// over the directory's or the prefix's cache files; `created`: the directory too, which the
+/// writer made). A published cache is never touched.
+pub fn remove_unpublished_at(at: &StoreLocation, created: bool) -> Result<(), RemoteError> {
+    match at {
+        StoreLocation::Local(dir) => remove_unpublished(&LocalCacheFiles::new(dir), created)
+            .map_err(|source| RemoteError::LocalFile {
+                path: dir.clone(),
+                action: "remove what an unfinished writer left",
+                source,
+            }),
+        StoreLocation::Remote(prefix) => remove_unpublished(&RemoteCacheFiles::new(prefix), false),
+    }
 }
 
 /// Joins the published caches `parts` (in the order their samples go into the new cache) into

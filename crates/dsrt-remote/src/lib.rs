@@ -20,9 +20,11 @@
 //! if it fails; [`RemoteManifest`] is a prefix's manifest as `dsrt_migrate::update_manifests`
 //! migrates it v2 -> v3 (beside local directories, in one list), with a conditional PUT where
 //! the store has one.
-//! [`merge_remote_parts`] joins caches published side by side (a distributed job's parts)
-//! into one under a prefix, copying their shards on the store and publishing the manifest
-//! create-if-absent; the same checks and bytes as `dsrt_writer::merge_parts`.
+//! [`join_parts`] joins caches written side by side (a distributed job's parts) into one, at a
+//! directory (`dsrt_writer::merge_parts`, shards renamed) or under a prefix
+//! ([`merge_remote_parts`], shards copied on the store, the manifest published
+//! create-if-absent), with the same checks and bytes either way; [`remove_unpublished_at`]
+//! removes what an unfinished one left at either.
 //!
 //! What it is not for: the cache format itself (`dsrt-manifest`, `dsrt-index`, `dsrt-shard`,
 //! ...), reading local caches (`dsrt-reader`, which stays free of tokio and object_store), or
@@ -52,7 +54,10 @@ mod writer; // LocationWriter: in place, or staged locally and published on fini
 pub use cache_files::RemoteCacheFiles;
 pub use dsrt_shard_cache::{set_wait_interrupt, Access};
 pub use error::RemoteError;
-pub use join::{merge_remote_parts, remove_prefix, RemoteJoinSummary, RemotePart};
+pub use join::{
+    join_parts, merge_remote_parts, remove_prefix, remove_unpublished_at, JoinPart,
+    RemoteJoinSummary, RemotePart,
+};
 pub use migrate::RemoteManifest;
 pub use object_access::{LocationError, RemotePrefix, StoreLocation};
 pub use object_store;

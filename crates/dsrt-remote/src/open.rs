@@ -19,8 +19,8 @@ use std::sync::Arc;
 /// Largest manifest.json accepted, as for a local cache.
 pub(crate) const MAX_MANIFEST_BYTES: u64 = 256 << 20;
 
-/// Opens the cache at `location`: a local directory (a path or `file://` URL), opened as
-/// `Cache::open` does, or an object-store URL, opened through the local cache
+/// Opens the cache at `location`: a local directory (a path, one that is not UTF-8 included,
+/// or a `file://` URL), opened as `Cache::open` does, or an object-store URL, opened through the local cache
 /// `options.cache_dir`.
 ///
 /// A remote open fetches manifest.json, then index.bin and metadata.arrow (checked against the
@@ -28,8 +28,11 @@ pub(crate) const MAX_MANIFEST_BYTES: u64 = 256 << 20;
 /// `<cache_dir>/<cache id>-<hash of the manifest bytes>/`, so a changed remote cache never
 /// mixes with stale local files. Shards are downloaded when first read (see
 /// [`ShardFetch`](crate::ShardFetch)).
-pub fn open_cache(location: &str, options: &RemoteOptions) -> Result<Cache, RemoteError> {
-    match StoreLocation::parse(location)? {
+pub fn open_cache(
+    location: impl AsRef<Path>,
+    options: &RemoteOptions,
+) -> Result<Cache, RemoteError> {
+    match StoreLocation::from_path(location.as_ref())? {
         StoreLocation::Local(dir) => Ok(Cache::open(dir, open_options(options))?),
         StoreLocation::Remote(remote) => open_remote(&remote, options),
     }
@@ -37,13 +40,13 @@ pub fn open_cache(location: &str, options: &RemoteOptions) -> Result<Cache, Remo
 
 /// Opens the caches at `locations`, in order, as one dataset; each is a path or a URL, as for
 /// [`open_cache`]. Remote caches share one local cache directory.
-pub fn open_dataset<S: AsRef<str>>(
-    locations: &[S],
+pub fn open_dataset<P: AsRef<Path>>(
+    locations: &[P],
     options: &RemoteOptions,
 ) -> Result<Dataset, RemoteError> {
     let parsed: Vec<StoreLocation> = locations
         .iter()
-        .map(|l| StoreLocation::parse(l.as_ref()))
+        .map(|l| StoreLocation::from_path(l.as_ref()))
         .collect::<Result<_, _>>()?;
     let local_dirs: Option<Vec<PathBuf>> = parsed
         .iter()

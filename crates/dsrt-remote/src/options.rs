@@ -21,6 +21,24 @@ pub enum ShardFetch {
     Range,
 }
 
+impl ShardFetch {
+    /// The fetch's name: `"whole"` or `"range"` (what Python's `fetch` and `dsrt --fetch`
+    /// take).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Whole => "whole",
+            Self::Range => "range",
+        }
+    }
+
+    /// The fetch a name means; `None` for any but `"whole"` and `"range"`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::Whole, Self::Range]
+            .into_iter()
+            .find(|fetch| fetch.name() == name)
+    }
+}
+
 /// Options of [`open_cache`](crate::open_cache) and [`open_dataset`](crate::open_dataset).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -159,4 +177,17 @@ pub fn default_cache_dir() -> PathBuf {
         std::env::temp_dir().join(format!("datasetrt-{uid}"))
     };
     base.join("shard-cache")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fetch_is_named_by_its_word() {
+        for fetch in [ShardFetch::Whole, ShardFetch::Range] {
+            assert_eq!(ShardFetch::from_name(fetch.name()), Some(fetch));
+        }
+        assert_eq!(ShardFetch::from_name("partial"), None);
+    }
 }

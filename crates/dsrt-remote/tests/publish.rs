@@ -8,8 +8,9 @@ use dsrt_remote::object_store::local::LocalFileSystem;
 use dsrt_remote::object_store::memory::InMemory;
 use dsrt_remote::object_store::ObjectStore;
 use dsrt_remote::{
-    merge_remote_parts, publish_cache, write_cache_at, LocationWriter, PublishOptions, RemoteError,
-    RemotePart, RemotePrefix, RemoteWriterOptions, StoreLocation,
+    join_parts, merge_remote_parts, publish_cache, remove_unpublished_at, write_cache_at, JoinPart,
+    LocationWriter, PublishOptions, RemoteError, RemotePart, RemotePrefix, RemoteWriterOptions,
+    StoreLocation,
 };
 use dsrt_schema::{Column, ColumnType, Schema, ValueRef};
 use dsrt_writer::{merge_parts, ManifestVersion, PartCache, WriterOptions};
@@ -463,4 +464,66 @@ fn the_tokens_key_survives_publish_and_both_joins() {
         error.to_string().contains("other") && error.to_string().contains("uint32"),
         "{error}"
     );
+}
+
+#[test]
+fn one_join_takes_directories_into_a_directory_and_prefixes_into_a_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let (mut local, mut remote) = (Vec::new(), Vec::new());
+    for k in 0..3u64 {
+        let path = dir.path().join(format!("part-{k}"));
+        make_cache(&path, 2 + k, 100, ManifestVersion::V3);
+        let part = prefix(store.clone(), &format!("joined/.parts/{k}"));
+        publish_cache(&path, &part, &quick()).unwrap();
+        local.push(JoinPart {
+            location: StoreLocation::Local(path),
+            payload_bytes: 10 * k,
+        });
+        remote.push(JoinPart {
+            location: StoreLocation::Remote(part),
+            payload_bytes: 10 * k,
+        });
+    }
+    let schema = Schema::new(vec![Column::new("n", ColumnType::Int64, false)]).unwrap();
+    let options = WriterOptions::new("remote-test", schema);
+    let to = prefix(store.clone(), "joined");
+    let out = dir.path().join("joined");
+    let to_dir = StoreLocation::Local(out.clone());
+    // A part of the other kind is refused, naming it, before anything is read or written.
+    let mixed = [local[0].clone(), remote[1].clone()];
+    let error = join_parts(&to_dir, &mixed, &options, &quick()).unwrap_err();
+    assert!(
+        matches!(&error, RemoteError::Location { location, .. } if location.ends_with("/.parts/1")),
+        "{error}"
+    );
+    assert!(!out.exists());
+    let error = join_parts(
+        &StoreLocation::Remote(to.clone()),
+        &local,
+        &options,
+        &quick(),
+    );
+    assert!(matches!(error, Err(RemoteError::Location { .. })));
+    let on_store = join_parts(
+        &StoreLocation::Remote(to.clone()),
+        &remote,
+        &options,
+        &quick(),
+    );
+    let in_dir = join_parts(&to_dir, &local, &options, &quick()).unwrap();
+    let on_store = on_store.unwrap();
+    assert!(in_dir.manifest_atomic && on_store.manifest_atomic);
+    assert_eq!((in_dir.cache.samples, in_dir.cache.payload_bytes), (9, 30));
+    assert_eq!(in_dir.cache.shards, on_store.cache.shards);
+    assert_same_files(&out, &to);
+    // A published cache is never removed; an unpublished one's files go, at either place.
+    remove_unpublished_at(&to_dir, false).unwrap();
+    remove_unpublished_at(&StoreLocation::Remote(to.clone()), false).unwrap();
+    assert_same_files(&out, &to);
+    let half = dir.path().join("half");
+    make_cache(&half, 2, 100, ManifestVersion::V3);
+    std::fs::remove_file(half.join("manifest.json")).unwrap();
+    remove_unpublished_at(&StoreLocation::Local(half.clone()), true).unwrap();
+    assert!(!half.exists());
 }

@@ -27,6 +27,19 @@ impl ColumnType {
             Self::Utf8 => "utf8",
         }
     }
+
+    /// The type a name means: the manifest's own (`int64`, `float64`, `bool`, `utf8`) or a
+    /// common alias (`int`, `i64`, `float`, `double`, `f64`, `boolean`, `string`, `str`, as
+    /// Python's and Arrow's type names spell them).
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "bool" | "boolean" => Some(Self::Bool),
+            "int64" | "int" | "i64" => Some(Self::Int64),
+            "float64" | "double" | "float" | "f64" => Some(Self::Float64),
+            "utf8" | "string" | "str" => Some(Self::Utf8),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for ColumnType {
@@ -56,6 +69,23 @@ impl Column {
             ty,
             nullable,
         }
+    }
+
+    /// The column's type as a short spec: its name, with a trailing `?` when nullable
+    /// (`"int64"`, `"utf8?"`), as [`Column::parse_spec`] reads it.
+    pub fn spec(&self) -> String {
+        let nullable = if self.nullable { "?" } else { "" };
+        format!("{}{nullable}", self.ty.as_str())
+    }
+
+    /// The type and nullability a short spec names (a [`ColumnType::from_name`] name, a
+    /// trailing `?` for nullable).
+    pub fn parse_spec(spec: &str) -> Option<(ColumnType, bool)> {
+        let (name, nullable) = match spec.strip_suffix('?') {
+            Some(name) => (name, true),
+            None => (spec, false),
+        };
+        ColumnType::from_name(name).map(|ty| (ty, nullable))
     }
 }
 
@@ -135,6 +165,22 @@ impl<'de> Deserialize<'de> for Schema {
 #[allow(clippy::cast_possible_truncation)] // test values are small
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_column_spec_is_its_type_name_and_a_question_mark_for_nullable() {
+        for (ty, nullable) in [(ColumnType::Int64, false), (ColumnType::Utf8, true)] {
+            let spec = Column::new("c", ty, nullable).spec();
+            assert_eq!(Column::parse_spec(&spec), Some((ty, nullable)));
+        }
+        assert_eq!(Column::new("c", ColumnType::Utf8, true).spec(), "utf8?");
+        assert_eq!(
+            Column::parse_spec("double"),
+            Some((ColumnType::Float64, false))
+        );
+        assert_eq!(Column::parse_spec("str?"), Some((ColumnType::Utf8, true)));
+        assert_eq!(Column::parse_spec("int32"), None);
+        assert_eq!(Column::parse_spec("?"), None);
+    }
 
     #[test]
     fn refuses_empty_and_duplicate_names() {

@@ -125,17 +125,25 @@ impl Access {
         }
     }
 
-    fn word(self) -> &'static str {
+    /// The access's name: `"private"` or `"group"` (what Python's `cache_access` takes).
+    pub fn name(self) -> &'static str {
         match self {
             Self::Private => "private",
             Self::Group => "group",
         }
     }
+
+    /// The access a name means; `None` for any but `"private"` and `"group"`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::Private, Self::Group]
+            .into_iter()
+            .find(|access| access.name() == name)
+    }
 }
 
 impl std::fmt::Display for Access {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.word())
+        f.write_str(self.name())
     }
 }
 
@@ -177,6 +185,15 @@ pub(crate) fn read_marker(dir: &Dir) -> io::Result<Marker> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn an_access_is_named_by_its_word() {
+        for access in [Access::Private, Access::Group] {
+            assert_eq!(Access::from_name(access.name()), Some(access));
+            assert_eq!(access.to_string(), access.name());
+        }
+        assert_eq!(Access::from_name("world"), None);
+    }
 
     #[test]
     fn a_seal_round_trips_and_its_bytes_are_pinned() {

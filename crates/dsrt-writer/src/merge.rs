@@ -12,9 +12,7 @@
 //! the same pieces, copying shards on the store instead of renaming them.
 
 use crate::writer::{create_file, io_error, is_shard_file_name, publish_manifest, sync_file};
-use crate::{
-    first_cache_file, CacheSummary, LocalCacheFiles, ManifestVersion, WriteError, WriterOptions,
-};
+use crate::{first_cache_file, CacheSummary, LocalCacheFiles, WriteError, WriterOptions};
 use dsrt_index::{IndexError, IndexRow, IndexView, IndexWriter, INDEX_FILE_NAME};
 use dsrt_manifest::{shard_file_name, Manifest, ShardEntry, MANIFEST_FILE_NAME};
 use dsrt_metadata::{MetadataError, MetadataTable, MetadataWriter, METADATA_FILE_NAME};
@@ -74,21 +72,14 @@ impl CheckedPart {
         let path = name.as_path();
         let manifest = Manifest::parse(manifest)
             .map_err(|e| part_error(path, format!("manifest.json: {e}")))?;
-        let version = match manifest.format_version() {
-            2 => ManifestVersion::V2,
-            _ => ManifestVersion::V3,
-        };
         let description = manifest.description();
-        if version != options.manifest_version {
+        if manifest.format_version() != options.manifest_version.number() {
             return Err(part_error(
                 path,
                 format!(
                     "written as format_version {}, the joined cache is {}",
                     manifest.format_version(),
-                    match options.manifest_version {
-                        ManifestVersion::V2 => 2,
-                        ManifestVersion::V3 => 3,
-                    }
+                    options.manifest_version.number()
                 ),
             ));
         }

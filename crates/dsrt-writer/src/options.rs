@@ -16,6 +16,25 @@ pub enum ManifestVersion {
     V3,
 }
 
+impl ManifestVersion {
+    /// The version a manifest's `format_version` number means; `None` for any but 2 and 3.
+    pub fn from_number(number: u64) -> Option<Self> {
+        match number {
+            2 => Some(Self::V2),
+            3 => Some(Self::V3),
+            _ => None,
+        }
+    }
+
+    /// The manifest's `format_version` number.
+    pub fn number(self) -> u64 {
+        match self {
+            Self::V2 => 2,
+            Self::V3 => 3,
+        }
+    }
+}
+
 /// How a cache is written.
 #[derive(Debug, Clone)]
 pub struct WriterOptions {
@@ -102,5 +121,22 @@ impl WriterOptions {
     pub fn manifest_version(mut self, version: ManifestVersion) -> Self {
         self.manifest_version = version;
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_manifest_version_is_its_format_version_number() {
+        for version in [ManifestVersion::V2, ManifestVersion::V3] {
+            assert_eq!(
+                ManifestVersion::from_number(version.number()),
+                Some(version)
+            );
+        }
+        assert_eq!(ManifestVersion::from_number(1), None);
+        assert_eq!(ManifestVersion::from_number(4), None);
     }
 }

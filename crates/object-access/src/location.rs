@@ -3,7 +3,7 @@
 use object_store::path::Path;
 use object_store::ObjectStore;
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path as FsPath, PathBuf};
 use std::sync::Arc;
 
 /// Why a location names no directory or store.
@@ -104,6 +104,15 @@ impl StoreLocation {
     /// store share its client (and its pooled connections) while that configuration holds.
     pub fn parse(location: &str) -> Result<Self, LocationError> {
         Self::parse_with_options(location, &[])
+    }
+
+    /// Parses a location given as a path, as [`parse`](Self::parse) does; a path that is not
+    /// UTF-8 can be no URL, and is a local directory as it is.
+    pub fn from_path(location: &FsPath) -> Result<Self, LocationError> {
+        match location.to_str() {
+            Some(text) => Self::parse(text),
+            None => Ok(Self::Local(location.to_path_buf())),
+        }
     }
 
     /// Parses `location` as [`parse`](Self::parse) does, with store `options` (object_store's
@@ -249,6 +258,21 @@ mod tests {
             StoreLocation::parse("file:///tmp/cache").unwrap(),
             StoreLocation::Local(p) if p == std::path::Path::new("/tmp/cache")
         ));
+    }
+
+    #[test]
+    fn a_path_is_parsed_as_its_text_and_one_that_is_not_utf8_is_local() {
+        let url = StoreLocation::from_path(FsPath::new("s3://bucket/caches/one")).unwrap();
+        assert_eq!(url.as_remote().unwrap().url(), "s3://bucket/caches/one");
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let odd = FsPath::new(std::ffi::OsStr::from_bytes(b"caches/\xff"));
+            assert!(matches!(
+                StoreLocation::from_path(odd).unwrap(),
+                StoreLocation::Local(p) if p == odd
+            ));
+        }
     }
 
     #[test]

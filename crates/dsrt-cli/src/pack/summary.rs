@@ -1,7 +1,6 @@
 //! What `dsrt pack` reports when it is done.
 
 use super::PackTarget;
-use crate::inspect::algo_name;
 use crate::output::{human_bytes, per_second, seconds};
 use datasetrt::CacheSummary;
 use serde::Serialize;
@@ -50,7 +49,7 @@ impl PackReport {
             cache_id: summary.cache_id,
             samples: summary.samples,
             shards: summary.shards.len(),
-            compression: algo_name(target.compression),
+            compression: target.compression.name(),
             payload_bytes: summary.payload_bytes,
             shard_bytes: summary.shard_bytes(),
             compression_ratio: summary.ratio(),

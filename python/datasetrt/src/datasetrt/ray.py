@@ -3,7 +3,7 @@
 :func:`write_cache` writes through :class:`CacheDatasink`: each write task packs its blocks
 into a whole cache of its own (a *part*, in a staging directory beside the target), and the
 driver joins the parts in task order once every task has finished
-(``datasetrt._native._merge_parts``, the Rust ``merge_parts``: the parts' shards are moved,
+(``datasetrt._native._merge_parts``, the Rust ``join_parts``: the parts' shards are moved,
 not copied; index, metadata and the manifest are written last). A failed job publishes no
 manifest and removes what its tasks wrote; a retried task rewrites its own part.
 
@@ -14,8 +14,8 @@ The target of :func:`write_cache` is a directory every node can reach (a shared 
 where the parts are renamed into place, or an object-store URL (``s3://bucket/prefix``, any
 URL :class:`Cache` opens), where each task packs its part in a local temporary directory,
 uploads it under ``<url>/.dsrt-parts-<id>/<task>/`` (as :func:`publish` does) and removes it;
-the driver then joins the parts on the store (``datasetrt._native._merge_remote_parts``, the
-Rust ``merge_remote_parts``: each part shard is copied by the store to its final name, no
+the driver then joins the parts on the store (the same ``_merge_parts``, which for a prefix
+is the Rust ``merge_remote_parts``: each part shard is copied by the store to its final name, no
 payload byte passes through the driver; index and metadata are uploaded, then manifest.json
 with a conditional PUT, so an existing manifest is never overwritten) and deletes the staging
 prefix. The joined cache has the bytes a local :func:`write_cache` of the dataset writes.
@@ -193,14 +193,12 @@ class CacheDatasink(Datasink):
             )
         parts = [(r["path"], r["payload_bytes"]) for r in returns]
         try:
-            if self.url is not None:
-                self.summary = _native._merge_remote_parts(
-                    self.url, parts, source=self.source, schema=schema
-                )
-            else:
-                self.summary = _native._merge_parts(
-                    self.path, parts, source=self.source, schema=schema
-                )
+            self.summary = _native._merge_parts(
+                self.url if self.url is not None else self.path,
+                parts,
+                source=self.source,
+                schema=schema,
+            )
         except BaseException:
             self._remove_written()
             raise
@@ -217,10 +215,7 @@ class CacheDatasink(Datasink):
 
     def _remove_written(self) -> None:
         self._remove_staging()
-        if self.url is not None:
-            _native._remove_unpublished_remote(self.url)
-        else:
-            _native._remove_unpublished(self.path, self.created)
+        _native._remove_unpublished(self.url if self.url is not None else self.path, self.created)
 
 
 def _add_table(
