@@ -1,13 +1,13 @@
 //! `datasetrt.TokenWriter`: documents of token ids into a token cache (`datasetrt::tokens`).
 
-use crate::errors::{enter, Error};
+use crate::errors::enter;
 use crate::values::{row_from_args, schema_from_py};
 use crate::writer::{compression_arg, summary_dict, WriterSlot};
-use datasetrt::tokens::{TokenDtype, TokenError, TokenInfo, TokenWriter};
+use datasetrt::tokens::{TokenDtype, TokenIds, TokenInfo, TokenWriter};
 use datasetrt::{Schema, WriterOptions};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyInt, PyString};
 use std::path::PathBuf;
 
 /// Writes a token cache: each document's token ids (checked against the width and the
@@ -27,48 +27,18 @@ pub(crate) struct PyTokenWriter {
     schema: Schema,
 }
 
-/// The `token_dtype` argument: a name, a NumPy dtype or a NumPy scalar type.
-fn dtype_arg(value: &Bound<'_, PyAny>) -> PyResult<TokenDtype> {
-    let name: String = if let Ok(name) = value.extract::<String>() {
-        name
-    } else if let Ok(name) = value.getattr("name").and_then(|n| n.extract::<String>()) {
-        name
-    } else {
-        value.getattr("__name__")?.extract()?
-    };
-    TokenDtype::parse(&name).ok_or_else(|| {
-        PyValueError::new_err(format!(
-            "token_dtype must be \"uint16\" or \"uint32\", not {name:?}"
-        ))
-    })
-}
-
-/// A document's ids, in the integer type they came in.
-enum Ids {
-    I8(Vec<i8>),
-    I16(Vec<i16>),
-    I32(Vec<i32>),
-    I64(Vec<i64>),
-    U8(Vec<u8>),
-    U16(Vec<u16>),
-    U32(Vec<u32>),
-    U64(Vec<u64>),
-    /// An int beyond 64 bits at this position (its decimal text): refused as out of range.
-    Beyond(usize, String),
-}
-
-macro_rules! from_le {
-    ($bytes:expr, $t:ty) => {
-        $bytes
-            .chunks_exact(std::mem::size_of::<$t>())
-            .map(|c| <$t>::from_le_bytes(c.try_into().unwrap_or_default()))
-            .collect()
-    };
+/// The `token_dtype` argument's name: a name, a NumPy dtype or a NumPy scalar type.
+fn dtype_name(value: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(name) = value.extract::<String>() {
+        return Ok(name);
+    }
+    let name = value.getattr("name").and_then(|n| n.extract::<String>());
+    name.or_else(|_| value.getattr("__name__")?.extract())
 }
 
 /// `tokens` as ids: a one-dimensional NumPy array of any integer dtype (copied once, as
 /// little-endian), or any iterable of ints.
-fn ids_from_py(tokens: &Bound<'_, PyAny>) -> PyResult<Ids> {
+fn ids_from_py(tokens: &Bound<'_, PyAny>) -> PyResult<TokenIds> {
     if tokens.hasattr("dtype")? && tokens.hasattr("tobytes")? {
         let ndim: usize = tokens.getattr("ndim")?.extract()?;
         if ndim != 1 {
@@ -81,30 +51,18 @@ fn ids_from_py(tokens: &Bound<'_, PyAny>) -> PyResult<Ids> {
         let size: usize = dtype.getattr("itemsize")?.extract()?;
         if kind != "i" && kind != "u" {
             let name: String = dtype.getattr("name")?.extract()?;
-            return Err(PyTypeError::new_err(format!(
-                "tokens must have an integer dtype, not {name}"
-            )));
+            let message = format!("tokens must have an integer dtype, not {name}");
+            return Err(PyTypeError::new_err(message));
         }
         let little = tokens.call_method1("astype", (format!("<{kind}{size}"),))?;
         let data = little.call_method0("tobytes")?;
         let bytes = data.cast::<PyBytes>()?.as_bytes();
-        return Ok(match (kind.as_str(), size) {
-            ("i", 1) => Ids::I8(from_le!(bytes, i8)),
-            ("i", 2) => Ids::I16(from_le!(bytes, i16)),
-            ("i", 4) => Ids::I32(from_le!(bytes, i32)),
-            ("i", 8) => Ids::I64(from_le!(bytes, i64)),
-            ("u", 1) => Ids::U8(bytes.to_vec()),
-            ("u", 2) => Ids::U16(from_le!(bytes, u16)),
-            ("u", 4) => Ids::U32(from_le!(bytes, u32)),
-            ("u", 8) => Ids::U64(from_le!(bytes, u64)),
-            _ => {
-                return Err(PyTypeError::new_err(format!(
-                    "tokens have an integer dtype of {size} bytes"
-                )))
-            }
-        });
+        let ids = TokenIds::from_le_bytes(kind == "i", size, bytes).ok_or_else(|| {
+            PyTypeError::new_err(format!("tokens have an integer dtype of {size} bytes"))
+        })?;
+        return Ok(ids);
     }
-    if tokens.is_instance_of::<pyo3::types::PyString>() || tokens.is_instance_of::<PyBytes>() {
+    if tokens.is_instance_of::<PyString>() || tokens.is_instance_of::<PyBytes>() {
         return Err(PyTypeError::new_err(
             "tokens must be a NumPy integer array or a sequence of ints, not str or bytes",
         ));
@@ -114,18 +72,17 @@ fn ids_from_py(tokens: &Bound<'_, PyAny>) -> PyResult<Ids> {
         let item = item?;
         match item.extract::<i64>() {
             Ok(v) => signed.push(v),
-            Err(_) if item.is_instance_of::<pyo3::types::PyInt>() => {
-                return Ok(Ids::Beyond(position, item.str()?.to_string()))
+            Err(_) if item.is_instance_of::<PyInt>() => {
+                let id = item.str()?.to_string();
+                return Ok(TokenIds::Beyond { position, id });
             }
             Err(_) => {
-                return Err(PyTypeError::new_err(format!(
-                    "token {position} is not an int: {}",
-                    item.repr()?
-                )))
+                let message = format!("token {position} is not an int: {}", item.repr()?);
+                return Err(PyTypeError::new_err(message));
             }
         }
     }
-    Ok(Ids::I64(signed))
+    Ok(TokenIds::I64(signed))
 }
 
 #[pymethods]
@@ -149,15 +106,9 @@ impl PyTokenWriter {
         io_threads: bool,
     ) -> PyResult<Self> {
         let schema = schema.map(schema_from_py).transpose()?.unwrap_or_default();
-        let dtype = match (token_dtype, vocab_size) {
-            (Some(dtype), _) => dtype_arg(dtype)?,
-            (None, Some(size)) => TokenDtype::for_vocab(size),
-            (None, None) => {
-                return Err(PyValueError::new_err(
-                    "give token_dtype (\"uint16\" or \"uint32\") or vocab_size",
-                ))
-            }
-        };
+        let name = token_dtype.map(dtype_name).transpose()?;
+        let dtype = TokenDtype::choose(name.as_deref(), vocab_size)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
         let info = TokenInfo {
             dtype,
             vocab_size,
@@ -190,36 +141,7 @@ impl PyTokenWriter {
     ) -> PyResult<u64> {
         let row = row_from_args(py, &self.schema, metadata, fields)?;
         let ids = ids_from_py(tokens)?;
-        self.slot.with(py, |writer| {
-            if let Ids::Beyond(position, id) = &ids {
-                let info = writer.info();
-                let err = TokenError::TokenOutOfRange {
-                    path: writer.path().to_path_buf(),
-                    sample: writer.documents(),
-                    position: *position,
-                    id: 0,
-                    max_id: info.max_id(),
-                    limit: info.limit(),
-                };
-                let message = err.to_string().replacen(" is 0,", &format!(" is {id},"), 1);
-                let error = Error::Tokens {
-                    error: err,
-                    message: Some(message),
-                };
-                return Err(error.into());
-            }
-            enter(py, || match &ids {
-                Ids::I8(v) => writer.add(v, &row),
-                Ids::I16(v) => writer.add(v, &row),
-                Ids::I32(v) => writer.add(v, &row),
-                Ids::I64(v) => writer.add(v, &row),
-                Ids::U8(v) => writer.add(v, &row),
-                Ids::U16(v) => writer.add(v, &row),
-                Ids::U32(v) => writer.add(v, &row),
-                Ids::U64(v) => writer.add(v, &row),
-                Ids::Beyond(..) => unreachable!("refused above"),
-            })
-        })
+        (self.slot).with(py, |writer| enter(py, || writer.add_ids(&ids, &row)))
     }
 
     /// Publishes the cache. Returns `CacheWriter.finish`'s summary dict with `tokens` (the

@@ -14,6 +14,9 @@
 //!
 //! The row columns: `documents` (each row's pieces as a list of `cache_id`, `sample_id`,
 //! `start` (uint64) and `length` (uint32) structs), `padding` (bool) and `step` (int64).
+//!
+//! [`tensor_columns`] finds the expanded form's six tensor columns as plain buffers with their
+//! shapes and NumPy type strings, for a consumer that makes tensors over them in one call.
 
 use crate::batch::{BatchPiece, BatchPool, Column, TokenBatch};
 use crate::TokenStreamError;
@@ -80,6 +83,75 @@ fn offsets(values: impl Iterator<Item = usize>) -> Result<OffsetBuffer<i32>, Tok
         })
         .collect::<Result<Vec<i32>, _>>()?;
     Ok(OffsetBuffer::new(ScalarBuffer::from(offsets)))
+}
+
+/// The tensor columns of the expanded form and their NumPy array-interface type strings, in
+/// the order [`tensor_columns`] returns them.
+pub const TENSOR_COLUMNS: [(&str, &str); 6] = [
+    ("input_ids", "<i8"),
+    ("labels", "<i8"),
+    ("position_ids", "<i8"),
+    ("segment_ids", "<i4"),
+    ("loss_mask", "|u1"),
+    ("cu_seqlens", "<i4"),
+];
+
+/// One tensor column of an expanded record batch as plain memory: the Arrow buffer holding
+/// its values (which keeps the batch's memory alive), where they begin, their shape and
+/// their NumPy type string (NumPy's array interface reads it as is).
+#[derive(Debug, Clone)]
+pub struct TensorColumn {
+    /// The column's name (see [`TENSOR_COLUMNS`]).
+    pub name: &'static str,
+    /// The buffer the values lie in.
+    pub buffer: Buffer,
+    /// Where the values begin in `buffer`, in bytes.
+    pub offset: usize,
+    /// `[rows, seq_len]`, or `[sequences + 1]` for `cu_seqlens`.
+    pub shape: Vec<usize>,
+    /// `"<i8"`, `"<i4"` or `"|u1"`.
+    pub typestr: &'static str,
+}
+
+/// The [`TENSOR_COLUMNS`] of `record`, an expanded form ([`TokenBatch::expanded_record`]) of
+/// rows of `seq_len`, in that order, over the record batch's own buffers (nothing is copied).
+/// A record batch without one of them is [`TokenStreamError::Config`] naming it.
+pub fn tensor_columns(
+    record: &RecordBatch,
+    seq_len: usize,
+) -> Result<Vec<TensorColumn>, TokenStreamError> {
+    let rows = record.num_rows();
+    let column = |name: &str| {
+        (record.column_by_name(name))
+            .ok_or_else(|| TokenStreamError::Config(format!("a token batch has no column {name}")))
+    };
+    TENSOR_COLUMNS
+        .iter()
+        .map(|&(name, typestr)| {
+            let column = column(name)?;
+            let (values, shape) = if name == "cu_seqlens" {
+                let list = column.as_list_opt::<i32>();
+                let values = list.map(|l| l.values().to_data());
+                let len = values.as_ref().map_or(0, |v| v.len());
+                (values, vec![len])
+            } else {
+                let list = column.as_fixed_size_list_opt();
+                (list.map(|l| l.values().to_data()), vec![rows, seq_len])
+            };
+            let values = values.ok_or_else(|| {
+                TokenStreamError::Config(format!("a token batch's {name} is not a list"))
+            })?;
+            let buffer = (values.buffers().first().cloned())
+                .unwrap_or_else(|| Buffer::from_vec(Vec::<u8>::new()));
+            Ok(TensorColumn {
+                name,
+                buffer,
+                offset: values.offset() * values.data_type().primitive_width().unwrap_or(1),
+                shape,
+                typestr,
+            })
+        })
+        .collect()
 }
 
 impl TokenBatch {
@@ -362,6 +434,47 @@ mod tests {
         );
         let back = TokenBatch::from_compact_record(&batch.compact_record().unwrap(), 64, 0, &pool);
         assert_eq!(back.unwrap().tokens(), reference.tokens());
+    }
+
+    #[test]
+    fn tensor_columns_lie_over_the_record_batchs_own_buffers() {
+        let (plan, source) = plan_and_source();
+        let pool = BatchPool::new();
+        let mut batch = batch(&plan, &source, &pool);
+        let (record, _) = batch.expanded_record(&pool).unwrap();
+        let columns = tensor_columns(&record, 64).unwrap();
+        let names: Vec<&str> = columns.iter().map(|c| c.name).collect();
+        assert_eq!(names, TENSOR_COLUMNS.map(|(name, _)| name));
+        for column in &columns {
+            let list = record.column_by_name(column.name).unwrap();
+            let values = if column.name == "cu_seqlens" {
+                list.as_list::<i32>().values().to_data()
+            } else {
+                list.as_fixed_size_list().values().to_data()
+            };
+            let width = values.data_type().primitive_width().unwrap();
+            let elements: usize = column.shape.iter().product();
+            // The same memory as the Arrow array's values, not a copy of it.
+            let start = column.buffer.as_ptr() as usize + column.offset;
+            assert_eq!(
+                start,
+                values.buffers()[0].as_ptr() as usize + values.offset() * width
+            );
+            assert_eq!(elements, values.len(), "{}", column.name);
+        }
+        assert_eq!(columns[0].shape, [8, 64]);
+        assert_eq!((columns[3].typestr, columns[4].typestr), ("<i4", "|u1"));
+        let cu = record
+            .column_by_name("cu_seqlens")
+            .unwrap()
+            .as_list::<i32>();
+        assert_eq!(columns[5].shape, [cu.values().len()]);
+
+        let keep: Vec<usize> = (0..record.num_columns())
+            .filter(|&i| record.schema().field(i).name() != "labels")
+            .collect();
+        let error = tensor_columns(&record.project(&keep).unwrap(), 64).unwrap_err();
+        assert!(error.to_string().contains("no column labels"), "{error}");
     }
 
     #[test]

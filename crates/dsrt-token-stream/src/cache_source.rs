@@ -75,6 +75,13 @@ impl CacheSource {
     pub fn caches(&self) -> impl Iterator<Item = &TokenCache> {
         self.sources.iter().map(|s| &s.tokens)
     }
+
+    /// Each cache's source name (its manifest's `source`), in dataset order: what weights
+    /// given per source name ([`crate::TokenWeights::PerSource`]) name.
+    pub fn source_names(&self) -> Vec<String> {
+        let manifests = self.caches().map(|c| c.cache().manifest());
+        manifests.map(|m| m.description().source.clone()).collect()
+    }
 }
 
 impl Source {

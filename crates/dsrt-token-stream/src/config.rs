@@ -1,4 +1,5 @@
-use dsrt_plan::{IterState, PlanError, RemainderPolicy, Sampling, Shuffle};
+use crate::weights::SourceWeightsError;
+use dsrt_plan::{IterState, PlanError, RemainderPolicy, Sampling, Shuffle, UnknownName};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -180,6 +181,18 @@ pub struct TokenPhase {
     pub weights: Vec<f64>,
 }
 
+/// Phases given as `(tokens, weights)` pairs, in order (the Python package's `Phase` tuples).
+impl FromIterator<(u64, Vec<f64>)> for TokenSchedule {
+    fn from_iter<I: IntoIterator<Item = (u64, Vec<f64>)>>(phases: I) -> Self {
+        Self {
+            phases: phases
+                .into_iter()
+                .map(|(tokens, weights)| TokenPhase { tokens, weights })
+                .collect(),
+        }
+    }
+}
+
 impl TokenSchedule {
     /// The epoch's budget: the phases' tokens summed (`None` past 2^64).
     pub fn tokens(&self) -> Option<u64> {
@@ -237,6 +250,15 @@ pub struct TokenState {
 }
 
 impl TokenState {
+    /// The same state with its remaining rows listed as ranges, the form a saved state is
+    /// shown in (see `IterState::listed`).
+    pub fn listed(&self) -> Self {
+        Self {
+            rows: self.rows.listed(),
+            ..self.clone()
+        }
+    }
+
     /// Checks that this state belongs to a stream of `seq_len` and `mode`.
     pub fn check_settings(&self, seq_len: u64, mode: PackMode) -> Result<(), TokenStreamError> {
         let mut differences = Vec::new();
@@ -281,6 +303,69 @@ pub struct RunConfig {
     pub resume: Option<TokenState>,
 }
 
+/// The settings of a stream that the APIs take by name, as the Python package spells them
+/// (`mode="best_fit"`, `long_docs="split"`, `shuffle="local"` with `window_shards`,
+/// `replacement=True`, `policy="pad"`), put into a [`TokenConfig`] and a [`RunConfig`] by
+/// [`SettingNames::apply`]. The default is every setting's default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SettingNames<'a> {
+    /// [`PackMode::name`].
+    pub mode: &'a str,
+    /// [`LongDocs::name`].
+    pub long_docs: &'a str,
+    /// `dsrt_plan::Shuffle::from_name`'s names.
+    pub shuffle: &'a str,
+    /// Shards per shuffle window with `shuffle = "local"`.
+    pub window_shards: usize,
+    /// Whole shard runs drawn with replacement (`Sampling::RunsWithReplacement`) instead of
+    /// passes without.
+    pub replacement: bool,
+    /// `"pad"` or `"drop"` ([`RemainderPolicy`]).
+    pub policy: &'a str,
+}
+
+impl Default for SettingNames<'_> {
+    fn default() -> Self {
+        Self {
+            mode: PackMode::default().name(),
+            long_docs: LongDocs::default().name(),
+            shuffle: "local",
+            window_shards: 4,
+            replacement: false,
+            policy: "pad",
+        }
+    }
+}
+
+impl SettingNames<'_> {
+    /// `config` and `run` with these settings in place of theirs. A name that is not one of
+    /// its setting's is refused naming the setting and its names: [`TokenStreamError::Config`]
+    /// for `mode` and `long_docs`, [`TokenStreamError::Name`] for `shuffle` and `policy`;
+    /// settings are read in that order.
+    pub fn apply(
+        &self,
+        config: TokenConfig,
+        run: RunConfig,
+    ) -> Result<(TokenConfig, RunConfig), TokenStreamError> {
+        let config = TokenConfig {
+            mode: PackMode::from_name(self.mode)?,
+            long_docs: LongDocs::from_name(self.long_docs)?,
+            shuffle: Shuffle::from_name(self.shuffle, self.window_shards)?,
+            sampling: if self.replacement {
+                Sampling::RunsWithReplacement
+            } else {
+                Sampling::WithoutReplacement
+            },
+            ..config
+        };
+        let run = RunConfig {
+            policy: self.policy.parse()?,
+            ..run
+        };
+        Ok((config, run))
+    }
+}
+
 /// Why a token stream cannot be planned or read.
 #[derive(Debug, Error)]
 #[non_exhaustive]
@@ -291,6 +376,17 @@ pub enum TokenStreamError {
     /// The plan refused (weights, topology, a state of another epoch).
     #[error(transparent)]
     Plan(#[from] PlanError),
+    /// A setting given by a name that is not one of its names ([`SettingNames`]).
+    #[error(transparent)]
+    Name(#[from] UnknownName),
+    /// Shares per source name that do not give one weight per cache
+    /// ([`crate::TokenWeights::per_cache`]).
+    #[error(transparent)]
+    Weights(#[from] SourceWeightsError),
+    /// A call that waited for a lock held by one that panicked: what the lock guarded (a
+    /// plan's reader, a batch's forms) may be half made.
+    #[error("{0} failed in another thread")]
+    Poisoned(&'static str),
     /// A boundary token was asked for where it cannot be placed without reading every
     /// document: some documents of the source carry it and some do not, or it is unknown.
     #[error("{source_name}: {detail}")]
@@ -346,6 +442,9 @@ impl TokenStreamError {
         match self {
             Self::Config(_) => "config",
             Self::Plan(_) => "plan",
+            Self::Name(_) => "name",
+            Self::Weights(_) => "weights",
+            Self::Poisoned(_) => "poisoned",
             Self::Boundary { .. } => "boundary",
             Self::LongDocument { .. } => "long_document",
             Self::EmptySource { .. } => "empty_source",
@@ -403,5 +502,115 @@ mod tests {
             ("worker_stopped", None)
         );
         assert_eq!(TokenStreamError::Config("x".into()).kind(), "config");
+    }
+
+    #[test]
+    fn settings_by_name_replace_only_theirs_and_unknown_names_are_refused_in_order() {
+        let names = SettingNames {
+            mode: "best_fit",
+            long_docs: "truncate",
+            shuffle: "local",
+            window_shards: 7,
+            replacement: true,
+            policy: "drop",
+        };
+        let base = TokenConfig {
+            seq_len: 64,
+            seed: 9,
+            ..TokenConfig::default()
+        };
+        let (config, run) = names
+            .apply(
+                base.clone(),
+                RunConfig {
+                    epoch: 3,
+                    ..RunConfig::default()
+                },
+            )
+            .unwrap();
+        assert_eq!(
+            config,
+            TokenConfig {
+                mode: PackMode::BestFit,
+                long_docs: LongDocs::Truncate,
+                shuffle: Shuffle::Local { window_shards: 7 },
+                sampling: Sampling::RunsWithReplacement,
+                ..base
+            }
+        );
+        assert_eq!((run.epoch, run.policy), (3, RemainderPolicy::Drop));
+        let (config, run) = SettingNames::default()
+            .apply(TokenConfig::default(), RunConfig::default())
+            .unwrap();
+        assert_eq!(config, TokenConfig::default());
+        assert_eq!(run, RunConfig::default());
+
+        let refused = |names: SettingNames<'_>| {
+            let error = names
+                .apply(TokenConfig::default(), RunConfig::default())
+                .unwrap_err();
+            (error.kind(), error.to_string())
+        };
+        let (kind, text) = refused(SettingNames {
+            mode: "zigzag",
+            policy: "keep",
+            ..SettingNames::default()
+        });
+        assert_eq!(kind, "config");
+        assert!(
+            text.starts_with("invalid token stream settings: mode must be"),
+            "{text}"
+        );
+        let (kind, text) = refused(SettingNames {
+            long_docs: "fold",
+            ..SettingNames::default()
+        });
+        assert_eq!(kind, "config");
+        assert!(text.contains("long_docs must be"), "{text}");
+        let (kind, text) = refused(SettingNames {
+            shuffle: "random",
+            policy: "keep",
+            ..SettingNames::default()
+        });
+        assert_eq!(
+            (kind, text.as_str()),
+            (
+                "name",
+                "shuffle must be \"local\", \"full\" or \"sequential\", not \"random\""
+            )
+        );
+        let (kind, text) = refused(SettingNames {
+            policy: "keep",
+            ..SettingNames::default()
+        });
+        assert_eq!(
+            (kind, text.as_str()),
+            ("name", "policy must be \"pad\" or \"drop\", not \"keep\"")
+        );
+    }
+
+    #[test]
+    fn a_schedule_from_pairs_keeps_their_order() {
+        let schedule: TokenSchedule = vec![(30, vec![0.5, 0.5]), (10, vec![0.2, 0.8])]
+            .into_iter()
+            .collect();
+        assert_eq!(schedule.phases.len(), 2);
+        assert_eq!(
+            schedule.phases[1],
+            TokenPhase {
+                tokens: 10,
+                weights: vec![0.2, 0.8]
+            }
+        );
+        assert_eq!(schedule.tokens(), Some(40));
+    }
+
+    #[test]
+    fn a_poisoned_lock_names_what_it_guarded() {
+        let error = TokenStreamError::Poisoned("the plan");
+        assert_eq!(
+            (error.kind(), error.to_string().as_str()),
+            ("poisoned", "the plan failed in another thread")
+        );
     }
 }

@@ -24,6 +24,12 @@
 //! mapped `n_tokens` column, tokens from the shards; [`SyntheticSource`] computes both, for
 //! plans and tests at the scale of real corpora.
 //!
+//! For callers that name their settings and share one plan between threads (the Python
+//! binding): [`SettingNames`] reads the settings given by name, [`TokenWeights`] takes weights
+//! per cache or per source name, [`SharedPlan`] holds a plan, its source and a reader of its
+//! steps, [`SharedLoader`] a loader any thread may pull from, and [`SharedTokenBatch`] a batch whose Arrow forms (and [`tensor_columns`]) are made
+//! once.
+//!
 //! What it is not for: the token cache layout (`dsrt-tokens`) or the order of samples
 //! (`dsrt-plan`).
 //!
@@ -41,16 +47,18 @@ mod pack;
 mod plan;
 mod report;
 mod rows;
+mod shared;
 mod source;
 mod stream;
 mod synthetic;
 mod weights;
 
+pub use arrow::{tensor_columns, TensorColumn, TENSOR_COLUMNS};
 pub use batch::{BatchPiece, BatchPool, Column, Expanded, SharedColumn, TokenBatch, IGNORE_INDEX};
 pub use cache_source::CacheSource;
 pub use config::{
-    LongDocs, PackMode, RunConfig, TokenConfig, TokenPhase, TokenSchedule, TokenState,
-    TokenStreamError, DEFAULT_PACKING_BINS, DEFAULT_WINDOW_BLOCK, MAX_SEQ_LEN,
+    LongDocs, PackMode, RunConfig, SettingNames, TokenConfig, TokenPhase, TokenSchedule,
+    TokenState, TokenStreamError, DEFAULT_PACKING_BINS, DEFAULT_WINDOW_BLOCK, MAX_SEQ_LEN,
 };
 pub use dsrt_dataset::{LoaderStats, Stage, StatsSnapshot};
 pub use loader::{BatchReader, LoaderOptions, TokenLoader};
@@ -59,6 +67,7 @@ pub use report::{
     PhaseSourceReport, RowShuffle, SourceReport, TokenNodeReport, TokenPhaseReport, TokenReport,
 };
 pub use rows::{Piece, RowBlock, RowCursor, RowSpec};
+pub use shared::{SharedLoader, SharedPlan, SharedTokenBatch};
 pub use source::{Coverage, DocumentSource, End, StoredTokens};
 pub use synthetic::{SyntheticSource, SyntheticSpec};
-pub use weights::{weights_by_source, SourceWeightsError};
+pub use weights::{weights_by_source, SourceWeightsError, TokenWeights};

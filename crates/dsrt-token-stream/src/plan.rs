@@ -333,6 +333,15 @@ impl TokenPlan {
         self.rows * seq_len - kept_used
     }
 
+    /// [`TokenPlan::padded_tokens`] over the input tokens of all the epoch's rows (0 for an
+    /// epoch of no rows).
+    pub fn padding_fraction(&self) -> f64 {
+        let inputs = self.rows * self.config.seq_len;
+        #[allow(clippy::cast_precision_loss)] // a ratio
+        let fraction = self.padded_tokens() as f64 / inputs.max(1) as f64;
+        fraction
+    }
+
     /// Tokens of the epoch's documents no row holds: the last partial window (concat, drop) or
     /// the bins past the node shares' common count (packing, drop).
     pub fn dropped_tokens(&self) -> u64 {

@@ -3,6 +3,30 @@
 
 use thiserror::Error;
 
+/// Weights as a caller gives them: one per cache, or a share per source name.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TokenWeights {
+    /// One weight per cache, in dataset order (what [`crate::TokenConfig::weights`] takes).
+    PerCache(Vec<f64>),
+    /// A share of the epoch's tokens per source name (a cache manifest's `source`).
+    PerSource(Vec<(String, f64)>),
+}
+
+impl TokenWeights {
+    /// One weight per cache, where cache `c` holds source `sources[c]` and is called
+    /// `cache_name(c)` in errors: as given, or by [`weights_by_source`].
+    pub fn per_cache(
+        self,
+        sources: &[String],
+        cache_name: impl Fn(usize) -> String,
+    ) -> Result<Vec<f64>, SourceWeightsError> {
+        match self {
+            Self::PerCache(weights) => Ok(weights),
+            Self::PerSource(shares) => weights_by_source(&shares, sources, cache_name),
+        }
+    }
+}
+
 /// Why shares per source name do not give one weight per cache.
 #[derive(Debug, Error, Clone, PartialEq)]
 #[non_exhaustive]
@@ -36,6 +60,14 @@ pub enum SourceWeightsError {
         /// Another.
         second: String,
     },
+}
+
+impl SourceWeightsError {
+    /// Whether a name was looked up and not found (a share naming no cache's source, a source
+    /// without its share: Python's `KeyError`), rather than found twice.
+    pub fn is_lookup(&self) -> bool {
+        !matches!(self, Self::SharedSource { .. })
+    }
 }
 
 /// Each cache's weight from `shares` of the epoch's tokens per source name, where cache `c`
@@ -118,9 +150,27 @@ mod tests {
             }
         );
         let shared = weights_by_source(&shares(&[("web", 1.0)]), &names(&["web", "web"]), path);
-        assert!(shared
-            .unwrap_err()
-            .to_string()
-            .contains("(/caches/0 and /caches/1)"),);
+        let shared = shared.unwrap_err();
+        assert!(
+            shared.to_string().contains("(/caches/0 and /caches/1)"),
+            "{shared}"
+        );
+        assert!(!shared.is_lookup());
+        let lookups = [
+            weights_by_source(&shares(&[("math", 1.0)]), &names(&["code"]), path),
+            weights_by_source(&shares(&[]), &names(&["code"]), path),
+        ];
+        assert!(lookups.into_iter().all(|r| r.unwrap_err().is_lookup()));
+    }
+
+    #[test]
+    fn weights_per_cache_pass_as_given_and_shares_resolve_by_source() {
+        let sources = names(&["code", "web"]);
+        let given = TokenWeights::PerCache(vec![2.0, 1.0]);
+        assert_eq!(given.per_cache(&sources, path), Ok(vec![2.0, 1.0]));
+        let by_source = TokenWeights::PerSource(shares(&[("web", 0.7), ("code", 0.3)]));
+        assert_eq!(by_source.per_cache(&sources, path), Ok(vec![0.3, 0.7]));
+        let unknown = TokenWeights::PerSource(shares(&[("math", 1.0)]));
+        assert!(unknown.per_cache(&sources, path).unwrap_err().is_lookup());
     }
 }

@@ -9,8 +9,8 @@ use dsrt_dataset::Dataset;
 use dsrt_plan::{mix, RemainderPolicy};
 use dsrt_reader::OpenOptions;
 use dsrt_token_stream::{
-    CacheSource, LoaderOptions, RunConfig, TokenBatch, TokenConfig, TokenLoader, TokenPlan,
-    TokenState, TokenStreamError, IGNORE_INDEX,
+    CacheSource, LoaderOptions, RunConfig, SharedPlan, TokenBatch, TokenConfig, TokenLoader,
+    TokenPlan, TokenState, TokenStreamError, TokenWeights, IGNORE_INDEX,
 };
 use dsrt_tokens::{TokenBuf, TokenCache, TokenInfo, TokenWriter};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -325,4 +325,56 @@ fn a_document_that_cannot_be_read_is_an_error_naming_the_cache_and_document() {
         text.contains("shard 0") || text.contains("000000.bin"),
         "{text}"
     );
+}
+
+#[test]
+fn a_shared_plan_takes_weights_per_source_name_as_the_same_weights_per_cache() {
+    let root = tempfile::tempdir().unwrap();
+    let paths = caches(root.path());
+    let open = || Dataset::open(&paths, OpenOptions::default()).unwrap();
+    assert_eq!(
+        source(&paths).source_names(),
+        ["tokens-1", "tokens-2", "tokens-3"]
+    );
+    let by_cache = SharedPlan::open(
+        open(),
+        Some(TokenWeights::PerCache(vec![0.2, 0.5, 0.3])),
+        config(),
+        &run(1, 1, 0, None),
+    )
+    .unwrap();
+    let shares = [("tokens-3", 0.3), ("tokens-1", 0.2), ("tokens-2", 0.5)];
+    let shares = shares.map(|(name, share)| (name.to_owned(), share));
+    let by_source = SharedPlan::open(
+        open(),
+        Some(TokenWeights::PerSource(shares.to_vec())),
+        config(),
+        &run(1, 1, 0, None),
+    )
+    .unwrap();
+    assert_eq!(by_source.plan().config().weights, Some(vec![0.2, 0.5, 0.3]));
+    assert_eq!(
+        by_source.plan().source_tokens(),
+        by_cache.plan().source_tokens()
+    );
+    let pool = dsrt_token_stream::BatchPool::new();
+    let (a, b) = (
+        by_cache.read(0..4, &pool, false).unwrap(),
+        by_source.read(0..4, &pool, false).unwrap(),
+    );
+    assert_eq!(a.tokens(), b.tokens());
+
+    let unknown = vec![("tokens-9".to_owned(), 1.0)];
+    let refused = SharedPlan::open(
+        open(),
+        Some(TokenWeights::PerSource(unknown)),
+        config(),
+        &run(1, 1, 0, None),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&refused, TokenStreamError::Weights(e) if e.is_lookup()),
+        "{refused}"
+    );
+    assert!(refused.to_string().contains("\"tokens-9\""), "{refused}");
 }

@@ -26,6 +26,66 @@ macro_rules! token_id {
 }
 token_id!(u8, u16, u32, u64, i8, i16, i32, i64);
 
+/// A document's ids in the integer type they arrived in, known only at run time (a NumPy
+/// array's dtype, a list of Python ints): what [`crate::TokenWriter::add_ids`] takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenIds {
+    /// `int8` ids.
+    I8(Vec<i8>),
+    /// `int16` ids.
+    I16(Vec<i16>),
+    /// `int32` ids.
+    I32(Vec<i32>),
+    /// `int64` ids.
+    I64(Vec<i64>),
+    /// `uint8` ids.
+    U8(Vec<u8>),
+    /// `uint16` ids.
+    U16(Vec<u16>),
+    /// `uint32` ids.
+    U32(Vec<u32>),
+    /// `uint64` ids.
+    U64(Vec<u64>),
+    /// Ids one of which, at `position`, is an integer beyond 64 bits (its decimal text, as
+    /// given): refused as out of range, whatever the others.
+    Beyond {
+        /// Its position in the document.
+        position: usize,
+        /// Its value in decimal.
+        id: String,
+    },
+}
+
+/// `bytes` as little-endian values of `$t` (bytes short of a whole value at the end are
+/// ignored).
+macro_rules! from_le {
+    ($bytes:expr, $t:ty) => {
+        $bytes
+            .chunks_exact(std::mem::size_of::<$t>())
+            .map(|c| <$t>::from_le_bytes(c.try_into().unwrap_or_default()))
+            .collect()
+    };
+}
+
+impl TokenIds {
+    /// Ids laid out as little-endian integers of `width` bytes, signed or not (NumPy's dtype
+    /// `kind` `"i"` or `"u"` and `itemsize`, as `astype("<i8").tobytes()` gives them);
+    /// `None` for a width other than 1, 2, 4 or 8.
+    pub fn from_le_bytes(signed: bool, width: usize, bytes: &[u8]) -> Option<Self> {
+        Some(match (signed, width) {
+            (true, 1) => Self::I8(from_le!(bytes, i8)),
+            (true, 2) => Self::I16(from_le!(bytes, i16)),
+            (true, 4) => Self::I32(from_le!(bytes, i32)),
+            (true, 8) => Self::I64(from_le!(bytes, i64)),
+            (false, 1) => Self::U8(bytes.to_vec()),
+            (false, 2) => Self::U16(from_le!(bytes, u16)),
+            (false, 4) => Self::U32(from_le!(bytes, u32)),
+            (false, 8) => Self::U64(from_le!(bytes, u64)),
+            _ => return None,
+        })
+    }
+}
+
 /// An id that does not fit: where it is in its document, and its value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BadTokenId {
@@ -156,6 +216,37 @@ mod tests {
             narrow.encode(&[65_536u32], &mut out).unwrap_err().id,
             65_536
         );
+    }
+
+    #[test]
+    fn ids_of_every_width_read_little_endian() {
+        let bytes = [1u8, 0, 0, 0, 0xff, 0xff, 0xff, 0xff];
+        assert_eq!(
+            TokenIds::from_le_bytes(true, 4, &bytes),
+            Some(TokenIds::I32(vec![1, -1]))
+        );
+        assert_eq!(
+            TokenIds::from_le_bytes(false, 4, &bytes),
+            Some(TokenIds::U32(vec![1, u32::MAX]))
+        );
+        assert_eq!(
+            TokenIds::from_le_bytes(true, 8, &bytes),
+            Some(TokenIds::I64(vec![i64::from_le_bytes(bytes)]))
+        );
+        assert_eq!(
+            TokenIds::from_le_bytes(false, 2, &bytes[..4]),
+            Some(TokenIds::U16(vec![1, 0]))
+        );
+        assert_eq!(
+            TokenIds::from_le_bytes(true, 1, &bytes[..2]),
+            Some(TokenIds::I8(vec![1, 0]))
+        );
+        assert_eq!(
+            TokenIds::from_le_bytes(false, 1, &[]),
+            Some(TokenIds::U8(vec![]))
+        );
+        assert_eq!(TokenIds::from_le_bytes(true, 16, &bytes), None);
+        assert_eq!(TokenIds::from_le_bytes(false, 3, &bytes), None);
     }
 
     proptest! {

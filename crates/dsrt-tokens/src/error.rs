@@ -51,6 +51,26 @@ pub enum TokenError {
         /// What sets that bound ("dtype uint16", "vocab_size 50257").
         limit: String,
     },
+    /// As [`TokenError::TokenOutOfRange`], for an id beyond every integer type ids are read
+    /// as (a Python int past 64 bits), its value kept as the text it was given in.
+    #[error(
+        "{}: document {sample}: token {position} is {id}, outside 0..={max_id} ({limit})",
+        path.display()
+    )]
+    TokenBeyondIntegers {
+        /// The cache.
+        path: PathBuf,
+        /// The document's sample id (the one it would have had).
+        sample: u64,
+        /// The id's position in the document.
+        position: usize,
+        /// The id, in decimal.
+        id: String,
+        /// The largest id allowed.
+        max_id: u32,
+        /// What sets that bound.
+        limit: String,
+    },
     /// A document's payload length is not its `n_tokens` times the width (or `n_tokens` is
     /// negative).
     #[error(
@@ -108,7 +128,7 @@ impl TokenError {
             Self::NotATokenCache { .. } => "not_a_token_cache",
             Self::BadTokenInfo { .. } => "bad_token_info",
             Self::NTokensColumn { .. } => "n_tokens_column",
-            Self::TokenOutOfRange { .. } => "token_out_of_range",
+            Self::TokenOutOfRange { .. } | Self::TokenBeyondIntegers { .. } => "token_out_of_range",
             Self::LengthMismatch { .. } => "length_mismatch",
             Self::BadNTokens { .. } => "bad_n_tokens",
             Self::Write(e) => e.kind(),
@@ -124,6 +144,7 @@ impl TokenError {
             | Self::BadTokenInfo { path, .. }
             | Self::NTokensColumn { path, .. }
             | Self::TokenOutOfRange { path, .. }
+            | Self::TokenBeyondIntegers { path, .. }
             | Self::LengthMismatch { path, .. }
             | Self::BadNTokens { path, .. } => Some(path),
             Self::Write(_) | Self::Read(_) => None,

@@ -65,6 +65,31 @@ impl TokenDtype {
             _ => None,
         }
     }
+
+    /// The width a writer is given as `token_dtype` and `vocab_size`: the one named, else the
+    /// narrowest that holds the vocabulary ([`Self::for_vocab`]); neither is refused (whether
+    /// the vocabulary fits a named width is [`TokenInfo::check`]'s).
+    pub fn choose(name: Option<&str>, vocab_size: Option<u64>) -> Result<Self, DtypeChoiceError> {
+        match (name, vocab_size) {
+            (Some(name), _) => {
+                Self::parse(name).ok_or_else(|| DtypeChoiceError::UnknownName(name.to_owned()))
+            }
+            (None, Some(size)) => Ok(Self::for_vocab(size)),
+            (None, None) => Err(DtypeChoiceError::Neither),
+        }
+    }
+}
+
+/// Why [`TokenDtype::choose`] cannot choose a width.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DtypeChoiceError {
+    /// The name given is not a width's.
+    #[error("token_dtype must be \"uint16\" or \"uint32\", not {0:?}")]
+    UnknownName(String),
+    /// Neither a width nor a vocabulary size was given.
+    #[error("give token_dtype (\"uint16\" or \"uint32\") or vocab_size")]
+    Neither,
 }
 
 impl fmt::Display for TokenDtype {
@@ -243,6 +268,25 @@ impl TokenInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_writers_width_is_the_one_named_else_the_vocabularys() {
+        let choose = TokenDtype::choose;
+        assert_eq!(choose(Some("uint32"), None), Ok(TokenDtype::U32));
+        assert_eq!(choose(Some("uint16"), Some(128_256)), Ok(TokenDtype::U16));
+        assert_eq!(choose(None, Some(128_256)), Ok(TokenDtype::U32));
+        assert_eq!(choose(None, Some(50_257)), Ok(TokenDtype::U16));
+        let unknown = choose(Some("int8"), Some(10)).unwrap_err();
+        assert_eq!(
+            unknown.to_string(),
+            "token_dtype must be \"uint16\" or \"uint32\", not \"int8\""
+        );
+        let neither = choose(None, None).unwrap_err();
+        assert_eq!(
+            neither.to_string(),
+            "give token_dtype (\"uint16\" or \"uint32\") or vocab_size"
+        );
+    }
 
     #[test]
     fn the_width_follows_the_vocabulary() {

@@ -10,7 +10,8 @@
 //! `dsrt_reader::Cache`, answers [`TokenCache::n_tokens`] from the mapped metadata alone and
 //! reads a document's ids into a reusable [`TokenBuf`], refusing a payload whose length
 //! disagrees with `n_tokens`. [`TokenEncoder`] is the one place ids of any integer type are
-//! checked and laid out, which the converters of `dsrt-pack` use too.
+//! checked and laid out, which the converters of `dsrt-pack` use too; [`TokenIds`] holds ids
+//! whose integer type is known only at run time (a binding's NumPy arrays and lists).
 //!
 //! What it is not for: the cache format itself (`dsrt-writer`, `dsrt-reader`: a token cache
 //! needs no change to it), converting inputs into token caches (`dsrt-pack`), or cutting
@@ -28,7 +29,7 @@ mod info;
 mod writer;
 
 pub use cache::{TokenBuf, TokenCache, Tokens};
-pub use encode::{BadTokenId, TokenEncoder, TokenId};
+pub use encode::{BadTokenId, TokenEncoder, TokenId, TokenIds};
 pub use error::TokenError;
-pub use info::{TokenDtype, TokenInfo, N_TOKENS_COLUMN, TOKENS_KEY};
+pub use info::{DtypeChoiceError, TokenDtype, TokenInfo, N_TOKENS_COLUMN, TOKENS_KEY};
 pub use writer::{TokenSummary, TokenWriter};

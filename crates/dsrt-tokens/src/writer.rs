@@ -1,7 +1,7 @@
 //! [`TokenWriter`]: documents of token ids into a new token cache.
 
 use crate::encode::BadTokenId;
-use crate::{TokenEncoder, TokenError, TokenId, TokenInfo, N_TOKENS_COLUMN, TOKENS_KEY};
+use crate::{TokenEncoder, TokenError, TokenId, TokenIds, TokenInfo, N_TOKENS_COLUMN, TOKENS_KEY};
 use dsrt_schema::{Column, ColumnType, Row, Schema, ValueRef};
 use dsrt_writer::{CacheSummary, CacheWriter, WriterOptions};
 use smallvec::SmallVec;
@@ -104,6 +104,29 @@ impl TokenWriter {
             }));
         }
         self.append(ids, &values)
+    }
+
+    /// Adds a document whose ids' integer type is known only at run time, as [`Self::add`];
+    /// [`TokenIds::Beyond`] is refused as [`TokenError::TokenBeyondIntegers`].
+    pub fn add_ids(&mut self, ids: &TokenIds, row: &Row) -> Result<u64, TokenError> {
+        match ids {
+            TokenIds::Beyond { position, id } => Err(TokenError::TokenBeyondIntegers {
+                path: self.path().to_path_buf(),
+                sample: self.documents(),
+                position: *position,
+                id: id.clone(),
+                max_id: self.info.max_id(),
+                limit: self.info.limit(),
+            }),
+            TokenIds::I8(v) => self.add(v, row),
+            TokenIds::I16(v) => self.add(v, row),
+            TokenIds::I32(v) => self.add(v, row),
+            TokenIds::I64(v) => self.add(v, row),
+            TokenIds::U8(v) => self.add(v, row),
+            TokenIds::U16(v) => self.add(v, row),
+            TokenIds::U32(v) => self.add(v, row),
+            TokenIds::U64(v) => self.add(v, row),
+        }
     }
 
     /// Adds a document whose metadata values are given in the caller's schema order.

@@ -6,7 +6,7 @@
 use dsrt_reader::{Cache, OpenOptions};
 use dsrt_schema::{Column, ColumnType, Row, Schema, Value, ValueRef};
 use dsrt_tokens::{
-    TokenBuf, TokenCache, TokenDtype, TokenError, TokenInfo, N_TOKENS_COLUMN, TOKENS_KEY,
+    TokenBuf, TokenCache, TokenDtype, TokenError, TokenIds, TokenInfo, N_TOKENS_COLUMN, TOKENS_KEY,
 };
 use dsrt_writer::{CacheWriter, WriterOptions};
 
@@ -145,6 +145,47 @@ fn an_id_that_does_not_fit_is_refused_naming_cache_document_and_position() {
         cache.read(1, &mut buf).unwrap().iter().collect::<Vec<_>>(),
         [7]
     );
+}
+
+#[test]
+fn ids_of_a_type_known_at_run_time_are_written_and_refused_as_their_own_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("any");
+    let info = TokenInfo::for_vocab(1000);
+    let options = WriterOptions::new("a", Schema::default());
+    let mut writer = dsrt_tokens::TokenWriter::create(&path, options, info).unwrap();
+    let documents = [
+        TokenIds::I8(vec![1, 2]),
+        TokenIds::U64(vec![999]),
+        TokenIds::from_le_bytes(false, 2, &[7, 0, 8, 0]).unwrap(),
+        TokenIds::I64(vec![]),
+    ];
+    for (i, ids) in documents.iter().enumerate() {
+        assert_eq!(writer.add_ids(ids, &Row::new()).unwrap(), i as u64);
+    }
+    let err = (writer.add_ids(&TokenIds::I16(vec![3, -2]), &Row::new())).unwrap_err();
+    assert!(err.to_string().contains("token 1 is -2"), "{err}");
+    let huge = TokenIds::Beyond {
+        position: 2,
+        id: "1180591620717411303424".into(),
+    };
+    let err = writer.add_ids(&huge, &Row::new()).unwrap_err();
+    assert_eq!(
+        (err.kind(), err.path()),
+        ("token_out_of_range", Some(path.as_path()))
+    );
+    assert!(
+        err.to_string().ends_with(
+            "document 4: token 2 is 1180591620717411303424, outside 0..=999 (vocab_size 1000)"
+        ),
+        "{err}"
+    );
+    assert_eq!(writer.tokens(), 5);
+    writer.finish().unwrap();
+    let cache = TokenCache::open(&path, OpenOptions::validated()).unwrap();
+    let mut buf = TokenBuf::new();
+    let read = cache.read(2, &mut buf).unwrap().iter().collect::<Vec<_>>();
+    assert_eq!(read, [7, 8]);
 }
 
 #[test]
