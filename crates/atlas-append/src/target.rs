@@ -79,15 +79,14 @@ pub enum TargetError {
 }
 
 impl TargetError {
-    /// Whether trying again later may succeed: a store request that failed by the one rule
-    /// of `object_access::is_retryable_store_error`.
+    /// Whether trying again later may succeed: a store failure, by the one rule of
+    /// `object_access::is_retryable_store_error`.
     pub fn is_retryable(&self) -> bool {
         match self {
-            Self::Store { source, .. } => object_access::is_retryable_store_error(source),
-            Self::Exists { .. }
-            | Self::NotEmpty { .. }
-            | Self::Io { .. }
-            | Self::LocalStore { .. } => false,
+            Self::Store { source, .. } | Self::LocalStore { source, .. } => {
+                object_access::is_retryable_store_error(source)
+            }
+            Self::Exists { .. } | Self::NotEmpty { .. } | Self::Io { .. } => false,
         }
     }
 }
@@ -154,21 +153,21 @@ impl Target {
                 source,
             }
         };
-        match (occupancy, std::fs::read_dir(dir)) {
-            (Occupancy::Empty, Ok(mut entries)) => {
-                if let Some(entry) = entries.next() {
-                    let entry = entry.map_err(io("listing the directory"))?;
-                    let found = entry.file_name().to_string_lossy().into_owned();
-                    return Err(TargetError::NotEmpty {
-                        location: name,
-                        found,
-                    });
+        if occupancy == Occupancy::Empty {
+            match std::fs::read_dir(dir) {
+                Ok(mut entries) => {
+                    if let Some(entry) = entries.next() {
+                        let entry = entry.map_err(io("listing the directory"))?;
+                        let found = entry.file_name().to_string_lossy().into_owned();
+                        return Err(TargetError::NotEmpty {
+                            location: name,
+                            found,
+                        });
+                    }
                 }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io("listing the directory")(e)),
             }
-            (Occupancy::Empty, Err(e)) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(io("listing the directory")(e))
-            }
-            _ => {}
         }
         let created_dir = if dir.exists() {
             None

@@ -177,9 +177,8 @@ impl Collection {
         name: &str,
         array: &str,
     ) -> PyResult<(String, Vec<u32>, Vec<u32>, Vec<String>, Bound<'py, PyAny>)> {
-        let atlas = &self.atlas;
         let layout = run(py, &self.location, async move {
-            atlas.dataset_named(name)?.array_layout(array).await
+            self.atlas.dataset_named(name)?.array_layout(array).await
         })?;
         let fill = fill_to_py(py, layout.fill_value.as_ref())?;
         let tag = layout.dtype.name();
@@ -201,9 +200,8 @@ impl Collection {
         start: Vec<usize>,
         shape: Vec<usize>,
     ) -> PyResult<(String, Bound<'py, PyAny>)> {
-        let atlas = &self.atlas;
         let data = run(py, &self.location, async move {
-            atlas
+            self.atlas
                 .dataset_named(name)?
                 .read_data(array, start, shape)
                 .await
@@ -267,9 +265,8 @@ impl Collection {
         py: Python<'py>,
         name: &str,
     ) -> PyResult<Vec<(String, Bound<'py, PyTuple>)>> {
-        let atlas = &self.atlas;
         let attrs = run(py, &self.location, async move {
-            atlas.dataset_named(name)?.attributes().await
+            self.atlas.dataset_named(name)?.attributes().await
         })?;
         attrs_to_py(py, &attrs)
     }
@@ -281,9 +278,11 @@ impl Collection {
         name: &str,
         array: &str,
     ) -> PyResult<Vec<(String, Bound<'py, PyTuple>)>> {
-        let atlas = &self.atlas;
         let attrs = run(py, &self.location, async move {
-            atlas.dataset_named(name)?.array_attributes(array).await
+            self.atlas
+                .dataset_named(name)?
+                .array_attributes(array)
+                .await
         })?;
         attrs_to_py(py, &attrs)
     }
@@ -294,8 +293,7 @@ impl Collection {
         py: Python<'py>,
         key: &str,
     ) -> PyResult<Vec<(String, Bound<'py, PyTuple>)>> {
-        let atlas = &self.atlas;
-        let rows = run(py, &self.location, atlas.attributes_by_dataset(key))?;
+        let rows = run(py, &self.location, self.atlas.attributes_by_dataset(key))?;
         attrs_to_py(py, &rows)
     }
 
@@ -328,9 +326,8 @@ impl Collection {
         name: &str,
         array: &str,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let atlas = &self.atlas;
         let row = run(py, &self.location, async move {
-            atlas.dataset_named(name)?.array_stats(array).await
+            self.atlas.dataset_named(name)?.array_stats(array).await
         })?;
         stats_row(py, &row)
     }
@@ -346,13 +343,7 @@ impl Collection {
         stats: Vec<(String, String, String, (String, Bound<'_, PyAny>))>,
     ) -> PyResult<Vec<String>> {
         let selection = crate::select::selection(&self.location, attrs, stats)?;
-        let atlas = &self.atlas;
-        let ordinals = run(py, &self.location, atlas.select(&selection))?;
-        // By the collection's ordinals, not one footer's: a growing collection's span its parts.
-        Ok(ordinals
-            .into_iter()
-            .filter_map(|o| atlas.dataset_at(o).map(|d| d.name().to_owned()))
-            .collect())
+        run(py, &self.location, self.atlas.select_names(&selection))
     }
 
     /// Hides the named datasets (read-merge-commit of `deleted.mask`, retried on conflict).

@@ -185,9 +185,7 @@ impl Error {
     /// names that object under the collection's location.
     pub(crate) fn at(collection: &str, failure: impl Into<Failure>) -> Self {
         let failure = match failure.into() {
-            Failure::Atlas(e) => {
-                Failure::Atlas(e.with_object_named(|object| object_under(collection, object)))
-            }
+            Failure::Atlas(e) => Failure::Atlas(e.named_under(collection)),
             other => other,
         };
         Self {
@@ -356,12 +354,6 @@ fn looked_up<'a>(
         Some(array) => (Some(array), dataset),
         None => (dataset, None),
     }
-}
-
-/// `collection/<object>` for a store path such as `prefix/data.atlas`.
-fn object_under(collection: &str, path: &str) -> String {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    format!("{}/{name}", collection.trim_end_matches('/'))
 }
 
 #[cfg(test)]
