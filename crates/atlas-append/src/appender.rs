@@ -42,17 +42,18 @@ struct CheckedPart {
     hidden: HashSet<u32>,
 }
 
-/// What [`Appender::commit`] did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What [`Appender::commit`] did. Its serde form (a map of these fields, in this order) is
+/// the Python package's `Writer.finish()` dict of an append.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct AppendReport {
-    /// The version the commit made.
-    pub version: u64,
-    /// The new part's id (its prefix is `parts/<id>`).
-    pub part: String,
     /// Datasets the part holds.
     pub datasets: usize,
     /// Size of the part's `data.atlas`.
     pub container_bytes: u64,
+    /// The version the commit made.
+    pub version: u64,
+    /// The new part's id (its prefix is `parts/<id>`).
+    pub part: String,
     /// Commit attempts (more than 1: another appender committed in between).
     pub attempts: u32,
     /// Datasets of earlier parts the commit hid because this append holds a dataset of their

@@ -31,8 +31,8 @@ const MAX_COMPACTIONS: u32 = 3;
 /// writer's commit of the same bytes, a gc raising the oldest readable version).
 const MAX_COMMIT_ATTEMPTS: u32 = 100;
 
-/// What [`compact`] did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What [`compact`] did (its serde form: the Python package's `compact()` report).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct CompactReport {
     /// The version the compact commit made.
     pub version: u64,

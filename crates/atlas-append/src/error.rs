@@ -1,5 +1,6 @@
 //! Everything an append can fail with.
 
+use crate::TargetError;
 use atlas_reader::AtlasError;
 use atlas_writer::WriteError;
 use thiserror::Error;
@@ -84,6 +85,9 @@ pub enum AppendError {
     /// The store's location could not be used.
     #[error("store: {0}")]
     Store(#[from] object_store::Error),
+    /// The location cannot take a new collection ([`CollectionWriter`](crate::CollectionWriter)).
+    #[error(transparent)]
+    Target(#[from] TargetError),
 }
 
 impl AppendError {
@@ -96,11 +100,55 @@ impl AppendError {
             Self::Write(e) => e.is_retryable(),
             Self::Io { source, .. } => object_access::is_retryable_io_error(source),
             Self::Store(e) => object_access::is_retryable_store_error(e),
+            Self::Target(e) => e.is_retryable(),
             Self::NameTaken { .. }
             | Self::PlainCollection { .. }
             | Self::Source { .. }
             | Self::Uncopyable { .. }
             | Self::NotGrowing { .. } => false,
         }
+    }
+
+    /// A stable name of the variant, the same for every message wording: what the bindings
+    /// call the error's `kind`. A taken name's is what the name names, as a duplicate
+    /// dataset's is ([`WriteError::name`]); a read's or a write's is theirs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::NameTaken { .. } => "dataset name",
+            Self::PlainCollection { .. } => "plain_collection",
+            Self::CommitConflict { .. } => "commit_conflict",
+            Self::CompactConflict { .. } => "compact_conflict",
+            Self::NotGrowing { .. } => "not_growing",
+            Self::Uncopyable { .. } => "uncopyable",
+            Self::Source { .. } => "source",
+            Self::Io { .. } => "io",
+            Self::Store(_) => "store",
+            Self::Target(_) => "target",
+            Self::Read(e) => e.kind(),
+            Self::Write(e) => e.kind(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kind_is_the_variants_or_the_nested_errors() {
+        let taken = AppendError::NameTaken {
+            collection: "c".into(),
+            name: "jan".into(),
+            held_by: "this append".into(),
+        };
+        assert_eq!(taken.kind(), "dataset name");
+        let read = AppendError::Read(AtlasError::DatasetNotFound("jan".into()));
+        assert_eq!(read.kind(), "dataset_not_found");
+        let write = AppendError::Write(WriteError::Poisoned("x".into()));
+        assert_eq!(write.kind(), "poisoned");
+        let plain = AppendError::PlainCollection {
+            collection: "c".into(),
+        };
+        assert_eq!(plain.kind(), "plain_collection");
     }
 }

@@ -23,6 +23,11 @@
 //! byte what a fresh write of them makes ([`copy_dataset`]), committed as a version whose only
 //! part it is; older versions read their parts until `gc` removes them.
 //!
+//! [`CollectionWriter`] opens a location for writing, as the CLI and the Python package take
+//! one: a new plain collection where [`Target::open`] finds room for it (nothing there, or no
+//! collection, by [`Occupancy`]), or a new part of a growing collection through an
+//! [`Appender`].
+//!
 //! What it is not for: reading (`atlas-reader` opens a growing collection as one), writing a
 //! plain collection (`atlas-writer`), deletes (`atlas-reader`'s `Atlas::delete`).
 //!
@@ -36,9 +41,11 @@ mod compact;
 mod error;
 mod gc;
 mod tag;
+mod target;
 
 pub use appender::{AppendReport, Appender};
 pub use compact::{compact, copy_dataset, CompactReport};
 pub use error::AppendError;
 pub use gc::{collect_garbage, GcError, GcOptions, GcReport, DEFAULT_GRACE};
 pub use tag::{create_tag, TagReport};
+pub use target::{CollectionWriter, Occupancy, Target, TargetError, WriteMode, Written};

@@ -6,20 +6,16 @@ use crate::npy::{self, NpyElement};
 use crate::{Command, ReadArgs};
 use atlas::format::DType;
 use atlas::ndarray::{ArcArray, ArrayD, IxDyn};
-use atlas::object_store::local::LocalFileSystem;
-use atlas::object_store::path::Path;
-use atlas::object_store::ObjectStore;
 use atlas::{
     collect_garbage, create_tag, Appender, ArraySpec, Atlas, AtlasError, AtlasWriter, Attr,
-    DatasetSpec, DatasetView, FillValue, GcOptions, StatValue, VerifyDepth, WriterOptions,
+    DatasetSpec, DatasetView, FillValue, GcOptions, Occupancy, StatValue, TargetError, VerifyDepth,
+    WriterOptions,
 };
 use comfy_table::{presets, CellAlignment, Table};
 use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use object_access::StoreLocation;
 use serde_json::{json, Value};
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::Arc;
 use terminal_text::{escape, Escaped};
 
 pub(crate) async fn run(command: Command, as_json: bool, at: At) -> Result<(), CliError> {
@@ -527,59 +523,22 @@ fn shape_bug(e: atlas::ndarray::ShapeError) -> CliError {
 }
 
 /// Where `demo` writes: a new or empty local directory (created if missing) or an
-/// object-store prefix that holds nothing. A collection is write-once, and a `deleted.mask`
-/// left beside a new `data.atlas` would hide its datasets, so anything already there is
-/// refused before a byte is written.
-async fn demo_target(out: &str) -> Result<(Arc<dyn ObjectStore>, Path), CliError> {
-    let dir = match place(out)? {
-        StoreLocation::Local(dir) => dir,
-        StoreLocation::Remote(remote) => {
-            let (store, prefix) = (remote.store(), remote.prefix().clone());
-            let listed = store
-                .list_with_delimiter(Some(&prefix))
-                .await
-                .map_err(|source| CliError::Store {
-                    collection: out.to_owned(),
-                    source,
-                })?;
-            let first = listed
-                .objects
-                .first()
-                .map(|o| o.location.to_string())
-                .or_else(|| listed.common_prefixes.first().map(ToString::to_string));
-            if let Some(found) = first {
-                return Err(CliError::OutputNotEmpty {
-                    path: out.to_owned(),
-                    found,
-                });
-            }
-            return Ok((store, prefix));
-        }
-    };
-    match std::fs::read_dir(&dir) {
-        Ok(mut entries) => {
-            if let Some(entry) = entries.next() {
-                let entry = entry.map_err(CliError::io(out, "listing the directory"))?;
-                return Err(CliError::OutputNotEmpty {
-                    path: out.to_owned(),
-                    found: entry.file_name().to_string_lossy().into_owned(),
-                });
-            }
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(CliError::io(out, "listing the directory")(e)),
-    }
-    std::fs::create_dir_all(&dir).map_err(CliError::io(out, "creating the directory"))?;
-    let store = LocalFileSystem::new_with_prefix(&dir).map_err(|source| CliError::Store {
-        collection: out.to_owned(),
-        source,
-    })?;
-    Ok((Arc::new(store), Path::default()))
+/// object-store prefix that holds nothing ([`Occupancy::Empty`]). A collection is write-once,
+/// and a `deleted.mask` left beside a new `data.atlas` would hide its datasets, so anything
+/// already there is refused before a byte is written.
+async fn demo_target(out: &str) -> Result<atlas::Target, CliError> {
+    (atlas::Target::open(&place(out)?, Occupancy::Empty).await).map_err(|error| match error {
+        TargetError::NotEmpty { found, .. } => CliError::OutputNotEmpty {
+            path: out.to_owned(),
+            found,
+        },
+        error => CliError::Target(error),
+    })
 }
 
 async fn demo(out: &str, datasets: usize, name_prefix: &str) -> Result<Output, CliError> {
-    let (store, prefix) = demo_target(out).await?;
-    let mut writer = AtlasWriter::new(store, &prefix, WriterOptions::default());
+    let target = demo_target(out).await?;
+    let mut writer = AtlasWriter::new(target.store, &target.prefix, WriterOptions::default());
     for i in 0..datasets {
         let base = i as f32;
         let temperature = ArrayD::from_shape_vec(

@@ -1,6 +1,6 @@
 //! The CLI's error type and the exit status of each failure, the same statuses `dsrt` uses.
 
-use atlas::{AppendError, AtlasError, GcError, WriteError};
+use atlas::{AppendError, AtlasError, GcError, TargetError, WriteError};
 use std::io;
 use thiserror::Error;
 
@@ -35,6 +35,10 @@ pub(crate) enum CliError {
     /// Writing a collection (`demo`) failed.
     #[error(transparent)]
     Write(#[from] WriteError),
+    /// `demo`'s location cannot take a new collection (`OutputNotEmpty` when it holds
+    /// something).
+    #[error(transparent)]
+    Target(#[from] TargetError),
     /// The store named by a URL cannot be set up.
     #[error("{collection}: {source}")]
     Store {
@@ -43,17 +47,6 @@ pub(crate) enum CliError {
         /// What object_store said.
         #[source]
         source: atlas::object_store::Error,
-    },
-    /// A file operation outside the collection failed.
-    #[error("{path}: {action}: {source}")]
-    Io {
-        /// The file or directory involved.
-        path: String,
-        /// What was being done.
-        action: &'static str,
-        /// The cause.
-        #[source]
-        source: io::Error,
     },
     /// `demo` was pointed at a directory or prefix that already holds something.
     #[error(
@@ -87,19 +80,6 @@ pub(crate) enum CliError {
 }
 
 impl CliError {
-    /// An I/O error about `path`.
-    pub(crate) fn io(
-        path: impl Into<String>,
-        action: &'static str,
-    ) -> impl FnOnce(io::Error) -> Self {
-        let path = path.into();
-        move |source| Self::Io {
-            path,
-            action,
-            source,
-        }
-    }
-
     /// Whether stdout's reader went away (`atlas ls | head`): a quiet, successful exit.
     pub(crate) fn is_broken_pipe(&self) -> bool {
         matches!(self, Self::Stdout(e) if e.kind() == io::ErrorKind::BrokenPipe)
@@ -129,6 +109,7 @@ impl CliError {
             Self::Atlas(error) => error.is_retryable(),
             Self::Append(error) => error.is_retryable(),
             Self::Gc(error) => error.is_retryable(),
+            Self::Target(error) => error.is_retryable(),
             Self::Write(WriteError::Store(source)) => {
                 object_access::is_retryable_store_error(source)
             }

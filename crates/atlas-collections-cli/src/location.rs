@@ -32,9 +32,6 @@ pub(crate) struct At {
 /// tag of a growing collection, else the latest); a directory that does not exist is not a
 /// collection.
 pub(crate) async fn open(collection: &str, at: &At) -> Result<Atlas, CliError> {
-    let location = place(collection)?;
-    Ok(match &at.tag {
-        Some(tag) => Atlas::open_location_tag(&location, tag, |store| store).await?,
-        None => Atlas::open_location_version(&location, at.version, |store| store).await?,
-    })
+    let at = atlas::At::of(at.version, at.tag.as_deref());
+    Ok(Atlas::open_location_at(&place(collection)?, at, |store| store).await?)
 }

@@ -45,12 +45,13 @@
 pub use array_format::{FillValue, StatValue, TimestampNs};
 pub use atlas_append::{
     collect_garbage, compact, copy_dataset, create_tag, AppendError, AppendReport, Appender,
-    CompactReport, GcError, GcOptions, GcReport, TagReport, DEFAULT_GRACE as DEFAULT_GC_GRACE,
+    CollectionWriter, CompactReport, GcError, GcOptions, GcReport, Occupancy, TagReport, Target,
+    TargetError, WriteMode, Written, DEFAULT_GRACE as DEFAULT_GC_GRACE,
 };
-pub use atlas_model::{validate_name, Attr, NameError, NameKind};
+pub use atlas_model::{validate_name, Attr, NameError, NameKind, UnknownNameKind};
 pub use atlas_reader::manifest;
 pub use atlas_reader::{
-    check_local_collection, retry_pause, ArrayData, ArrayLayout, ArrayMeta, ArraySchema, Atlas,
+    check_local_collection, retry_pause, ArrayData, ArrayLayout, ArrayMeta, ArraySchema, At, Atlas,
     AtlasError, AttrCondition, CollectionStats, CommitOutcome, Comparison, ConditionalPutCommitter,
     DatasetSchema, DatasetStats, DatasetView, DeleteReport, GrowingProblem, IntoAtlasStore,
     LocalFlockCommitter, MaskCommitter, MergeFn, Run, SchemaView, SelectValue, Selection, Stat,
@@ -69,7 +70,7 @@ pub mod format {
     pub use atlas_footer::builder::BuildError;
     pub use atlas_footer::{
         Codec, CollectionFooter, DType, DatasetMap, FooterBudget, FooterBuilder, FooterError,
-        FooterLocation, IndexPairs, InlineList, InsertError, InternedSchema, Trailer,
+        FooterLocation, IndexPairs, InlineList, InsertError, InternedSchema, Trailer, UnknownCodec,
         VariableEntry, CONTAINER_OBJECT, DATASETS_SEGMENT, FOOTER_BUDGET_BASE,
         FOOTER_BUDGET_PER_STORED_BYTE, FOOTER_ZSTD_LEVEL, FORMAT_VERSION, HEADER_SIZE, MAGIC,
         MASK_OBJECT, MAX_DECODED_FOOTER, MAX_FOOTER_SIZE, TAIL_PROBE, TRAILER_SIZE,

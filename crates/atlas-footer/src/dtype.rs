@@ -94,3 +94,82 @@ impl fmt::Display for Codec {
         fmt::Debug::fmt(self, f)
     }
 }
+
+impl DType {
+    /// The lowercase name of an element type (`int8`, `uint16`, `float32`, `timestamp_ns`,
+    /// `string`, `binary`, `bool`), as NumPy-facing callers spell dtypes (the Python
+    /// package); a list type's is its [`Display`](fmt::Display) form.
+    pub fn name(&self) -> String {
+        let scalar = match self {
+            DType::Bool => "bool",
+            DType::Int8 => "int8",
+            DType::Int16 => "int16",
+            DType::Int32 => "int32",
+            DType::Int64 => "int64",
+            DType::UInt8 => "uint8",
+            DType::UInt16 => "uint16",
+            DType::UInt32 => "uint32",
+            DType::UInt64 => "uint64",
+            DType::Float32 => "float32",
+            DType::Float64 => "float64",
+            DType::String => "string",
+            DType::Binary => "binary",
+            DType::TimestampNs => "timestamp_ns",
+            DType::FixedSizeList { .. } | DType::List { .. } => return self.to_string(),
+        };
+        scalar.to_owned()
+    }
+}
+
+/// A codec name that is not one of `zstd`, `lz4` and `none`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownCodec(pub String);
+
+impl fmt::Display for UnknownCodec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "codec must be 'zstd', 'lz4' or 'none', not {:?}", self.0)
+    }
+}
+
+impl std::error::Error for UnknownCodec {}
+
+/// From the lowercase names users type: `zstd`, `lz4`, `none`.
+impl std::str::FromStr for Codec {
+    type Err = UnknownCodec;
+
+    fn from_str(name: &str) -> Result<Self, UnknownCodec> {
+        match name {
+            "zstd" => Ok(Codec::Zstd),
+            "lz4" => Ok(Codec::Lz4),
+            "none" => Ok(Codec::None),
+            other => Err(UnknownCodec(other.to_owned())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_element_type_is_named_in_lowercase_and_a_list_by_its_display() {
+        assert_eq!(DType::TimestampNs.name(), "timestamp_ns");
+        assert_eq!(DType::UInt16.name(), "uint16");
+        let list = DType::List {
+            child: Box::new(DType::Int32),
+        };
+        assert_eq!(list.name(), "List<Int32>");
+    }
+
+    #[test]
+    fn a_codec_parses_from_its_lowercase_name_only() {
+        assert_eq!("lz4".parse(), Ok(Codec::Lz4));
+        assert_eq!("none".parse(), Ok(Codec::None));
+        assert_eq!("zstd".parse(), Ok(Codec::Zstd));
+        let unknown = "Zstd".parse::<Codec>().unwrap_err();
+        assert_eq!(
+            unknown.to_string(),
+            "codec must be 'zstd', 'lz4' or 'none', not \"Zstd\""
+        );
+    }
+}

@@ -31,7 +31,7 @@ pub use budget::{FooterBudget, FOOTER_BUDGET_BASE, FOOTER_BUDGET_PER_STORED_BYTE
 pub use builder::FooterBuilder;
 pub use consts::*;
 pub use datasets::InsertError;
-pub use dtype::{Codec, DType};
+pub use dtype::{Codec, DType, UnknownCodec};
 pub use error::FooterError;
 pub use footer::{CollectionFooter, DatasetMap, IndexPairs, InternedSchema, VariableEntry};
 pub use inline_list::InlineList;

@@ -17,4 +17,4 @@ mod name;
 
 pub use attr::Attr;
 pub use dtype::{from_segment_dtype, to_segment_dtype};
-pub use name::{validate_name, NameError, NameKind};
+pub use name::{validate_name, NameError, NameKind, UnknownNameKind};

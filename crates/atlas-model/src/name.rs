@@ -25,6 +25,26 @@ impl NameKind {
     }
 }
 
+/// From the word a caller names the kind by: `dataset`, `array` or `attribute` (the Python
+/// package's `check_name(kind, name)`).
+impl std::str::FromStr for NameKind {
+    type Err = UnknownNameKind;
+
+    fn from_str(word: &str) -> Result<Self, UnknownNameKind> {
+        match word {
+            "dataset" => Ok(NameKind::Dataset),
+            "array" => Ok(NameKind::Array),
+            "attribute" => Ok(NameKind::AttributeKey),
+            other => Err(UnknownNameKind(other.to_owned())),
+        }
+    }
+}
+
+/// A kind of name that is not `dataset`, `array` or `attribute`.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[error("kind must be 'dataset', 'array' or 'attribute', not {0:?}")]
+pub struct UnknownNameKind(pub String);
+
 impl fmt::Display for NameKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -114,6 +134,18 @@ mod tests {
                 .unwrap_err()
                 .reason,
             "must not be empty"
+        );
+    }
+
+    #[test]
+    fn a_kind_parses_from_its_word() {
+        assert_eq!("attribute".parse(), Ok(NameKind::AttributeKey));
+        assert_eq!("array".parse(), Ok(NameKind::Array));
+        assert_eq!("dataset".parse(), Ok(NameKind::Dataset));
+        let unknown = "key".parse::<NameKind>().unwrap_err();
+        assert_eq!(
+            unknown.to_string(),
+            "kind must be 'dataset', 'array' or 'attribute', not \"key\""
         );
     }
 

@@ -1,10 +1,9 @@
 //! `Collection`: an open collection, its lookups, reads, statistics and deletes.
 
 use crate::errors::{run, Error, Failure};
-use crate::values::{attr_to_py, dtype_tag, fill_to_py, stat_to_py};
-use atlas::object_store::ObjectStore;
-use atlas::store::{CountingStore, RequestKind};
-use atlas::{ArrayData, Atlas, AtlasError, DatasetStats, DatasetView};
+use crate::values::{attr_to_py, fill_to_py, stat_to_py};
+use atlas::store::CountingStore;
+use atlas::{ArrayData, At, Atlas, DatasetStats};
 use numpy::IntoPyArray;
 use object_access::StoreLocation;
 use pyo3::prelude::*;
@@ -28,53 +27,26 @@ pub(crate) struct Collection {
 /// `(tag, value)` of read data: a NumPy array for the fixed-width types, `(flat list, shape)`
 /// for strings and byte strings; timestamps as nanoseconds, which NumPy views as
 /// `datetime64[ns]`.
-fn data_to_py(py: Python<'_>, data: ArrayData) -> PyResult<Bound<'_, PyTuple>> {
-    fn tagged<'py>(
-        py: Python<'py>,
-        tag: &str,
-        value: Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, [tag.into_pyobject(py)?.into_any(), value])
-    }
+fn data_to_py(py: Python<'_>, data: ArrayData) -> PyResult<(String, Bound<'_, PyAny>)> {
+    let tag = data.dtype().name();
     macro_rules! numpy {
-        ($tag:literal, $a:expr) => {
-            tagged(py, $tag, $a.into_pyarray(py).into_any())
+        ($($variant:ident)*) => {
+            match data {
+                $(ArrayData::$variant(a) => a.into_pyarray(py).into_any(),)*
+                ArrayData::TimestampNs(a) => a.mapv(i64::from).into_pyarray(py).into_any(),
+                ArrayData::String(a) => {
+                    let list = PyList::new(py, a.iter())?;
+                    (list, a.shape().to_vec()).into_pyobject(py)?.into_any()
+                }
+                ArrayData::Binary(a) => {
+                    let list = PyList::new(py, a.iter().map(|b| PyBytes::new(py, b)))?;
+                    (list, a.shape().to_vec()).into_pyobject(py)?.into_any()
+                }
+            }
         };
     }
-    match data {
-        ArrayData::Int8(a) => numpy!("int8", a),
-        ArrayData::Int16(a) => numpy!("int16", a),
-        ArrayData::Int32(a) => numpy!("int32", a),
-        ArrayData::Int64(a) => numpy!("int64", a),
-        ArrayData::UInt8(a) => numpy!("uint8", a),
-        ArrayData::UInt16(a) => numpy!("uint16", a),
-        ArrayData::UInt32(a) => numpy!("uint32", a),
-        ArrayData::UInt64(a) => numpy!("uint64", a),
-        ArrayData::Float32(a) => numpy!("float32", a),
-        ArrayData::Float64(a) => numpy!("float64", a),
-        ArrayData::TimestampNs(a) => numpy!("timestamp_ns", a.mapv(i64::from)),
-        ArrayData::String(a) => {
-            let list = PyList::new(py, a.iter())?;
-            tagged(
-                py,
-                "string",
-                (list, a.shape().to_vec()).into_pyobject(py)?.into_any(),
-            )
-        }
-        ArrayData::Binary(a) => {
-            let list = PyList::new(py, a.iter().map(|b| PyBytes::new(py, b)))?;
-            tagged(
-                py,
-                "binary",
-                (list, a.shape().to_vec()).into_pyobject(py)?.into_any(),
-            )
-        }
-    }
-}
-
-fn dataset<'a>(atlas: &'a Atlas, name: &str) -> Result<DatasetView<'a>, Failure> {
-    (atlas.dataset(name))
-        .ok_or_else(|| Failure::Atlas(AtlasError::DatasetNotFound(name.to_owned())))
+    let value = numpy!(Int8 Int16 Int32 Int64 UInt8 UInt16 UInt32 UInt64 Float32 Float64);
+    Ok((tag, value))
 }
 
 fn stats_row<'py>(py: Python<'py>, row: &DatasetStats) -> PyResult<Bound<'py, PyDict>> {
@@ -119,21 +91,9 @@ impl Collection {
         let options = options.unwrap_or_default();
         let place = StoreLocation::parse_with_options(&location, &options)
             .map_err(|e| Error::at(&location, Failure::Location(e.reason())))?;
-        let (atlas, counter) = run(py, &location, async move {
-            let mut counter = None;
-            let counted = |store| {
-                let counting = CountingStore::with_capacity(store, RECENT_REQUESTS);
-                counter = Some(counting.clone());
-                Arc::new(counting) as Arc<dyn ObjectStore>
-            };
-            let atlas = match &tag {
-                Some(tag) => Atlas::open_location_tag(&place, tag, counted).await?,
-                None => Atlas::open_location_version(&place, version, counted).await?,
-            };
-            Ok::<_, Failure>((atlas, counter))
-        })?;
-        let counter =
-            counter.ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("no store"))?;
+        let at = At::of(version, tag.as_deref());
+        let opened = Atlas::open_location_counted(&place, at, RECENT_REQUESTS);
+        let (atlas, counter) = run(py, &location, opened)?;
         Ok(Self {
             atlas: Arc::new(atlas),
             counter,
@@ -195,12 +155,15 @@ impl Collection {
     /// `([(array, dtype tag, [attribute keys])], [dataset attribute keys])`, from the footer.
     #[allow(clippy::type_complexity)]
     fn schema(&self, name: &str) -> PyResult<(Vec<(String, String, Vec<String>)>, Vec<String>)> {
-        let view = dataset(&self.atlas, name).map_err(|f| Error::at(&self.location, f))?;
+        let view = self
+            .atlas
+            .dataset_named(name)
+            .map_err(|e| Error::at(&self.location, e))?;
         let schema = view.schema();
         let arrays = (schema.arrays())
             .map(|a| {
                 let keys = a.attrs().map(|(k, _)| k.to_owned()).collect();
-                (a.name().to_owned(), dtype_tag(a.dtype()), keys)
+                (a.name().to_owned(), a.dtype().name(), keys)
             })
             .collect();
         Ok((arrays, schema.attrs().map(|(k, _)| k.to_owned()).collect()))
@@ -214,15 +177,11 @@ impl Collection {
         name: &str,
         array: &str,
     ) -> PyResult<(String, Vec<u32>, Vec<u32>, Vec<String>, Bound<'py, PyAny>)> {
-        let atlas = &self.atlas;
         let layout = run(py, &self.location, async move {
-            dataset(atlas, name)?
-                .array_layout(array)
-                .await
-                .map_err(Failure::from)
+            self.atlas.dataset_named(name)?.array_layout(array).await
         })?;
         let fill = fill_to_py(py, layout.fill_value.as_ref())?;
-        let tag = dtype_tag(&layout.dtype);
+        let tag = layout.dtype.name();
         Ok((
             tag,
             layout.shape,
@@ -240,13 +199,12 @@ impl Collection {
         array: &str,
         start: Vec<usize>,
         shape: Vec<usize>,
-    ) -> PyResult<Bound<'py, PyTuple>> {
-        let atlas = &self.atlas;
+    ) -> PyResult<(String, Bound<'py, PyAny>)> {
         let data = run(py, &self.location, async move {
-            dataset(atlas, name)?
+            self.atlas
+                .dataset_named(name)?
                 .read_data(array, start, shape)
                 .await
-                .map_err(Failure::from)
         })?;
         data_to_py(py, data)
     }
@@ -257,19 +215,8 @@ impl Collection {
         py: Python<'py>,
         names: Vec<String>,
         array: &str,
-    ) -> PyResult<Vec<Bound<'py, PyTuple>>> {
-        let atlas = &self.atlas;
-        let all = run(py, &self.location, async move {
-            let mut out = Vec::with_capacity(names.len());
-            for name in &names {
-                out.push(
-                    dataset(atlas, name)?
-                        .read_data(array, Vec::new(), Vec::new())
-                        .await?,
-                );
-            }
-            Ok::<_, Failure>(out)
-        })?;
+    ) -> PyResult<Vec<(String, Bound<'py, PyAny>)>> {
+        let all = run(py, &self.location, self.atlas.read_data_each(&names, array))?;
         all.into_iter().map(|d| data_to_py(py, d)).collect()
     }
 
@@ -281,14 +228,12 @@ impl Collection {
         py: Python<'py>,
         array: &str,
         names: Vec<String>,
-    ) -> PyResult<(Bound<'py, PyTuple>, Vec<Vec<usize>>)> {
-        let atlas = &self.atlas;
-        let read = run(py, &self.location, async move {
-            let ordinals = (names.iter())
-                .map(|name| Ok(dataset(atlas, name)?.ordinal()))
-                .collect::<Result<Vec<u32>, Failure>>()?;
-            Ok::<_, Failure>(atlas.read_run_data(array, &ordinals).await?)
-        })?;
+    ) -> PyResult<((String, Bound<'py, PyAny>), Vec<Vec<usize>>)> {
+        let read = run(
+            py,
+            &self.location,
+            self.atlas.read_run_data_named(array, &names),
+        )?;
         let empty = || {
             (
                 ArrayData::Float64(atlas::ndarray::Array1::zeros(0).into_dyn()),
@@ -308,22 +253,9 @@ impl Collection {
         array: &str,
         names: Vec<String>,
     ) -> PyResult<Vec<(Vec<u32>, Vec<String>, Vec<(String, Bound<'py, PyTuple>)>)>> {
-        let atlas = &self.atlas;
-        let layouts = run(py, &self.location, async move {
-            let mut out = Vec::with_capacity(names.len());
-            for name in &names {
-                let view = dataset(atlas, name)?;
-                let layout = view.array_layout(array).await?;
-                out.push((
-                    layout.shape,
-                    layout.dimension_names,
-                    view.array_attributes(array).await?,
-                ));
-            }
-            Ok::<_, Failure>(out)
-        })?;
+        let layouts = run(py, &self.location, self.atlas.array_layouts(array, &names))?;
         (layouts.into_iter())
-            .map(|(shape, dims, attrs)| Ok((shape, dims, attrs_to_py(py, &attrs)?)))
+            .map(|(l, attrs)| Ok((l.shape, l.dimension_names, attrs_to_py(py, &attrs)?)))
             .collect()
     }
 
@@ -333,12 +265,8 @@ impl Collection {
         py: Python<'py>,
         name: &str,
     ) -> PyResult<Vec<(String, Bound<'py, PyTuple>)>> {
-        let atlas = &self.atlas;
         let attrs = run(py, &self.location, async move {
-            dataset(atlas, name)?
-                .attributes()
-                .await
-                .map_err(Failure::from)
+            self.atlas.dataset_named(name)?.attributes().await
         })?;
         attrs_to_py(py, &attrs)
     }
@@ -350,12 +278,11 @@ impl Collection {
         name: &str,
         array: &str,
     ) -> PyResult<Vec<(String, Bound<'py, PyTuple>)>> {
-        let atlas = &self.atlas;
         let attrs = run(py, &self.location, async move {
-            dataset(atlas, name)?
+            self.atlas
+                .dataset_named(name)?
                 .array_attributes(array)
                 .await
-                .map_err(Failure::from)
         })?;
         attrs_to_py(py, &attrs)
     }
@@ -366,8 +293,7 @@ impl Collection {
         py: Python<'py>,
         key: &str,
     ) -> PyResult<Vec<(String, Bound<'py, PyTuple>)>> {
-        let atlas = &self.atlas;
-        let rows = run(py, &self.location, atlas.attributes_by_dataset(key))?;
+        let rows = run(py, &self.location, self.atlas.attributes_by_dataset(key))?;
         attrs_to_py(py, &rows)
     }
 
@@ -400,12 +326,8 @@ impl Collection {
         name: &str,
         array: &str,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let atlas = &self.atlas;
         let row = run(py, &self.location, async move {
-            dataset(atlas, name)?
-                .array_stats(array)
-                .await
-                .map_err(Failure::from)
+            self.atlas.dataset_named(name)?.array_stats(array).await
         })?;
         stats_row(py, &row)
     }
@@ -421,23 +343,13 @@ impl Collection {
         stats: Vec<(String, String, String, (String, Bound<'_, PyAny>))>,
     ) -> PyResult<Vec<String>> {
         let selection = crate::select::selection(&self.location, attrs, stats)?;
-        let atlas = &self.atlas;
-        let ordinals = run(py, &self.location, atlas.select(&selection))?;
-        // By the collection's ordinals, not one footer's: a growing collection's span its parts.
-        Ok(ordinals
-            .into_iter()
-            .filter_map(|o| atlas.dataset_at(o).map(|d| d.name().to_owned()))
-            .collect())
+        run(py, &self.location, self.atlas.select_names(&selection))
     }
 
     /// Hides the named datasets (read-merge-commit of `deleted.mask`, retried on conflict).
-    fn delete<'py>(&self, py: Python<'py>, names: Vec<String>) -> PyResult<Bound<'py, PyDict>> {
+    fn delete<'py>(&self, py: Python<'py>, names: Vec<String>) -> PyResult<Bound<'py, PyAny>> {
         let report = run(py, &self.location, self.atlas.delete(&names))?;
-        let dict = PyDict::new(py);
-        dict.set_item("newly_deleted", report.newly_deleted)?;
-        dict.set_item("total_deleted", report.total_deleted)?;
-        dict.set_item("attempts", report.attempts)?;
-        Ok(dict)
+        py_support::to_python(py, &report)
     }
 
     /// Requests this collection has sent to its store since it was opened (or last reset).
@@ -447,19 +359,8 @@ impl Collection {
 
     /// Those requests as `[(kind, object path)]`.
     fn requests(&self) -> Vec<(String, String)> {
-        let kind = |kind: RequestKind| match kind {
-            RequestKind::Get => "GET".to_owned(),
-            RequestKind::GetRange(range) => format!("GET {range}"),
-            RequestKind::Head => "HEAD".to_owned(),
-            RequestKind::Put => "PUT".to_owned(),
-            RequestKind::PutMultipart => "PUT multipart".to_owned(),
-            RequestKind::List => "LIST".to_owned(),
-            RequestKind::Other => "other".to_owned(),
-        };
-        self.counter
-            .requests()
-            .into_iter()
-            .map(|r| (kind(r.kind), r.path))
+        (self.counter.requests().into_iter())
+            .map(|r| (r.kind.to_string(), r.path))
             .collect()
     }
 

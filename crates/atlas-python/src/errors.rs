@@ -2,7 +2,7 @@
 //! the table from every Rust error variant to its class and attributes (see `py_support` for
 //! the pattern).
 
-use atlas::{AppendError, AtlasError, NameError, WriteError};
+use atlas::{AppendError, AtlasError, NameError, TargetError, WriteError};
 use py_support::{BindingError, ErrorFields, ExceptionClass, Fields};
 use pyo3::prelude::*;
 use std::future::Future;
@@ -126,7 +126,25 @@ impl From<AppendError> for Failure {
         match e {
             AppendError::Read(e) => Self::Atlas(e),
             AppendError::Write(e) => Self::from(e),
+            AppendError::Target(e) => Self::from(e),
             e => Self::Append(e),
+        }
+    }
+}
+
+/// A location refused for a new collection, as the classes the writer always raised for it:
+/// a collection there exists, a failed request is a store error, a directory that cannot be
+/// made or served is the location's.
+impl From<TargetError> for Failure {
+    fn from(e: TargetError) -> Self {
+        match e {
+            TargetError::Exists { reason, .. } => Self::Exists(reason),
+            TargetError::Io { source, .. } => {
+                Self::Location(format!("cannot create the directory: {source}"))
+            }
+            TargetError::Store { source, .. } => Self::Write(source.into()),
+            TargetError::LocalStore { source, .. } => Self::Location(source.to_string()),
+            e => Self::Append(e.into()),
         }
     }
 }
@@ -149,25 +167,6 @@ fn append_class(error: &AppendError) -> &'static ExceptionClass {
     }
 }
 
-/// An append refusal's `kind`: a taken name's is what the name names, as a duplicate
-/// dataset's is.
-fn append_kind(error: &AppendError) -> &'static str {
-    match error {
-        AppendError::NameTaken { .. } => "dataset name",
-        AppendError::PlainCollection { .. } => "plain_collection",
-        AppendError::CommitConflict { .. } => "commit_conflict",
-        AppendError::CompactConflict { .. } => "compact_conflict",
-        AppendError::NotGrowing { .. } => "not_growing",
-        AppendError::Uncopyable { .. } => "uncopyable",
-        AppendError::Source { .. } => "source",
-        AppendError::Io { .. } => "io",
-        AppendError::Store(_) => "store",
-        AppendError::Read(e) => e.kind(),
-        AppendError::Write(e) => e.kind(),
-        _ => "append",
-    }
-}
-
 impl From<NameError> for Failure {
     fn from(e: NameError) -> Self {
         Self::Name(e)
@@ -186,9 +185,7 @@ impl Error {
     /// names that object under the collection's location.
     pub(crate) fn at(collection: &str, failure: impl Into<Failure>) -> Self {
         let failure = match failure.into() {
-            Failure::Atlas(e) => {
-                Failure::Atlas(e.with_object_named(|object| object_under(collection, object)))
-            }
+            Failure::Atlas(e) => Failure::Atlas(e.named_under(collection)),
             other => other,
         };
         Self {
@@ -278,7 +275,7 @@ impl ErrorFields for Error {
             }
             Failure::Name(e) => (e.reason.to_owned(), e.kind.as_str(), false),
             Failure::Exists(reason) => (reason.clone(), "collection_exists", false),
-            Failure::Append(e) => (e.to_string(), append_kind(e), e.is_retryable()),
+            Failure::Append(e) => (e.to_string(), e.kind(), e.is_retryable()),
             Failure::Location(reason) => (reason.clone(), "location", false),
             Failure::Panicked(message) => (message.clone(), "panic", false),
         };
@@ -357,12 +354,6 @@ fn looked_up<'a>(
         Some(array) => (Some(array), dataset),
         None => (dataset, None),
     }
-}
-
-/// `collection/<object>` for a store path such as `prefix/data.atlas`.
-fn object_under(collection: &str, path: &str) -> String {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    format!("{}/{name}", collection.trim_end_matches('/'))
 }
 
 #[cfg(test)]

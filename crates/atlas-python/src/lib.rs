@@ -2,14 +2,17 @@
 //!
 //! What it is for: opening, reading, deleting from and writing Atlas collections from Python,
 //! through the `atlas-collections` facade, as a thin, typed layer: locations are read by
-//! object-access and opened by `Atlas::open_location` (as the `atlas` command opens them);
-//! every request runs through `py_support::enter_async` on object-access's runtime, the GIL
+//! object-access and opened by `Atlas::open_location_at` and written by
+//! `atlas::CollectionWriter` (as the `atlas` command opens and writes them); reports cross as
+//! their serde form (`py_support::to_python`); every request runs through `py_support::enter_async` on object-access's runtime, the GIL
 //! released and Ctrl-C let through; each Rust error becomes its class of
 //! `atlas_collections.errors` (`errors.rs`, the table), a panic `AtlasPanicError`; `tracing`
 //! events of INFO and above go to Python's `logging`.
 //!
 //! What it is not for: NumPy dtype policy, indexing, xarray or NetCDF (the pure-Python half,
-//! `python/atlas/src/atlas_collections`), or reading by type (`atlas::ArrayData`).
+//! `python/atlas/src/atlas_collections`), or anything a Rust caller needs as well (reading by
+//! type, `atlas::ArrayData`; lookups by name; where a writer may write): that belongs in the
+//! library crates.
 //!
 //! Layering: above the `atlas-collections` facade, `object-access` and `py-support`.
 #![forbid(unsafe_code)]

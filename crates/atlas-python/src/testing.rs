@@ -2,6 +2,7 @@
 //! `cargo xtask test` builds): `atlas_collections._atlas._testing`, never in a release wheel.
 
 use crate::errors::{enter, Error, Failure};
+use atlas::{AtlasError, NameError, WriteError};
 use py_support::{variant_name, ErrorExamples};
 use pyo3::prelude::*;
 
@@ -34,32 +35,33 @@ const EXAMPLE_COLLECTION: &str = "s3://bucket/runs";
 #[pyfunction]
 fn error_examples(py: Python<'_>) -> Vec<(String, Py<PyAny>)> {
     let mut out = ErrorExamples::new(py);
-    let at = |failure: Failure| Error::at(EXAMPLE_COLLECTION, failure);
-    for error in atlas::AtlasError::examples() {
+    let mut push = |name, failure| out.push(name, &Error::at(EXAMPLE_COLLECTION, failure));
+    for error in AtlasError::examples() {
         let detail = match &error {
-            atlas::AtlasError::Store(source) => Some(leading_word(source)),
-            atlas::AtlasError::Segment { source, .. } => Some(leading_word(source)),
-            atlas::AtlasError::Io { source, .. } => Some(format!("{:?}", source.kind())),
+            AtlasError::Store(source) => Some(leading_word(source)),
+            AtlasError::Segment { source, .. } => Some(leading_word(source)),
+            AtlasError::Io { source, .. } => Some(format!("{:?}", source.kind())),
             _ => None,
         };
         let name = variant_name("AtlasError", &error, detail.as_deref());
-        out.push(name, &at(Failure::Atlas(error)));
+        push(name, Failure::Atlas(error));
     }
-    for error in atlas::WriteError::examples() {
+    for error in WriteError::examples() {
         let detail = match &error {
-            atlas::WriteError::Store(source) => Some(leading_word(source)),
-            atlas::WriteError::Segment { source, .. } => Some(leading_word(source)),
+            WriteError::Store(source) => Some(leading_word(source)),
+            WriteError::Segment { source, .. } => Some(leading_word(source)),
             _ => None,
         };
-        let name = variant_name("WriteError", &error, detail.as_deref());
-        out.push(name, &at(error.into()));
+        push(
+            variant_name("WriteError", &error, detail.as_deref()),
+            error.into(),
+        );
     }
-    for error in atlas::NameError::examples() {
-        let name = format!("NameError({:?})", error.kind);
-        out.push(name, &at(Failure::Name(error)));
+    for error in NameError::examples() {
+        push(format!("NameError({:?})", error.kind), Failure::Name(error));
     }
     for failure in failure_examples() {
-        out.push(variant_name("Failure", &failure, None), &at(failure));
+        push(variant_name("Failure", &failure, None), failure);
     }
     out.finish()
 }
@@ -77,13 +79,9 @@ fn leading_word(value: &impl std::fmt::Debug) -> String {
 /// carry one example of it (the type's own examples cover the rest).
 fn failure_examples() -> Vec<Failure> {
     let all = vec![
-        Failure::Atlas(atlas::AtlasError::DatasetNotFound("jan".to_owned())),
-        Failure::Write(atlas::WriteError::Poisoned("an earlier failure".to_owned())),
-        Failure::Name(atlas::NameError {
-            kind: atlas::NameKind::Dataset,
-            name: String::new(),
-            reason: "must not be empty",
-        }),
+        Failure::Atlas(AtlasError::DatasetNotFound("jan".to_owned())),
+        Failure::Write(WriteError::Poisoned("an earlier failure".to_owned())),
+        Failure::Name(NameError::examples().swap_remove(0)),
         Failure::Exists("already holds data.atlas; a collection is write-once".to_owned()),
         Failure::Append(atlas::AppendError::NameTaken {
             collection: "s3://bucket/runs".to_owned(),

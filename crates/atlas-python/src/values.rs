@@ -5,33 +5,11 @@
 //! `bytes` or a list of them. The Python side turns the tag into the NumPy type, so a value
 //! keeps its exact width both ways.
 
-use atlas::format::DType;
 use atlas::{Attr, FillValue, StatValue};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use pyo3::IntoPyObjectExt;
-
-/// The tag of an array element type, as `atlas_collections` spells it.
-pub(crate) fn dtype_tag(dtype: &DType) -> String {
-    match dtype {
-        DType::Bool => "bool".to_owned(),
-        DType::Int8 => "int8".to_owned(),
-        DType::Int16 => "int16".to_owned(),
-        DType::Int32 => "int32".to_owned(),
-        DType::Int64 => "int64".to_owned(),
-        DType::UInt8 => "uint8".to_owned(),
-        DType::UInt16 => "uint16".to_owned(),
-        DType::UInt32 => "uint32".to_owned(),
-        DType::UInt64 => "uint64".to_owned(),
-        DType::Float32 => "float32".to_owned(),
-        DType::Float64 => "float64".to_owned(),
-        DType::String => "string".to_owned(),
-        DType::Binary => "binary".to_owned(),
-        DType::TimestampNs => "timestamp_ns".to_owned(),
-        other => other.to_string(),
-    }
-}
 
 fn pair<'py, V: IntoPyObject<'py>>(
     py: Python<'py>,

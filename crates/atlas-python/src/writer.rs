@@ -1,25 +1,19 @@
 //! `Writer`: datasets of NumPy arrays in, one `data.atlas` out, published only by `finish`;
-//! with `mode="append"`, one new part of a growing collection, committed only by `finish`.
+//! with `mode="append"`, one new part of a growing collection, committed only by `finish`
+//! (`atlas::CollectionWriter`, which opens the location as the `atlas` command does).
 
 use crate::errors::{enter, run, Error, Failure};
 use crate::values::{attr_from_py, fill_from_py};
-use atlas::format::{Codec, CONTAINER_OBJECT};
-use atlas::manifest::MANIFEST_OBJECT;
 use atlas::ndarray::{ArrayD, IxDyn};
-use atlas::object_store::local::LocalFileSystem;
-use atlas::object_store::path::Path;
-use atlas::object_store::{ObjectStore, ObjectStoreExt};
 use atlas::{
-    validate_name, Appender, ArraySpec, AtlasWriter, Attr, DatasetSpec, NameKind, TimestampNs,
+    validate_name, ArraySpec, CollectionWriter, DatasetSpec, NameKind, TimestampNs, WriteMode,
     WriterOptions,
 };
 use numpy::{Element, PyReadonlyArrayDyn};
 use object_access::StoreLocation;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 /// A collection being written (`atlas_collections._atlas.Writer`).
 ///
@@ -28,86 +22,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// (and a local directory it created is removed again when it is still empty).
 #[pyclass(frozen, module = "atlas_collections._atlas")]
 pub(crate) struct Writer {
-    state: Mutex<Option<Target>>,
+    state: Mutex<Option<CollectionWriter>>,
     location: String,
-    /// A local directory this writer created, removed on abort while empty.
-    created_dir: Option<PathBuf>,
-}
-
-/// What a writer writes: a new collection, or a new part of a growing one (each boxed: both
-/// are hundreds of bytes and of different sizes, and a `Writer` holds one for its life).
-enum Target {
-    Create(Box<AtlasWriter>),
-    Append(Box<Appender>),
-}
-
-impl Target {
-    fn dataset_count(&self) -> usize {
-        match self {
-            Self::Create(writer) => writer.dataset_count(),
-            Self::Append(appender) => appender.dataset_count(),
-        }
-    }
-}
-
-fn codec(name: &str) -> PyResult<Codec> {
-    match name {
-        "zstd" => Ok(Codec::Zstd),
-        "lz4" => Ok(Codec::Lz4),
-        "none" => Ok(Codec::None),
-        other => Err(PyValueError::new_err(format!(
-            "codec must be 'zstd', 'lz4' or 'none', not {other:?}"
-        ))),
-    }
-}
-
-/// The store and prefix to write at, refusing a location that already holds a container or
-/// a growing collection's manifest (a root `data.atlas` would hide its parts from readers).
-async fn target(location: &str) -> Result<(Arc<dyn ObjectStore>, Path, Option<PathBuf>), Failure> {
-    let exists = || {
-        Failure::Exists(format!(
-            "already holds {CONTAINER_OBJECT}; a collection is write-once"
-        ))
-    };
-    let growing = || {
-        Failure::Exists(format!(
-            "already holds a growing collection ({MANIFEST_OBJECT}); add to it with mode=\"append\""
-        ))
-    };
-    match StoreLocation::parse(location).map_err(|e| Failure::Location(e.reason()))? {
-        StoreLocation::Local(dir) => {
-            let created = if dir.exists() {
-                None
-            } else {
-                std::fs::create_dir_all(&dir)
-                    .map_err(|e| Failure::Location(format!("cannot create the directory: {e}")))?;
-                Some(dir.clone())
-            };
-            if dir.join(CONTAINER_OBJECT).exists() {
-                return Err(exists());
-            }
-            if dir.join(MANIFEST_OBJECT).exists() {
-                return Err(growing());
-            }
-            let store = LocalFileSystem::new_with_prefix(&dir)
-                .map_err(|e| Failure::Location(e.to_string()))?;
-            Ok((Arc::new(store), Path::default(), created))
-        }
-        StoreLocation::Remote(remote) => {
-            let (store, prefix) = (remote.store(), remote.prefix().clone());
-            let container = prefix.clone().join(CONTAINER_OBJECT);
-            match store.head(&container).await {
-                Ok(_) => return Err(exists()),
-                Err(atlas::object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(Failure::Write(e.into())),
-            }
-            match store.head(&prefix.clone().join(MANIFEST_OBJECT)).await {
-                Ok(_) => Err(growing()),
-                Err(atlas::object_store::Error::NotFound { .. }) => Ok((store, prefix, None)),
-                Err(e) => Err(Failure::Write(e.into())),
-            }
-        }
-    }
 }
 
 fn numeric<T: Element + Clone>(data: &Bound<'_, PyAny>) -> PyResult<ArrayD<T>> {
@@ -178,15 +94,6 @@ fn array_spec(item: &Bound<'_, PyAny>) -> PyResult<ArraySpec> {
     Ok(spec)
 }
 
-fn attrs_from_py(
-    attrs: Vec<(String, (String, Bound<'_, PyAny>))>,
-) -> PyResult<Vec<(String, Attr)>> {
-    attrs
-        .into_iter()
-        .map(|(key, (tag, value))| Ok((key, attr_from_py(&tag, &value)?)))
-        .collect()
-}
-
 /// Compacts the growing collection at `location` (`atlas_append::compact`): the live datasets
 /// of every part of its latest version, in order, rewritten as one part committed as a new
 /// version. Store `options` as `Collection.open` takes them. Returns the report as a dict.
@@ -196,39 +103,25 @@ pub(crate) fn compact<'py>(
     py: Python<'py>,
     location: String,
     options: Option<Vec<(String, String)>>,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<Bound<'py, PyAny>> {
     let place = StoreLocation::parse_with_options(&location, &options.unwrap_or_default())
         .map_err(|e| Error::at(&location, Failure::Location(e.reason())))?;
     let report = run(py, &location, async move {
         atlas::compact(&place, &mut |_, _| {}).await
     })?;
-    let dict = PyDict::new(py);
-    dict.set_item("version", report.version)?;
-    dict.set_item("part", report.part)?;
-    dict.set_item("datasets", report.datasets)?;
-    dict.set_item("replaced_parts", report.replaced_parts)?;
-    dict.set_item("container_bytes", report.container_bytes)?;
-    dict.set_item("carried_deletes", report.carried_deletes)?;
-    dict.set_item("attempts", report.attempts)?;
-    Ok(dict)
+    py_support::to_python(py, &report)
 }
 
 /// Checks a name against the naming rule; `kind` is `"dataset"`, `"array"` or `"attribute"`.
 /// Raises `InvalidNameError` naming the value and the rule.
 #[pyfunction]
-pub(crate) fn check_name(py: Python<'_>, kind: &str, name: &str) -> PyResult<()> {
-    let kind = match kind {
-        "dataset" => NameKind::Dataset,
-        "array" => NameKind::Array,
-        "attribute" => NameKind::AttributeKey,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "kind must be 'dataset', 'array' or 'attribute', not {other:?}"
-            )))
-        }
-    };
-    let _ = py;
+pub(crate) fn check_name(kind: &str, name: &str) -> PyResult<()> {
+    let kind: NameKind = kind.parse().map_err(value_error)?;
     Ok(validate_name(kind, name).map_err(|e| Error::at(name, e))?)
+}
+
+fn value_error(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
 }
 
 #[pymethods]
@@ -260,7 +153,7 @@ impl Writer {
             ));
         }
         let mut options = WriterOptions {
-            codec: self::codec(codec)?,
+            codec: codec.parse().map_err(value_error)?,
             zstd_level,
             created_unix_ms,
             ..WriterOptions::default()
@@ -268,40 +161,23 @@ impl Writer {
         if let Some(size) = block_target_size {
             options.block_target_size = size;
         }
-        let target_location = location.clone();
-        match mode {
-            "create" => {
-                let (store, prefix, created_dir) =
-                    run(py, &location, async move { target(&target_location).await })?;
-                Ok(Self {
-                    state: Mutex::new(Some(Target::Create(Box::new(AtlasWriter::new(
-                        store, &prefix, options,
-                    ))))),
-                    location,
-                    created_dir,
-                })
+        let mode = match mode {
+            "create" => WriteMode::Create,
+            "append" => WriteMode::Append { replace },
+            other => {
+                let message = format!("mode must be 'create' or 'append', not {other:?}");
+                return Err(PyValueError::new_err(message));
             }
-            "append" => {
-                let place = StoreLocation::parse(&location)
-                    .map_err(|e| Error::at(&location, Failure::Location(e.reason())))?;
-                let created_dir = match &place {
-                    StoreLocation::Local(dir) if !dir.exists() => Some(dir.clone()),
-                    _ => None,
-                };
-                let appender = run(py, &location, async move {
-                    Appender::open(&place, options).await
-                })?
-                .with_replace(replace);
-                Ok(Self {
-                    state: Mutex::new(Some(Target::Append(Box::new(appender)))),
-                    location,
-                    created_dir,
-                })
-            }
-            other => Err(PyValueError::new_err(format!(
-                "mode must be 'create' or 'append', not {other:?}"
-            ))),
-        }
+        };
+        let place = StoreLocation::parse(&location)
+            .map_err(|e| Error::at(&location, Failure::Location(e.reason())))?;
+        let writer = run(py, &location, async move {
+            CollectionWriter::open(&place, mode, options).await
+        })?;
+        Ok(Self {
+            state: Mutex::new(Some(writer)),
+            location,
+        })
     }
 
     /// The location being written.
@@ -324,99 +200,48 @@ impl Writer {
         for array in &arrays {
             spec = spec.array(array_spec(array)?);
         }
-        for (key, value) in attrs_from_py(attrs)? {
-            spec = spec.attr(key, value);
+        for (key, (tag, value)) in attrs {
+            spec = spec.attr(key, attr_from_py(&tag, &value)?);
         }
         let state = &self.state;
         enter(py, &self.location, move || {
             let mut guard = state.lock().unwrap_or_else(PoisonError::into_inner);
-            let target = guard.as_mut().ok_or_else(|| {
+            let writer = guard.as_mut().ok_or_else(|| {
                 Failure::Write(atlas::WriteError::Poisoned(
                     "the writer is finished or aborted".to_owned(),
                 ))
             })?;
-            match target {
-                Target::Create(writer) => writer.write_dataset(spec).map_err(Failure::from),
-                Target::Append(appender) => appender.write_dataset(spec).map_err(Failure::from),
-            }
+            writer.write_dataset(spec).map_err(Failure::from)
         })
     }
 
     /// Datasets written so far.
     fn dataset_count(&self) -> usize {
-        self.state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.lock()
             .as_ref()
-            .map_or(0, Target::dataset_count)
+            .map_or(0, CollectionWriter::dataset_count)
     }
 
     /// Writes the container and publishes it (for an append: commits the new version);
     /// returns what was written.
-    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let target = self
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        let target = target
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let writer = (self.lock().take())
             .ok_or_else(|| PyValueError::new_err("the writer is already finished or aborted"))?;
-        let writer = match target {
-            Target::Create(writer) => *writer,
-            Target::Append(appender) => {
-                let report = match run(py, &self.location, appender.commit()) {
-                    Ok(report) => report,
-                    Err(e) => {
-                        self.remove_created_dir();
-                        return Err(e);
-                    }
-                };
-                let dict = PyDict::new(py);
-                dict.set_item("datasets", report.datasets)?;
-                dict.set_item("container_bytes", report.container_bytes)?;
-                dict.set_item("version", report.version)?;
-                dict.set_item("part", report.part)?;
-                dict.set_item("attempts", report.attempts)?;
-                dict.set_item("replaced", report.replaced)?;
-                return Ok(dict);
-            }
-        };
-        let summary = run(py, &self.location, writer.finish());
-        let summary = match summary {
-            Ok(summary) => summary,
-            Err(e) => {
-                self.remove_created_dir();
-                return Err(e);
-            }
-        };
-        let dict = PyDict::new(py);
-        dict.set_item("datasets", summary.datasets)?;
-        dict.set_item("segments", summary.segments)?;
-        dict.set_item("container_bytes", summary.container_bytes)?;
-        dict.set_item("footer_bytes", summary.footer_bytes)?;
-        Ok(dict)
+        let written = run(py, &self.location, writer.finish())?;
+        py_support::to_python(py, &written)
     }
 
     /// Drops everything written so far; nothing is published. Idempotent.
     fn abort(&self) {
-        let writer = self
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if writer.is_some() {
-            drop(writer);
-            self.remove_created_dir();
+        if let Some(writer) = self.lock().take() {
+            writer.abort();
         }
     }
 
     /// Whether `finish` or `abort` has run.
     #[getter]
     fn closed(&self) -> bool {
-        self.state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_none()
+        self.lock().is_none()
     }
 
     fn __repr__(&self) -> String {
@@ -429,10 +254,7 @@ impl Writer {
 }
 
 impl Writer {
-    fn remove_created_dir(&self) {
-        if let Some(dir) = &self.created_dir {
-            // Fails, as intended, when anything is in it.
-            let _ = std::fs::remove_dir(dir);
-        }
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<CollectionWriter>> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

@@ -13,7 +13,7 @@ use atlas_footer::{
     CollectionFooter, FooterBudget, VariableEntry, CONTAINER_OBJECT, DATASETS_SEGMENT, MASK_OBJECT,
 };
 use atlas_mask::DeletedSet;
-use atlas_store::SegmentView;
+use atlas_store::{CountingStore, SegmentView};
 use object_access::StoreLocation;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
@@ -108,15 +108,28 @@ pub struct Atlas {
     pub(crate) growing: Option<crate::growing::Growing>,
 }
 
-/// Which version of a location an open reads.
-#[derive(Debug, Clone, Copy)]
-enum At<'t> {
+/// Which version of a location an open reads ([`Atlas::open_location_at`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum At<'t> {
     /// The latest (a plain collection has only this one).
     Latest,
     /// This version of a growing collection.
     Version(u64),
     /// The version this tag of a growing collection names.
     Tag(&'t str),
+}
+
+impl<'t> At<'t> {
+    /// The version `tag` names when there is one, else `version`, else the latest: what a
+    /// caller taking both (the CLI's `--at-tag` and `--at-version`, Python's `tag=` and
+    /// `version=`) opens.
+    pub fn of(version: Option<u64>, tag: Option<&'t str>) -> Self {
+        match (tag, version) {
+            (Some(tag), _) => At::Tag(tag),
+            (None, Some(version)) => At::Version(version),
+            (None, None) => At::Latest,
+        }
+    }
 }
 
 /// One variable's segment: its name resolved at open, and a cell so that it is opened at most
@@ -348,11 +361,39 @@ impl Atlas {
         Self::open_location_at(location, At::Tag(tag), wrap).await
     }
 
-    async fn open_location_at(
+    /// [`Atlas::open_location`] of the version `at` names: [`Atlas::open_location_version`]
+    /// or [`Atlas::open_location_tag`].
+    pub async fn open_location_at(
         location: &StoreLocation,
         at: At<'_>,
         wrap: impl FnOnce(Arc<dyn ObjectStore>) -> Arc<dyn ObjectStore>,
     ) -> Result<Self, AtlasError> {
+        let open = Self::open_location_with(location, at, |store| (wrap(store), ()));
+        Ok(open.await?.0)
+    }
+
+    /// [`Atlas::open_location_at`] behind a [`CountingStore`] that keeps the most recent
+    /// `recent` requests ([`CountingStore::with_capacity`]): the collection and the counter of
+    /// every request it makes (what the Python package's `Collection.requests()` reads).
+    pub async fn open_location_counted(
+        location: &StoreLocation,
+        at: At<'_>,
+        recent: usize,
+    ) -> Result<(Self, CountingStore), AtlasError> {
+        Self::open_location_with(location, at, |store| {
+            let counting = CountingStore::with_capacity(store, recent);
+            (Arc::new(counting.clone()) as Arc<dyn ObjectStore>, counting)
+        })
+        .await
+    }
+
+    /// The open of a location, the store wrapped by `wrap`, which also gives what the caller
+    /// keeps of it.
+    async fn open_location_with<T>(
+        location: &StoreLocation,
+        at: At<'_>,
+        wrap: impl FnOnce(Arc<dyn ObjectStore>) -> (Arc<dyn ObjectStore>, T),
+    ) -> Result<(Self, T), AtlasError> {
         // A location that names the manifest itself (`.../collection.manifest`) is a growing
         // collection: its latest version opens without the plain probe first, in two round
         // trips.
@@ -367,7 +408,9 @@ impl Atlas {
                 } else {
                     (prefix.clone(), false)
                 };
-                return Self::open_dyn_version(wrap(remote.store()), &prefix, at, growing).await;
+                let (store, kept) = wrap(remote.store());
+                let atlas = Self::open_dyn_version(store, &prefix, at, growing).await?;
+                return Ok((atlas, kept));
             }
             StoreLocation::Local(dir) => match dir.file_name() {
                 Some(name) if name == manifest => (
@@ -390,8 +433,9 @@ impl Atlas {
         })?;
         crate::local::check_local_collection(&canonical)?;
         let store = LocalFileSystem::new_with_prefix(&canonical)?;
-        let atlas = Self::open_dyn_version(wrap(Arc::new(store)), &prefix, at, growing).await?;
-        Ok(atlas.with_local_locks(canonical))
+        let (store, kept) = wrap(Arc::new(store));
+        let atlas = Self::open_dyn_version(store, &prefix, at, growing).await?;
+        Ok((atlas.with_local_locks(canonical), kept))
     }
 
     /// `growing`: the location named the manifest, so there is no plain probe.
@@ -510,6 +554,11 @@ impl Atlas {
             let ordinal = member.footer.datasets.get_index_of(name)?;
             member.own_dataset_at(u32::try_from(ordinal).ok()?)
         })
+    }
+
+    /// [`Atlas::dataset`], or `DatasetNotFound` naming `name`.
+    pub fn dataset_named(&self, name: &str) -> Result<DatasetView<'_>, AtlasError> {
+        (self.dataset(name)).ok_or_else(|| AtlasError::DatasetNotFound(name.to_owned()))
     }
 
     /// The live dataset at `ordinal`. A growing collection numbers its parts' datasets one
@@ -758,4 +807,16 @@ fn open_tables_bytes(footer: &CollectionFooter) -> u64 {
         + heap_of::<u64>(footer.schema_pool.len() as u64)
         + resolved_schemas_bytes(footer)
         + heap_of::<u64>(footer.datasets.len().div_ceil(64) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tag_wins_over_a_version_and_neither_is_the_latest() {
+        assert_eq!(At::of(Some(3), Some("v1")), At::Tag("v1"));
+        assert_eq!(At::of(Some(3), None), At::Version(3));
+        assert_eq!(At::of(None, None), At::Latest);
+    }
 }

@@ -6,7 +6,7 @@
 use crate::atlas::Atlas;
 use crate::error::AtlasError;
 use crate::stats::unnamed_entry;
-use crate::view::DatasetView;
+use crate::view::{ArrayLayout, DatasetView};
 use array_format::ArrayFile;
 use atlas_footer::{DType, DATASETS_SEGMENT};
 use atlas_model::Attr;
@@ -113,6 +113,24 @@ fn missing(view: &DatasetView<'_>, segment: &str, key: &str) -> AtlasError {
 }
 
 impl Atlas {
+    /// The layout and the attributes of `array` in each of the live datasets `names`, in
+    /// order: one segment opened once, whose footer answers them all without reading data.
+    pub async fn array_layouts(
+        &self,
+        array: &str,
+        names: &[impl AsRef<str>],
+    ) -> Result<Vec<(ArrayLayout, Vec<(String, Attr)>)>, AtlasError> {
+        let mut out = Vec::with_capacity(names.len());
+        for name in names {
+            let view = self.dataset_named(name.as_ref())?;
+            out.push((
+                view.array_layout(array).await?,
+                view.array_attributes(array).await?,
+            ));
+        }
+        Ok(out)
+    }
+
     /// Dataset-level attribute `key` of every live dataset that has it, in ordinal order, from
     /// one open of the `_datasets` segment. A key no schema declares costs no request.
     ///

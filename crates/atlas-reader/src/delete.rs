@@ -46,8 +46,8 @@ pub trait MaskCommitter: Send + Sync + std::fmt::Debug {
     ) -> BoxFuture<'a, Result<CommitOutcome, AtlasError>>;
 }
 
-/// What [`Atlas::delete`] did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What [`Atlas::delete`] did (its serde form: the Python package's `delete()` report).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct DeleteReport {
     /// Ordinals this call hid that were live before.
     pub newly_deleted: usize,

@@ -360,6 +360,16 @@ impl AtlasError {
         }
     }
 
+    /// The same error with its store object named under `location`, the collection's
+    /// location as a caller gave it (a URL or a directory): `prefix/data.atlas` becomes
+    /// `<location>/data.atlas` ([`with_object_named`](Self::with_object_named)).
+    pub fn named_under(self, location: &str) -> Self {
+        self.with_object_named(|path| {
+            let name = path.rsplit('/').next().unwrap_or(path);
+            format!("{}/{name}", location.trim_end_matches('/'))
+        })
+    }
+
     /// The field or region of the collection at fault: the footer field or segment of a
     /// corrupt collection, or the mask object.
     pub fn field(&self) -> Option<&str> {
@@ -611,6 +621,18 @@ mod tests {
                 "io: /data/runs: timed out",
             ],
         );
+    }
+
+    #[test]
+    fn an_object_is_named_under_the_location_as_given() {
+        let corrupt = AtlasError::corrupt("runs/2024/data.atlas", "trailer", "short");
+        let named = corrupt.named_under("s3://bucket/runs/2024/");
+        assert_eq!(named.path(), Some("s3://bucket/runs/2024/data.atlas"));
+        let io = AtlasError::Io {
+            path: "/data/runs".to_owned(),
+            source: std::io::ErrorKind::TimedOut.into(),
+        };
+        assert_eq!(io.named_under("elsewhere").path(), Some("/data/runs"));
     }
 
     #[test]

@@ -42,7 +42,7 @@ mod typed; // reads typed by the declared element type: `ArrayData`
 mod verify;
 mod view;
 
-pub use atlas::{Atlas, IntoAtlasStore};
+pub use atlas::{At, Atlas, IntoAtlasStore};
 pub use atlas_model::Attr;
 pub use delete::{
     retry_pause, CommitOutcome, ConditionalPutCommitter, DeleteReport, MaskCommitter, MergeFn,

@@ -464,6 +464,15 @@ impl Atlas {
         }
     }
 
+    /// The names, in ordinal order, of the live datasets that meet every condition of
+    /// `selection` ([`Atlas::select`], whose ordinals span every part of a growing collection).
+    pub async fn select_names(&self, selection: &Selection) -> Result<Vec<String>, AtlasError> {
+        let ordinals = self.select(selection).await?;
+        Ok((ordinals.into_iter())
+            .filter_map(|o| self.dataset_at(o).map(|d| d.name().to_owned()))
+            .collect())
+    }
+
     async fn own_select(&self, selection: &Selection) -> Result<Vec<u32>, AtlasError> {
         let datasets = self.footer.datasets.len();
         let deleted = self.deleted();

@@ -147,7 +147,55 @@ impl Atlas {
     }
 }
 
+impl Atlas {
+    /// [`DatasetView::read_data`] of `array` whole from each of the live datasets `names`, in
+    /// order (`DatasetNotFound` for a name no live dataset has).
+    pub async fn read_data_each(
+        &self,
+        names: &[impl AsRef<str>],
+        array: &str,
+    ) -> Result<Vec<ArrayData>, AtlasError> {
+        let mut out = Vec::with_capacity(names.len());
+        for name in names {
+            let view = self.dataset_named(name.as_ref())?;
+            out.push(view.read_data(array, Vec::new(), Vec::new()).await?);
+        }
+        Ok(out)
+    }
+
+    /// [`Atlas::read_run_data`] of the live datasets `names`, in order.
+    pub async fn read_run_data_named(
+        &self,
+        array: &str,
+        names: &[impl AsRef<str>],
+    ) -> Result<Option<(ArrayData, Vec<Vec<usize>>)>, AtlasError> {
+        let ordinals = (names.iter())
+            .map(|name| Ok(self.dataset_named(name.as_ref())?.ordinal()))
+            .collect::<Result<Vec<u32>, AtlasError>>()?;
+        self.read_run_data(array, &ordinals).await
+    }
+}
+
 impl ArrayData {
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Self::Int8(_) => DType::Int8,
+            Self::Int16(_) => DType::Int16,
+            Self::Int32(_) => DType::Int32,
+            Self::Int64(_) => DType::Int64,
+            Self::UInt8(_) => DType::UInt8,
+            Self::UInt16(_) => DType::UInt16,
+            Self::UInt32(_) => DType::UInt32,
+            Self::UInt64(_) => DType::UInt64,
+            Self::Float32(_) => DType::Float32,
+            Self::Float64(_) => DType::Float64,
+            Self::TimestampNs(_) => DType::TimestampNs,
+            Self::String(_) => DType::String,
+            Self::Binary(_) => DType::Binary,
+        }
+    }
+
     /// The array's shape.
     pub fn shape(&self) -> &[usize] {
         macro_rules! shape {

@@ -4,7 +4,8 @@
 
 mod common;
 
-use atlas_reader::{Atlas, AtlasError, LocalFlockCommitter};
+use atlas_footer::DType;
+use atlas_reader::{ArrayData, At, Atlas, AtlasError, LocalFlockCommitter};
 use common::*;
 use object_store::local::LocalFileSystem;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
@@ -58,6 +59,12 @@ async fn unknown_names_are_refused_before_writing() {
         store.head(&prefix().join("deleted.mask")).await.is_err(),
         "no mask written"
     );
+    assert!(matches!(
+        atlas.dataset_named("nope"),
+        Err(AtlasError::DatasetNotFound(name)) if name == "nope"
+    ));
+    let found = atlas.dataset_named("station_000001_2024").unwrap();
+    assert_eq!(found.name(), "station_000001_2024");
 }
 
 #[tokio::test]
@@ -232,4 +239,42 @@ async fn a_delete_after_another_handles_commit_reports_only_its_own_datasets() {
     // Asking again for what is already hidden hides nothing new.
     let report = second.delete(&["jan"]).await.unwrap();
     assert_eq!((report.newly_deleted, report.total_deleted), (0, 2));
+}
+
+#[tokio::test]
+async fn a_counted_open_counts_the_collections_requests_and_keeps_the_most_recent() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn ObjectStore> =
+        Arc::new(LocalFileSystem::new_with_prefix(dir.path()).unwrap());
+    write_to(store, stations(4)).await;
+    let location = object_access::StoreLocation::Local(dir.path().join("collections/demo"));
+    let (atlas, counter) = Atlas::open_location_counted(&location, At::Latest, 1)
+        .await
+        .unwrap();
+    assert_eq!(counter.count(), 2, "the container's tail and the mask");
+    assert_eq!(counter.requests().len(), 1, "only the most recent is kept");
+    let names = ["station_000001_2024", "station_000003_2024"];
+    let each = atlas.read_data_each(&names, "temp").await.unwrap();
+    assert!(counter.count() > 2, "the read's requests are counted too");
+    assert_eq!(each.len(), 2);
+    let ArrayData::Float32(third) = &each[1] else {
+        panic!("{:?}", each[1]);
+    };
+    assert_eq!(third.as_slice(), Some(&[3.0, -3.0][..]));
+    assert_eq!(each[1].dtype(), DType::Float32);
+    let (run, shapes) = atlas
+        .read_run_data_named("temp", &names)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(shapes, [vec![2], vec![2]]);
+    assert_eq!(run.shape(), [4]);
+    let layouts = atlas.array_layouts("temp", &names).await.unwrap();
+    assert_eq!(layouts.len(), 2);
+    assert_eq!(layouts[0].0.shape, [2]);
+    assert!(layouts[0].1.is_empty(), "no attributes");
+    assert!(matches!(
+        atlas.read_data_each(&["station_000001_2024", "nope"], "temp").await,
+        Err(AtlasError::DatasetNotFound(name)) if name == "nope"
+    ));
 }

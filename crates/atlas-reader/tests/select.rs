@@ -149,6 +149,7 @@ async fn attribute_and_statistic_conditions_match_a_brute_force_evaluation() {
     });
     assert!(!want.is_empty());
     assert_eq!(names(&atlas, &got), want);
+    assert_eq!(atlas.select_names(&other).await.unwrap(), want);
 }
 
 #[tokio::test]

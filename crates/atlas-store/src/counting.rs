@@ -155,6 +155,22 @@ fn continues(before: &Request, after: &Request) -> bool {
     }
 }
 
+/// As a request log shows it: `GET`, `GET bytes=0-65535` (a range), `HEAD`, `PUT`, `PUT multipart`,
+/// `LIST`, `other`.
+impl fmt::Display for RequestKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Get => f.write_str("GET"),
+            Self::GetRange(range) => write!(f, "GET {range}"),
+            Self::Head => f.write_str("HEAD"),
+            Self::Put => f.write_str("PUT"),
+            Self::PutMultipart => f.write_str("PUT multipart"),
+            Self::List => f.write_str("LIST"),
+            Self::Other => f.write_str("other"),
+        }
+    }
+}
+
 impl fmt::Debug for CountingStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CountingStore")
@@ -264,6 +280,36 @@ mod tests {
                 counting.requests().len()
             ),
             (0, 0, 0)
+        );
+    }
+
+    #[test]
+    fn a_request_kind_shows_as_a_log_line_names_it() {
+        let shown: Vec<String> = [
+            RequestKind::Get,
+            RequestKind::GetRange(GetRange::Bounded(0..16)),
+            RequestKind::GetRange(GetRange::Suffix(64)),
+            RequestKind::Head,
+            RequestKind::Put,
+            RequestKind::PutMultipart,
+            RequestKind::List,
+            RequestKind::Other,
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        assert_eq!(
+            shown,
+            [
+                "GET",
+                "GET bytes=0-15",
+                "GET bytes=-64",
+                "HEAD",
+                "PUT",
+                "PUT multipart",
+                "LIST",
+                "other"
+            ]
         );
     }
 }

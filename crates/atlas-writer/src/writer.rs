@@ -42,8 +42,9 @@ impl Default for WriterOptions {
     }
 }
 
-/// What [`AtlasWriter::finish`] wrote.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What [`AtlasWriter::finish`] wrote (its serde form: the Python package's `Writer.finish()`
+/// dict).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct WriteSummary {
     /// Datasets written.
     pub datasets: usize,
