@@ -84,12 +84,8 @@ pub(crate) enum Error {
     /// A sample index or id past a cache's end; the message says which.
     SampleIndex(String),
     /// A token cache's layout or ids (never a writer's or reader's error: those are `Write`
-    /// and `Cache`); `message` replaces the error's own text where the binding knows more (an
-    /// id beyond 64 bits, which the error cannot hold).
-    Tokens {
-        error: TokenError,
-        message: Option<String>,
-    },
+    /// and `Cache`).
+    Tokens(TokenError),
     /// A token stream that cannot be planned or read as asked (never a plan's, cache's or
     /// token cache's own error, nor a stopped worker: those have their variants).
     TokenStream(TokenStreamError),
@@ -102,10 +98,7 @@ impl From<TokenError> for Error {
         match error {
             TokenError::Write(inner) => Self::Write(*inner),
             TokenError::Read(inner) => (*inner).into(),
-            error => Self::Tokens {
-                error,
-                message: None,
-            },
+            error => Self::Tokens(error),
         }
     }
 }
@@ -247,7 +240,7 @@ impl ErrorFields for Error {
             Self::ShardFile { .. } => &CACHE_ERROR,
             Self::ShardChanged { .. } => &CORRUPT_CACHE_ERROR,
             Self::SampleIndex(_) => &SAMPLE_INDEX_ERROR,
-            Self::Tokens { .. } => &WRITE_ERROR,
+            Self::Tokens(_) => &WRITE_ERROR,
             Self::TokenStream(_) => &TOKEN_STREAM_ERROR,
         }
     }
@@ -277,11 +270,7 @@ impl ErrorFields for Error {
             },
             Self::ShardChanged { path, reason } => format!("{}: {reason}", path.display()),
             Self::SampleIndex(message) => message.clone(),
-            Self::Tokens {
-                message: Some(message),
-                ..
-            } => message.clone(),
-            Self::Tokens { error, .. } => error.to_string(),
+            Self::Tokens(error) => error.to_string(),
             Self::TokenStream(error) => error.to_string(),
             Self::Panicked(text) => format!("internal error (Rust panic): {text}"),
         }
@@ -370,7 +359,7 @@ impl ErrorFields for Error {
                     .set("reason", text)
                     .set("kind", "panic");
             }
-            Self::Tokens { error, .. } => {
+            Self::Tokens(error) => {
                 let path = error.path().map(text);
                 f.set("path", path)
                     .set("input", None::<&str>)
