@@ -112,7 +112,7 @@ impl Appender {
                 Self::open_store(
                     remote.store(),
                     remote.prefix().clone(),
-                    location_name(location),
+                    location.to_string(),
                     None,
                     options,
                 )
@@ -130,7 +130,7 @@ impl Appender {
                 Self::open_store(
                     store,
                     Path::default(),
-                    location_name(location),
+                    location.to_string(),
                     Some(canonical),
                     options,
                 )
@@ -245,7 +245,7 @@ impl Appender {
     /// refused (`AppendError::Source`).
     pub async fn adopt(mut self, source: &StoreLocation) -> Result<AppendReport, AppendError> {
         let refuse = |reason: &str| AppendError::Source {
-            collection: location_name(source),
+            collection: source.to_string(),
             reason: reason.to_owned(),
         };
         if self.written > 0 {
@@ -597,14 +597,6 @@ pub(crate) fn manifest_committer(
             Arc::clone(store),
             manifest_path(prefix),
         )),
-    }
-}
-
-/// How a location is named in errors.
-pub(crate) fn location_name(location: &StoreLocation) -> String {
-    match location {
-        StoreLocation::Remote(remote) => remote.url().to_owned(),
-        StoreLocation::Local(dir) => dir.display().to_string(),
     }
 }
 

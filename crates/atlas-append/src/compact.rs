@@ -5,9 +5,7 @@
 //! each dataset ([`copy_dataset`]), the path a fresh write of those datasets takes, so its
 //! `data.atlas` is byte-identical to that write but for the footer's creation time.
 
-use crate::appender::{
-    location_name, manifest_committer, new_part_id, remove_part, sync_local_part, unix_ms_now,
-};
+use crate::appender::{manifest_committer, new_part_id, remove_part, sync_local_part, unix_ms_now};
 use crate::error::AppendError;
 use array_format::TimestampNs;
 use atlas_footer::{DType, CONTAINER_OBJECT};
@@ -205,7 +203,7 @@ pub async fn compact(
 
 impl Target {
     fn resolve(location: &StoreLocation) -> Result<Self, AppendError> {
-        let collection = location_name(location);
+        let collection = location.to_string();
         Ok(match location {
             StoreLocation::Remote(remote) => Self {
                 store: remote.store(),

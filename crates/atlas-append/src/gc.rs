@@ -122,7 +122,7 @@ pub async fn collect_garbage(
     location: &StoreLocation,
     options: &GcOptions,
 ) -> Result<GcReport, GcError> {
-    let collection = crate::appender::location_name(location);
+    let collection = location.to_string();
     let (store, prefix, local_dir): (Arc<dyn ObjectStore>, Path, Option<PathBuf>) = match location {
         StoreLocation::Remote(remote) => (remote.store(), remote.prefix().clone(), None),
         StoreLocation::Local(dir) => {

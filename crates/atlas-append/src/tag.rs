@@ -123,7 +123,7 @@ pub async fn create_tag(
         }
     }
     Err(AppendError::CommitConflict {
-        collection: crate::appender::location_name(location),
+        collection: location.to_string(),
         attempts: MAX_ATTEMPTS,
     })
 }

@@ -2,7 +2,6 @@
 //! for what is already there) and [`CollectionWriter`], one writer for a new collection or a
 //! new part of a growing one, as the CLI and the Python package open them.
 
-use crate::appender::location_name;
 use crate::{AppendError, AppendReport, Appender};
 use atlas_footer::CONTAINER_OBJECT;
 use atlas_reader::manifest::MANIFEST_OBJECT;
@@ -106,7 +105,7 @@ impl Target {
     /// The place `location` names for a new collection, refused when it holds what
     /// `occupancy` does not allow; a local directory is created if missing.
     pub async fn open(location: &StoreLocation, occupancy: Occupancy) -> Result<Self, TargetError> {
-        let name = location_name(location);
+        let name = location.to_string();
         let dir = match location {
             StoreLocation::Local(dir) => dir,
             StoreLocation::Remote(remote) => {

@@ -75,10 +75,7 @@ pub fn join_parts(
     publish: &PublishOptions,
 ) -> Result<RemoteJoinSummary, RemoteError> {
     let misplaced = |part: &JoinPart, target: &str| RemoteError::Location {
-        location: match &part.location {
-            StoreLocation::Local(path) => path.display().to_string(),
-            StoreLocation::Remote(prefix) => prefix.url().to_owned(),
-        },
+        location: part.location.to_string(),
         reason: format!("a part of a join into {target} must be one too"),
     };
     match to {

@@ -97,6 +97,16 @@ impl fmt::Debug for RemotePrefix {
     }
 }
 
+/// How a location is named in messages: a directory's path, a prefix's URL.
+impl fmt::Display for StoreLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Local(dir) => write!(f, "{}", dir.display()),
+            Self::Remote(remote) => f.write_str(remote.url()),
+        }
+    }
+}
+
 impl StoreLocation {
     /// Parses `location`: a `file://` URL or a string without `://` is a local directory; any
     /// other URL names a store prefix, configured from the environment as object_store reads
@@ -264,6 +274,9 @@ mod tests {
     fn a_path_is_parsed_as_its_text_and_one_that_is_not_utf8_is_local() {
         let url = StoreLocation::from_path(FsPath::new("s3://bucket/caches/one")).unwrap();
         assert_eq!(url.as_remote().unwrap().url(), "s3://bucket/caches/one");
+        assert_eq!(url.to_string(), "s3://bucket/caches/one");
+        let dir = StoreLocation::parse("file:///tmp/cache").unwrap();
+        assert_eq!(dir.to_string(), "/tmp/cache");
         #[cfg(unix)]
         {
             use std::os::unix::ffi::OsStrExt;
