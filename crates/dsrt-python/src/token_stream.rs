@@ -265,8 +265,9 @@ impl PyTokenBatches {
 /// list child also holds the final `len * seq_len`), `documents` (each row's pieces:
 /// `cache_id`, `sample_id`, `start`, `length`), `padding` and `step`; the columns are derived
 /// on first use (GIL released). `batch.max_seqlen` is the longest sequence. A batch pickles in
-/// its compact form (the rows' `seq_len + 1` token ids and their pieces), a quarter of the
-/// columns' bytes or less, and derives its columns again where it is unpickled.
+/// its compact form (the rows' `seq_len + 1` token ids and their pieces; the ids in 16 bits
+/// when all of them fit), a quarter of the columns' bytes or less, and derives its columns
+/// again where it is unpickled.
 #[pyclass(module = "datasetrt", name = "TokenBatch", frozen)]
 pub(crate) struct PyTokenBatch(SharedTokenBatch);
 
@@ -324,7 +325,7 @@ impl PyTokenBatch {
 
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
         let (py, this) = (slf.py(), &slf.get().0);
-        let compact = enter_stream(py, || this.compact())?;
+        let compact = enter_stream(py, || this.transfer())?;
         let rebuild = py
             .import("datasetrt._native")?
             .getattr("_token_batch_from_arrow")?;

@@ -11,6 +11,9 @@
 //! - **compact** ([`TokenBatch::compact_record`]): `tokens` (uint32, a fixed-size list of
 //!   `seq_len + 1`), then the row columns; what crosses a process boundary, a quarter of the
 //!   expanded bytes or less, turned back into a batch by [`TokenBatch::from_compact_record`].
+//!   What crosses a process boundary is [`TokenBatch::transfer_record`]: the compact form with
+//!   `tokens` as uint16 when every id of the batch fits 16 bits (vocabularies of up to 65,536
+//!   ids), an eighth of the expanded bytes; `from_compact_record` takes either width.
 //!
 //! The row columns: `documents` (each row's pieces as a list of `cache_id`, `sample_id`,
 //! `start` (uint64) and `length` (uint32) structs), `padding` (bool) and `step` (int64).
@@ -21,10 +24,10 @@
 use crate::batch::{BatchPiece, BatchPool, Column, TokenBatch};
 use crate::TokenStreamError;
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Int32Type, Int64Type, UInt32Type, UInt64Type, UInt8Type};
+use arrow_array::types::{Int32Type, Int64Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type};
 use arrow_array::{
     Array, ArrayRef, ArrowPrimitiveType, BooleanArray, FixedSizeListArray, Int64Array, ListArray,
-    PrimitiveArray, RecordBatch, StructArray, UInt32Array, UInt64Array,
+    PrimitiveArray, RecordBatch, StructArray, UInt16Array, UInt32Array, UInt64Array,
 };
 use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{ArrowError, DataType, Field, Fields, Schema};
@@ -255,15 +258,31 @@ impl TokenBatch {
     /// The compact form (see the module): the rows' tokens and the row columns.
     pub fn compact_record(&self) -> Result<RecordBatch, TokenStreamError> {
         let tokens = Arc::new(UInt32Array::from(self.tokens().to_vec())) as ArrayRef;
+        self.compact_with(tokens)
+    }
+
+    /// The form that crosses a process boundary: the compact form, its tokens uint16 when
+    /// every id fits (half the bytes through a pipe or a socket), else uint32.
+    pub fn transfer_record(&self) -> Result<RecordBatch, TokenStreamError> {
+        let narrow: Result<Vec<u16>, _> =
+            self.tokens().iter().map(|&id| u16::try_from(id)).collect();
+        match narrow {
+            Ok(ids) => self.compact_with(Arc::new(UInt16Array::from(ids))),
+            Err(_) => self.compact_record(),
+        }
+    }
+
+    fn compact_with(&self, tokens: ArrayRef) -> Result<RecordBatch, TokenStreamError> {
         let mut out: Vec<(&str, ArrayRef)> =
             vec![("tokens", Arc::new(fixed_rows(tokens, self.seq_len() + 1)?))];
         out.extend(self.row_columns()?);
         record(out)
     }
 
-    /// The batch a compact record batch holds (as [`TokenBatch::compact_record`] makes them),
-    /// with `seq_len` inputs per row and `pad_id` padding; a record batch of any other shape
-    /// is [`TokenStreamError::Config`] naming what is wrong.
+    /// The batch a compact record batch holds (as [`TokenBatch::compact_record`] and
+    /// [`TokenBatch::transfer_record`] make them: uint32 or uint16 tokens), with `seq_len`
+    /// inputs per row and `pad_id` padding; a record batch of any other shape is
+    /// [`TokenStreamError::Config`] naming what is wrong.
     pub fn from_compact_record(
         record: &RecordBatch,
         seq_len: usize,
@@ -276,10 +295,7 @@ impl TokenBatch {
             .column_by_name("tokens")
             .and_then(|c| c.as_fixed_size_list_opt())
             .ok_or_else(|| bad("no tokens column of fixed-size lists"))?;
-        let tokens = tokens
-            .values()
-            .as_primitive_opt::<UInt32Type>()
-            .ok_or_else(|| bad("tokens are not uint32"))?;
+        let tokens = tokens.values();
         let documents = record
             .column_by_name("documents")
             .and_then(|c| c.as_list_opt::<i32>())
@@ -331,16 +347,19 @@ impl TokenBatch {
             .iter()
             .map(|&s| u64::try_from(s).map_err(|_| bad("a negative step")))
             .collect::<Result<Vec<u64>, _>>()?;
-        Self::from_parts(
-            seq_len,
-            pad_id,
-            steps,
-            padding,
-            row_pieces,
-            pieces,
-            tokens.values(),
-            pool,
-        )
+        if let Some(wide) = tokens.as_primitive_opt::<UInt32Type>() {
+            let ids = wide.values();
+            Self::from_parts(
+                seq_len, pad_id, steps, padding, row_pieces, pieces, ids, pool,
+            )
+        } else if let Some(narrow) = tokens.as_primitive_opt::<UInt16Type>() {
+            let ids = narrow.values();
+            Self::from_parts(
+                seq_len, pad_id, steps, padding, row_pieces, pieces, ids, pool,
+            )
+        } else {
+            Err(bad("tokens are neither uint32 nor uint16"))
+        }
     }
 }
 
@@ -490,6 +509,81 @@ mod tests {
         assert_eq!(back.steps(), original.steps());
         assert_eq!(back.padding(), original.padding());
         assert_eq!(back.real_tokens(), original.real_tokens());
+    }
+
+    #[test]
+    fn the_transfer_form_narrows_only_ids_that_fit_and_round_trips_either_width() {
+        let (plan, source) = plan_and_source();
+        let pool = BatchPool::new();
+        let original = batch(&plan, &source, &pool);
+        let width = |record: &RecordBatch| {
+            let tokens = record.column_by_name("tokens").unwrap();
+            tokens.as_fixed_size_list().values().data_type().clone()
+        };
+        let round_trip = |batch: &TokenBatch, want: DataType| {
+            let record = batch.transfer_record().unwrap();
+            assert_eq!(width(&record), want);
+            let back = TokenBatch::from_compact_record(&record, 64, batch.pad_id(), &pool).unwrap();
+            assert_eq!(back.tokens(), batch.tokens());
+            assert_eq!(back.pieces(), batch.pieces());
+            assert_eq!(back.row_pieces(), batch.row_pieces());
+            assert_eq!(back.steps(), batch.steps());
+            assert_eq!(back.padding(), batch.padding());
+        };
+        let with_last_id = |id: u32| {
+            let mut ids = original.tokens().to_vec();
+            *ids.last_mut().unwrap() = id;
+            TokenBatch::from_parts(
+                64,
+                original.pad_id(),
+                original.steps().to_vec(),
+                original.padding().to_vec(),
+                original.row_pieces().to_vec(),
+                original.pieces().to_vec(),
+                &ids,
+                &pool,
+            )
+            .unwrap()
+        };
+        // The synthetic vocabulary (50,000 ids) fits 16 bits; so does the largest 16-bit id.
+        round_trip(&original, DataType::UInt16);
+        round_trip(&with_last_id(65_535), DataType::UInt16);
+        // One id past it keeps the whole batch at 32 bits, every id intact.
+        round_trip(&with_last_id(65_536), DataType::UInt32);
+        round_trip(&with_last_id(u32::MAX), DataType::UInt32);
+        // The public compact form is uint32 whatever the ids.
+        assert_eq!(width(&original.compact_record().unwrap()), DataType::UInt32);
+
+        // Tokens of any other type are refused by name.
+        let record = original.compact_record().unwrap();
+        let tokens = record
+            .column_by_name("tokens")
+            .unwrap()
+            .as_fixed_size_list();
+        let signed: ArrayRef = Arc::new(arrow_array::Int32Array::from(
+            tokens
+                .values()
+                .as_primitive::<UInt32Type>()
+                .values()
+                .iter()
+                .map(|&t| t as i32)
+                .collect::<Vec<_>>(),
+        ));
+        let mut columns = record.columns().to_vec();
+        columns[0] = Arc::new(fixed_rows(signed, 65).unwrap());
+        let fields: Vec<Field> = record
+            .schema()
+            .fields()
+            .iter()
+            .zip(&columns)
+            .map(|(f, c)| Field::new(f.name(), c.data_type().clone(), f.is_nullable()))
+            .collect();
+        let other = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap();
+        let error = TokenBatch::from_compact_record(&other, 64, 0, &pool).unwrap_err();
+        assert!(
+            error.to_string().contains("neither uint32 nor uint16"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -260,16 +260,16 @@ impl TokenBatch {
 
     /// Rebuilds a batch from its compact parts (what crossed a process boundary): per row its
     /// step, padding flag and pieces (`row_pieces` offsets into `pieces`), and the rows'
-    /// `seq_len + 1` tokens each. The pieces of a row must fit it.
+    /// `seq_len + 1` tokens each, of 32 or 16 bits. The pieces of a row must fit it.
     #[allow(clippy::too_many_arguments)]
-    pub fn from_parts(
+    pub fn from_parts<T: Copy + Into<u32>>(
         seq_len: usize,
         pad_id: u32,
         steps: Vec<u64>,
         padding: Vec<bool>,
         row_pieces: Vec<u32>,
         pieces: Vec<BatchPiece>,
-        tokens: &[u32],
+        tokens: &[T],
         pool: &Arc<BatchPool>,
     ) -> Result<Self, TokenStreamError> {
         let rows = steps.len();
@@ -304,7 +304,9 @@ impl TokenBatch {
             real.push(used as u32);
         }
         let mut column = pool.take::<u32>(tokens.len());
-        column.values_mut().copy_from_slice(tokens);
+        for (to, &from) in column.values_mut().iter_mut().zip(tokens) {
+            *to = from.into();
+        }
         Ok(Self {
             seq_len,
             pad_id,

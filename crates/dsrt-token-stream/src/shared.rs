@@ -237,6 +237,13 @@ impl SharedTokenBatch {
         Ok(forms.compact.insert(compact).clone())
     }
 
+    /// The form that crosses a process boundary ([`TokenBatch::transfer_record`]), made anew
+    /// on each call: it is asked for once, when the batch is pickled.
+    pub fn transfer(&self) -> Result<RecordBatch, TokenStreamError> {
+        let forms = lock(&self.forms, "a token batch")?;
+        forms.batch.transfer_record()
+    }
+
     /// The expanded form's tensor columns ([`tensor_columns`]) and `max_seqlen`.
     pub fn tensor_columns(&self) -> Result<(Vec<TensorColumn>, u32), TokenStreamError> {
         let mut forms = lock(&self.forms, "a token batch")?;

@@ -230,7 +230,7 @@ fn a_compact_batch_rebuilt_from_its_parts_expands_to_the_same_columns() {
         vec![false],
         vec![0, 1],
         vec![],
-        &[0; 5],
+        &[0u32; 5],
         &pool,
     );
     assert!(bad.unwrap_err().to_string().contains("pieces 0..1"));
