@@ -79,6 +79,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<token_stream::PyTokenBatch>()?;
     m.add_class::<token_stream::PyColumnView>()?;
     m.add_function(wrap_pyfunction!(token_stream::_token_batch_from_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(token_stream::_token_batch_from_slot, m)?)?;
+    m.add_function(wrap_pyfunction!(token_stream::_send_batches_in_slots, m)?)?;
     m.add_class::<loader::PyLoader>()?;
     m.add_class::<loader::PyRankPlan>()?;
     m.add_function(wrap_pyfunction!(update_manifests, m)?)?;

@@ -9,9 +9,9 @@ use crate::errors::{enter, Error};
 use crate::options::{Kwargs, RemoteArgs};
 use crate::remote::Location;
 use datasetrt::token_stream::{
-    BatchPool, CacheSource, LoaderOptions, RunConfig, SettingNames, SharedLoader, SharedPlan,
-    SharedTokenBatch, TensorColumn, TokenBatch, TokenConfig, TokenStreamError as StreamError,
-    TokenWeights,
+    enable_sending, BatchPool, CacheSource, LoaderOptions, RunConfig, SettingNames, SharedLoader,
+    SharedPlan, SharedTokenBatch, SlotTicket, TensorColumn, TokenBatch, TokenConfig,
+    TokenStreamError as StreamError, TokenWeights,
 };
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -60,9 +60,8 @@ fn weights_arg(weights: &Bound<'_, PyAny>) -> PyResult<TokenWeights> {
 #[pyclass(module = "datasetrt._native", name = "_TokenPlan", frozen)]
 pub(crate) struct PyTokenPlan(SharedPlan<CacheSource>);
 
-/// What `TokenBatch.__reduce__` returns: the rebuilding function and its arguments (the compact
-/// batch, `seq_len`, `pad_id`).
-type Reduced<'py> = (Bound<'py, PyAny>, (Bound<'py, PyAny>, usize, u32));
+/// What `TokenBatch.__reduce__` returns: the rebuilding function and its arguments.
+type Reduced<'py> = (Bound<'py, PyAny>, Bound<'py, PyTuple>);
 
 #[pymethods]
 impl PyTokenPlan {
@@ -325,12 +324,15 @@ impl PyTokenBatch {
 
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
         let (py, this) = (slf.py(), &slf.get().0);
+        let native = py.import("datasetrt._native")?;
+        if let Some(ticket) = enter_stream(py, || this.send_in_slot())? {
+            let args = (ticket.path, ticket.slot, ticket.generation).into_pyobject(py)?;
+            return Ok((native.getattr("_token_batch_from_slot")?, args));
+        }
         let compact = enter_stream(py, || this.transfer())?;
-        let rebuild = py
-            .import("datasetrt._native")?
-            .getattr("_token_batch_from_arrow")?;
         let compact = Bound::new(py, ArrowBatch { batch: compact })?.into_any();
-        Ok((rebuild, (compact, this.seq_len(), this.pad_id())))
+        let args = (compact, this.seq_len(), this.pad_id()).into_pyobject(py)?;
+        Ok((native.getattr("_token_batch_from_arrow")?, args))
     }
 
     fn __repr__(&self) -> String {
@@ -374,4 +376,31 @@ pub(crate) fn _token_batch_from_arrow(
         TokenBatch::from_compact_record(record, seq_len, pad_id, process_pool())
     })?;
     Ok(PyTokenBatch::new(batch))
+}
+
+/// `_token_batch_from_slot(path, slot, generation)`: the `TokenBatch` a `DataLoader` worker
+/// sent in a slot of shared memory (how such a pickled batch is rebuilt; its columns are read
+/// in place, and free the slot when the last tensor over them is dropped).
+#[pyfunction]
+pub(crate) fn _token_batch_from_slot(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+    slot: u32,
+    generation: u64,
+) -> PyResult<PyTokenBatch> {
+    let ticket = SlotTicket {
+        path,
+        slot,
+        generation,
+    };
+    let pool = Arc::clone(process_pool());
+    let batch = enter_stream(py, || SharedTokenBatch::receive_from_slot(&ticket, pool))?;
+    Ok(PyTokenBatch(batch))
+}
+
+/// `_send_batches_in_slots()`: this process (a `DataLoader` worker) pickles its token batches
+/// into slots of shared memory, their columns derived here, where a slot is free.
+#[pyfunction]
+pub(crate) fn _send_batches_in_slots() {
+    enable_sending();
 }

@@ -48,6 +48,17 @@ fn primitive<T: ArrowPrimitiveType>(column: Column<T::Native>) -> ArrayRef {
     ))
 }
 
+/// The six tensor columns of a batch as Arrow arrays (`rows * seq_len` values each, the last
+/// `cu_seqlens`), before they become the expanded form's lists.
+pub(crate) struct TensorArrays {
+    pub(crate) input_ids: ArrayRef,
+    pub(crate) labels: ArrayRef,
+    pub(crate) position_ids: ArrayRef,
+    pub(crate) segment_ids: ArrayRef,
+    pub(crate) loss_mask: ArrayRef,
+    pub(crate) cu_seqlens: ArrayRef,
+}
+
 /// `values` as a fixed-size list of `size` per row.
 fn fixed_rows(values: ArrayRef, size: usize) -> Result<FixedSizeListArray, TokenStreamError> {
     let item = Arc::new(Field::new("item", values.data_type().clone(), false));
@@ -220,9 +231,30 @@ impl TokenBatch {
         // The compact form stays, for a batch that crosses a process boundary after.
         self.restore_tokens(tokens);
         let columns = columns.ok_or_else(taken)?;
+        let arrays = TensorArrays {
+            input_ids: primitive::<Int64Type>(columns.input_ids),
+            labels: primitive::<Int64Type>(columns.labels),
+            position_ids: primitive::<Int64Type>(columns.position_ids),
+            segment_ids: primitive::<Int32Type>(columns.segment_ids),
+            loss_mask: primitive::<UInt8Type>(columns.loss_mask),
+            cu_seqlens: primitive::<Int32Type>(columns.cu_seqlens),
+        };
+        Ok((self.expanded_from(arrays)?, columns.max_seqlen))
+    }
+
+    /// The expanded form over `arrays`, this batch's columns wherever their memory lies.
+    pub(crate) fn expanded_from(
+        &self,
+        arrays: TensorArrays,
+    ) -> Result<RecordBatch, TokenStreamError> {
+        let (rows, seq_len) = (self.rows(), self.seq_len());
         // Row r's list holds the sequence starts in [r * seq_len, (r + 1) * seq_len); the final
         // entry (rows * seq_len) lies in the child after the last row's list.
-        let starts = columns.cu_seqlens.values();
+        let starts = arrays
+            .cu_seqlens
+            .as_primitive_opt::<Int32Type>()
+            .ok_or_else(|| TokenStreamError::Config("cu_seqlens that are not int32".into()))?
+            .values();
         let mut ends = Vec::with_capacity(rows + 1);
         ends.push(0usize);
         let mut at = 0usize;
@@ -236,23 +268,23 @@ impl TokenBatch {
         let cu_seqlens = ListArray::try_new(
             Arc::new(Field::new("item", DataType::Int32, false)),
             offsets(ends.into_iter())?,
-            primitive::<Int32Type>(columns.cu_seqlens),
+            arrays.cu_seqlens,
             None,
         )
         .map_err(built)?;
         let mut out: Vec<(&str, ArrayRef)> = Vec::with_capacity(9);
         for (name, values) in [
-            ("input_ids", primitive::<Int64Type>(columns.input_ids)),
-            ("labels", primitive::<Int64Type>(columns.labels)),
-            ("position_ids", primitive::<Int64Type>(columns.position_ids)),
-            ("segment_ids", primitive::<Int32Type>(columns.segment_ids)),
-            ("loss_mask", primitive::<UInt8Type>(columns.loss_mask)),
+            ("input_ids", arrays.input_ids),
+            ("labels", arrays.labels),
+            ("position_ids", arrays.position_ids),
+            ("segment_ids", arrays.segment_ids),
+            ("loss_mask", arrays.loss_mask),
         ] {
             out.push((name, Arc::new(fixed_rows(values, seq_len)?)));
         }
         out.push(("cu_seqlens", Arc::new(cu_seqlens)));
         out.extend(self.row_columns()?);
-        Ok((record(out)?, columns.max_seqlen))
+        record(out)
     }
 
     /// The compact form (see the module): the rows' tokens and the row columns.

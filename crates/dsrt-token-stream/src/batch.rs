@@ -407,19 +407,48 @@ impl TokenBatch {
         let mut position_ids = pool.take::<i64>(rows * s);
         let mut segment_ids = pool.take::<i32>(rows * s);
         let mut loss_mask = pool.take::<u8>(rows * s);
-        let sequences = self.pieces.len() + rows + 1;
-        let mut cu = pool.take::<i32>(sequences);
+        let mut cu = pool.take::<i32>(self.sequences_at_most());
+        let (sequences, max_seqlen) = self.derive_into(DerivedMut {
+            input_ids: input_ids.values_mut(),
+            labels: labels.values_mut(),
+            position_ids: position_ids.values_mut(),
+            segment_ids: segment_ids.values_mut(),
+            loss_mask: loss_mask.values_mut(),
+            cu_seqlens: cu.values_mut(),
+        });
+        cu.truncate(sequences);
+        Expanded {
+            input_ids,
+            labels,
+            position_ids,
+            segment_ids,
+            loss_mask,
+            cu_seqlens: cu,
+            max_seqlen,
+        }
+    }
+
+    /// Entries `cu_seqlens` may need: one per piece, one per row's padding, one for the end.
+    pub(crate) fn sequences_at_most(&self) -> usize {
+        self.pieces.len() + self.rows() + 1
+    }
+
+    /// Writes the columns into `out` (each `rows * seq_len` values, `cu_seqlens`
+    /// [`TokenBatch::sequences_at_most`]); returns the entries of `cu_seqlens` written and
+    /// `max_seqlen`.
+    pub(crate) fn derive_into(&self, out: DerivedMut<'_>) -> (usize, u32) {
+        let (rows, s) = (self.rows(), self.seq_len);
         let mut max_seqlen = 0u32;
         let mut sequence = 0usize;
         {
-            let (ids, lab, pos, seg, mask, cu) = (
-                input_ids.values_mut(),
-                labels.values_mut(),
-                position_ids.values_mut(),
-                segment_ids.values_mut(),
-                loss_mask.values_mut(),
-                cu.values_mut(),
-            );
+            let DerivedMut {
+                input_ids: ids,
+                labels: lab,
+                position_ids: pos,
+                segment_ids: seg,
+                loss_mask: mask,
+                cu_seqlens: cu,
+            } = out;
             let tokens = self.tokens.values();
             let pad = i64::from(self.pad_id);
             // Row by row over exact slices, so the loops below run without bounds checks.
@@ -479,17 +508,19 @@ impl TokenBatch {
             cu[sequence] = (rows * s) as i32;
             sequence += 1;
         }
-        cu.truncate(sequence);
-        Expanded {
-            input_ids,
-            labels,
-            position_ids,
-            segment_ids,
-            loss_mask,
-            cu_seqlens: cu,
-            max_seqlen,
-        }
+        (sequence, max_seqlen)
     }
+}
+
+/// Where [`TokenBatch::derive_into`] writes the columns: pooled buffers, or a slot of shared
+/// memory (`crate::transfer`).
+pub(crate) struct DerivedMut<'a> {
+    pub(crate) input_ids: &'a mut [i64],
+    pub(crate) labels: &'a mut [i64],
+    pub(crate) position_ids: &'a mut [i64],
+    pub(crate) segment_ids: &'a mut [i32],
+    pub(crate) loss_mask: &'a mut [u8],
+    pub(crate) cu_seqlens: &'a mut [i32],
 }
 
 impl<T: ArrowNativeType> Column<T> {

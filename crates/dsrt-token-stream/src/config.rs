@@ -429,6 +429,9 @@ pub enum TokenStreamError {
     /// A loading thread stopped (it panicked).
     #[error("a token loading thread stopped")]
     WorkerStopped,
+    /// A batch's slot of shared memory could not be received (`crate::transfer`).
+    #[error(transparent)]
+    Slot(#[from] shared_slots::SlotError),
 }
 
 impl TokenStreamError {
@@ -451,6 +454,7 @@ impl TokenStreamError {
             Self::Read(_) => "read",
             Self::Interrupted { .. } => "interrupted",
             Self::WorkerStopped => "worker_stopped",
+            Self::Slot(_) => "slot",
         }
     }
 

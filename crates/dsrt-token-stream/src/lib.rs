@@ -51,6 +51,7 @@ mod shared;
 mod source;
 mod stream;
 mod synthetic;
+mod transfer;
 mod weights;
 
 pub use arrow::{tensor_columns, TensorColumn, TENSOR_COLUMNS};
@@ -68,6 +69,8 @@ pub use report::{
 };
 pub use rows::{Piece, RowBlock, RowCursor, RowSpec};
 pub use shared::{SharedLoader, SharedPlan, SharedTokenBatch};
+pub use shared_slots::{SlotError, Ticket as SlotTicket};
 pub use source::{Coverage, DocumentSource, End, StoredTokens};
 pub use synthetic::{SyntheticSource, SyntheticSpec};
+pub use transfer::{enable_sending, sending_enabled};
 pub use weights::{weights_by_source, SourceWeightsError, TokenWeights};

@@ -199,6 +199,28 @@ impl SharedTokenBatch {
         }
     }
 
+    /// `batch` with its expanded form made already (over memory that is not `pool`'s).
+    pub(crate) fn with_expanded(
+        batch: TokenBatch,
+        pool: Arc<BatchPool>,
+        expanded: (RecordBatch, u32),
+    ) -> Self {
+        let shared = Self::new(batch, pool);
+        if let Ok(mut forms) = shared.forms.lock() {
+            forms.expanded = Some(expanded);
+        }
+        shared
+    }
+
+    /// `f` of the batch's compact form.
+    pub(crate) fn with_batch<T>(
+        &self,
+        f: impl FnOnce(&TokenBatch) -> Result<T, TokenStreamError>,
+    ) -> Result<T, TokenStreamError> {
+        let forms = lock(&self.forms, "a token batch")?;
+        f(&forms.batch)
+    }
+
     /// Rows in the batch.
     pub fn rows(&self) -> usize {
         self.rows

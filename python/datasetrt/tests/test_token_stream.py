@@ -5,6 +5,7 @@ documents and bin size, and the refusals (docs/tokens.md)."""
 
 import pickle
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import grain
@@ -154,6 +155,55 @@ def test_a_dataloader_with_0_and_2_workers_gives_the_same_windows(caches):
     rebuilt = pickle.loads(pickle.dumps(used))
     assert torch.equal(rebuilt["labels"], labels)
     assert rebuilt["input_ids"].numpy().tobytes() == alone[4][1]
+
+
+def slot_mappings():
+    """The address ranges of this process's mappings of shared-memory slot arenas."""
+    ranges = []
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            if "datasetrt-slots-" in line:
+                start, end = line.split()[0].split("-")
+                ranges.append((int(start, 16), int(end, 16)))
+    return ranges
+
+
+def in_a_slot(tensor, ranges):
+    return any(start <= tensor.data_ptr() < end for start, end in ranges)
+
+
+def slot_files():
+    shm = Path("/dev/shm")
+    return {p.name for p in shm.glob("datasetrt-slots-*")} if shm.is_dir() else set()
+
+
+def test_workers_hand_batches_over_in_shared_memory_and_fall_back_when_it_is_held(caches):
+    docs = by_key(caches)
+    ds = stream(caches, rank=0, world_size=1, batch_size=8, seq_len=128)
+    alone = windows(DataLoader(ds, batch_size=None, num_workers=0))
+    files = slot_files()
+    # Each batch dropped before the next: every one arrives in a slot, its columns derived by
+    # a worker and read in place, and right.
+    in_slots = 0
+    for batch in DataLoader(ds, batch_size=None, num_workers=2):
+        stretches = check(batch, docs)
+        assert stretches
+        in_slots += all(in_a_slot(batch[name], slot_mappings()) for name in TokenTensors._TENSORS)
+    assert in_slots == len(alone) > 10
+    # Every batch kept: the workers run out of free slots and send the rest through the pipe;
+    # the windows are the same either way.
+    kept = list(DataLoader(ds, batch_size=None, num_workers=2))
+    ranges = slot_mappings()
+    placed = [in_a_slot(b["input_ids"], ranges) for b in kept]
+    assert 0 < sum(placed) <= 2 * 4 < len(kept), placed
+    assert windows(kept) == alone
+    for batch in kept:
+        check(batch, docs)
+    # A batch received from a slot pickles whole (its compact form was copied out).
+    again = pickle.loads(pickle.dumps(kept[placed.index(True)]))
+    assert again["input_ids"].numpy().tobytes() == alone[placed.index(True)][1]
+    # The training process unlinked each arena when it mapped it: nothing is left in /dev/shm.
+    assert slot_files() <= files
 
 
 @pytest.mark.parametrize("workers", [0, 2])

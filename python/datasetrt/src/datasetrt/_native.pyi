@@ -44,6 +44,8 @@ __all__ = [
     "TokenBatch",
     "_ColumnView",
     "_token_batch_from_arrow",
+    "_token_batch_from_slot",
+    "_send_batches_in_slots",
     "Loader",
     "RankPlan",
     "update_manifests",
@@ -497,6 +499,8 @@ class _ColumnView:
     def __array_interface__(self) -> dict[str, Any]: ...
 
 def _token_batch_from_arrow(compact: ArrowBatch, seq_len: int, pad_id: int) -> TokenBatch: ...
+def _token_batch_from_slot(path: str | PathLike[str], slot: int, generation: int) -> TokenBatch: ...
+def _send_batches_in_slots() -> None: ...
 def update_manifests(paths: Sequence[_Path], version: int = 3) -> ManifestUpdateReport: ...
 def _merge_parts(
     out: _Path,

@@ -34,6 +34,7 @@ from ._native import (
     RankPlan,
     TokenBatch,
     _located_payloads,
+    _send_batches_in_slots,
     _TokenPlan,
 )
 from ._schedule import Phase
@@ -749,8 +750,9 @@ class TokenTensors:
 
     The tensors are views of the batch's Arrow buffers (no copy); they are derived from the
     batch's token ids and pieces on first access, in the process that accesses them (GIL
-    released). Crossing from a ``DataLoader`` worker, a batch pickles in that compact form,
-    so the training process derives the columns itself. ``batch.to(device)`` and
+    released). Crossing from a ``DataLoader`` worker, a batch arrives with its columns derived
+    in shared memory (see :class:`TokenStreamingDataset`), or in that compact form, and then
+    the training process derives the columns itself. ``batch.to(device)`` and
     ``batch.pin_memory()`` give a dict of the tensors moved or pinned.
     """
 
@@ -898,9 +900,13 @@ class TokenStreamingDataset(torch.utils.data.IterableDataset):
 
     Each item is a :class:`TokenTensors`. With ``num_workers`` worker processes, worker ``w``
     reads batches ``w, w + num_workers, ...`` of the rank's steps, so the ``DataLoader`` yields
-    the same batches in the same order for any ``num_workers``; a batch crosses to the training
-    process in its compact form (token ids and pieces) and becomes tensors there. Every rank
-    yields the same number of batches.
+    the same batches in the same order for any ``num_workers``; a worker derives a batch's
+    columns into a slot of shared memory (``/dev/shm``, a few batches' worth per worker) and
+    the training process makes its tensors over that memory without a copy; the slot is reused
+    once the last of them is dropped. Where no slot is free (the training process keeps its
+    batches) or shared memory is short, a batch crosses in its compact form (token ids and
+    pieces) and becomes tensors in the training process. Every rank yields the same number of
+    batches.
 
     Resuming: ``state_dict()`` / ``load_state_dict()`` work with torchdata's
     ``StatefulDataLoader`` (same ``num_workers``, or a whole ``StatefulDataLoader.state_dict()``
@@ -1111,9 +1117,11 @@ class TokenStreamingDataset(torch.utils.data.IterableDataset):
                 yield TokenTensors(batch)
             self._resume = None
             return
-        # This worker's batches: worker, worker + workers, ...; each crosses compact and is
-        # expanded in the training process.
+        # This worker's batches: worker, worker + workers, ...; each is expanded here into a
+        # slot of shared memory that the training process reads in place (or, with no slot
+        # free, crosses compact and is expanded there).
         self._batches = None  # a forked worker's copy of its parent's
+        _send_batches_in_slots()
         for chunk in range(worker + progress["chunks_done"] * workers, chunks, workers):
             batch = plan.read(chunk * unit, min((chunk + 1) * unit, steps), expand=False)
             progress["chunks_done"] += 1
