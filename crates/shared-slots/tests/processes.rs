@@ -1,10 +1,14 @@
 //! Two processes passing values through an arena of two slots: the filler (this test binary
 //! run again as a child) waits for free slots the reader frees, so every state change crosses
 //! between the processes many times.
+//!
+//! `harness = false`: `main` runs the filler when the parent sets [`CHILD_DIR`], else the test
+//! through `dsrt-atlas-test-runner`.
+#![allow(clippy::unwrap_used)] // test code
 
 use shared_slots::{Inbox, Ticket};
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 
 const CHILD_DIR: &str = "SHARED_SLOTS_TEST_CHILD_DIR";
 const VALUES: u64 = 2000;
@@ -44,20 +48,20 @@ fn filler(dir: &str) {
     }
 }
 
-#[test]
-fn a_filler_process_and_a_reader_process_take_turns_with_two_slots() {
+fn main() -> ExitCode {
     if let Ok(dir) = std::env::var(CHILD_DIR) {
         filler(&dir);
-        return;
+        return ExitCode::SUCCESS;
     }
+    dsrt_atlas_test_runner::run(&[(
+        "a_filler_process_and_a_reader_process_take_turns_with_two_slots",
+        a_filler_process_and_a_reader_process_take_turns_with_two_slots,
+    )])
+}
+
+fn a_filler_process_and_a_reader_process_take_turns_with_two_slots() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "a_filler_process_and_a_reader_process_take_turns_with_two_slots",
-            "--nocapture",
-            "--test-threads=1",
-        ])
         .env(CHILD_DIR, dir.path())
         .stdout(Stdio::piped())
         .spawn()
@@ -67,8 +71,7 @@ fn a_filler_process_and_a_reader_process_take_turns_with_two_slots() {
     let mut held = None;
     for line in lines {
         let line = line.unwrap();
-        // The harness prints "test NAME ... " on the line the first ticket continues.
-        let Some((_, rest)) = line.split_once("TICKET ") else {
+        let Some(rest) = line.strip_prefix("TICKET ") else {
             continue;
         };
         let fields: Vec<&str> = rest.rsplitn(3, ' ').collect();
