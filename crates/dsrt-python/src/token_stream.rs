@@ -67,8 +67,8 @@ type Reduced<'py> = (Bound<'py, PyAny>, Bound<'py, PyTuple>);
 impl PyTokenPlan {
     #[new]
     #[pyo3(
-        signature = (paths, *, seq_len, mode = "concat", bos_id = None, eos_id = None, pad_id = 0, long_docs = "split", weights = None, tokens_per_epoch = None, schedule = None, replacement = false, seed = 0, epoch = 0, shuffle = "local", window_shards = 4, window_block = 256, packing_bins = 256, rank = 0, world_size = 1, ranks_per_node = 1, policy = "pad", state = None, **options),
-        text_signature = "(paths, *, seq_len, mode=\"concat\", bos_id=None, eos_id=None, pad_id=0, long_docs=\"split\", weights=None, tokens_per_epoch=None, schedule=None, replacement=False, seed=0, epoch=0, shuffle=\"local\", window_shards=4, window_block=256, packing_bins=256, rank=0, world_size=1, ranks_per_node=1, policy=\"pad\", state=None, validate_cache=False, cache_dir=None, cache_limit=None, fetch=\"whole\", prefetch_shards=None, read_while_downloading=None, attempts=None, first_backoff=None, wait_for_room=None, cache_access=None)"
+        signature = (paths, *, seq_len, mode = "concat", bos_id = None, eos_id = None, pad_id = 0, long_docs = "split", weights = None, tokens_per_epoch = None, schedule = None, replacement = false, seed = 0, epoch = 0, shuffle = "local", window_shards = 4, window_block = 256, packing_bins = 256, rank = 0, world_size = 1, ranks_per_node = 1, policy = "pad", ids_dtype = "int64", state = None, **options),
+        text_signature = "(paths, *, seq_len, mode=\"concat\", bos_id=None, eos_id=None, pad_id=0, long_docs=\"split\", weights=None, tokens_per_epoch=None, schedule=None, replacement=False, seed=0, epoch=0, shuffle=\"local\", window_shards=4, window_block=256, packing_bins=256, rank=0, world_size=1, ranks_per_node=1, policy=\"pad\", ids_dtype=\"int64\", state=None, validate_cache=False, cache_dir=None, cache_limit=None, fetch=\"whole\", prefetch_shards=None, read_while_downloading=None, attempts=None, first_backoff=None, wait_for_room=None, cache_access=None)"
     )]
     // The plan's own settings, each a keyword of `datasetrt.TokenDataset`; the remote options
     // are `Cache`'s (`**options`).
@@ -96,6 +96,7 @@ impl PyTokenPlan {
         world_size: u64,
         ranks_per_node: u64,
         policy: &str,
+        ids_dtype: &str,
         state: Option<&Bound<'_, PyDict>>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
@@ -127,6 +128,7 @@ impl PyTokenPlan {
             window_shards,
             replacement,
             policy,
+            ids_dtype,
         };
         let (config, mut run) =
             (names.apply(config, run)).map_err(|e| PyValueError::new_err(e.to_string()))?;
@@ -326,7 +328,9 @@ impl PyTokenBatch {
         let (py, this) = (slf.py(), &slf.get().0);
         let native = py.import("datasetrt._native")?;
         if let Some(ticket) = enter_stream(py, || this.send_in_slot())? {
-            let args = (ticket.path, ticket.slot, ticket.generation).into_pyobject(py)?;
+            // A `str`, not a `pathlib.Path`: the training process unpickles one per batch.
+            let path = ticket.path.into_os_string();
+            let args = (path, ticket.slot, ticket.generation).into_pyobject(py)?;
             return Ok((native.getattr("_token_batch_from_slot")?, args));
         }
         let compact = enter_stream(py, || this.transfer())?;
@@ -341,8 +345,8 @@ impl PyTokenBatch {
     }
 }
 
-/// One column of a token batch seen through NumPy's array interface, read-only: it keeps the
-/// Arrow buffer (and so the batch's memory) alive for as long as an array made from it.
+/// One column of a token batch seen through NumPy's array interface: it keeps the Arrow
+/// buffer (and so the batch's memory) alive for as long as an array made from it.
 #[pyclass(module = "datasetrt._native", name = "_ColumnView", frozen)]
 pub(crate) struct PyColumnView(TensorColumn);
 
@@ -355,9 +359,10 @@ impl PyColumnView {
         interface.set_item("version", 3)?;
         interface.set_item("shape", PyTuple::new(py, &column.shape)?)?;
         interface.set_item("typestr", column.typestr)?;
-        // Arrow buffers are immutable: NumPy gets a read-only array.
+        // Writable, as the tensors over it are: the memory is this batch's alone (a pooled
+        // buffer or a received slot, mapped read-write), which nothing reads but its views.
         let address = column.buffer.as_ptr() as usize + column.offset;
-        interface.set_item("data", (address, true))?;
+        interface.set_item("data", (address, false))?;
         Ok(interface)
     }
 }

@@ -4,13 +4,15 @@
 //! Two forms, each one record batch with a row per training row:
 //!
 //! - **expanded** ([`TokenBatch::expanded_record`]): `input_ids`, `labels`, `position_ids`
-//!   (int64), `segment_ids` (int32) and `loss_mask` (uint8), each a fixed-size list of
-//!   `seq_len`; `cu_seqlens` (int32), row `r`'s list holding the sequence starts that lie in
-//!   it, and the list's child array one more value after the last row's (`rows * seq_len`),
-//!   so that the child is exactly flash-attention's `cu_seqlens`; then the row columns.
+//!   (int64, or int32 in a batch of [`crate::IdsDtype::Int32`]), `segment_ids` (int32) and
+//!   `loss_mask` (uint8), each a fixed-size list of `seq_len`; `cu_seqlens` (int32), row `r`'s
+//!   list holding the sequence starts that lie in it, and the list's child array one more
+//!   value after the last row's (`rows * seq_len`), so that the child is exactly
+//!   flash-attention's `cu_seqlens`; then the row columns.
 //! - **compact** ([`TokenBatch::compact_record`]): `tokens` (uint32, a fixed-size list of
-//!   `seq_len + 1`), then the row columns; what crosses a process boundary, a quarter of the
-//!   expanded bytes or less, turned back into a batch by [`TokenBatch::from_compact_record`].
+//!   `seq_len + 1`), then the row columns, with the id columns' type in the schema's metadata
+//!   ([`IDS_DTYPE_KEY`]); what crosses a process boundary, a quarter of the expanded bytes or
+//!   less, turned back into a batch by [`TokenBatch::from_compact_record`].
 //!   What crosses a process boundary is [`TokenBatch::transfer_record`]: the compact form with
 //!   `tokens` as uint16 when every id of the batch fits 16 bits (vocabularies of up to 65,536
 //!   ids), an eighth of the expanded bytes; `from_compact_record` takes either width.
@@ -21,8 +23,8 @@
 //! [`tensor_columns`] finds the expanded form's six tensor columns as plain buffers with their
 //! shapes and NumPy type strings, for a consumer that makes tensors over them in one call.
 
-use crate::batch::{BatchPiece, BatchPool, Column, TokenBatch};
-use crate::TokenStreamError;
+use crate::batch::{BatchPiece, BatchPool, Column, IdColumn, TokenBatch};
+use crate::{IdsDtype, TokenStreamError};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type};
 use arrow_array::{
@@ -46,6 +48,14 @@ fn primitive<T: ArrowPrimitiveType>(column: Column<T::Native>) -> ArrayRef {
         ScalarBuffer::new(buffer, 0, len),
         None,
     ))
+}
+
+/// An id column as an Arrow array of its type.
+fn ids(column: IdColumn) -> ArrayRef {
+    match column {
+        IdColumn::Int64(c) => primitive::<Int64Type>(c),
+        IdColumn::Int32(c) => primitive::<Int32Type>(c),
+    }
 }
 
 /// The six tensor columns of a batch as Arrow arrays (`rows * seq_len` values each, the last
@@ -99,16 +109,28 @@ fn offsets(values: impl Iterator<Item = usize>) -> Result<OffsetBuffer<i32>, Tok
     Ok(OffsetBuffer::new(ScalarBuffer::from(offsets)))
 }
 
-/// The tensor columns of the expanded form and their NumPy array-interface type strings, in
-/// the order [`tensor_columns`] returns them.
-pub const TENSOR_COLUMNS: [(&str, &str); 6] = [
-    ("input_ids", "<i8"),
-    ("labels", "<i8"),
-    ("position_ids", "<i8"),
-    ("segment_ids", "<i4"),
-    ("loss_mask", "|u1"),
-    ("cu_seqlens", "<i4"),
+/// The tensor columns of the expanded form, in the order [`tensor_columns`] returns them.
+pub const TENSOR_COLUMNS: [&str; 6] = [
+    "input_ids",
+    "labels",
+    "position_ids",
+    "segment_ids",
+    "loss_mask",
+    "cu_seqlens",
 ];
+
+/// The compact form's schema metadata key naming the id columns' type ([`IdsDtype::name`]).
+pub const IDS_DTYPE_KEY: &str = "ids_dtype";
+
+/// NumPy's array-interface type string of a tensor column's values.
+fn typestr(values: &DataType) -> Option<&'static str> {
+    match values {
+        DataType::Int64 => Some("<i8"),
+        DataType::Int32 => Some("<i4"),
+        DataType::UInt8 => Some("|u1"),
+        _ => None,
+    }
+}
 
 /// One tensor column of an expanded record batch as plain memory: the Arrow buffer holding
 /// its values (which keeps the batch's memory alive), where they begin, their shape and
@@ -123,7 +145,8 @@ pub struct TensorColumn {
     pub offset: usize,
     /// `[rows, seq_len]`, or `[sequences + 1]` for `cu_seqlens`.
     pub shape: Vec<usize>,
-    /// `"<i8"`, `"<i4"` or `"|u1"`.
+    /// `"<i8"`, `"<i4"` or `"|u1"` (the id columns are `"<i4"` in a batch of
+    /// [`crate::IdsDtype::Int32`]).
     pub typestr: &'static str,
 }
 
@@ -141,7 +164,7 @@ pub fn tensor_columns(
     };
     TENSOR_COLUMNS
         .iter()
-        .map(|&(name, typestr)| {
+        .map(|&name| {
             let column = column(name)?;
             let (values, shape) = if name == "cu_seqlens" {
                 let list = column.as_list_opt::<i32>();
@@ -154,6 +177,12 @@ pub fn tensor_columns(
             };
             let values = values.ok_or_else(|| {
                 TokenStreamError::Config(format!("a token batch's {name} is not a list"))
+            })?;
+            let typestr = typestr(values.data_type()).ok_or_else(|| {
+                TokenStreamError::Config(format!(
+                    "a token batch's {name} holds {}, not a tensor type",
+                    values.data_type()
+                ))
             })?;
             let buffer = (values.buffers().first().cloned())
                 .unwrap_or_else(|| Buffer::from_vec(Vec::<u8>::new()));
@@ -232,9 +261,9 @@ impl TokenBatch {
         self.restore_tokens(tokens);
         let columns = columns.ok_or_else(taken)?;
         let arrays = TensorArrays {
-            input_ids: primitive::<Int64Type>(columns.input_ids),
-            labels: primitive::<Int64Type>(columns.labels),
-            position_ids: primitive::<Int64Type>(columns.position_ids),
+            input_ids: ids(columns.input_ids),
+            labels: ids(columns.labels),
+            position_ids: ids(columns.position_ids),
             segment_ids: primitive::<Int32Type>(columns.segment_ids),
             loss_mask: primitive::<UInt8Type>(columns.loss_mask),
             cu_seqlens: primitive::<Int32Type>(columns.cu_seqlens),
@@ -287,6 +316,54 @@ impl TokenBatch {
         record(out)
     }
 
+    /// Gives a batch that holds no tokens (one received in a slot) its tokens again: each row's
+    /// inputs from `record`'s `input_ids` (its expanded form), then the row's last token from
+    /// `last`, in a buffer of `pool`.
+    // Ids were checked to be token ids (`u32`s) when they were derived: the casts are exact.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    pub(crate) fn rebuild_tokens(
+        &mut self,
+        record: &RecordBatch,
+        last: &[u32],
+        pool: &Arc<BatchPool>,
+    ) -> Result<(), TokenStreamError> {
+        let (rows, seq_len) = (self.rows(), self.seq_len());
+        let inputs = (record.column_by_name("input_ids"))
+            .and_then(|c| c.as_fixed_size_list_opt())
+            .map(|l| l.values().clone())
+            .filter(|v| v.len() == rows * seq_len && last.len() == rows)
+            .ok_or_else(|| {
+                TokenStreamError::Config("a token batch without its input_ids".into())
+            })?;
+        let mut tokens = pool.take::<u32>(rows * (seq_len + 1));
+        let rows_out = tokens.values_mut().chunks_exact_mut(seq_len + 1);
+        match inputs.data_type() {
+            DataType::Int32 => {
+                let ids = inputs.as_primitive::<Int32Type>().values();
+                for ((out, row), &end) in rows_out.zip(ids.chunks_exact(seq_len)).zip(last) {
+                    for (to, &id) in out.iter_mut().zip(row) {
+                        *to = id as u32;
+                    }
+                    out[seq_len] = end;
+                }
+            }
+            _ => {
+                let ids = (inputs.as_primitive_opt::<Int64Type>()).ok_or_else(|| {
+                    TokenStreamError::Config("input_ids that are not int64 or int32".into())
+                })?;
+                for ((out, row), &end) in rows_out.zip(ids.values().chunks_exact(seq_len)).zip(last)
+                {
+                    for (to, &id) in out.iter_mut().zip(row) {
+                        *to = id as u32;
+                    }
+                    out[seq_len] = end;
+                }
+            }
+        }
+        self.restore_tokens(tokens);
+        Ok(())
+    }
+
     /// The compact form (see the module): the rows' tokens and the row columns.
     pub fn compact_record(&self) -> Result<RecordBatch, TokenStreamError> {
         let tokens = Arc::new(UInt32Array::from(self.tokens().to_vec())) as ArrayRef;
@@ -308,12 +385,20 @@ impl TokenBatch {
         let mut out: Vec<(&str, ArrayRef)> =
             vec![("tokens", Arc::new(fixed_rows(tokens, self.seq_len() + 1)?))];
         out.extend(self.row_columns()?);
-        record(out)
+        let record = record(out)?;
+        // The columns' type travels with the tokens, so the receiver derives what was asked.
+        let metadata = std::collections::HashMap::from([(
+            IDS_DTYPE_KEY.to_string(),
+            self.ids_dtype().name().to_string(),
+        )]);
+        let schema = Schema::clone(&record.schema()).with_metadata(metadata);
+        record.with_schema(Arc::new(schema)).map_err(built)
     }
 
     /// The batch a compact record batch holds (as [`TokenBatch::compact_record`] and
-    /// [`TokenBatch::transfer_record`] make them: uint32 or uint16 tokens), with `seq_len`
-    /// inputs per row and `pad_id` padding; a record batch of any other shape is
+    /// [`TokenBatch::transfer_record`] make them: uint32 or uint16 tokens, and the id columns'
+    /// type in the schema's metadata, `int64` where there is none), with `seq_len` inputs per
+    /// row and `pad_id` padding; a record batch of any other shape is
     /// [`TokenStreamError::Config`] naming what is wrong.
     pub fn from_compact_record(
         record: &RecordBatch,
@@ -379,7 +464,9 @@ impl TokenBatch {
             .iter()
             .map(|&s| u64::try_from(s).map_err(|_| bad("a negative step")))
             .collect::<Result<Vec<u64>, _>>()?;
-        if let Some(wide) = tokens.as_primitive_opt::<UInt32Type>() {
+        let dtype = (record.schema().metadata().get(IDS_DTYPE_KEY))
+            .map_or(Ok(IdsDtype::Int64), |name| IdsDtype::from_name(name))?;
+        let batch = if let Some(wide) = tokens.as_primitive_opt::<UInt32Type>() {
             let ids = wide.values();
             Self::from_parts(
                 seq_len, pad_id, steps, padding, row_pieces, pieces, ids, pool,
@@ -391,7 +478,8 @@ impl TokenBatch {
             )
         } else {
             Err(bad("tokens are neither uint32 nor uint16"))
-        }
+        };
+        batch?.with_ids_dtype(dtype)
     }
 }
 
@@ -424,8 +512,8 @@ mod tests {
         let mut reference = batch(&plan, &source, &pool);
         let expected = reference.expand(&pool);
         let (input_ids, labels, mask, cu) = (
-            expected.input_ids.values().to_vec(),
-            expected.labels.values().to_vec(),
+            expected.input_ids.to_i64(),
+            expected.labels.to_i64(),
             expected.loss_mask.values().to_vec(),
             expected.cu_seqlens.values().to_vec(),
         );
@@ -495,7 +583,7 @@ mod tests {
         let (record, _) = batch.expanded_record(&pool).unwrap();
         let columns = tensor_columns(&record, 64).unwrap();
         let names: Vec<&str> = columns.iter().map(|c| c.name).collect();
-        assert_eq!(names, TENSOR_COLUMNS.map(|(name, _)| name));
+        assert_eq!(names, TENSOR_COLUMNS);
         for column in &columns {
             let list = record.column_by_name(column.name).unwrap();
             let values = if column.name == "cu_seqlens" {

@@ -14,7 +14,7 @@
 
 use crate::rows::RowBlock;
 use crate::source::DocumentSource;
-use crate::{TokenPlan, TokenStreamError};
+use crate::{IdsDtype, TokenPlan, TokenStreamError};
 use arrow_buffer::{ArrowNativeType, MutableBuffer};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -37,18 +37,20 @@ impl BatchPool {
 
     /// A buffer of `len` elements of `T`, from the pool when one is large enough. Its values
     /// are unspecified (a recycled buffer keeps what it held): every caller writes all of them.
-    fn take<T: ArrowNativeType>(self: &Arc<Self>, len: usize) -> Column<T> {
+    pub(crate) fn take<T: ArrowNativeType>(self: &Arc<Self>, len: usize) -> Column<T> {
         let bytes = len * std::mem::size_of::<T>();
         // The smallest buffer that fits, so a small column does not take a large one that a
-        // later large column of the same batch then has to allocate again.
+        // later large column of the same batch then has to allocate again; of those, the one
+        // given back last, whose memory is likeliest still in cache.
         let reused = self.0.lock().ok().and_then(|mut free| {
             let at = free
                 .iter()
                 .enumerate()
+                .rev()
                 .filter(|(_, b)| b.capacity() >= bytes)
                 .min_by_key(|(_, b)| b.capacity())
                 .map(|(at, _)| at)?;
-            Some(free.swap_remove(at))
+            Some(free.remove(at))
         });
         let mut buffer = reused.unwrap_or_else(|| MutableBuffer::with_capacity(bytes));
         // Only memory past what the buffer held before is zeroed (initialised memory only):
@@ -86,7 +88,7 @@ pub struct Column<T> {
 
 impl<T: ArrowNativeType> Column<T> {
     /// A column of no values that holds no buffer (a placeholder until one is filled).
-    fn empty(pool: Weak<BatchPool>) -> Self {
+    pub(crate) fn empty(pool: Weak<BatchPool>) -> Self {
         Self {
             buffer: None,
             pool,
@@ -99,7 +101,7 @@ impl<T: ArrowNativeType> Column<T> {
         self.buffer.as_ref().map_or(&[], |b| b.typed_data::<T>())
     }
 
-    fn values_mut(&mut self) -> &mut [T] {
+    pub(crate) fn values_mut(&mut self) -> &mut [T] {
         self.buffer
             .as_mut()
             .map_or(&mut [], |b| b.typed_data_mut::<T>())
@@ -164,6 +166,8 @@ pub struct BatchPiece {
 pub struct TokenBatch {
     seq_len: usize,
     pad_id: u32,
+    /// The type its id columns are derived in (every token id fits it).
+    ids_dtype: IdsDtype,
     /// Per row: the rank's step, whether it is padding, its real tokens (of `seq_len + 1`).
     steps: Vec<u64>,
     padding: Vec<bool>,
@@ -180,13 +184,13 @@ pub struct TokenBatch {
 #[derive(Debug)]
 pub struct Expanded {
     /// `[rows, seq_len]`: the row's first `seq_len` tokens (`pad_id` on padding).
-    pub input_ids: Column<i64>,
+    pub input_ids: IdColumn,
     /// `[rows, seq_len]`: the next token where it belongs to the same document, else
     /// [`IGNORE_INDEX`].
-    pub labels: Column<i64>,
+    pub labels: IdColumn,
     /// `[rows, seq_len]`: the position within its piece of document (0 at every document
     /// start and at the row's start; 0 on padding).
-    pub position_ids: Column<i64>,
+    pub position_ids: IdColumn,
     /// `[rows, seq_len]`: the piece's number within its row from 1; 0 on padding.
     pub segment_ids: Column<i32>,
     /// `[rows, seq_len]`: 1 where the label counts (a next token of the same document).
@@ -196,6 +200,84 @@ pub struct Expanded {
     pub cu_seqlens: Column<i32>,
     /// The longest sequence of `cu_seqlens`.
     pub max_seqlen: u32,
+}
+
+/// An id column in its batch's [`IdsDtype`].
+#[derive(Debug)]
+pub enum IdColumn {
+    /// `int64` ids.
+    Int64(Column<i64>),
+    /// `int32` ids.
+    Int32(Column<i32>),
+}
+
+impl IdColumn {
+    /// The type of its values.
+    pub fn dtype(&self) -> IdsDtype {
+        match self {
+            Self::Int64(_) => IdsDtype::Int64,
+            Self::Int32(_) => IdsDtype::Int32,
+        }
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            Self::Int64(c) => c.len(),
+            Self::Int32(c) => c.len(),
+        }
+    }
+
+    /// Whether it has none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The values, widened to `i64`.
+    pub fn to_i64(&self) -> Vec<i64> {
+        match self {
+            Self::Int64(c) => c.values().to_vec(),
+            Self::Int32(c) => c.values().iter().map(|&v| i64::from(v)).collect(),
+        }
+    }
+}
+
+/// A type of id column values: what [`TokenBatch::derive_into`] writes for each [`IdsDtype`].
+pub(crate) trait IdValue: ArrowNativeType {
+    /// `IGNORE_INDEX` in this type.
+    const IGNORE: Self;
+    /// A token id (one [`TokenBatch::with_ids_dtype`] checked fits).
+    fn of_id(id: u32) -> Self;
+    /// A position within a row (below `MAX_SEQ_LEN`).
+    fn of_position(at: usize) -> Self;
+    /// The column, typed by its dtype.
+    fn column(column: Column<Self>) -> IdColumn;
+}
+
+impl IdValue for i64 {
+    const IGNORE: Self = IGNORE_INDEX;
+    fn of_id(id: u32) -> Self {
+        i64::from(id)
+    }
+    fn of_position(at: usize) -> Self {
+        at as i64
+    }
+    fn column(column: Column<Self>) -> IdColumn {
+        IdColumn::Int64(column)
+    }
+}
+
+impl IdValue for i32 {
+    const IGNORE: Self = IGNORE_INDEX as i32;
+    fn of_id(id: u32) -> Self {
+        id as i32
+    }
+    fn of_position(at: usize) -> Self {
+        at as i32
+    }
+    fn column(column: Column<Self>) -> IdColumn {
+        IdColumn::Int32(column)
+    }
 }
 
 impl TokenBatch {
@@ -216,6 +298,7 @@ impl TokenBatch {
         let mut batch = Self {
             seq_len,
             pad_id,
+            ids_dtype: IdsDtype::Int64,
             steps: Vec::with_capacity(count),
             padding: Vec::with_capacity(count),
             real: Vec::with_capacity(count),
@@ -255,7 +338,47 @@ impl TokenBatch {
             batch.row_pieces.push(batch.pieces.len() as u32);
         }
         batch.tokens = tokens;
-        Ok(batch)
+        batch.with_ids_dtype(plan.config().ids_dtype)
+    }
+
+    /// The batch with its id columns derived in `dtype`; a token id that `dtype` does not hold
+    /// is [`TokenStreamError::Config`] naming it and its document (no wrapped id is ever
+    /// derived).
+    pub fn with_ids_dtype(mut self, dtype: IdsDtype) -> Result<Self, TokenStreamError> {
+        let tokens = if dtype == IdsDtype::Int64 {
+            &[]
+        } else {
+            self.tokens.values()
+        };
+        // Every id's bits or-ed together first (one pass the compiler vectorises; an id past
+        // `i32::MAX` is one whose top bit is set); the offender is looked for only where there
+        // is one.
+        if !dtype.holds(tokens.iter().fold(0, |bits, &id| bits | id)) {
+            let at = tokens.iter().position(|&id| !dtype.holds(id)).unwrap_or(0);
+            let (row, mut offset) = (at / (self.seq_len + 1), at % (self.seq_len + 1));
+            let piece = self.pieces_of(row).iter().find(|p| {
+                let inside = offset < p.len as usize;
+                offset = offset.saturating_sub(p.len as usize);
+                inside
+            });
+            let owner = piece.map_or_else(
+                || "the padding".to_string(),
+                |p| format!("document (cache {}, sample {})", p.key.0, p.key.1),
+            );
+            return Err(TokenStreamError::Config(format!(
+                "{owner} holds token id {}, past ids_dtype {:?} (ids up to {})",
+                tokens[at],
+                dtype.name(),
+                i32::MAX
+            )));
+        }
+        self.ids_dtype = dtype;
+        Ok(self)
+    }
+
+    /// The type the id columns are derived in.
+    pub fn ids_dtype(&self) -> IdsDtype {
+        self.ids_dtype
     }
 
     /// Rebuilds a batch from its compact parts (what crossed a process boundary): per row its
@@ -272,6 +395,48 @@ impl TokenBatch {
         tokens: &[T],
         pool: &Arc<BatchPool>,
     ) -> Result<Self, TokenStreamError> {
+        if tokens.len() != steps.len() * (seq_len + 1) {
+            return Err(TokenStreamError::Config(format!(
+                "a token batch's parts: {} tokens for {} rows of {}",
+                tokens.len(),
+                steps.len(),
+                seq_len + 1
+            )));
+        }
+        // The parts are checked before a buffer is taken and filled.
+        let empty = Column::empty(Arc::downgrade(pool));
+        let mut batch = Self::over_parts(
+            seq_len,
+            pad_id,
+            steps,
+            padding,
+            row_pieces,
+            pieces,
+            empty,
+            IdsDtype::Int64,
+        )?;
+        let mut column = pool.take::<u32>(tokens.len());
+        for (to, &from) in column.values_mut().iter_mut().zip(tokens) {
+            *to = from.into();
+        }
+        batch.tokens = column;
+        Ok(batch)
+    }
+
+    /// [`TokenBatch::from_parts`] over a column of tokens it keeps as it is (read in place
+    /// from where the batch arrived), whose ids are known to fit `ids_dtype`; with no tokens
+    /// while `tokens` is empty.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn over_parts(
+        seq_len: usize,
+        pad_id: u32,
+        steps: Vec<u64>,
+        padding: Vec<bool>,
+        row_pieces: Vec<u32>,
+        pieces: Vec<BatchPiece>,
+        tokens: Column<u32>,
+        ids_dtype: IdsDtype,
+    ) -> Result<Self, TokenStreamError> {
         let rows = steps.len();
         let bad = |what: String| TokenStreamError::Config(format!("a token batch's parts: {what}"));
         if padding.len() != rows || row_pieces.len() != rows + 1 {
@@ -281,7 +446,7 @@ impl TokenBatch {
                 row_pieces.len()
             )));
         }
-        if tokens.len() != rows * (seq_len + 1) {
+        if !tokens.is_empty() && tokens.len() != rows * (seq_len + 1) {
             return Err(bad(format!(
                 "{} tokens for {rows} rows of {}",
                 tokens.len(),
@@ -303,19 +468,16 @@ impl TokenBatch {
             }
             real.push(used as u32);
         }
-        let mut column = pool.take::<u32>(tokens.len());
-        for (to, &from) in column.values_mut().iter_mut().zip(tokens) {
-            *to = from.into();
-        }
         Ok(Self {
             seq_len,
             pad_id,
+            ids_dtype,
             steps,
             padding,
             real,
             row_pieces,
             pieces,
-            tokens: column,
+            tokens,
             columns: None,
         })
     }
@@ -401,12 +563,19 @@ impl TokenBatch {
     }
 
     fn derive(&self, pool: &Arc<BatchPool>) -> Expanded {
-        let (rows, s) = (self.rows(), self.seq_len);
-        let mut input_ids = pool.take::<i64>(rows * s);
-        let mut labels = pool.take::<i64>(rows * s);
-        let mut position_ids = pool.take::<i64>(rows * s);
-        let mut segment_ids = pool.take::<i32>(rows * s);
-        let mut loss_mask = pool.take::<u8>(rows * s);
+        match self.ids_dtype {
+            IdsDtype::Int64 => self.derive_as::<i64>(pool),
+            IdsDtype::Int32 => self.derive_as::<i32>(pool),
+        }
+    }
+
+    fn derive_as<T: IdValue>(&self, pool: &Arc<BatchPool>) -> Expanded {
+        let cells = self.rows() * self.seq_len;
+        let mut input_ids = pool.take::<T>(cells);
+        let mut labels = pool.take::<T>(cells);
+        let mut position_ids = pool.take::<T>(cells);
+        let mut segment_ids = pool.take::<i32>(cells);
+        let mut loss_mask = pool.take::<u8>(cells);
         let mut cu = pool.take::<i32>(self.sequences_at_most());
         let (sequences, max_seqlen) = self.derive_into(DerivedMut {
             input_ids: input_ids.values_mut(),
@@ -418,9 +587,9 @@ impl TokenBatch {
         });
         cu.truncate(sequences);
         Expanded {
-            input_ids,
-            labels,
-            position_ids,
+            input_ids: T::column(input_ids),
+            labels: T::column(labels),
+            position_ids: T::column(position_ids),
             segment_ids,
             loss_mask,
             cu_seqlens: cu,
@@ -436,7 +605,7 @@ impl TokenBatch {
     /// Writes the columns into `out` (each `rows * seq_len` values, `cu_seqlens`
     /// [`TokenBatch::sequences_at_most`]); returns the entries of `cu_seqlens` written and
     /// `max_seqlen`.
-    pub(crate) fn derive_into(&self, out: DerivedMut<'_>) -> (usize, u32) {
+    pub(crate) fn derive_into<T: IdValue>(&self, out: DerivedMut<'_, T>) -> (usize, u32) {
         let (rows, s) = (self.rows(), self.seq_len);
         let mut max_seqlen = 0u32;
         let mut sequence = 0usize;
@@ -450,7 +619,7 @@ impl TokenBatch {
                 cu_seqlens: cu,
             } = out;
             let tokens = self.tokens.values();
-            let pad = i64::from(self.pad_id);
+            let pad = T::of_id(self.pad_id);
             // Row by row over exact slices, so the loops below run without bounds checks.
             for row in 0..rows {
                 let base = row * s;
@@ -473,10 +642,10 @@ impl TokenBatch {
                     sequence += 1;
                     max_seqlen = max_seqlen.max((inputs - at) as u32);
                     for (id, &token) in ids[at..inputs].iter_mut().zip(&toks[at..inputs]) {
-                        *id = i64::from(token);
+                        *id = T::of_id(token);
                     }
                     for (offset, p) in pos[at..inputs].iter_mut().enumerate() {
-                        *p = offset as i64;
+                        *p = T::of_position(offset);
                     }
                     seg[at..inputs].fill(number);
                     // A label is the next token of the same piece: within it, and for the
@@ -486,10 +655,10 @@ impl TokenBatch {
                         .iter_mut()
                         .zip(&toks[at + 1..labelled + 1])
                     {
-                        *label = i64::from(token);
+                        *label = T::of_id(token);
                     }
                     mask[at..labelled].fill(1);
-                    lab[labelled..inputs].fill(IGNORE_INDEX);
+                    lab[labelled..inputs].fill(T::IGNORE);
                     mask[labelled..inputs].fill(0);
                     at = end;
                 }
@@ -499,8 +668,8 @@ impl TokenBatch {
                     sequence += 1;
                     max_seqlen = max_seqlen.max((s - padded) as u32);
                     ids[padded..].fill(pad);
-                    lab[padded..].fill(IGNORE_INDEX);
-                    pos[padded..].fill(0);
+                    lab[padded..].fill(T::IGNORE);
+                    pos[padded..].fill(T::of_position(0));
                     seg[padded..].fill(0);
                     mask[padded..].fill(0);
                 }
@@ -514,10 +683,10 @@ impl TokenBatch {
 
 /// Where [`TokenBatch::derive_into`] writes the columns: pooled buffers, or a slot of shared
 /// memory (`crate::transfer`).
-pub(crate) struct DerivedMut<'a> {
-    pub(crate) input_ids: &'a mut [i64],
-    pub(crate) labels: &'a mut [i64],
-    pub(crate) position_ids: &'a mut [i64],
+pub(crate) struct DerivedMut<'a, T> {
+    pub(crate) input_ids: &'a mut [T],
+    pub(crate) labels: &'a mut [T],
+    pub(crate) position_ids: &'a mut [T],
     pub(crate) segment_ids: &'a mut [i32],
     pub(crate) loss_mask: &'a mut [u8],
     pub(crate) cu_seqlens: &'a mut [i32],

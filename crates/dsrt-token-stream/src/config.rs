@@ -83,6 +83,64 @@ impl LongDocs {
     }
 }
 
+/// The integer type of a batch's id columns (`input_ids`, `labels`, `position_ids`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IdsDtype {
+    /// 64-bit: what PyTorch's `cross_entropy` and Hugging Face's models take as they are.
+    #[default]
+    Int64,
+    /// 32-bit: half the bytes to derive, hand over and copy to a device, for a trainer that
+    /// widens the ids where it uses them (`labels.long()` on the device). Every id must be at
+    /// most `i32::MAX`; a batch holding a larger one is refused.
+    Int32,
+}
+
+impl IdsDtype {
+    /// The name the APIs take (`"int64"`, `"int32"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Int64 => "int64",
+            Self::Int32 => "int32",
+        }
+    }
+
+    /// The type named `name`.
+    pub fn from_name(name: &str) -> Result<Self, TokenStreamError> {
+        match name {
+            "int64" => Ok(Self::Int64),
+            "int32" => Ok(Self::Int32),
+            other => Err(TokenStreamError::Config(format!(
+                "ids_dtype must be \"int64\" or \"int32\", not {other:?}"
+            ))),
+        }
+    }
+
+    /// Bytes per id.
+    pub fn width(self) -> usize {
+        match self {
+            Self::Int64 => 8,
+            Self::Int32 => 4,
+        }
+    }
+
+    /// NumPy's array-interface type string (`"<i8"`, `"<i4"`).
+    pub fn typestr(self) -> &'static str {
+        match self {
+            Self::Int64 => "<i8",
+            Self::Int32 => "<i4",
+        }
+    }
+
+    /// Whether `id` is one this type holds.
+    pub fn holds(self, id: u32) -> bool {
+        match self {
+            Self::Int64 => true,
+            Self::Int32 => i32::try_from(id).is_ok(),
+        }
+    }
+}
+
 /// The longest `seq_len` accepted: rows are indexed by `u32` and a window of 16 Mi tokens is
 /// far past any model's context.
 pub const MAX_SEQ_LEN: u64 = 1 << 24;
@@ -132,6 +190,9 @@ pub struct TokenConfig {
     pub window_block: u64,
     /// Bins packing keeps open (at least 1); more bins pad less and hold more documents back.
     pub packing_bins: usize,
+    /// The integer type of the batches' id columns (it changes no row).
+    #[serde(default)]
+    pub ids_dtype: IdsDtype,
 }
 
 impl Default for TokenConfig {
@@ -151,6 +212,7 @@ impl Default for TokenConfig {
             shuffle: Shuffle::default(),
             window_block: DEFAULT_WINDOW_BLOCK,
             packing_bins: DEFAULT_PACKING_BINS,
+            ids_dtype: IdsDtype::Int64,
         }
     }
 }
@@ -215,6 +277,20 @@ impl TokenConfig {
             return Err(TokenStreamError::Config(
                 "packing_bins must be at least 1".into(),
             ));
+        }
+        let ids = [
+            ("bos_id", self.bos_id),
+            ("eos_id", self.eos_id),
+            ("pad_id", Some(self.pad_id)),
+        ];
+        if let Some((name, Some(id))) = ids
+            .into_iter()
+            .find(|(_, id)| id.is_some_and(|id| !self.ids_dtype.holds(id)))
+        {
+            return Err(TokenStreamError::Config(format!(
+                "{name} {id} does not fit ids_dtype {:?}",
+                self.ids_dtype.name()
+            )));
         }
         if self.window_block == 0 {
             return Err(TokenStreamError::Config(
@@ -322,6 +398,8 @@ pub struct SettingNames<'a> {
     pub replacement: bool,
     /// `"pad"` or `"drop"` ([`RemainderPolicy`]).
     pub policy: &'a str,
+    /// [`IdsDtype::name`].
+    pub ids_dtype: &'a str,
 }
 
 impl Default for SettingNames<'_> {
@@ -333,6 +411,7 @@ impl Default for SettingNames<'_> {
             window_shards: 4,
             replacement: false,
             policy: "pad",
+            ids_dtype: IdsDtype::default().name(),
         }
     }
 }
@@ -340,8 +419,8 @@ impl Default for SettingNames<'_> {
 impl SettingNames<'_> {
     /// `config` and `run` with these settings in place of theirs. A name that is not one of
     /// its setting's is refused naming the setting and its names: [`TokenStreamError::Config`]
-    /// for `mode` and `long_docs`, [`TokenStreamError::Name`] for `shuffle` and `policy`;
-    /// settings are read in that order.
+    /// for `mode`, `long_docs` and `ids_dtype`, [`TokenStreamError::Name`] for `shuffle` and
+    /// `policy`; settings are read in that order.
     pub fn apply(
         &self,
         config: TokenConfig,
@@ -350,6 +429,7 @@ impl SettingNames<'_> {
         let config = TokenConfig {
             mode: PackMode::from_name(self.mode)?,
             long_docs: LongDocs::from_name(self.long_docs)?,
+            ids_dtype: IdsDtype::from_name(self.ids_dtype)?,
             shuffle: Shuffle::from_name(self.shuffle, self.window_shards)?,
             sampling: if self.replacement {
                 Sampling::RunsWithReplacement
@@ -517,6 +597,7 @@ mod tests {
             window_shards: 7,
             replacement: true,
             policy: "drop",
+            ids_dtype: "int32",
         };
         let base = TokenConfig {
             seq_len: 64,
@@ -539,6 +620,7 @@ mod tests {
                 long_docs: LongDocs::Truncate,
                 shuffle: Shuffle::Local { window_shards: 7 },
                 sampling: Sampling::RunsWithReplacement,
+                ids_dtype: IdsDtype::Int32,
                 ..base
             }
         );
@@ -571,6 +653,15 @@ mod tests {
         });
         assert_eq!(kind, "config");
         assert!(text.contains("long_docs must be"), "{text}");
+        let (kind, text) = refused(SettingNames {
+            ids_dtype: "int16",
+            ..SettingNames::default()
+        });
+        assert_eq!(kind, "config");
+        assert!(
+            text.contains("ids_dtype must be \"int64\" or \"int32\", not \"int16\""),
+            "{text}"
+        );
         let (kind, text) = refused(SettingNames {
             shuffle: "random",
             policy: "keep",

@@ -54,11 +54,13 @@ mod synthetic;
 mod transfer;
 mod weights;
 
-pub use arrow::{tensor_columns, TensorColumn, TENSOR_COLUMNS};
-pub use batch::{BatchPiece, BatchPool, Column, Expanded, SharedColumn, TokenBatch, IGNORE_INDEX};
+pub use arrow::{tensor_columns, TensorColumn, IDS_DTYPE_KEY, TENSOR_COLUMNS};
+pub use batch::{
+    BatchPiece, BatchPool, Column, Expanded, IdColumn, SharedColumn, TokenBatch, IGNORE_INDEX,
+};
 pub use cache_source::CacheSource;
 pub use config::{
-    LongDocs, PackMode, RunConfig, SettingNames, TokenConfig, TokenPhase, TokenSchedule,
+    IdsDtype, LongDocs, PackMode, RunConfig, SettingNames, TokenConfig, TokenPhase, TokenSchedule,
     TokenState, TokenStreamError, DEFAULT_PACKING_BINS, DEFAULT_WINDOW_BLOCK, MAX_SEQ_LEN,
 };
 pub use dsrt_dataset::{LoaderStats, Stage, StatsSnapshot};

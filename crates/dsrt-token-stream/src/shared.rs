@@ -171,9 +171,21 @@ struct Forms {
     batch: TokenBatch,
     compact: Option<RecordBatch>,
     expanded: Option<(RecordBatch, u32)>,
+    /// Each row's last token, while `batch` holds no tokens (one received in a slot: its
+    /// tokens are rebuilt from `expanded` and these when first asked for).
+    last_tokens: Option<Vec<u32>>,
 }
 
 impl Forms {
+    /// The batch, its tokens rebuilt first where it arrived without them.
+    fn batch(&mut self, pool: &Arc<BatchPool>) -> Result<&TokenBatch, TokenStreamError> {
+        if let (Some(last), Some((record, _))) = (&self.last_tokens, &self.expanded) {
+            self.batch.rebuild_tokens(record, last, pool)?;
+            self.last_tokens = None;
+        }
+        Ok(&self.batch)
+    }
+
     fn expanded(&mut self, pool: &Arc<BatchPool>) -> Result<&(RecordBatch, u32), TokenStreamError> {
         let expanded = match self.expanded.take() {
             Some(expanded) => expanded,
@@ -195,19 +207,24 @@ impl SharedTokenBatch {
                 batch,
                 compact: None,
                 expanded: None,
+                last_tokens: None,
             }),
         }
     }
 
-    /// `batch` with its expanded form made already (over memory that is not `pool`'s).
-    pub(crate) fn with_expanded(
+    /// A batch received without its tokens, its expanded form made already (over memory that
+    /// is not `pool`'s): its tokens are that form's `input_ids`, each row ended by its entry of
+    /// `last_tokens`.
+    pub(crate) fn received(
         batch: TokenBatch,
         pool: Arc<BatchPool>,
         expanded: (RecordBatch, u32),
+        last_tokens: Vec<u32>,
     ) -> Self {
-        let shared = Self::new(batch, pool);
-        if let Ok(mut forms) = shared.forms.lock() {
+        let mut shared = Self::new(batch, pool);
+        if let Ok(forms) = shared.forms.get_mut() {
             forms.expanded = Some(expanded);
+            forms.last_tokens = Some(last_tokens);
         }
         shared
     }
@@ -217,8 +234,8 @@ impl SharedTokenBatch {
         &self,
         f: impl FnOnce(&TokenBatch) -> Result<T, TokenStreamError>,
     ) -> Result<T, TokenStreamError> {
-        let forms = lock(&self.forms, "a token batch")?;
-        f(&forms.batch)
+        let mut forms = lock(&self.forms, "a token batch")?;
+        f(forms.batch(&self.pool)?)
     }
 
     /// Rows in the batch.
@@ -254,7 +271,7 @@ impl SharedTokenBatch {
         let mut forms = lock(&self.forms, "a token batch")?;
         let compact = match forms.compact.take() {
             Some(compact) => compact,
-            None => forms.batch.compact_record()?,
+            None => forms.batch(&self.pool)?.compact_record()?,
         };
         Ok(forms.compact.insert(compact).clone())
     }
@@ -262,8 +279,8 @@ impl SharedTokenBatch {
     /// The form that crosses a process boundary ([`TokenBatch::transfer_record`]), made anew
     /// on each call: it is asked for once, when the batch is pickled.
     pub fn transfer(&self) -> Result<RecordBatch, TokenStreamError> {
-        let forms = lock(&self.forms, "a token batch")?;
-        forms.batch.transfer_record()
+        let mut forms = lock(&self.forms, "a token batch")?;
+        forms.batch(&self.pool)?.transfer_record()
     }
 
     /// The expanded form's tensor columns ([`tensor_columns`]) and `max_seqlen`.

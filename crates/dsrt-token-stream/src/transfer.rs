@@ -8,10 +8,10 @@
 //! memory and sends a ticket of a few dozen bytes; the receiver maps the sender's arena once
 //! and its tensors are views of the slot, which frees when the last of them is dropped.
 //!
-//! A slot holds, each part aligned to 64 bytes: a header of eight u64 (magic, rows, `seq_len`,
-//! `pad_id`, pieces, `cu_seqlens` entries, `max_seqlen`, bytes used), then the row columns
-//! (steps, padding, piece offsets, the pieces' four fields as arrays), the tokens (u32,
-//! `rows * (seq_len + 1)`), and the six tensor columns as [`TokenBatch::expand`] derives them.
+//! A slot holds, each part aligned to 64 bytes: a header of nine u64 (magic, rows, `seq_len`,
+//! `pad_id`, pieces, `cu_seqlens` entries, `max_seqlen`, bytes used, bytes per id), then the row columns
+//! (steps, padding, piece offsets, the pieces' four fields as arrays), each row's last token
+//! (u32; the others are its `input_ids`), and the six tensor columns as [`TokenBatch::expand`] derives them.
 //! It is a layout of one machine's memory between two processes of one build, not a format:
 //! it is checked on receipt (sizes against the slot) but never stored.
 //!
@@ -20,8 +20,8 @@
 //! sends the compact form as before, so a receiver that keeps its batches never stalls one.
 
 use crate::arrow::TensorArrays;
-use crate::batch::{BatchPiece, BatchPool, DerivedMut, TokenBatch};
-use crate::{SharedTokenBatch, TokenStreamError};
+use crate::batch::{BatchPiece, BatchPool, Column, DerivedMut, IdValue, TokenBatch};
+use crate::{IdsDtype, SharedTokenBatch, TokenStreamError};
 use arrow_array::types::{Int32Type, Int64Type, UInt8Type};
 use arrow_array::{ArrayRef, ArrowPrimitiveType, PrimitiveArray};
 use arrow_buffer::{Buffer, ScalarBuffer};
@@ -31,7 +31,7 @@ use std::sync::Arc;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"DSRTTB01");
-const HEADER_WORDS: usize = 8;
+const HEADER_WORDS: usize = 9;
 const ALIGN: usize = 64;
 
 /// Pieces a slot has room for per row: a document every 16 tokens on average, at least 8.
@@ -48,7 +48,7 @@ struct Layout {
     sample_ids: Range<usize>,
     starts: Range<usize>,
     lens: Range<usize>,
-    tokens: Range<usize>,
+    last_tokens: Range<usize>,
     input_ids: Range<usize>,
     labels: Range<usize>,
     position_ids: Range<usize>,
@@ -59,9 +59,9 @@ struct Layout {
 }
 
 impl Layout {
-    /// The layout of a batch of `rows` rows of `seq_len` with `pieces` pieces; `None` past
-    /// `usize` (a size no slot has).
-    fn of(rows: usize, seq_len: usize, pieces: usize) -> Option<Self> {
+    /// The layout of a batch of `rows` rows of `seq_len` with `pieces` pieces and ids of
+    /// `ids`; `None` past `usize` (a size no slot has).
+    fn of(rows: usize, seq_len: usize, pieces: usize, ids: IdsDtype) -> Option<Self> {
         let mut at = HEADER_WORDS * 8;
         let mut part = |count: usize, width: usize| -> Option<Range<usize>> {
             let start = at.checked_next_multiple_of(ALIGN)?;
@@ -79,10 +79,10 @@ impl Layout {
             sample_ids: part(pieces, 8)?,
             starts: part(pieces, 8)?,
             lens: part(pieces, 4)?,
-            tokens: part(rows.checked_mul(seq_len.checked_add(1)?)?, 4)?,
-            input_ids: part(cells, 8)?,
-            labels: part(cells, 8)?,
-            position_ids: part(cells, 8)?,
+            last_tokens: part(rows, 4)?,
+            input_ids: part(cells, ids.width())?,
+            labels: part(cells, ids.width())?,
+            position_ids: part(cells, ids.width())?,
             segment_ids: part(cells, 4)?,
             loss_mask: part(cells, 1)?,
             cu_seqlens: part(sequences, 4)?,
@@ -119,7 +119,7 @@ impl TokenBatch {
     /// Writes the batch into `slot` at `layout`; the columns are derived in place.
     fn write_slot(&self, layout: &Layout, slot: &mut FillSlot) {
         let pieces = self.pieces();
-        let [header, steps, padding, row_pieces, cache_ids, sample_ids, starts, lens, tokens, input_ids, labels, position_ids, segment_ids, loss_mask, cu_seqlens] =
+        let [header, steps, padding, row_pieces, cache_ids, sample_ids, starts, lens, last_tokens, input_ids, labels, position_ids, segment_ids, loss_mask, cu_seqlens] =
             split_parts(
                 slot.bytes_mut(),
                 [
@@ -131,7 +131,7 @@ impl TokenBatch {
                     &layout.sample_ids,
                     &layout.starts,
                     &layout.lens,
-                    &layout.tokens,
+                    &layout.last_tokens,
                     &layout.input_ids,
                     &layout.labels,
                     &layout.position_ids,
@@ -154,15 +154,24 @@ impl TokenBatch {
         for (to, piece) in typed_mut::<[u32]>(lens).iter_mut().zip(pieces) {
             *to = piece.len;
         }
-        typed_mut::<[u32]>(tokens).copy_from_slice(self.tokens());
-        let (sequences, max_seqlen) = self.derive_into(DerivedMut {
-            input_ids: typed_mut(input_ids),
-            labels: typed_mut(labels),
-            position_ids: typed_mut(position_ids),
-            segment_ids: typed_mut(segment_ids),
+        // A row's tokens but its last are its inputs: only the last is sent beside them.
+        let width = self.seq_len() + 1;
+        let rows = self.tokens().chunks_exact(width);
+        for (to, row) in typed_mut::<[u32]>(last_tokens).iter_mut().zip(rows) {
+            *to = row[width - 1];
+        }
+        let columns = [
+            input_ids,
+            labels,
+            position_ids,
+            segment_ids,
             loss_mask,
-            cu_seqlens: typed_mut(cu_seqlens),
-        });
+            cu_seqlens,
+        ];
+        let (sequences, max_seqlen) = match self.ids_dtype() {
+            IdsDtype::Int64 => self.derive_in_slot::<i64>(columns),
+            IdsDtype::Int32 => self.derive_in_slot::<i32>(columns),
+        };
         typed_mut::<[u64]>(header).copy_from_slice(&[
             MAGIC,
             self.rows() as u64,
@@ -172,7 +181,23 @@ impl TokenBatch {
             sequences as u64,
             u64::from(max_seqlen),
             layout.total as u64,
+            self.ids_dtype().width() as u64,
         ]);
+    }
+
+    /// Derives the columns into a slot's six tensor parts, the ids as `T`.
+    fn derive_in_slot<T: IdValue + FromBytes + IntoBytes + KnownLayout>(
+        &self,
+        [input_ids, labels, position_ids, segment_ids, loss_mask, cu_seqlens]: [&mut [u8]; 6],
+    ) -> (usize, u32) {
+        self.derive_into(DerivedMut::<T> {
+            input_ids: typed_mut(input_ids),
+            labels: typed_mut(labels),
+            position_ids: typed_mut(position_ids),
+            segment_ids: typed_mut(segment_ids),
+            loss_mask,
+            cu_seqlens: typed_mut(cu_seqlens),
+        })
     }
 }
 
@@ -205,20 +230,33 @@ impl AsRef<[u8]> for SlotPart {
     }
 }
 
+/// The bytes of `range` of the slot as an Arrow buffer that keeps the slot.
+fn slot_buffer(slot: &Arc<ReceivedSlot>, range: Range<usize>) -> Buffer {
+    let owner = SlotPart {
+        slot: Arc::clone(slot),
+        range,
+    };
+    Buffer::from(bytes::Bytes::from_owner(owner))
+}
+
 fn slot_array<T: ArrowPrimitiveType>(
     slot: &Arc<ReceivedSlot>,
     range: Range<usize>,
     len: usize,
 ) -> ArrayRef {
-    let owner = SlotPart {
-        slot: Arc::clone(slot),
-        range,
-    };
-    let buffer = Buffer::from(bytes::Bytes::from_owner(owner));
+    let buffer = slot_buffer(slot, range);
     Arc::new(PrimitiveArray::<T>::new(
         ScalarBuffer::new(buffer, 0, len),
         None,
     ))
+}
+
+/// An id column of `ids` in the slot.
+fn id_array(slot: &Arc<ReceivedSlot>, range: Range<usize>, len: usize, ids: IdsDtype) -> ArrayRef {
+    match ids {
+        IdsDtype::Int64 => slot_array::<Int64Type>(slot, range, len),
+        IdsDtype::Int32 => slot_array::<Int32Type>(slot, range, len),
+    }
 }
 
 impl SharedTokenBatch {
@@ -235,8 +273,9 @@ impl SharedTokenBatch {
             if batch.tokens().len() != rows * (seq_len + 1) {
                 return Ok(None);
             }
-            let needed = Layout::of(rows, seq_len, batch.pieces().len());
-            let room = Layout::of(rows, seq_len, pieces_room(rows, seq_len));
+            let ids = batch.ids_dtype();
+            let needed = Layout::of(rows, seq_len, batch.pieces().len(), ids);
+            let room = Layout::of(rows, seq_len, pieces_room(rows, seq_len), ids);
             let (Some(layout), Some(room)) = (needed, room) else {
                 return Ok(None);
             };
@@ -249,9 +288,10 @@ impl SharedTokenBatch {
     }
 
     /// The batch a ticket of [`SharedTokenBatch::send_in_slot`] names, its columns read in
-    /// place (they free the slot when the last array over them drops); its compact form is
-    /// copied into `pool`'s buffers. A ticket received already, or a slot whose contents do
-    /// not fit it, is an error naming what is wrong.
+    /// place (the slot is freed when the last array over them drops); the rows' steps, pieces
+    /// and last tokens are copied, and its compact tokens are rebuilt from its `input_ids`
+    /// only if asked for. A ticket received already, or a slot whose
+    /// contents do not fit it, is an error naming what is wrong.
     pub fn receive_from_slot(
         ticket: &Ticket,
         pool: Arc<BatchPool>,
@@ -276,7 +316,12 @@ impl SharedTokenBatch {
         let pad_id = u32::try_from(header[3]).map_err(|_| bad("a pad id past u32".into()))?;
         let max_seqlen =
             u32::try_from(header[6]).map_err(|_| bad("a max_seqlen past u32".into()))?;
-        let layout = Layout::of(rows, seq_len, pieces)
+        let ids = match header[8] {
+            8 => IdsDtype::Int64,
+            4 => IdsDtype::Int32,
+            other => return Err(bad(format!("ids of {other} bytes"))),
+        };
+        let layout = Layout::of(rows, seq_len, pieces, ids)
             .filter(|l| l.total <= bytes.len() && header[7] == l.total as u64)
             .ok_or_else(|| {
                 bad(format!(
@@ -304,7 +349,8 @@ impl SharedTokenBatch {
                 len: lens[i],
             })
             .collect();
-        let batch = TokenBatch::from_parts(
+        let last_tokens = u32s(&layout.last_tokens, "last tokens")?.to_vec();
+        let batch = TokenBatch::over_parts(
             seq_len,
             pad_id,
             u64s(&layout.steps, "steps")?.to_vec(),
@@ -314,21 +360,28 @@ impl SharedTokenBatch {
                 .collect(),
             u32s(&layout.row_pieces, "piece offsets")?.to_vec(),
             pieces,
-            u32s(&layout.tokens, "tokens")?,
-            &pool,
+            // No tokens until asked for: they are rebuilt from `input_ids` and `last_tokens`.
+            Column::empty(Arc::downgrade(&pool)),
+            // The sender checked its tokens against the type when it read them.
+            ids,
         )?;
         let cells = rows * seq_len;
         let cu = layout.cu_seqlens.start..layout.cu_seqlens.start + 4 * sequences;
         let arrays = TensorArrays {
-            input_ids: slot_array::<Int64Type>(&slot, layout.input_ids, cells),
-            labels: slot_array::<Int64Type>(&slot, layout.labels, cells),
-            position_ids: slot_array::<Int64Type>(&slot, layout.position_ids, cells),
+            input_ids: id_array(&slot, layout.input_ids, cells, ids),
+            labels: id_array(&slot, layout.labels, cells, ids),
+            position_ids: id_array(&slot, layout.position_ids, cells, ids),
             segment_ids: slot_array::<Int32Type>(&slot, layout.segment_ids, cells),
             loss_mask: slot_array::<UInt8Type>(&slot, layout.loss_mask, cells),
             cu_seqlens: slot_array::<Int32Type>(&slot, cu, sequences),
         };
         let record = batch.expanded_from(arrays)?;
-        Ok(Self::with_expanded(batch, pool, (record, max_seqlen)))
+        Ok(Self::received(
+            batch,
+            pool,
+            (record, max_seqlen),
+            last_tokens,
+        ))
     }
 }
 
@@ -337,12 +390,18 @@ mod tests {
     use super::*;
     use crate::TokenPlan;
     use crate::{RowBlock, RowCursor, RunConfig, SyntheticSource, SyntheticSpec, TokenConfig};
+    use arrow_array::cast::AsArray;
     use arrow_array::RecordBatch;
 
     fn batches(count: u64) -> Vec<TokenBatch> {
+        batches_of(count, IdsDtype::Int64)
+    }
+
+    fn batches_of(count: u64, ids_dtype: IdsDtype) -> Vec<TokenBatch> {
         let source = SyntheticSource::new(vec![SyntheticSpec::new(3000, 4, 90)]);
         let config = TokenConfig {
             seq_len: 64,
+            ids_dtype,
             ..TokenConfig::default()
         };
         let plan = TokenPlan::new(&source, &config, &RunConfig::default()).unwrap();
@@ -397,6 +456,24 @@ mod tests {
     }
 
     #[test]
+    fn int32_ids_arrive_in_a_slot_as_int32_columns() {
+        enable_sending();
+        let pool = BatchPool::new();
+        for batch in batches_of(2, IdsDtype::Int32) {
+            let original = SharedTokenBatch::new(batch, Arc::clone(&pool));
+            let ticket = original.send_in_slot().unwrap().expect("a free slot");
+            let back = SharedTokenBatch::receive_from_slot(&ticket, Arc::clone(&pool)).unwrap();
+            let record = expanded(&back);
+            for name in ["input_ids", "labels", "position_ids"] {
+                let values = record.column_by_name(name).unwrap().as_fixed_size_list();
+                assert_eq!(values.value_type(), arrow_schema::DataType::Int32, "{name}");
+            }
+            assert_eq!(record, expanded(&original));
+            assert_eq!(back.compact().unwrap(), original.compact().unwrap());
+        }
+    }
+
+    #[test]
     fn a_slot_whose_contents_do_not_fit_its_header_is_refused_naming_it() {
         let dir = tempfile::tempdir().unwrap();
         let arena = shared_slots::Arena::create(dir.path(), 1, 4096).unwrap();
@@ -405,6 +482,7 @@ mod tests {
         bytes[..8].copy_from_slice(&MAGIC.to_le_bytes());
         bytes[8..16].copy_from_slice(&1000u64.to_le_bytes()); // 1,000 rows in 4 KiB
         bytes[16..24].copy_from_slice(&2048u64.to_le_bytes());
+        bytes[64..72].copy_from_slice(&8u64.to_le_bytes()); // int64 ids
         let ticket = slot.send();
         let error = SharedTokenBatch::receive_from_slot(&ticket, BatchPool::new()).unwrap_err();
         let text = error.to_string();

@@ -3,8 +3,8 @@
 
 use dsrt_plan::RemainderPolicy;
 use dsrt_token_stream::{
-    BatchPool, DocumentSource, Expanded, LoaderOptions, PackMode, RunConfig, SyntheticSource,
-    SyntheticSpec, TokenBatch, TokenConfig, TokenLoader, TokenPlan, IGNORE_INDEX,
+    BatchPiece, BatchPool, DocumentSource, Expanded, IdsDtype, LoaderOptions, PackMode, RunConfig,
+    SyntheticSource, SyntheticSpec, TokenBatch, TokenConfig, TokenLoader, TokenPlan, IGNORE_INDEX,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -57,8 +57,8 @@ fn loader(
 fn check_batch(source: &SyntheticSource, batch: &TokenBatch) -> Vec<((u64, u64), u64, u64)> {
     let columns = batch.columns().unwrap();
     let s = batch.seq_len();
-    let (ids, labels) = (columns.input_ids.values(), columns.labels.values());
-    let (positions, segments) = (columns.position_ids.values(), columns.segment_ids.values());
+    let (ids, labels) = (columns.input_ids.to_i64(), columns.labels.to_i64());
+    let (positions, segments) = (columns.position_ids.to_i64(), columns.segment_ids.values());
     let (mask, cu) = (columns.loss_mask.values(), columns.cu_seqlens.values());
     let mut expected_cu = Vec::new();
     let mut stretches = Vec::new();
@@ -237,6 +237,113 @@ fn a_compact_batch_rebuilt_from_its_parts_expands_to_the_same_columns() {
 }
 
 #[test]
+fn int32_ids_are_the_int64_columns_narrowed_and_travel_with_the_compact_form() {
+    let source = source();
+    let pool = BatchPool::new();
+    for mode in [PackMode::Concat, PackMode::BestFit] {
+        let config = |ids_dtype| TokenConfig {
+            seq_len: 48,
+            mode,
+            bos_id: Some(BOS),
+            eos_id: Some(EOS),
+            ids_dtype,
+            ..TokenConfig::default()
+        };
+        let options = LoaderOptions {
+            batch_size: 5,
+            workers: 2,
+            prefetch: 2,
+            expand: true,
+            first_batch: 0,
+        };
+        let wide = loader(&source, &config(IdsDtype::Int64), 2, 1, options);
+        let narrow = loader(&source, &config(IdsDtype::Int32), 2, 1, options);
+        let mut batches = 0;
+        for (wide, narrow) in wide.zip(narrow) {
+            let (wide, narrow) = (wide.unwrap(), narrow.unwrap());
+            check_batch(&source, &narrow);
+            let (w, n) = (wide.columns().unwrap(), narrow.columns().unwrap());
+            assert_eq!(n.input_ids.dtype(), IdsDtype::Int32);
+            assert_eq!(n.labels.dtype(), IdsDtype::Int32);
+            assert_eq!(n.position_ids.dtype(), IdsDtype::Int32);
+            assert_eq!(columns(w), columns(n), "{mode:?}");
+            // The type crosses a process boundary with the tokens.
+            let record = narrow.transfer_record().unwrap();
+            let mut back =
+                TokenBatch::from_compact_record(&record, 48, narrow.pad_id(), &pool).unwrap();
+            assert_eq!(back.ids_dtype(), IdsDtype::Int32);
+            assert_eq!(columns(back.expand(&pool)), columns(n));
+            batches += 1;
+        }
+        assert!(batches > 10, "{mode:?}: {batches} batches");
+    }
+}
+
+#[test]
+fn an_id_past_int32_is_refused_naming_its_document_and_no_id_is_wrapped() {
+    let pool = BatchPool::new();
+    let piece = |sample_id, len| BatchPiece {
+        key: (7, sample_id),
+        start: 0,
+        len,
+    };
+    let batch = TokenBatch::from_parts(
+        4,
+        0,
+        vec![0],
+        vec![false],
+        vec![0, 2],
+        vec![piece(3, 2), piece(9, 3)],
+        &[1u32, 2, 5, 3_000_000_000, 4],
+        &pool,
+    )
+    .unwrap();
+    let error = batch
+        .with_ids_dtype(IdsDtype::Int32)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains(
+            "document (cache 7, sample 9) holds token id 3000000000, past ids_dtype \"int32\""
+        ),
+        "{error}"
+    );
+    // Boundary and padding ids are checked with the settings, before anything is read.
+    for (name, config) in [
+        (
+            "pad_id 4294967295",
+            TokenConfig {
+                pad_id: u32::MAX,
+                ..TokenConfig::default()
+            },
+        ),
+        (
+            "eos_id 2147483648",
+            TokenConfig {
+                eos_id: Some(1 << 31),
+                ..TokenConfig::default()
+            },
+        ),
+    ] {
+        let config = TokenConfig {
+            ids_dtype: IdsDtype::Int32,
+            ..config
+        };
+        let error = config.check().unwrap_err().to_string();
+        assert!(
+            error.contains(&format!("{name} does not fit ids_dtype \"int32\"")),
+            "{error}"
+        );
+        assert!(TokenConfig {
+            ids_dtype: IdsDtype::Int64,
+            ..config
+        }
+        .check()
+        .is_ok());
+    }
+}
+
+#[test]
 fn a_loader_state_resumes_after_the_last_batch_on_another_topology() {
     let source = source();
     let config = TokenConfig {
@@ -315,9 +422,9 @@ fn rebuilt(batch: &TokenBatch, pool: &Arc<BatchPool>) -> TokenBatch {
 /// Every derived column's values, widened to `i64`, and `max_seqlen`.
 fn columns(c: &Expanded) -> Vec<Vec<i64>> {
     vec![
-        c.input_ids.values().to_vec(),
-        c.labels.values().to_vec(),
-        c.position_ids.values().to_vec(),
+        c.input_ids.to_i64(),
+        c.labels.to_i64(),
+        c.position_ids.to_i64(),
         c.segment_ids
             .values()
             .iter()

@@ -158,24 +158,26 @@ fn check(docs: &HashMap<(u64, u64), Vec<u32>>, batch: &TokenBatch) -> Vec<((u64,
         if at < s {
             cu.push((base + at) as i32);
         }
+        let (ids, labels) = (columns.input_ids.to_i64(), columns.labels.to_i64());
+        let positions = columns.position_ids.to_i64();
         for i in 0..s {
             let k = base + i;
             if i < expected.len() {
-                assert_eq!(columns.input_ids.values()[k], i64::from(expected[i]));
+                assert_eq!(ids[k], i64::from(expected[i]));
                 assert_eq!(columns.segment_ids.values()[k], segment[i]);
                 let first = segment.iter().position(|&g| g == segment[i]).unwrap();
-                assert_eq!(columns.position_ids.values()[k], (i - first) as i64);
+                assert_eq!(positions[k], (i - first) as i64);
                 let same = i + 1 < expected.len() && segment[i + 1] == segment[i];
                 let label = if same {
                     i64::from(expected[i + 1])
                 } else {
                     IGNORE_INDEX
                 };
-                assert_eq!(columns.labels.values()[k], label, "row {row}, {i}");
+                assert_eq!(labels[k], label, "row {row}, {i}");
                 assert_eq!(columns.loss_mask.values()[k], u8::from(same));
             } else {
                 assert_eq!(columns.segment_ids.values()[k], 0);
-                assert_eq!(columns.labels.values()[k], IGNORE_INDEX);
+                assert_eq!(labels[k], IGNORE_INDEX);
             }
         }
     }

@@ -1,10 +1,10 @@
 """Batches of training rows delivered to the training process: datasetrt's token stream
 against LitData's ``TokensLoader`` and against a floor, on the same tokens (docs/tokens.md).
 
-The data: 30,000 documents of long-tailed lengths (mean about 2,000 tokens, ids below 50,257),
-about 60 M tokens, written once as a datasetrt token cache (``TokenWriter``, uint16 ids) and
-once by ``litdata.optimize`` with ``TokensLoader`` (each document a 1-D tensor of the same
-ids); both in the page cache. Every arm delivers batches of 64 rows of 2,048 inputs (windows of
+The data: 120,000 documents of long-tailed lengths (mean about 2,000 tokens, ids below
+50,257), about 237 M tokens, written once as a datasetrt token cache (``TokenWriter``, uint16
+ids) and once by ``litdata.optimize`` with ``TokensLoader`` (each document a 1-D tensor of the
+same ids); both in the page cache. Every arm delivers batches of 64 rows of 2,048 inputs (windows of
 2,049 tokens) to this process and touches each tensor it gets; the figure is input tokens per
 second over ``--batches`` batches after 5 untimed ones.
 
@@ -12,8 +12,10 @@ second over ``--batches`` batches after 5 untimed ones.
   batch_size=64)`` in ``DataLoader(batch_size=None, num_workers=W)``; each batch's
   ``input_ids``, ``labels``, ``position_ids``, ``cu_seqlens`` and ``loss_mask`` tensors. With
   ``W = 0`` two Rust threads read ahead and derive the columns; with ``W = 2`` each worker
-  sends its batches compact (token ids and pieces) and the training process derives the
-  columns.
+  derives the columns of its batches into a slot of shared memory and the training process
+  makes its tensors over the slot. ``dsrt0-i32`` and ``dsrt2-i32``: the same with
+  ``ids_dtype="int32"`` (``input_ids``, ``labels`` and ``position_ids`` as int32, as LitData's
+  tokens are: half the bytes to derive and hand over).
 - ``litdata``: ``litdata.StreamingDataset(dir, item_loader=TokensLoader(block_size=2049),
   shuffle=True)`` in ``litdata.StreamingDataLoader(batch_size=64, num_workers=W)``; its one
   tensor of windows (no labels, positions or boundaries). ``litdata-seq``: the same with
@@ -21,13 +23,14 @@ second over ``--batches`` batches after 5 untimed ones.
 - ``floor``: one process copying 64 random 2,049-token windows of the whole token array (an
   in-memory NumPy uint16 array) into a preallocated int64 tensor per batch.
 
-Targets: ``dsrt`` (its faster ``W``) >= 3x ``litdata`` (its fastest ``W`` and shuffle), and
-again with ``W = 2`` on both sides (LitData's faster shuffle setting); ``dsrt`` (faster
-``W``) >= 0.5x ``floor``. Each round runs every arm once, in an order rotating from round to
-round; the report is each arm's tokens/s per round and the ratios per round.
+Targets: ``dsrt`` (its fastest ``W`` and ``ids_dtype``) >= 3x ``litdata`` (its fastest ``W``
+and shuffle), and again with ``W = 2`` on both sides (each side's fastest setting); ``dsrt``
+(fastest) >= 0.5x ``floor``. The ratios of the int64 arms alone are reported too. Each round
+runs every arm once, in an order rotating from round to round; the report is each arm's
+tokens/s per round and the ratios per round.
 
 Needs ``litdata`` (``requirements-bench.txt``; not a test requirement):
-``python bench_token_batches.py [--rounds 3] [--batches 400] [--dsrt-threads 2] [--work DIR]
+``python bench_token_batches.py [--rounds 3] [--batches 1600] [--dsrt-threads 2] [--work DIR]
 [--arms ...]``. Run it on an otherwise idle machine: ``dsrt0`` spreads its work over the
 training thread and ``--dsrt-threads`` Rust threads, which other load on two cores takes from
 it far more than from the single-threaded ``floor``.
@@ -52,7 +55,7 @@ from datasetrt.torch import TokenStreamingDataset
 SEQ_LEN = 2048
 BATCH = 64
 VOCAB = 50_257
-DOCS = 30_000
+DOCS = 120_000
 
 
 def make_documents(seed: int = 0) -> list[np.ndarray]:
@@ -92,9 +95,17 @@ def touch_dsrt(batch) -> int:
     return int(batch["input_ids"].shape[0]) * SEQ_LEN
 
 
-def run_dsrt(cache: Path, workers: int, batches: int, threads: int = 2) -> float:
+def run_dsrt(
+    cache: Path, workers: int, batches: int, threads: int = 2, ids_dtype: str = "int64"
+) -> float:
     ds = TokenStreamingDataset(
-        [str(cache)], seq_len=SEQ_LEN, batch_size=BATCH, rank=0, world_size=1, threads=threads
+        [str(cache)],
+        seq_len=SEQ_LEN,
+        batch_size=BATCH,
+        rank=0,
+        world_size=1,
+        threads=threads,
+        ids_dtype=ids_dtype,
     )
     loader = DataLoader(ds, batch_size=None, num_workers=workers)
     return timed(iter(loader), touch_dsrt, batches)
@@ -146,11 +157,37 @@ def timed(batches, touch, count: int) -> float:
     return tokens / (time.perf_counter() - started)
 
 
+def ratios_of(row: dict[str, float]) -> list[str]:
+    """The target ratios of one round's rates: the fastest arms of each side against each
+    other, then the int64 arms alone."""
+
+    def best(prefix: str, workers: str = "", int64_only: bool = False) -> float | None:
+        rates = [
+            rate
+            for arm, rate in row.items()
+            if arm.startswith(prefix + workers) and not (int64_only and arm.endswith("-i32"))
+        ]
+        return max(rates) if rates else None
+
+    ratios = []
+    for label, int64_only in (("", False), (" (int64)", True)):
+        dsrt, lit = best("dsrt", int64_only=int64_only), best("litdata")
+        if dsrt and lit:
+            ratios.append(f"best/best{label} {dsrt / lit:.2f}")
+        dsrt2, lit2 = best("dsrt", "2", int64_only), best("litdata", "2")
+        if dsrt2 and lit2:
+            ratios.append(f"2w/2w{label} {dsrt2 / lit2:.2f}")
+        if dsrt and "floor" in row:
+            ratios.append(f"best/floor{label} {dsrt / row['floor']:.2f}")
+    return ratios
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
-    # An epoch of the data is 452 batches: 5 untimed and up to 447 timed fit in one.
-    parser.add_argument("--batches", type=int, default=400)
+    # An epoch of the data is about 1,800 batches: 5 untimed and the timed ones fit in one,
+    # and the timed ones take long enough (a second or more) for a steady figure.
+    parser.add_argument("--batches", type=int, default=1600)
     parser.add_argument(
         "--dsrt-threads",
         type=int,
@@ -159,7 +196,8 @@ def main() -> None:
     )
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument(
-        "--arms", default="dsrt0,dsrt2,litdata0,litdata2,litdata0-seq,litdata2-seq,floor"
+        "--arms",
+        default="dsrt0,dsrt2,dsrt0-i32,dsrt2-i32,litdata0,litdata2,litdata0-seq,litdata2-seq,floor",
     )
     args = parser.parse_args()
     arms = args.arms.split(",")
@@ -167,7 +205,8 @@ def main() -> None:
     docs = make_documents()
     total = sum(len(d) for d in docs)
     print(f"{len(docs)} documents, {total} tokens")
-    cache, lit = work / "dsrt", work / "litdata"
+    # Named by the data's size, so a work directory of other data is never read as this.
+    cache, lit = work / f"dsrt-{DOCS}", work / f"litdata-{DOCS}"
     if not cache.exists():
         write_dsrt(docs, cache)
     if any(a.startswith("litdata") for a in arms) and not lit.exists():
@@ -176,6 +215,8 @@ def main() -> None:
     runners = {
         "dsrt0": lambda: run_dsrt(cache, 0, args.batches, args.dsrt_threads),
         "dsrt2": lambda: run_dsrt(cache, 2, args.batches),
+        "dsrt0-i32": lambda: run_dsrt(cache, 0, args.batches, args.dsrt_threads, "int32"),
+        "dsrt2-i32": lambda: run_dsrt(cache, 2, args.batches, ids_dtype="int32"),
         "litdata0": lambda: run_litdata(lit, 0, args.batches),
         "litdata2": lambda: run_litdata(lit, 2, args.batches),
         "litdata0-seq": lambda: run_litdata(lit, 0, args.batches, shuffle=False),
@@ -190,17 +231,7 @@ def main() -> None:
             results[arm].append(rate)
             print(f"round {r}: {arm:12} {rate / 1e6:8.1f} M tokens/s", flush=True)
         row = {a: results[a][-1] for a in arms}
-        ratios = []
-        lit_rates = {a: rate for a, rate in row.items() if a.startswith("litdata")}
-        if {"dsrt0", "dsrt2"} <= row.keys() and lit_rates:
-            best = max(row["dsrt0"], row["dsrt2"])
-            ratios.append(f"best/best {best / max(lit_rates.values()):.2f}")
-            lit2 = [rate for a, rate in lit_rates.items() if a.startswith("litdata2")]
-            if lit2:
-                ratios.append(f"2w/2w {row['dsrt2'] / max(lit2):.2f}")
-        if {"dsrt0", "dsrt2", "floor"} <= row.keys():
-            ratios.append(f"best/floor {max(row['dsrt0'], row['dsrt2']) / row['floor']:.2f}")
-        print(f"round {r}: " + ", ".join(ratios), flush=True)
+        print(f"round {r}: " + ", ".join(ratios_of(row)), flush=True)
     for arm in arms if args.rounds else []:
         print(f"{arm:12} median {statistics.median(results[arm]) / 1e6:8.1f} M tokens/s")
     if args.work is None:

@@ -3,10 +3,13 @@ full under ``ulimit -n 256`` (set for a child process), through ``cache[i]``, ``
 ``Loader`` and ``DataLoader(StreamingDataset(...), num_workers=2)`` in every collate and
 transfer mode, with the descriptors in use counted from ``/proc/self/fd``."""
 
+import contextlib
 import os
 import resource
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import pytest
@@ -22,35 +25,44 @@ def payload(cache, i):
     return (b"c%d-s%d:" % (cache, i)).ljust(40 + i % 13, b"x")
 
 
+@contextlib.contextmanager
 def scratch(tmp_path_factory, name):
-    if os.path.isdir("/dev/shm"):
-        import tempfile
-
-        return tempfile.mkdtemp(prefix=name, dir="/dev/shm")
-    return str(tmp_path_factory.mktemp(name))
+    """A directory on tmpfs where there is one (thousands of fsyncs cost nothing there),
+    removed afterwards: /dev/shm is memory, and pytest's own cleanup does not reach it."""
+    if not os.path.isdir("/dev/shm"):
+        yield str(tmp_path_factory.mktemp(name))
+        return
+    path = tempfile.mkdtemp(prefix=name, dir="/dev/shm")
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
 def big_cache(tmp_path_factory):
-    path = os.path.join(scratch(tmp_path_factory, "big"), "cache")
-    with datasetrt.CacheWriter(path, source="big", schema={"n": "int64"}, max_shard_bytes=1) as w:
-        for i in range(SHARDS):
-            w.add(payload(0, i), n=i)
-    assert len(datasetrt.Cache(path).manifest["shards"]) == SHARDS
-    return path
+    with scratch(tmp_path_factory, "big") as root:
+        path = os.path.join(root, "cache")
+        with datasetrt.CacheWriter(
+            path, source="big", schema={"n": "int64"}, max_shard_bytes=1
+        ) as w:
+            for i in range(SHARDS):
+                w.add(payload(0, i), n=i)
+        assert len(datasetrt.Cache(path).manifest["shards"]) == SHARDS
+        yield path
 
 
 @pytest.fixture(scope="module")
 def many_caches(tmp_path_factory):
-    root = scratch(tmp_path_factory, "many")
-    paths = []
-    for c in range(CACHES):
-        path = os.path.join(root, f"c{c:04d}")
-        with datasetrt.CacheWriter(path, source=f"src{c}", schema={"n": "int64"}) as w:
-            for i in range(2):
-                w.add(payload(c, i), n=i)
-        paths.append(path)
-    return paths
+    with scratch(tmp_path_factory, "many") as root:
+        paths = []
+        for c in range(CACHES):
+            path = os.path.join(root, f"c{c:04d}")
+            with datasetrt.CacheWriter(path, source=f"src{c}", schema={"n": "int64"}) as w:
+                for i in range(2):
+                    w.add(payload(c, i), n=i)
+            paths.append(path)
+        yield paths
 
 
 PRELUDE = textwrap.dedent(

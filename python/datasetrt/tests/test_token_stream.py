@@ -199,11 +199,39 @@ def test_workers_hand_batches_over_in_shared_memory_and_fall_back_when_it_is_hel
     assert windows(kept) == alone
     for batch in kept:
         check(batch, docs)
-    # A batch received from a slot pickles whole (its compact form was copied out).
+    # A batch received from a slot pickles whole (its tokens rebuilt from its input_ids).
     again = pickle.loads(pickle.dumps(kept[placed.index(True)]))
     assert again["input_ids"].numpy().tobytes() == alone[placed.index(True)][1]
     # The training process unlinked each arena when it mapped it: nothing is left in /dev/shm.
     assert slot_files() <= files
+
+
+def test_int32_ids_are_the_int64_ids_in_half_the_bytes(caches):
+    docs = by_key(caches)
+    wide = [
+        (b["input_ids"].clone(), b["labels"].clone(), b["position_ids"].clone())
+        for b in DataLoader(stream(caches), batch_size=None)
+    ]
+    names = ("input_ids", "labels", "position_ids")
+    for workers in (0, 2):
+        # Every batch kept: with 2 workers some arrive in slots and the rest through the pipe.
+        narrow = list(
+            DataLoader(stream(caches, ids_dtype="int32"), batch_size=None, num_workers=workers)
+        )
+        assert len(narrow) == len(wide) > 10
+        ranges = slot_mappings()
+        placed = sum(in_a_slot(b["input_ids"], ranges) for b in narrow)
+        assert (placed > 0) == (workers > 0)
+        for batch, columns in zip(narrow, wide):
+            for name, expected in zip(names, columns):
+                assert batch[name].dtype == torch.int32, name
+                assert torch.equal(batch[name].long(), expected), name
+            check(batch, docs)
+        # The tensors are the batch's own memory, writable in place (a slot's too).
+        narrow[0]["labels"][0, 0] = -100
+        assert narrow[0]["labels"][0, 0].item() == -100
+    with pytest.raises(ValueError, match='ids_dtype must be "int64" or "int32", not "int16"'):
+        next(iter(DataLoader(stream(caches, ids_dtype="int16"), batch_size=None)))
 
 
 @pytest.mark.parametrize("workers", [0, 2])

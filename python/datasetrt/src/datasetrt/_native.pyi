@@ -435,6 +435,7 @@ class _TokenPlan:
         world_size: int = 1,
         ranks_per_node: int = 1,
         policy: str = "pad",
+        ids_dtype: str = "int64",
         state: Mapping[str, Any] | None = None,
         validate_cache: bool = False,
         cache_dir: _Path | None = None,

@@ -77,12 +77,11 @@ class TokenDataset:
 
     ``TokenDataset(paths, *, seq_len, mode="concat", bos_id=None, eos_id=None, pad_id=0,
     long_docs="split", weights=None, tokens_per_epoch=None, schedule=None, replacement=False,
-    seed=0,
-    epoch=0, shuffle="local", rank=0, world_size=1, ranks_per_node=1, policy="pad",
-    state=None, batch_size=8, window_shards=4, window_block=256, packing_bins=256, workers=2,
-    prefetch=2, validate_cache=False, cache_dir=None, cache_limit=None, fetch="whole",
-    prefetch_shards=None, read_while_downloading=None, attempts=None, first_backoff=None,
-    wait_for_room=None, cache_access=None)``
+    seed=0, epoch=0, shuffle="local", rank=0, world_size=1, ranks_per_node=1, policy="pad",
+    ids_dtype="int64", state=None, batch_size=8, window_shards=4, window_block=256,
+    packing_bins=256, workers=2, prefetch=2, validate_cache=False, cache_dir=None,
+    cache_limit=None, fetch="whole", prefetch_shards=None, read_while_downloading=None,
+    attempts=None, first_backoff=None, wait_for_room=None, cache_access=None)``
 
     - ``paths``: token cache directories and/or object-store URLs, or a
       :class:`datasetrt.Dataset` (whose locations and options are used).
@@ -108,6 +107,11 @@ class TokenDataset:
       ``shuffle``, ``window_shards``: as for :class:`datasetrt.Loader`; every rank yields the
       same number of batches. ``window_block`` rows are permuted together on top of the
       document order; ``packing_bins`` bins are kept open when packing.
+    - ``ids_dtype``: ``"int64"`` (what ``cross_entropy`` and Hugging Face models take as they
+      are) or ``"int32"`` for ``input_ids``, ``labels`` and ``position_ids``: half the bytes to
+      derive, hand over and copy to a device, for a trainer that widens them there
+      (``labels.long()``); a batch holding an id past ``2**31 - 1`` is refused. The rows do
+      not depend on it.
     - ``state``: a :meth:`state_dict` to resume from (any topology, any ``workers``).
     - ``workers`` Rust threads read ``prefetch`` batches each ahead (GIL released); the batches
       are the same for any number.
@@ -139,6 +143,7 @@ class TokenDataset:
         world_size: int = 1,
         ranks_per_node: int = 1,
         policy: str = "pad",
+        ids_dtype: str = "int64",
         state: Mapping[str, Any] | None = None,
         batch_size: int = 8,
         window_shards: int = 4,
@@ -196,6 +201,7 @@ class TokenDataset:
             "world_size": world_size,
             "ranks_per_node": ranks_per_node,
             "policy": policy,
+            "ids_dtype": ids_dtype,
         }
         self.epoch = epoch if state is None else int(state["epoch"])
         self.batch_size = batch_size

@@ -807,15 +807,13 @@ class TokenTensors:
         """Makes every tensor column and ``max_seqlen`` at once: one native call for the views
         of the batch's buffers, then a tensor over each (no copy)."""
         views, max_seqlen = self._batch._tensor_columns()
-        with warnings.catch_warnings():
-            # Arrow buffers are immutable and torch has no read-only tensor; each tensor
-            # shares the memory of its batch alone, which nothing else reads.
-            warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-            for name, view in zip(self._TENSORS, views):
-                tensor = torch.from_numpy(numpy.asarray(view))
-                if name == "loss_mask":
-                    tensor = tensor.view(torch.bool)
-                self._cache[name] = tensor
+        # Each view is writable memory of this batch alone (its pooled buffers or the slot it
+        # arrived in), which nothing else reads.
+        for name, view in zip(self._TENSORS, views):
+            tensor = torch.from_numpy(numpy.asarray(view))
+            if name == "loss_mask":
+                tensor = tensor.view(torch.bool)
+            self._cache[name] = tensor
         self._cache["max_seqlen"] = max_seqlen
 
     def __getitem__(self, name: str) -> Any:
@@ -892,7 +890,7 @@ class TokenStreamingDataset(torch.utils.data.IterableDataset):
     It takes :class:`datasetrt.TokenDataset`'s arguments (``seq_len``, ``mode``, ``bos_id``,
     ``eos_id``, ``pad_id``, ``long_docs``, ``weights``, ``tokens_per_epoch``, ``schedule``,
     ``replacement``, ``seed``, ``epoch``, ``shuffle``, ``rank``, ``world_size``,
-    ``ranks_per_node``, ``policy``, ``state``, ``batch_size``, ``window_shards``,
+    ``ranks_per_node``, ``policy``, ``ids_dtype``, ``state``, ``batch_size``, ``window_shards``,
     ``window_block``, ``packing_bins`` and the remote options), with ``rank``,
     ``world_size`` and ``ranks_per_node`` taken from torch.distributed or torchrun's
     environment when not given, and ``threads`` / ``prefetch`` for the Rust threads that read
@@ -935,6 +933,7 @@ class TokenStreamingDataset(torch.utils.data.IterableDataset):
         world_size: int | None = None,
         ranks_per_node: int | None = None,
         policy: str = "pad",
+        ids_dtype: str = "int64",
         state: dict[str, Any] | None = None,
         batch_size: int = 8,
         window_shards: int = 4,
@@ -1000,6 +999,7 @@ class TokenStreamingDataset(torch.utils.data.IterableDataset):
             "window_block": window_block,
             "packing_bins": packing_bins,
             "policy": policy,
+            "ids_dtype": ids_dtype,
         }
         # Where the next iteration starts: a token state dict, or None for the epoch's start.
         self._resume: dict[str, Any] | None = None if state is None else dict(state)
