@@ -556,7 +556,14 @@ impl Outbox {
         if state.arena.is_none() && state.failed.is_none() {
             match Arena::create(&Arena::default_dir(), OUTBOX_SLOTS, slot_bytes.max(needed)) {
                 Ok(arena) => state.arena = Some(arena),
-                Err(error) => state.failed = Some(error.to_string()),
+                Err(error) => {
+                    // Said once per process: every later value goes the slower way, silently.
+                    tracing::warn!(
+                        "no shared-memory slots in this process, values are sent another way: \
+                         {error}"
+                    );
+                    state.failed = Some(error.to_string());
+                }
             }
         }
         let arena = state.arena.as_ref()?;
