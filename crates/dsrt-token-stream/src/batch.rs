@@ -338,7 +338,14 @@ impl TokenBatch {
             batch.row_pieces.push(batch.pieces.len() as u32);
         }
         batch.tokens = tokens;
-        batch.with_ids_dtype(plan.config().ids_dtype)
+        let dtype = plan.config().ids_dtype;
+        if source.ids_in_16_bits() {
+            // Stored ids are below 2^16 and the boundary and padding ids were checked with
+            // the settings: every id fits.
+            batch.ids_dtype = dtype;
+            return Ok(batch);
+        }
+        batch.with_ids_dtype(dtype)
     }
 
     /// The batch with its id columns derived in `dtype`; a token id that `dtype` does not hold

@@ -216,6 +216,10 @@ impl DocumentSource for CacheSource {
         (self.sources[source].cache_id, doc)
     }
 
+    fn ids_in_16_bits(&self) -> bool {
+        self.dtype() == TokenDtype::U16
+    }
+
     fn shard_bytes(&self, source: usize, shard: u64) -> u64 {
         let manifest = self.sources[source].tokens.cache().manifest();
         usize::try_from(shard)

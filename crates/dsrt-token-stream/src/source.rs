@@ -108,6 +108,12 @@ pub trait DocumentSource: Send + Sync {
     /// The `(cache_id, sample_id)` of a document.
     fn key(&self, source: usize, doc: u64) -> (u64, u64);
 
+    /// Whether every source stores its ids in 16 bits, so that none is past any id type's
+    /// range (a batch's ids then need no check); `false` where that is not known.
+    fn ids_in_16_bits(&self) -> bool {
+        false
+    }
+
     /// The bytes of a shard (for reports of what nodes read; 0 when unknown).
     fn shard_bytes(&self, source: usize, shard: u64) -> u64 {
         let _ = (source, shard);
