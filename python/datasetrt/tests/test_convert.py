@@ -300,7 +300,7 @@ def test_ctrl_c_stops_the_workers_and_leaves_nothing(tmp_path, workers):
     out = tmp_path / "c"
     script = textwrap.dedent(
         f"""
-        import sys, time
+        import signal, sys, time
         import datasetrt
 
         def slow(i):
@@ -308,6 +308,9 @@ def test_ctrl_c_stops_the_workers_and_leaves_nothing(tmp_path, workers):
             yield bytes(1000), {{"label": i}}
 
         if __name__ == "__main__":
+            # Ctrl-C handled as a terminal's shell starts a program: a runner that started
+            # this suite with SIGINT ignored (`nohup ... &` in a script) passes that on.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
             print("started", flush=True)
             datasetrt.convert(slow, range(100_000), {str(out)!r}, source="s",
                               schema={{"label": "int64"}}, num_workers={workers}, chunk_size=4)
