@@ -31,7 +31,7 @@ use arrow_array::{
     Array, ArrayRef, ArrowPrimitiveType, BooleanArray, FixedSizeListArray, Int64Array, ListArray,
     PrimitiveArray, RecordBatch, StructArray, UInt16Array, UInt32Array, UInt64Array,
 };
-use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{ArrowNativeType, Buffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{ArrowError, DataType, Field, Fields, Schema};
 use std::sync::Arc;
 
@@ -319,8 +319,6 @@ impl TokenBatch {
     /// Gives a batch that holds no tokens (one received in a slot) its tokens again: each row's
     /// inputs from `record`'s `input_ids` (its expanded form), then the row's last token from
     /// `last`, in a buffer of `pool`.
-    // Ids were checked to be token ids (`u32`s) when they were derived: the casts are exact.
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     pub(crate) fn rebuild_tokens(
         &mut self,
         record: &RecordBatch,
@@ -336,28 +334,13 @@ impl TokenBatch {
                 TokenStreamError::Config("a token batch without its input_ids".into())
             })?;
         let mut tokens = pool.take::<u32>(rows * (seq_len + 1));
-        let rows_out = tokens.values_mut().chunks_exact_mut(seq_len + 1);
+        let out = tokens.values_mut();
         match inputs.data_type() {
-            DataType::Int32 => {
-                let ids = inputs.as_primitive::<Int32Type>().values();
-                for ((out, row), &end) in rows_out.zip(ids.chunks_exact(seq_len)).zip(last) {
-                    for (to, &id) in out.iter_mut().zip(row) {
-                        *to = id as u32;
-                    }
-                    out[seq_len] = end;
-                }
-            }
+            DataType::Int32 => unwiden(inputs.as_primitive::<Int32Type>(), last, seq_len, out),
+            DataType::Int64 => unwiden(inputs.as_primitive::<Int64Type>(), last, seq_len, out),
             _ => {
-                let ids = (inputs.as_primitive_opt::<Int64Type>()).ok_or_else(|| {
-                    TokenStreamError::Config("input_ids that are not int64 or int32".into())
-                })?;
-                for ((out, row), &end) in rows_out.zip(ids.values().chunks_exact(seq_len)).zip(last)
-                {
-                    for (to, &id) in out.iter_mut().zip(row) {
-                        *to = id as u32;
-                    }
-                    out[seq_len] = end;
-                }
+                let message = "input_ids that are not int64 or int32";
+                return Err(TokenStreamError::Config(message.into()));
             }
         }
         self.restore_tokens(tokens);
@@ -480,6 +463,25 @@ impl TokenBatch {
             Err(bad("tokens are neither uint32 nor uint16"))
         };
         batch?.with_ids_dtype(dtype)
+    }
+}
+
+/// Each row's `seq_len` input ids back as the row's tokens in `out` (rows of `seq_len + 1`),
+/// with the row's last token from `last`. The ids were checked to be token ids when derived,
+/// so the narrowing keeps every one.
+#[allow(clippy::cast_possible_truncation)]
+fn unwiden<T: ArrowPrimitiveType>(
+    ids: &PrimitiveArray<T>,
+    last: &[u32],
+    seq_len: usize,
+    out: &mut [u32],
+) {
+    let rows = out.chunks_exact_mut(seq_len + 1);
+    for ((out, row), &end) in rows.zip(ids.values().chunks_exact(seq_len)).zip(last) {
+        for (to, id) in out.iter_mut().zip(row) {
+            *to = id.as_usize() as u32;
+        }
+        out[seq_len] = end;
     }
 }
 

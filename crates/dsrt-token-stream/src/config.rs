@@ -124,14 +124,6 @@ impl IdsDtype {
         }
     }
 
-    /// NumPy's array-interface type string (`"<i8"`, `"<i4"`).
-    pub fn typestr(self) -> &'static str {
-        match self {
-            Self::Int64 => "<i8",
-            Self::Int32 => "<i4",
-        }
-    }
-
     /// Whether `id` is one this type holds.
     pub fn holds(self, id: u32) -> bool {
         match self {
