@@ -26,14 +26,16 @@ second over ``--batches`` batches after 5 untimed ones.
 Targets: ``dsrt`` (its fastest ``W`` and ``ids_dtype``) >= 3x ``litdata`` (its fastest ``W``
 and shuffle), and again with ``W = 2`` on both sides (each side's fastest setting); ``dsrt``
 (fastest) >= 0.5x ``floor``. The ratios of the int64 arms alone are reported too. Each round
-runs every arm once, in an order rotating from round to round; the report is each arm's
-tokens/s per round and the ratios per round.
+opens every arm, then takes its ``--batches`` timed batches in ``--slices`` turns alternating
+between the arms (each turn first drains, untimed, what the arm read ahead while the others
+ran), so that the machine's pace, which drifts over seconds on a shared host, weighs on every
+arm alike; the report is each arm's tokens/s per round and the ratios per round.
 
 Needs ``litdata`` (``requirements-bench.txt``; not a test requirement):
-``python bench_token_batches.py [--rounds 3] [--batches 1600] [--dsrt-threads 2] [--work DIR]
-[--arms ...]``. Run it on an otherwise idle machine: ``dsrt0`` spreads its work over the
-training thread and ``--dsrt-threads`` Rust threads, which other load on two cores takes from
-it far more than from the single-threaded ``floor``.
+``python bench_token_batches.py [--rounds 3] [--batches 1600] [--slices 8] [--dsrt-threads 2]
+[--work DIR] [--arms ...]``. Run it on an otherwise idle machine: ``dsrt0`` spreads its work
+over the training thread and ``--dsrt-threads`` Rust threads, which other load on two cores
+takes from it far more than from the single-threaded ``floor``.
 """
 
 from __future__ import annotations
@@ -56,6 +58,10 @@ SEQ_LEN = 2048
 BATCH = 64
 VOCAB = 50_257
 DOCS = 120_000
+# Batches taken untimed at the start of each slice: more than any arm reads ahead (two
+# DataLoader workers of prefetch factor 2, or two Rust threads).
+DRAIN = 8
+SETTLE_SECONDS = 0.05
 
 
 def make_documents(seed: int = 0) -> list[np.ndarray]:
@@ -95,9 +101,33 @@ def touch_dsrt(batch) -> int:
     return int(batch["input_ids"].shape[0]) * SEQ_LEN
 
 
-def run_dsrt(
-    cache: Path, workers: int, batches: int, threads: int = 2, ids_dtype: str = "int64"
-) -> float:
+class Arm:
+    """One arm's batches and how a batch is touched (its tensors read, as a training step
+    would), timed slice by slice."""
+
+    def __init__(self, batches, touch) -> None:
+        self.batches = batches
+        self.touch = touch
+        self.tokens = 0
+        self.seconds = 0.0
+
+    def run_slice(self, count: int) -> None:
+        # Batches read ahead while other arms ran are taken untimed first, so each slice times
+        # this arm's own pace from a drained pipeline.
+        for _ in range(DRAIN):
+            self.touch(next(self.batches))
+        started = time.perf_counter()
+        tokens = 0
+        for _ in range(count):
+            tokens += self.touch(next(self.batches))
+        self.seconds += time.perf_counter() - started
+        self.tokens += tokens
+
+    def rate(self) -> float:
+        return self.tokens / self.seconds
+
+
+def dsrt_arm(cache: Path, workers: int, threads: int = 2, ids_dtype: str = "int64") -> Arm:
     ds = TokenStreamingDataset(
         [str(cache)],
         seq_len=SEQ_LEN,
@@ -107,11 +137,10 @@ def run_dsrt(
         threads=threads,
         ids_dtype=ids_dtype,
     )
-    loader = DataLoader(ds, batch_size=None, num_workers=workers)
-    return timed(iter(loader), touch_dsrt, batches)
+    return Arm(iter(DataLoader(ds, batch_size=None, num_workers=workers)), touch_dsrt)
 
 
-def run_litdata(out: Path, workers: int, batches: int, shuffle: bool = True) -> float:
+def litdata_arm(out: Path, workers: int, shuffle: bool = True) -> Arm:
     from litdata import StreamingDataLoader, StreamingDataset
     from litdata.streaming.item_loader import TokensLoader
 
@@ -127,10 +156,10 @@ def run_litdata(out: Path, workers: int, batches: int, shuffle: bool = True) -> 
         batch[0, 0].item()
         return int(batch.shape[0]) * SEQ_LEN
 
-    return timed(iter(loader), touch, batches)
+    return Arm(iter(loader), touch)
 
 
-def run_floor(tokens: np.ndarray, batches: int) -> float:
+def floor_arm(tokens: np.ndarray) -> Arm:
     rng = np.random.default_rng(1)
     out = np.empty((BATCH, SEQ_LEN + 1), dtype=np.int64)
 
@@ -144,17 +173,23 @@ def run_floor(tokens: np.ndarray, batches: int) -> float:
         batch[0, 0].item()
         return BATCH * SEQ_LEN
 
-    return timed(floor_batches(), touch, batches)
+    return Arm(floor_batches(), touch)
 
 
-def timed(batches, touch, count: int) -> float:
-    for _ in range(5):
-        touch(next(batches))
-    started = time.perf_counter()
-    tokens = 0
-    for _ in range(count):
-        tokens += touch(next(batches))
-    return tokens / (time.perf_counter() - started)
+def run_round(arms: dict[str, Arm], batches: int, slices: int) -> dict[str, float]:
+    """Every arm's tokens/s over `batches` timed batches, taken in `slices` turns that
+    alternate between the arms (the machine's pace drifts over seconds; every arm meets the
+    same drift)."""
+    for arm in arms.values():
+        for _ in range(5):
+            arm.touch(next(arm.batches))
+    names = list(arms)
+    for turn in range(slices):
+        for name in names[turn % len(names) :] + names[: turn % len(names)]:
+            # What the previous arm's readers still had in flight finishes untimed.
+            time.sleep(SETTLE_SECONDS)
+            arms[name].run_slice(batches // slices)
+    return {name: arm.rate() for name, arm in arms.items()}
 
 
 def ratios_of(row: dict[str, float]) -> list[str]:
@@ -185,14 +220,20 @@ def ratios_of(row: dict[str, float]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
-    # An epoch of the data is about 1,800 batches: 5 untimed and the timed ones fit in one,
-    # and the timed ones take long enough (a second or more) for a steady figure.
+    # An epoch of the data is about 1,800 batches: 5 untimed, then per slice DRAIN untimed and
+    # the slice's timed ones fit in one.
     parser.add_argument("--batches", type=int, default=1600)
     parser.add_argument(
         "--dsrt-threads",
         type=int,
         default=2,
         help="Rust threads reading ahead in the dsrt0 arm (TokenStreamingDataset threads=)",
+    )
+    parser.add_argument(
+        "--slices",
+        type=int,
+        default=8,
+        help="turns each round's timed batches are split into, alternating between the arms",
     )
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument(
@@ -212,25 +253,23 @@ def main() -> None:
     if any(a.startswith("litdata") for a in arms) and not lit.exists():
         write_litdata(docs, lit)
     tokens = np.concatenate(docs)
-    runners = {
-        "dsrt0": lambda: run_dsrt(cache, 0, args.batches, args.dsrt_threads),
-        "dsrt2": lambda: run_dsrt(cache, 2, args.batches),
-        "dsrt0-i32": lambda: run_dsrt(cache, 0, args.batches, args.dsrt_threads, "int32"),
-        "dsrt2-i32": lambda: run_dsrt(cache, 2, args.batches, ids_dtype="int32"),
-        "litdata0": lambda: run_litdata(lit, 0, args.batches),
-        "litdata2": lambda: run_litdata(lit, 2, args.batches),
-        "litdata0-seq": lambda: run_litdata(lit, 0, args.batches, shuffle=False),
-        "litdata2-seq": lambda: run_litdata(lit, 2, args.batches, shuffle=False),
-        "floor": lambda: run_floor(tokens, args.batches),
+    makers = {
+        "dsrt0": lambda: dsrt_arm(cache, 0, args.dsrt_threads),
+        "dsrt2": lambda: dsrt_arm(cache, 2),
+        "dsrt0-i32": lambda: dsrt_arm(cache, 0, args.dsrt_threads, "int32"),
+        "dsrt2-i32": lambda: dsrt_arm(cache, 2, ids_dtype="int32"),
+        "litdata0": lambda: litdata_arm(lit, 0),
+        "litdata2": lambda: litdata_arm(lit, 2),
+        "litdata0-seq": lambda: litdata_arm(lit, 0, shuffle=False),
+        "litdata2-seq": lambda: litdata_arm(lit, 2, shuffle=False),
+        "floor": lambda: floor_arm(tokens),
     }
     results: dict[str, list[float]] = {a: [] for a in arms}
     for r in range(args.rounds):
-        order = arms[r % len(arms) :] + arms[: r % len(arms)]
-        for arm in order:
-            rate = runners[arm]()
+        row = run_round({a: makers[a]() for a in arms}, args.batches, args.slices)
+        for arm, rate in row.items():
             results[arm].append(rate)
             print(f"round {r}: {arm:12} {rate / 1e6:8.1f} M tokens/s", flush=True)
-        row = {a: results[a][-1] for a in arms}
         print(f"round {r}: " + ", ".join(ratios_of(row)), flush=True)
     for arm in arms if args.rounds else []:
         print(f"{arm:12} median {statistics.median(results[arm]) / 1e6:8.1f} M tokens/s")
