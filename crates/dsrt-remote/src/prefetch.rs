@@ -29,6 +29,11 @@ struct State {
     present: Vec<u64>,
     /// Shards a prefetch thread is downloading or checking.
     in_flight: Vec<u64>,
+    /// Shards whose download failed for a reason trying again cannot mend (a SHA-256 that
+    /// does not match, an object missing): never fetched ahead again, whatever later hints
+    /// say, so a bad object is not downloaded over and over; a reader that needs one fetches
+    /// it itself and reports the failure.
+    failed: Vec<u64>,
     closed: bool,
 }
 
@@ -92,6 +97,7 @@ impl Queue {
                 ahead <= ahead_limit
                     && !state.in_flight.contains(&shard)
                     && !state.present.contains(&shard)
+                    && !state.failed.contains(&shard)
             });
             // `find` stops at the first match, so a pick past the limit is never returned.
             if let Some(shard) = pick.filter(|_| ahead <= ahead_limit) {
@@ -105,10 +111,13 @@ impl Queue {
         }
     }
 
-    fn finish(&self, shard: u64) {
+    /// `shard` is done with: fetched, or `failed` for good.
+    fn finish(&self, shard: u64, failed: bool) {
         let mut state = self.lock();
         state.in_flight.retain(|&s| s != shard);
-        if state.hint.contains(&shard) {
+        if failed {
+            state.failed.push(shard);
+        } else if state.hint.contains(&shard) {
             state.present.push(shard);
         }
         self.changed.notify_all();
@@ -126,10 +135,46 @@ fn prefetch_loop(queue: &Queue, shared: &Shared) {
             .unwrap_or(0)
     };
     while let Some(shard) = queue.next(shard_len, shared.cache_limit() / 2) {
-        if !shared.is_local(shard) {
-            // A failure is reported when a reader needs the shard.
-            let _ = shared.shard_file(shard);
+        // A failure is reported when a reader needs the shard.
+        let failed = !shared.is_local(shard)
+            && shared
+                .shard_file(shard)
+                .is_err_and(|error| !error.is_retryable());
+        queue.finish(shard, failed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue() -> Queue {
+        Queue {
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
         }
-        queue.finish(shard);
+    }
+
+    fn hint(queue: &Queue, shards: &[u64]) {
+        let mut state = queue.lock();
+        state.hint = shards.to_vec();
+        state.present.clear();
+    }
+
+    #[test]
+    fn a_shard_that_failed_for_good_is_never_fetched_ahead_again() {
+        let queue = queue();
+        hint(&queue, &[3, 4]);
+        assert_eq!(queue.next(|_| 1, 10), Some(3));
+        queue.finish(3, true);
+        assert_eq!(queue.next(|_| 1, 10), Some(4));
+        queue.finish(4, false);
+        // A reader's next hint names both again: the fetched one is checked afresh (it may
+        // have been evicted), the failed one is left to the reader.
+        hint(&queue, &[3, 4, 5]);
+        assert_eq!(queue.next(|_| 1, 10), Some(4));
+        assert_eq!(queue.next(|_| 1, 10), Some(5));
+        queue.lock().closed = true;
+        assert_eq!(queue.next(|_| 1, 10), None);
     }
 }

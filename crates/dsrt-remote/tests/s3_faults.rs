@@ -225,8 +225,8 @@ fn a_shard_not_matching_the_manifest_is_refused_not_cached_and_named() {
         "{remote_err:?}"
     );
     assert!(!remote_err.is_retryable());
-    // The prefetcher may still be downloading the corrupt shard again (a download in flight
-    // has its partial file); closing the dataset stops it and waits for it.
+    // The prefetcher may still be on its own download of the corrupt shard (a download in
+    // flight has its partial file); closing the dataset stops it and waits for it.
     drop(dataset);
     assert_eq!(local_files_ending(&cache_dir, &bad), Vec::<PathBuf>::new());
     assert_eq!(partials_under(&cache_dir), Vec::<PathBuf>::new());
