@@ -29,8 +29,9 @@ struct State {
     present: Vec<u64>,
     /// Shards a prefetch thread is downloading or checking.
     in_flight: Vec<u64>,
-    /// Shards whose download failed for a reason trying again cannot mend (a SHA-256 that
-    /// does not match, an object missing): never fetched ahead again, whatever later hints
+    /// Shards whose download failed in a way trying again will not mend (not
+    /// [`RemoteError::is_retryable`](crate::RemoteError::is_retryable): a SHA-256 that does
+    /// not match, an object missing, ...): never fetched ahead again, whatever later hints
     /// say, so a bad object is not downloaded over and over; a reader that needs one fetches
     /// it itself and reports the failure.
     failed: Vec<u64>,
@@ -61,13 +62,7 @@ impl Prefetcher {
 
     /// Replaces the hint: what the reader needs next, in order.
     pub(crate) fn hint(&self, shards: &[u64]) {
-        let mut state = self.queue.lock();
-        if state.hint != shards {
-            state.hint.clear();
-            state.hint.extend_from_slice(shards);
-        }
-        state.present.clear();
-        self.queue.changed.notify_all();
+        self.queue.hint(shards);
     }
 }
 
@@ -81,6 +76,16 @@ impl Drop for Prefetcher {
 impl Queue {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn hint(&self, shards: &[u64]) {
+        let mut state = self.lock();
+        if state.hint != shards {
+            state.hint.clear();
+            state.hint.extend_from_slice(shards);
+        }
+        state.present.clear();
+        self.changed.notify_all();
     }
 
     /// The next shard to fetch: the first of the hint, within `ahead_limit` bytes of its
@@ -155,23 +160,17 @@ mod tests {
         }
     }
 
-    fn hint(queue: &Queue, shards: &[u64]) {
-        let mut state = queue.lock();
-        state.hint = shards.to_vec();
-        state.present.clear();
-    }
-
     #[test]
     fn a_shard_that_failed_for_good_is_never_fetched_ahead_again() {
         let queue = queue();
-        hint(&queue, &[3, 4]);
+        queue.hint(&[3, 4]);
         assert_eq!(queue.next(|_| 1, 10), Some(3));
         queue.finish(3, true);
         assert_eq!(queue.next(|_| 1, 10), Some(4));
         queue.finish(4, false);
         // A reader's next hint names both again: the fetched one is checked afresh (it may
         // have been evicted), the failed one is left to the reader.
-        hint(&queue, &[3, 4, 5]);
+        queue.hint(&[3, 4, 5]);
         assert_eq!(queue.next(|_| 1, 10), Some(4));
         assert_eq!(queue.next(|_| 1, 10), Some(5));
         queue.lock().closed = true;
