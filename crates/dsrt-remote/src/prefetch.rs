@@ -89,7 +89,8 @@ impl Queue {
     }
 
     /// The next shard to fetch: the first of the hint, within `ahead_limit` bytes of its
-    /// start, that is neither local nor being fetched; waits for one. `None` once closed.
+    /// start, that is neither local, nor being fetched, nor failed for good; waits for one.
+    /// `None` once closed.
     fn next(&self, shard_len: impl Fn(u64) -> u64, ahead_limit: u64) -> Option<u64> {
         let mut state = self.lock();
         loop {
