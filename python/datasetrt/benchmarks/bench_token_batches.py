@@ -1,8 +1,8 @@
 """Batches of training rows delivered to the training process: datasetrt's token stream
 against LitData's ``TokensLoader`` and against a floor, on the same tokens (docs/tokens.md).
 
-The data: 120,000 documents of long-tailed lengths (mean about 2,000 tokens, ids below
-50,257), about 237 M tokens, written once as a datasetrt token cache (``TokenWriter``, uint16
+The data: 300,000 documents of long-tailed lengths (mean about 2,000 tokens, ids below
+50,257), about 594 M tokens, written once as a datasetrt token cache (``TokenWriter``, uint16
 ids) and once by ``litdata.optimize`` with ``TokensLoader`` (each document a 1-D tensor of the
 same ids); both in the page cache. Every arm delivers batches of 64 rows of 2,048 inputs (windows of
 2,049 tokens) to this process and touches each tensor it gets; the figure is input tokens per
@@ -32,7 +32,7 @@ ran), so that the machine's pace, which drifts over seconds on a shared host, we
 arm alike; the report is each arm's tokens/s per round and the ratios per round.
 
 Needs ``litdata`` (``requirements-bench.txt``; not a test requirement):
-``python bench_token_batches.py [--rounds 3] [--batches 1600] [--slices 8] [--dsrt-threads 2]
+``python bench_token_batches.py [--rounds 3] [--batches 4000] [--slices 8] [--dsrt-threads 2]
 [--work DIR] [--arms ...]``. Run it on an otherwise idle machine: ``dsrt0`` spreads its work
 over the training thread and ``--dsrt-threads`` Rust threads, which other load on two cores
 takes from it far more than from the single-threaded ``floor``.
@@ -57,7 +57,7 @@ from datasetrt.torch import TokenStreamingDataset
 SEQ_LEN = 2048
 BATCH = 64
 VOCAB = 50_257
-DOCS = 120_000
+DOCS = 300_000
 # Batches taken untimed at the start of each slice: more than any arm reads ahead (two
 # DataLoader workers of prefetch factor 2, or two Rust threads).
 DRAIN = 8
@@ -220,9 +220,10 @@ def ratios_of(row: dict[str, float]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
-    # An epoch of the data is about 1,800 batches: 5 untimed, then per slice DRAIN untimed and
-    # the slice's timed ones fit in one.
-    parser.add_argument("--batches", type=int, default=1600)
+    # An epoch of the data is about 4,500 batches: 5 untimed, then per slice DRAIN untimed and
+    # the slice's timed ones fit in one. A slice of the fastest arms takes about 0.1 s: shorter
+    # ones let one stall of the host decide a round.
+    parser.add_argument("--batches", type=int, default=4000)
     parser.add_argument(
         "--dsrt-threads",
         type=int,

@@ -10,9 +10,11 @@ import pickle
 import sys
 import time
 
+from bench_token_batches import DOCS  # this script's directory is on sys.path
+
 from datasetrt.torch import TokenStreamingDataset, TokenTensors
 
-cache = f"{sys.argv[1]}/dsrt"
+cache = f"{sys.argv[1]}/dsrt-{DOCS}"
 ds = TokenStreamingDataset([cache], seq_len=2048, batch_size=64, rank=0, world_size=1)
 plan = ds._plan()
 batch = plan.read(0, 64, expand=False)
