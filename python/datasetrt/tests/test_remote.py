@@ -151,7 +151,7 @@ def test_a_tampered_shard_raises_an_integrity_error_naming_url_and_shard(tmp_pat
     assert e.url in str(e) and "shards/000001.bin" in str(e) and "SHA-256" in str(e)
     # Nothing of the bad shard was kept, not even a partial download. (Shard 0's whole
     # download, begun while its samples were read from the store, may still be under way: its
-    # partial file is no leftover.)
+    # partial file is checked for once the caches are closed, below.)
     held = files_under(cache_dir)
     assert not [f for f in held if "000001.bin" in f], held
     # The same through a batch read and a dataset.
@@ -160,6 +160,11 @@ def test_a_tampered_shard_raises_an_integrity_error_naming_url_and_shard(tmp_pat
     dataset = datasetrt.Dataset([s3_prefix], cache_dir=cache_dir)
     with pytest.raises(datasetrt.RemoteIntegrityError, match="shards/000001.bin"):
         list(datasetrt.Loader(dataset, shuffle="sequential"))
+    # Closing the caches stops and waits for their downloads: no partial download is left.
+    del cache, dataset, caught, e
+    gc.collect()
+    held = files_under(cache_dir)
+    assert not [f for f in held if f.endswith("000001.bin") or "partial" in f], held
 
 
 def test_a_cache_limit_below_the_largest_shard_raises_at_open(tmp_path, s3_prefix):
